@@ -1,0 +1,13 @@
+#include "cli/commands.h"
+
+namespace xsagpt::cli {
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> all{
+      {"info", "parameter counts, FLOPs per token and a memory estimate for a config", info},
+      {"config", "print the configuration reference (every key, default, meaning)", config_reference},
+  };
+  return all;
+}
+
+}  // namespace xsagpt::cli

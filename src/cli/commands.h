@@ -1,0 +1,21 @@
+// Subcommands of the xsagpt executable. Each takes the arguments after its name
+// and returns the process exit code; errors are thrown and reported by main().
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace xsagpt::cli {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(int argc, char** argv);
+};
+
+int info(int argc, char** argv);
+int config_reference(int argc, char** argv);
+
+const std::vector<Command>& commands();
+
+}  // namespace xsagpt::cli

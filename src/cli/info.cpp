@@ -1,0 +1,82 @@
+// `xsagpt info`: what a config costs before anyone spends GPU hours on it.
+#include "cli/commands.h"
+#include "config/model_config.h"
+#include "model/counts.h"
+
+#include <cxxopts.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+
+namespace xsagpt::cli {
+
+static std::string human(double n, const char* unit = "") {
+  const char* suffix[] = {"", "K", "M", "B", "T"};
+  int i = 0;
+  while (std::abs(n) >= 1000 && i < 4) n /= 1000, ++i;
+  return fmt::format("{:.2f}{}{}", n, suffix[i], unit);
+}
+
+static std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024)); }
+
+int info(int argc, char** argv) {
+  cxxopts::Options opts("xsagpt info", "Parameter counts, FLOPs per token and training memory of a model config.");
+  opts.add_options()
+    ("c,config", "model config: a name in configs/model/ or a JSON file", cxxopts::value<std::string>())
+    ("b,micro-batch", "micro-batch for the memory estimate", cxxopts::value<int64_t>()->default_value("8"))
+    ("t,seq-len", "sequence length (default: the model's block_size)", cxxopts::value<int64_t>())
+    ("precision", "bf16 or fp32 activations for the memory estimate", cxxopts::value<std::string>()->default_value("bf16"))
+    ("json", "print JSON instead of a table")
+    ("h,help", "show this help");
+  auto args = opts.parse(argc, argv);
+  if (args.count("help")) { std::cout << opts.help() << "\n"; return 0; }
+  if (!args.count("config")) throw ConfigError("--config: required (e.g. --config paper-0.7b)");
+  const auto cfg = load_model_config(args["config"].as<std::string>());
+  const int64_t T = args.count("seq-len") ? args["seq-len"].as<int64_t>() : cfg.block_size;
+  const int64_t B = args["micro-batch"].as<int64_t>();
+  const auto precision = args["precision"].as<std::string>();
+  if (precision != "bf16" && precision != "fp32") throw ConfigError("--precision: expected bf16 or fp32, got " + precision);
+  if (T <= 0 || T > cfg.block_size)
+    throw ConfigError(fmt::format("--seq-len: expected 1..{} (model.block_size), got {}", cfg.block_size, T));
+  if (B <= 0) throw ConfigError("--micro-batch: must be > 0");
+
+  const auto p = count_params(cfg);
+  const double flops = flops_per_token(cfg, T);
+  const auto mem = estimate_training_memory(cfg, B, T, precision == "bf16");
+  if (args.count("json")) {
+    json j = {{"config", to_json(cfg)},
+              {"params_total", p.total},
+              {"params_non_embedding", p.non_embedding},
+              {"params_embedding", p.embedding},
+              {"flops_per_token", flops},
+              {"seq_len", T},
+              {"micro_batch", B},
+              {"memory_bytes", {{"params", mem.params_bytes}, {"grads", mem.grads_bytes},
+                                {"optimizer", mem.optimizer_bytes}, {"activations", mem.activations_bytes},
+                                {"logits", mem.logits_bytes}, {"total", mem.total()}}}};
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format(
+      "model        {} layers, d_model {}, {} heads x {} (inner {}), mlp {}, vocab {}, attention {}\n"
+      "parameters   {} total, {} non-embedding, {} embedding{}\n"
+      "FLOPs/token  {} (training, seq_len {})\n"
+      "memory       {} estimated at micro-batch {} x {} tokens, {} activations:\n"
+      "             weights {}, grads {}, AdamW {}, activations {}, logits {}\n",
+      cfg.n_layer, cfg.d_model, cfg.n_head, cfg.head_dim, cfg.inner_dim(), cfg.mlp_dim(), cfg.vocab_size,
+      cfg.attention, human(p.total), human(p.non_embedding), human(p.embedding),
+      cfg.tie_embeddings ? " (head tied)" : "", human(flops, "FLOP"), T, gib(mem.total()), B, T, precision,
+      gib(mem.params_bytes), gib(mem.grads_bytes), gib(mem.optimizer_bytes), gib(mem.activations_bytes),
+      gib(mem.logits_bytes));
+  return 0;
+}
+
+int config_reference(int argc, char** argv) {
+  cxxopts::Options opts("xsagpt config", "Print the configuration reference as a Markdown table.");
+  opts.add_options()("h,help", "show this help");
+  if (opts.parse(argc, argv).count("help")) { std::cout << opts.help() << "\n"; return 0; }
+  std::cout << "| key | default | meaning |\n|---|---|---|\n" << schema::reference_rows<ModelConfig>("model");
+  return 0;
+}
+
+}  // namespace xsagpt::cli

@@ -1,0 +1,108 @@
+#include "config/model_config.h"
+
+#include <fstream>
+#include <unistd.h>
+
+namespace xsagpt {
+
+namespace fs = std::filesystem;
+
+bool ModelConfig::uses_xsa(int64_t layer) const {
+  if (attention != "xsa") return false;
+  if (xsa_layers.is_null()) return true;
+  if (xsa_layers.is_string()) {  // "last N" (validated)
+    int64_t n = std::stoll(xsa_layers.get<std::string>().substr(5));
+    return layer >= n_layer - n;
+  }
+  for (const auto& l : xsa_layers)
+    if (l.get<int64_t>() == layer) return true;
+  return false;
+}
+
+void ModelConfig::validate(const std::string& where) const {
+  auto positive = [&](const char* key, double value) {
+    if (!(value > 0)) throw ConfigError(where + "." + key + ": must be > 0, got " + json(value).dump());
+  };
+  positive("vocab_size", vocab_size);
+  positive("block_size", block_size);
+  positive("n_layer", n_layer);
+  positive("d_model", d_model);
+  positive("n_head", n_head);
+  positive("head_dim", head_dim);
+  positive("mlp_ratio", mlp_ratio);
+  positive("rope_theta", rope_theta);
+  positive("norm_eps", norm_eps);
+  positive("xsa_eps", xsa_eps);
+  if (head_dim % 2 != 0)
+    throw ConfigError(where + ".head_dim: RoPE rotates pairs, so it must be even, got " + std::to_string(head_dim));
+  if (attention != "sa" && attention != "xsa")
+    throw ConfigError(where + ".attention: expected \"sa\" or \"xsa\", got \"" + attention + "\"");
+  if (dropout < 0 || dropout >= 1)
+    throw ConfigError(where + ".dropout: expected a probability in [0, 1), got " + json(dropout).dump());
+  const std::string xk = where + ".xsa_layers";
+  if (xsa_layers.is_string()) {
+    const auto s = xsa_layers.get<std::string>();
+    bool ok = s.rfind("last ", 0) == 0 && s.size() > 5 &&
+              s.find_first_not_of("0123456789", 5) == std::string::npos;
+    if (!ok) throw ConfigError(xk + ": expected \"last N\", a list of layer indices or null, got \"" + s + "\"");
+    auto n = std::stoll(s.substr(5));
+    if (n < 1 || n > n_layer)
+      throw ConfigError(xk + ": \"last N\" needs 1 <= N <= n_layer (" + std::to_string(n_layer) + ")");
+  } else if (xsa_layers.is_array()) {
+    for (const auto& l : xsa_layers) {
+      if (!l.is_number_integer() || l.get<int64_t>() < 0 || l.get<int64_t>() >= n_layer)
+        throw ConfigError(xk + ": layer indices must be integers in [0, " + std::to_string(n_layer) +
+                          "), got " + l.dump());
+    }
+  } else if (!xsa_layers.is_null()) {
+    throw ConfigError(xk + ": expected null, a list of layer indices or \"last N\", got " + xsa_layers.dump());
+  }
+  if (!xsa_layers.is_null() && attention != "xsa")
+    throw ConfigError(xk + ": only meaningful with attention=\"xsa\" (attention is \"" + attention + "\")");
+}
+
+ModelConfig model_config_from_json(const json& j, const std::string& where) {
+  ModelConfig c;
+  schema::read(j, c, where);
+  c.validate(where);
+  return c;
+}
+
+json to_json(const ModelConfig& c) { return schema::write(c); }
+
+json read_json_file(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path.string() + ": cannot open config file");
+  try {
+    return json::parse(in, nullptr, true, /*ignore_comments=*/true);
+  } catch (const json::parse_error& e) {
+    throw ConfigError(path.string() + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+static fs::path executable_dir() {
+  std::error_code ec;
+  auto exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path{} : exe.parent_path();
+}
+
+fs::path resolve_model_file(const std::string& ref, const fs::path& relative_to) {
+  std::vector<fs::path> candidates{ref};
+  if (!relative_to.empty()) candidates.push_back(relative_to / ref);
+  const std::string file = ref.ends_with(".json") ? ref : ref + ".json";
+  candidates.push_back(fs::path("configs/model") / file);
+  if (auto exe = executable_dir(); !exe.empty()) {  // build/xsagpt -> <root>/configs/model
+    candidates.push_back(exe.parent_path() / "configs/model" / file);
+    candidates.push_back(exe.parent_path().parent_path() / "configs/model" / file);
+  }
+  for (const auto& c : candidates)
+    if (fs::is_regular_file(c)) return c;
+  throw ConfigError("model config '" + ref + "': no such file (looked for it as a path and in configs/model/)");
+}
+
+ModelConfig load_model_config(const std::string& ref) {
+  auto path = resolve_model_file(ref);
+  return model_config_from_json(read_json_file(path), path.string());
+}
+
+}  // namespace xsagpt

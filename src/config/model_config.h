@@ -1,0 +1,67 @@
+// The model's hyperparameters (the `model` section of a run config, or a file in
+// configs/model/). Defaults live in the member initialisers and nowhere else.
+#pragma once
+
+#include "config/schema.h"
+
+#include <filesystem>
+
+namespace xsagpt {
+
+struct ModelConfig {
+  int64_t vocab_size = 50304;  // GPT-2's 50257 padded to a multiple of 64
+  int64_t block_size = 1024;
+  int64_t n_layer = 12;
+  int64_t d_model = 768;
+  int64_t n_head = 12;
+  int64_t head_dim = 64;
+  double mlp_ratio = 4.0;
+  std::string attention = "sa";
+  json xsa_layers = nullptr;
+  double rope_theta = 10000.0;
+  bool bias = false;
+  double dropout = 0.0;
+  bool tie_embeddings = true;
+  double norm_eps = 1e-5;
+  double xsa_eps = 1e-6;
+
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("vocab_size", s.vocab_size, "vocabulary size (GPT-2's 50257 padded to a multiple of 64)");
+    v("block_size", s.block_size, "longest sequence the model accepts (RoPE table length)");
+    v("n_layer", s.n_layer, "number of transformer blocks");
+    v("d_model", s.d_model, "residual stream width");
+    v("n_head", s.n_head, "attention heads per layer");
+    v("head_dim", s.head_dim, "width of one head; n_head*head_dim may differ from d_model");
+    v("mlp_ratio", s.mlp_ratio, "MLP hidden width as a multiple of d_model");
+    v("attention", s.attention, "\"sa\" (standard causal self attention) or \"xsa\" (exclusive self attention)");
+    v("xsa_layers", s.xsa_layers,
+      "with attention=xsa: null for every layer, a list of layer indices, or \"last N\"");
+    v("rope_theta", s.rope_theta, "RoPE base");
+    v("bias", s.bias, "biases in Linear and LayerNorm layers");
+    v("dropout", s.dropout, "dropout probability (embedding, attention output, MLP output)");
+    v("tie_embeddings", s.tie_embeddings, "LM head shares the token embedding matrix");
+    v("norm_eps", s.norm_eps, "LayerNorm epsilon");
+    v("xsa_eps", s.xsa_eps, "floor on ||v|| when normalising the value vector in XSA");
+  }
+
+  int64_t inner_dim() const { return n_head * head_dim; }
+  int64_t mlp_dim() const { return static_cast<int64_t>(mlp_ratio * static_cast<double>(d_model)); }
+  // Whether layer `i` applies the XSA step (false everywhere for attention=sa).
+  bool uses_xsa(int64_t layer) const;
+  // Throws ConfigError naming the first impossible value; `where` prefixes keys.
+  void validate(const std::string& where = "model") const;
+};
+
+ModelConfig model_config_from_json(const json& j, const std::string& where = "model");
+json to_json(const ModelConfig& c);
+
+// Resolves a model reference ("tiny", "configs/model/tiny.json", a path) to a file.
+// `relative_to` is the folder of the file that made the reference, if any.
+std::filesystem::path resolve_model_file(const std::string& ref,
+                                         const std::filesystem::path& relative_to = {});
+// Reads a JSON file; errors name the file. Used for every config file.
+json read_json_file(const std::filesystem::path& path);
+ModelConfig load_model_config(const std::string& ref);
+
+}  // namespace xsagpt
