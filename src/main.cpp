@@ -3,6 +3,7 @@
 #include "cli/commands.h"
 #include "config/schema.h"
 
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -20,6 +21,9 @@ int main(int argc, char** argv) {
     usage(argc < 2 ? std::cerr : std::cout);
     return argc < 2 ? 2 : 0;
   }
+  // Logs go to stderr; stdout carries only what a command outputs (tables, JSON).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("xsagpt"));
+  spdlog::set_pattern("[%Y-%m-%d %H:%M:%S] [%^%l%$] %v");
   for (const auto& c : xsagpt::cli::commands()) {
     if (std::strcmp(argv[1], c.name) != 0) continue;
     try {

@@ -1,6 +1,6 @@
 // `xsagpt info`: what a config costs before anyone spends GPU hours on it.
 #include "cli/commands.h"
-#include "config/model_config.h"
+#include "config/run_config.h"
 #include "model/counts.h"
 
 #include <cxxopts.hpp>
@@ -75,7 +75,7 @@ int config_reference(int argc, char** argv) {
   cxxopts::Options opts("xsagpt config", "Print the configuration reference as a Markdown table.");
   opts.add_options()("h,help", "show this help");
   if (opts.parse(argc, argv).count("help")) { std::cout << opts.help() << "\n"; return 0; }
-  std::cout << "| key | default | meaning |\n|---|---|---|\n" << schema::reference_rows<ModelConfig>("model");
+  std::cout << config_reference_markdown();
   return 0;
 }
 

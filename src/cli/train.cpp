@@ -1,0 +1,48 @@
+// `xsagpt train`: one training run from a run config.
+#include "cli/commands.h"
+#include "config/run_config.h"
+#include "dist/context.h"
+#include "train/trainer.h"
+
+#include <cxxopts.hpp>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+namespace xsagpt::cli {
+
+int train(int argc, char** argv) {
+  cxxopts::Options opts("xsagpt train",
+                        "Train a GPT with SA or XSA attention from a run config (see configs/runs/ and "
+                        "`xsagpt config` for every key).");
+  opts.add_options()
+    ("c,config", "run config JSON file", cxxopts::value<std::string>())
+    ("s,set", "override a config value: section.key=value (repeatable), e.g. --set train.lr=3e-4 "
+              "--set model.attention=xsa", cxxopts::value<std::vector<std::string>>())
+    ("o,out", "run directory (overrides out_dir)", cxxopts::value<std::string>())
+    ("r,resume", "'auto' (newest checkpoint in the run directory, or a fresh start if none) or a checkpoint path",
+     cxxopts::value<std::string>())
+    ("overwrite", "discard a previous run in the run directory and start over")
+    ("h,help", "show this help");
+  auto args = opts.parse(argc, argv);
+  if (args.count("help")) { std::cout << opts.help() << "\n"; return 0; }
+  if (!args.count("config")) throw ConfigError("--config: required (e.g. --config configs/runs/demo-sa.json)");
+  if (!args.unmatched().empty()) throw ConfigError("unexpected argument '" + args.unmatched()[0] + "'");
+
+  std::vector<std::string> overrides;
+  if (args.count("set")) overrides = args["set"].as<std::vector<std::string>>();
+  if (args.count("out")) overrides.push_back("out_dir=\"" + args["out"].as<std::string>() + "\"");
+  DistContext dist;
+  auto cfg = load_run_config(args["config"].as<std::string>(), overrides, dist.world_size());
+
+  TrainOptions topts;
+  if (args.count("resume")) topts.resume = args["resume"].as<std::string>();
+  topts.overwrite = args.count("overwrite") > 0;
+  auto result = train(cfg, topts, dist);
+  if (dist.is_main() && result.finished)
+    spdlog::info("done: step {}, train loss {:.4f}, val loss {:.4f}", result.step, result.final_train_loss,
+                 result.final_val_loss);
+  return 0;
+}
+
+}  // namespace xsagpt::cli

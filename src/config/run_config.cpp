@@ -1,0 +1,129 @@
+#include "config/run_config.h"
+
+#include <fmt/format.h>
+
+namespace xsagpt {
+
+namespace fs = std::filesystem;
+
+int64_t RunConfig::accumulation_steps(int64_t world_size) const {
+  const auto per = tokens_per_micro_step(world_size);
+  return train.batch_tokens == 0 ? 1 : train.batch_tokens / per;
+}
+
+void RunConfig::validate(int64_t world_size) const {
+  model.validate("model");
+  const auto& t = train;
+  auto fail = [](const std::string& key, const std::string& msg) { throw ConfigError(key + ": " + msg); };
+  if (!(t.lr > 0)) fail("train.lr", fmt::format("must be > 0, got {}", t.lr));
+  if (t.min_lr_ratio < 0 || t.min_lr_ratio > 1) fail("train.min_lr_ratio", fmt::format("must be in [0, 1], got {}", t.min_lr_ratio));
+  if (t.warmup_steps < 0) fail("train.warmup_steps", "must be >= 0");
+  if (t.max_steps < 1) fail("train.max_steps", "must be >= 1");
+  if (t.seq_len < 1 || t.seq_len > model.block_size)
+    fail("train.seq_len", fmt::format("must be in 1..{} (model.block_size), got {}", model.block_size, t.seq_len));
+  if (t.micro_batch < 1) fail("train.micro_batch", "must be >= 1");
+  const auto per = tokens_per_micro_step(world_size);
+  if (t.batch_tokens < 0 || t.batch_tokens % per != 0)
+    fail("train.batch_tokens",
+         fmt::format("must be 0 or a multiple of micro_batch*seq_len*world_size = {}*{}*{} = {}, got {}",
+                     t.micro_batch, t.seq_len, world_size, per, t.batch_tokens));
+  if (t.weight_decay < 0) fail("train.weight_decay", "must be >= 0");
+  if (t.beta1 < 0 || t.beta1 >= 1) fail("train.beta1", "must be in [0, 1)");
+  if (t.beta2 < 0 || t.beta2 >= 1) fail("train.beta2", "must be in [0, 1)");
+  if (!(t.eps > 0)) fail("train.eps", "must be > 0");
+  if (t.grad_clip < 0) fail("train.grad_clip", "must be >= 0 (0 disables clipping)");
+  if (t.log_interval < 1) fail("train.log_interval", "must be >= 1");
+  if (t.eval_interval < 0) fail("train.eval_interval", "must be >= 0");
+  if (t.eval_tokens < 0) fail("train.eval_tokens", "must be >= 0");
+  if (t.ckpt_interval < 0) fail("train.ckpt_interval", "must be >= 0");
+  if (t.keep_checkpoints < 1) fail("train.keep_checkpoints", "must be >= 1");
+  if (t.precision != "auto" && t.precision != "bf16" && t.precision != "fp32")
+    fail("train.precision", "expected \"auto\", \"bf16\" or \"fp32\", got \"" + t.precision + "\"");
+  if (t.device != "auto" && t.device != "cpu" && t.device.rfind("cuda", 0) != 0)
+    fail("train.device", "expected \"auto\", \"cpu\", \"cuda\" or \"cuda:N\", got \"" + t.device + "\"");
+  if (t.adamw != "auto" && t.adamw != "fused" && t.adamw != "torch")
+    fail("train.adamw", "expected \"auto\", \"fused\" or \"torch\", got \"" + t.adamw + "\"");
+  if (t.threads < 0) fail("train.threads", "must be >= 0");
+  if (data.train.empty()) fail("data.train", "required: glob pattern of training shards");
+  if (data.val.empty()) fail("data.val", "required: glob pattern of validation shards");
+  if (out_dir.empty()) fail("out_dir", "must not be empty");
+}
+
+json to_json(const RunConfig& c) {
+  return {{"model", to_json(c.model)}, {"data", schema::write(c.data)}, {"train", schema::write(c.train)},
+          {"out_dir", c.out_dir}};
+}
+
+RunConfig run_config_from_json(const json& j, const std::string& where) {
+  if (!j.is_object()) schema::bad(where, "a JSON object with model, data, train sections", j);
+  RunConfig c;
+  for (const auto& [k, v] : j.items()) {
+    if (k == "model") schema::read(v, c.model, where + ": model");
+    else if (k == "data") schema::read(v, c.data, where + ": data");
+    else if (k == "train") schema::read(v, c.train, where + ": train");
+    else if (k == "out_dir") schema::read_value(v, c.out_dir, where + ": out_dir");
+    else throw ConfigError(where + ": unknown section '" + k + "' (known: model, data, train, out_dir)");
+  }
+  return c;
+}
+
+// `model` may be a reference ("tiny", a path) or an object with "base" plus overrides.
+static json expand_model_section(const json& m, const fs::path& dir, const std::string& where) {
+  auto load = [&](const json& ref) {
+    if (!ref.is_string()) schema::bad(where + ": model.base", "a model config name or path", ref);
+    auto file = resolve_model_file(ref.get<std::string>(), dir);
+    auto j = read_json_file(file);
+    if (!j.is_object()) schema::bad(file.string(), "a JSON object", j);
+    return j;
+  };
+  if (m.is_string()) return load(m);
+  if (m.is_object() && m.contains("base")) {
+    json merged = load(m["base"]);
+    for (const auto& [k, v] : m.items())
+      if (k != "base") merged[k] = v;
+    return merged;
+  }
+  return m;
+}
+
+void apply_overrides(json& raw, const std::vector<std::string>& overrides) {
+  for (const auto& o : overrides) {
+    const auto eq = o.find('=');
+    const auto key = o.substr(0, eq);
+    const auto dot = key.find('.');
+    if (eq == std::string::npos || eq == 0)
+      throw ConfigError("--set " + o + ": expected section.key=value (e.g. train.lr=3e-4)");
+    const auto text = o.substr(eq + 1);
+    json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (value.is_discarded()) value = text;  // bare strings: model.attention=xsa
+    if (dot == std::string::npos) {
+      if (key != "out_dir") throw ConfigError("--set " + o + ": unknown key '" + key + "' (use section.key)");
+      raw[key] = value;
+      continue;
+    }
+    const auto section = key.substr(0, dot), name = key.substr(dot + 1);
+    if (section != "model" && section != "data" && section != "train")
+      throw ConfigError("--set " + o + ": unknown section '" + section + "' (known: model, data, train)");
+    raw[section][name] = value;
+  }
+}
+
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides, int64_t world_size) {
+  json raw = read_json_file(path);
+  if (!raw.is_object()) schema::bad(path, "a JSON object", raw);
+  if (raw.contains("model")) raw["model"] = expand_model_section(raw["model"], fs::path(path).parent_path(), path);
+  apply_overrides(raw, overrides);
+  const std::string where = overrides.empty() ? path : path + " (with --set)";
+  auto cfg = run_config_from_json(raw, where);
+  cfg.validate(world_size);
+  return cfg;
+}
+
+std::string config_reference_markdown() {
+  return "| key | default | meaning |\n|---|---|---|\n" + schema::reference_rows<ModelConfig>("model") +
+         schema::reference_rows<DataConfig>("data") + schema::reference_rows<TrainConfig>("train") +
+         fmt::format("| `out_dir` | `{}` | run directory: config.json, metrics.jsonl, checkpoints/ |\n",
+                     json(RunConfig{}.out_dir).dump());
+}
+
+}  // namespace xsagpt

@@ -1,0 +1,103 @@
+// A training run's configuration: the `model`, `data` and `train` sections plus
+// `out_dir`. Read from a JSON file (whose `model` may name a file in
+// configs/model/), then `--set section.key=value` overrides, then validated as a
+// whole before any work starts. Defaults live in the member initialisers.
+#pragma once
+
+#include "config/model_config.h"
+
+#include <string>
+#include <vector>
+
+namespace xsagpt {
+
+struct DataConfig {
+  std::string train;  // glob(s), comma separated
+  std::string val;
+  bool shuffle = true;
+
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("train", s.train, "training shards: glob pattern(s), comma separated (llm.c .bin or nanoGPT raw uint16)");
+    v("val", s.val, "validation shards: glob pattern(s); a fixed prefix of them is the val set");
+    v("shuffle", s.shuffle, "shuffle shard order and sequence order each epoch");
+  }
+};
+
+struct TrainConfig {
+  double lr = 6e-4;
+  double min_lr_ratio = 0.1;
+  int64_t warmup_steps = 2000;
+  int64_t max_steps = 200000;
+  int64_t seq_len = 1024;
+  int64_t micro_batch = 8;
+  int64_t batch_tokens = 0;
+  double weight_decay = 0.1;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double grad_clip = 1.0;
+  int64_t log_interval = 10;
+  int64_t eval_interval = 250;
+  int64_t eval_tokens = 1 << 20;
+  int64_t ckpt_interval = 1000;
+  int64_t keep_checkpoints = 3;
+  int64_t seed = 1337;
+  std::string precision = "auto";
+  std::string device = "auto";
+  std::string adamw = "auto";
+  int64_t threads = 0;
+
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("lr", s.lr, "peak learning rate (after warmup)");
+    v("min_lr_ratio", s.min_lr_ratio, "cosine decay ends at lr * min_lr_ratio at max_steps");
+    v("warmup_steps", s.warmup_steps, "linear warmup steps from 0 to lr");
+    v("max_steps", s.max_steps, "optimizer steps in the run");
+    v("seq_len", s.seq_len, "tokens per sequence (<= model.block_size)");
+    v("micro_batch", s.micro_batch, "sequences per forward/backward on each rank");
+    v("batch_tokens", s.batch_tokens,
+      "tokens per optimizer step over all ranks; 0 = micro_batch*seq_len*world_size. "
+      "Must be a multiple of that: the quotient is the gradient-accumulation count");
+    v("weight_decay", s.weight_decay, "AdamW decoupled weight decay on matrices (not norms, biases)");
+    v("beta1", s.beta1, "AdamW beta1");
+    v("beta2", s.beta2, "AdamW beta2");
+    v("eps", s.eps, "AdamW epsilon");
+    v("grad_clip", s.grad_clip, "clip the global gradient norm to this (0 disables)");
+    v("log_interval", s.log_interval, "steps between train-loss log lines");
+    v("eval_interval", s.eval_interval, "steps between val-loss evaluations (0: only at the end)");
+    v("eval_tokens", s.eval_tokens, "tokens in the fixed validation set (rounded down to whole batches; 0: all val sequences)");
+    v("ckpt_interval", s.ckpt_interval, "steps between checkpoints (0: only at the end and on signals)");
+    v("keep_checkpoints", s.keep_checkpoints, "newest checkpoints kept in out_dir/checkpoints");
+    v("seed", s.seed, "seed for initialisation, data order and dropout");
+    v("precision", s.precision, "\"auto\" (bf16 autocast on CUDA, fp32 on CPU), \"bf16\" or \"fp32\"");
+    v("device", s.device, "\"auto\" (CUDA if present), \"cpu\", \"cuda\" or \"cuda:N\"");
+    v("adamw", s.adamw, "\"auto\" (fused ATen kernel where it runs), \"fused\" or \"torch\" (torch::optim::AdamW)");
+    v("threads", s.threads, "CPU intra-op threads (0: LibTorch's default)");
+  }
+};
+
+struct RunConfig {
+  ModelConfig model;
+  DataConfig data;
+  TrainConfig train;
+  std::string out_dir = "runs/default";
+
+  // Cross-section checks; world_size enters the batch arithmetic.
+  void validate(int64_t world_size = 1) const;
+  int64_t tokens_per_micro_step(int64_t world_size) const { return train.micro_batch * train.seq_len * world_size; }
+  int64_t accumulation_steps(int64_t world_size) const;
+};
+
+json to_json(const RunConfig& c);
+// Reads a resolved run config (e.g. from a checkpoint or a run's config.json).
+RunConfig run_config_from_json(const json& j, const std::string& where);
+// Applies "section.key=value" overrides (value parsed as JSON, else taken as a string).
+void apply_overrides(json& raw, const std::vector<std::string>& overrides);
+// File -> model reference resolved -> overrides -> typed config, validated.
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides = {},
+                          int64_t world_size = 1);
+
+std::string config_reference_markdown();
+
+}  // namespace xsagpt

@@ -1,0 +1,167 @@
+#include "train/checkpoint.h"
+
+#include "util/ivalue_json.h"
+
+#include <caffe2/serialize/inline_container.h>
+#include <fmt/format.h>
+#include <torch/csrc/jit/serialization/export.h>
+#include <torch/csrc/jit/serialization/import_read.h>
+#include <torch/csrc/jit/serialization/pickler.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace xsagpt {
+
+namespace fs = std::filesystem;
+using c10::IValue;
+using GenericDict = c10::impl::GenericDict;
+
+static GenericDict tensor_dict(const std::map<std::string, torch::Tensor>& m) {
+  GenericDict d(c10::StringType::get(), c10::TensorType::get());
+  for (const auto& [k, t] : m) d.insert(k, t.detach());
+  return d;
+}
+
+static std::map<std::string, torch::Tensor> tensor_map(const IValue& v, const std::string& what) {
+  if (!v.isGenericDict()) throw CheckpointError(what + ": expected a dict of tensors");
+  std::map<std::string, torch::Tensor> m;
+  for (const auto& kv : v.toGenericDict()) {
+    if (!kv.key().isString() || !kv.value().isTensor()) throw CheckpointError(what + ": expected name -> tensor entries");
+    m[kv.key().toStringRef()] = kv.value().toTensor();
+  }
+  return m;
+}
+
+static void fsync_dir(const fs::path& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+void save_checkpoint(const Checkpoint& c, const fs::path& path) {
+  GenericDict d(c10::StringType::get(), c10::AnyType::get());
+  d.insert("format", std::string("xsagpt-checkpoint"));
+  d.insert("version", int64_t{1});
+  d.insert("step", c.step);
+  d.insert("tokens", c.tokens);
+  d.insert("elapsed_s", c.elapsed_s);
+  d.insert("config", json_to_ivalue(c.config));
+  d.insert("model", tensor_dict(c.model));
+  GenericDict opt(c10::StringType::get(), c10::AnyType::get());
+  opt.insert("exp_avg", tensor_dict(c.optimizer.exp_avg));
+  opt.insert("exp_avg_sq", tensor_dict(c.optimizer.exp_avg_sq));
+  opt.insert("step", tensor_dict(c.optimizer.step));
+  d.insert("optimizer", opt);
+  d.insert("loader", json_to_ivalue(c.loader));
+  GenericDict rng(c10::StringType::get(), c10::TensorType::get());
+  if (c.rng_cpu.defined()) rng.insert("cpu", c.rng_cpu);
+  if (c.rng_cuda.defined()) rng.insert("cuda", c.rng_cuda);
+  d.insert("rng", rng);
+
+  fs::create_directories(path.parent_path());
+  const fs::path tmp = path.string() + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) throw CheckpointError(fmt::format("{}: cannot open for writing", tmp.string()));
+  bool ok = true;
+  std::string why = "write failed (disk full?)";
+  try {
+    caffe2::serialize::PyTorchStreamWriter writer([&](const void* buf, size_t n) -> size_t {
+      const size_t wrote = std::fwrite(buf, 1, n, f);
+      ok = ok && wrote == n;
+      return wrote;
+    });
+    std::vector<char> pickle;
+    // No type tags on dicts/lists: torch.load(weights_only=True) refuses the
+    // torch.jit restore_type_tag global that tagged containers would need.
+    torch::jit::Pickler pickler([&](const char* buf, size_t n) { pickle.insert(pickle.end(), buf, buf + n); },
+                                nullptr, nullptr, nullptr, nullptr, /*tag_aggregates=*/false);
+    pickler.protocol();
+    pickler.pushIValue(IValue(d));
+    pickler.stop();
+    torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), pickler.tensorData(), writer);
+    writer.writeEndOfFile();
+  } catch (const std::exception& e) {
+    ok = false;
+    why = e.what();
+  }
+  ok = ok && std::fflush(f) == 0 && ::fsync(fileno(f)) == 0 && !std::ferror(f);
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw CheckpointError(fmt::format("{}: {}; earlier checkpoints are untouched", path.string(), why));
+  }
+  fs::rename(tmp, path);
+  fsync_dir(path.parent_path());
+}
+
+Checkpoint load_checkpoint(const fs::path& path) {
+  const std::string name = path.string();
+  if (!fs::is_regular_file(path)) throw CheckpointError(name + ": no such checkpoint file");
+  IValue root;
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(name);
+    root = torch::jit::readArchiveAndTensors("data", "", "", std::nullopt, std::nullopt, torch::Device(torch::kCPU),
+                                             reader);
+  } catch (const c10::Error& e) {
+    throw CheckpointError(name + ": not a readable checkpoint (truncated or not a PyTorch archive): " +
+                          e.what_without_backtrace());
+  }
+  if (!root.isGenericDict()) throw CheckpointError(name + ": not an xsagpt checkpoint (top level is not a dict)");
+  auto d = root.toGenericDict();
+  auto need = [&](const char* key) {
+    if (!d.contains(key)) throw CheckpointError(fmt::format("{}: not an xsagpt checkpoint (no '{}' entry)", name, key));
+    return d.at(key);
+  };
+  if (need("format") != IValue(std::string("xsagpt-checkpoint")))
+    throw CheckpointError(name + ": not an xsagpt checkpoint (format entry differs)");
+  if (need("version").toInt() != 1)
+    throw CheckpointError(fmt::format("{}: checkpoint version {} is not supported (expected 1)", name, need("version").toInt()));
+  Checkpoint c;
+  try {
+    c.step = need("step").toInt();
+    c.tokens = need("tokens").toInt();
+    c.elapsed_s = need("elapsed_s").toDouble();
+    c.config = ivalue_to_json(need("config"));
+    c.model = tensor_map(need("model"), name + ": model");
+    auto opt = need("optimizer").toGenericDict();
+    c.optimizer.exp_avg = tensor_map(opt.at("exp_avg"), name + ": optimizer.exp_avg");
+    c.optimizer.exp_avg_sq = tensor_map(opt.at("exp_avg_sq"), name + ": optimizer.exp_avg_sq");
+    c.optimizer.step = tensor_map(opt.at("step"), name + ": optimizer.step");
+    c.loader = ivalue_to_json(need("loader"));
+    auto rng = need("rng").toGenericDict();
+    if (rng.contains("cpu")) c.rng_cpu = rng.at("cpu").toTensor();
+    if (rng.contains("cuda")) c.rng_cuda = rng.at("cuda").toTensor();
+  } catch (const c10::Error& e) {
+    throw CheckpointError(name + ": malformed checkpoint: " + e.what_without_backtrace());
+  }
+  return c;
+}
+
+fs::path checkpoint_path(const fs::path& run_dir, int64_t step) {
+  return run_dir / "checkpoints" / fmt::format("step_{:08d}.pt", step);
+}
+
+std::vector<fs::path> list_checkpoints(const fs::path& run_dir) {
+  std::vector<fs::path> out;
+  const auto dir = run_dir / "checkpoints";
+  if (!fs::is_directory(dir)) return out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const auto n = e.path().filename().string();
+    if (n.starts_with("step_") && n.ends_with(".pt")) out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());  // zero-padded step numbers sort by step
+  return out;
+}
+
+void prune_checkpoints(const fs::path& run_dir, int64_t keep) {
+  auto all = list_checkpoints(run_dir);
+  for (size_t i = 0; i + keep < all.size(); ++i) fs::remove(all[i]);
+}
+
+}  // namespace xsagpt

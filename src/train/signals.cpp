@@ -1,0 +1,26 @@
+#include "train/signals.h"
+
+#include <atomic>
+#include <csignal>
+#include <unistd.h>
+
+namespace xsagpt {
+
+static std::atomic<int> g_signal{0};
+
+static void on_signal(int sig) {
+  if (g_signal.exchange(sig) != 0) _exit(128 + sig);  // second signal: give up now
+}
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool stop_requested() { return g_signal.load() != 0; }
+int stop_signal() { return g_signal.load(); }
+
+}  // namespace xsagpt

@@ -1,0 +1,27 @@
+// The training loop: data -> forward/backward with gradient accumulation ->
+// global-norm clip -> AdamW at the scheduled rate, with periodic evaluation on a
+// fixed validation set, metrics, checkpoints, and exact resume.
+#pragma once
+
+#include "config/run_config.h"
+#include "dist/context.h"
+
+#include <filesystem>
+#include <string>
+
+namespace xsagpt {
+
+struct TrainOptions {
+  std::string resume;      // "", "auto", or a checkpoint path
+  bool overwrite = false;  // start over in an out_dir that already holds a run
+};
+
+struct TrainResult {
+  int64_t step = 0;
+  bool finished = false;  // reached max_steps (false: stopped by a signal)
+  double final_train_loss = NAN, final_val_loss = NAN;
+};
+
+TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& dist);
+
+}  // namespace xsagpt

@@ -1,0 +1,89 @@
+// Run configs: model references, --set overrides, validation naming the key.
+#include "config/run_config.h"
+#include "helpers.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace xsagpt;
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+namespace {
+fs::path write_tmp(const std::string& name, const json& j) {
+  auto dir = fs::temp_directory_path() / "xsagpt_run_config_test";
+  fs::create_directories(dir);
+  std::ofstream(dir / name) << j.dump(2);
+  return dir / name;
+}
+const json kBase = {{"model", "tiny"}, {"data", {{"train", "a/*.bin"}, {"val", "b/*.bin"}}},
+                    {"train", {{"seq_len", 64}, {"micro_batch", 4}}}, {"out_dir", "runs/x"}};
+
+std::string error_of(const json& j, std::vector<std::string> sets = {}, int64_t world = 1) {
+  try {
+    load_run_config(write_tmp("cfg.json", j).string(), sets, world);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+}  // namespace
+
+TEST(RunConfig, ModelReferenceAndOverridesAreTyped) {
+  auto path = write_tmp("ok.json", kBase);
+  auto cfg = load_run_config(path.string(), {"model.attention=xsa", "train.lr=3e-4", "train.max_steps=10",
+                                             "data.shuffle=false", "out_dir=runs/y"});
+  EXPECT_EQ(cfg.model.attention, "xsa");
+  EXPECT_EQ(cfg.model.d_model, load_model_config(test::source_path("configs/model/tiny.json")).d_model);
+  EXPECT_DOUBLE_EQ(cfg.train.lr, 3e-4);
+  EXPECT_EQ(cfg.train.max_steps, 10);
+  EXPECT_FALSE(cfg.data.shuffle);
+  EXPECT_EQ(cfg.out_dir, "runs/y");
+  // The resolved config reads back to the same thing.
+  EXPECT_EQ(to_json(run_config_from_json(to_json(cfg), "resolved")), to_json(cfg));
+}
+
+TEST(RunConfig, ModelBasePlusOverrides) {
+  json j = kBase;
+  j["model"] = {{"base", "tiny"}, {"attention", "xsa"}, {"n_layer", 2}};
+  auto cfg = load_run_config(write_tmp("base.json", j).string());
+  EXPECT_EQ(cfg.model.n_layer, 2);
+  EXPECT_EQ(cfg.model.attention, "xsa");
+}
+
+TEST(RunConfig, BadValuesNameTheKey) {
+  EXPECT_THAT(error_of(kBase, {"train.lr=-1"}), HasSubstr("train.lr: must be > 0"));
+  EXPECT_THAT(error_of(kBase, {"train.lr=fast"}), HasSubstr("train.lr: expected a number, got \"fast\""));
+  EXPECT_THAT(error_of(kBase, {"train.seq_len=100000"}), HasSubstr("train.seq_len: must be in 1..256"));
+  EXPECT_THAT(error_of(kBase, {"train.batch_tokens=1000"}), HasSubstr("train.batch_tokens: must be 0 or a multiple"));
+  EXPECT_THAT(error_of(kBase, {"train.batch_tokens=512"}, 4), HasSubstr("micro_batch*seq_len*world_size = 4*64*4"));
+  EXPECT_THAT(error_of(kBase, {"train.learning_rate=1"}), HasSubstr("unknown key 'learning_rate'"));
+  EXPECT_THAT(error_of(kBase, {"optim.lr=1"}), HasSubstr("unknown section 'optim'"));
+  EXPECT_THAT(error_of(kBase, {"lr"}), HasSubstr("expected section.key=value"));
+  EXPECT_THAT(error_of(kBase, {"model.attention=linear"}), HasSubstr("model.attention"));
+  EXPECT_THAT(error_of(kBase, {"train.precision=fp8"}), HasSubstr("train.precision"));
+  json no_data = kBase;
+  no_data.erase("data");
+  EXPECT_THAT(error_of(no_data), HasSubstr("data.train: required"));
+  json bad_model = kBase;
+  bad_model["model"] = "no-such-model";
+  EXPECT_THAT(error_of(bad_model), HasSubstr("model config 'no-such-model': no such file"));
+  json extra = kBase;
+  extra["optimizer"] = json::object();
+  EXPECT_THAT(error_of(extra), HasSubstr("unknown section 'optimizer'"));
+}
+
+TEST(RunConfig, AccumulationFromBatchTokens) {
+  auto cfg = load_run_config(write_tmp("acc.json", kBase).string(), {"train.batch_tokens=2048"}, 2);
+  EXPECT_EQ(cfg.accumulation_steps(2), 4);  // 2048 / (4*64*2)
+  EXPECT_EQ(load_run_config(write_tmp("acc.json", kBase).string()).accumulation_steps(1), 1);
+}
+
+TEST(RunConfig, ShippedRunConfigsLoad) {
+  for (const auto& e : fs::directory_iterator(test::source_path("configs/runs"))) {
+    EXPECT_NO_THROW(load_run_config(e.path().string())) << e.path();
+  }
+}
