@@ -5,6 +5,7 @@ namespace xsagpt::cli {
 const std::vector<Command>& commands() {
   static const std::vector<Command> all{
       {"train", "train a model (SA or XSA) from a run config; resumable", train},
+      {"sweep", "run a grid of training runs and compare XSA with SA; restartable", sweep},
       {"info", "parameter counts, FLOPs per token and a memory estimate for a config", info},
       {"config", "print the configuration reference (every key, default, meaning)", config_reference},
   };

@@ -16,6 +16,7 @@ struct Command {
 int info(int argc, char** argv);
 int config_reference(int argc, char** argv);
 int train(int argc, char** argv);
+int sweep(int argc, char** argv);
 
 const std::vector<Command>& commands();
 

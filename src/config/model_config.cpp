@@ -1,7 +1,8 @@
 #include "config/model_config.h"
 
+#include "util/paths.h"
+
 #include <fstream>
-#include <unistd.h>
 
 namespace xsagpt {
 
@@ -80,21 +81,12 @@ json read_json_file(const fs::path& path) {
   }
 }
 
-static fs::path executable_dir() {
-  std::error_code ec;
-  auto exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path{} : exe.parent_path();
-}
-
 fs::path resolve_model_file(const std::string& ref, const fs::path& relative_to) {
   std::vector<fs::path> candidates{ref};
   if (!relative_to.empty()) candidates.push_back(relative_to / ref);
   const std::string file = ref.ends_with(".json") ? ref : ref + ".json";
   candidates.push_back(fs::path("configs/model") / file);
-  if (auto exe = executable_dir(); !exe.empty()) {  // build/xsagpt -> <root>/configs/model
-    candidates.push_back(exe.parent_path() / "configs/model" / file);
-    candidates.push_back(exe.parent_path().parent_path() / "configs/model" / file);
-  }
+  if (auto root = project_root()) candidates.push_back(*root / "configs/model" / file);
   for (const auto& c : candidates)
     if (fs::is_regular_file(c)) return c;
   throw ConfigError("model config '" + ref + "': no such file (looked for it as a path and in configs/model/)");

@@ -1,0 +1,103 @@
+// `xsagpt sweep`: run every point of a grid as a training run, restartably, then
+// summarise XSA against SA and draw the figures.
+#include "cli/commands.h"
+#include "dist/context.h"
+#include "sweep/sweep.h"
+#include "train/run_dir.h"
+#include "train/trainer.h"
+#include "util/paths.h"
+
+#include <cxxopts.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+namespace xsagpt::cli {
+
+namespace fs = std::filesystem;
+
+static void print_points(const Sweep& s, int64_t world) {
+  std::cout << fmt::format("sweep {}: {} point(s) over {}\n", s.dir.string(), s.points.size(), json(s.keys).dump());
+  for (const auto& p : s.points) {
+    const auto& t = p.config.train;
+    std::cout << fmt::format("  {:<48} attention={} lr={:g} seq_len={} micro_batch={} accumulation={} steps={}\n",
+                             p.name, p.config.model.attention, t.lr, t.seq_len, t.micro_batch,
+                             p.config.accumulation_steps(world), t.max_steps);
+  }
+}
+
+static void print_results(const json& summary) {
+  std::cout << fmt::format("\n{:<48} {:>8} {:>10} {:>10}\n", "point", "status", "train", "val");
+  for (const auto& p : summary["points"]) {
+    auto num = [&](const char* k) { return p.value(k, json()).is_number() ? fmt::format("{:.4f}", p[k].get<double>()) : "-"; };
+    std::cout << fmt::format("{:<48} {:>8} {:>10} {:>10}\n", p["name"].get<std::string>(), p["status"].get<std::string>(),
+                             num("final_train_loss"), num("final_val_loss"));
+  }
+  for (const auto& d : summary["differences"]) {
+    if (!d["xsa_minus_sa_val_loss"].is_number()) continue;
+    std::cout << fmt::format("XSA - SA val loss at {}: {:+.4f}\n", d["values"].dump(), d["xsa_minus_sa_val_loss"].get<double>());
+  }
+}
+
+// Draws the sweep's figures with scripts/plot.py; a missing Python is a warning, not an error.
+static void plot(const fs::path& dir) {
+  auto root = project_root();
+  if (!root) return;
+  auto python = *root / ".venv" / "bin" / "python";
+  const std::string py = fs::exists(python) ? python.string() : "python3";
+  const auto cmd = fmt::format("'{}' '{}' '{}' >&2", py, (*root / "scripts" / "plot.py").string(), dir.string());
+  if (std::system(cmd.c_str()) != 0) spdlog::warn("plotting failed; run: {}", cmd);
+}
+
+int sweep(int argc, char** argv) {
+  cxxopts::Options opts("xsagpt sweep",
+                        "Run a grid of training runs (e.g. learning rate x attention), restartably, and write "
+                        "summary.json/summary.csv with the XSA - SA val-loss differences.");
+  opts.add_options()
+    ("c,config", "sweep file (see configs/sweeps/)", cxxopts::value<std::string>())
+    ("dry-run", "print the grid and the resolved runs without training")
+    ("force", "continue in a sweep directory made from a different sweep file")
+    ("no-plot", "do not draw figures at the end")
+    ("h,help", "show this help");
+  auto args = opts.parse(argc, argv);
+  if (args.count("help")) { std::cout << opts.help() << "\n"; return 0; }
+  if (!args.count("config")) throw ConfigError("--config: required (e.g. --config configs/sweeps/cpu-lr.json)");
+  DistContext dist;
+  auto sweep = load_sweep(args["config"].as<std::string>(), dist.world_size());
+  if (dist.is_main()) print_points(sweep, dist.world_size());
+  if (args.count("dry-run")) return 0;
+
+  const auto spec_file = sweep.dir / "sweep.json";
+  if (fs::exists(spec_file) && read_json_file(spec_file) != sweep.spec && !args.count("force"))
+    throw ConfigError(fmt::format("{} was made from a different sweep file; use another out_dir, or --force to "
+                                  "continue with the new one", sweep.dir.string()));
+  if (dist.is_main()) {
+    fs::create_directories(sweep.dir);
+    write_file_atomic(spec_file, sweep.spec.dump(2) + "\n");
+  }
+
+  for (size_t i = 0; i < sweep.points.size(); ++i) {
+    const auto& p = sweep.points[i];
+    if (fs::exists(fs::path(p.config.out_dir) / "done.json")) {
+      if (dist.is_main()) spdlog::info("[{}/{}] {}: finished, skipping", i + 1, sweep.points.size(), p.name);
+      continue;
+    }
+    if (dist.is_main()) spdlog::info("[{}/{}] {}", i + 1, sweep.points.size(), p.name);
+    auto result = train(p.config, TrainOptions{"auto", false}, dist);
+    if (dist.is_main()) write_summary(sweep);
+    if (!result.finished) {
+      if (dist.is_main()) spdlog::warn("sweep interrupted; run the same command again to continue");
+      return 0;
+    }
+  }
+  if (dist.is_main()) {
+    write_summary(sweep);
+    print_results(sweep_summary(sweep));
+    std::cout << fmt::format("summary: {}\n", (sweep.dir / "summary.json").string());
+    if (!args.count("no-plot")) plot(sweep.dir);
+  }
+  return 0;
+}
+
+}  // namespace xsagpt::cli

@@ -1,0 +1,139 @@
+#include "sweep/sweep.h"
+
+#include "train/run_dir.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace xsagpt {
+
+namespace fs = std::filesystem;
+
+static std::string value_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+Sweep load_sweep(const std::string& path, int64_t world_size) {
+  Sweep s;
+  s.spec = read_json_file(path);
+  const auto& spec = s.spec;
+  if (!spec.is_object()) schema::bad(path, "a JSON object", spec);
+  for (const auto& [k, v] : spec.items())
+    if (k != "base" && k != "set" && k != "grid" && k != "constant_batch_tokens" && k != "out_dir")
+      throw ConfigError(path + ": unknown key '" + k + "' (known: base, set, grid, constant_batch_tokens, out_dir)");
+  if (!spec.contains("base") || !spec["base"].is_string()) throw ConfigError(path + ": base: expected a run config path");
+  if (!spec.contains("out_dir") || !spec["out_dir"].is_string()) throw ConfigError(path + ": out_dir: expected a directory");
+  if (!spec.contains("grid") || !spec["grid"].is_object() || spec["grid"].empty())
+    throw ConfigError(path + ": grid: expected an object of key -> list of values");
+  std::vector<std::string> fixed;
+  if (spec.contains("set")) {
+    if (!spec["set"].is_array()) throw ConfigError(path + ": set: expected a list of \"section.key=value\"");
+    for (const auto& o : spec["set"]) fixed.push_back(o.get<std::string>());
+  }
+  const bool constant_tokens = spec.value("constant_batch_tokens", false);
+  s.dir = spec["out_dir"].get<std::string>();
+
+  fs::path base = spec["base"].get<std::string>();
+  if (!fs::exists(base) && fs::exists(fs::path(path).parent_path() / base)) base = fs::path(path).parent_path() / base;
+  const auto base_cfg = load_run_config(base.string(), fixed, world_size);
+
+  // Cartesian product in file order; the last key varies fastest.
+  std::vector<std::vector<json>> axes;
+  for (const auto& [k, v] : spec["grid"].items()) {
+    if (!v.is_array() || v.empty()) throw ConfigError(path + ": grid." + k + ": expected a non-empty list");
+    s.keys.push_back(k);
+    axes.push_back(std::vector<json>(v.begin(), v.end()));
+  }
+  std::vector<size_t> idx(axes.size(), 0);
+  while (true) {
+    SweepPoint p;
+    p.values = json::object();
+    p.overrides = fixed;
+    std::string name;
+    for (size_t a = 0; a < axes.size(); ++a) {
+      const auto& v = axes[a][idx[a]];
+      p.values[s.keys[a]] = v;
+      p.overrides.push_back(s.keys[a] + "=" + v.dump());
+      name += (name.empty() ? "" : ",") + s.keys[a] + "=" + value_text(v);
+    }
+    p.name = name;
+    if (constant_tokens && p.values.contains("train.seq_len")) {
+      const int64_t T = p.values["train.seq_len"].get<int64_t>();
+      const int64_t micro_tokens = base_cfg.train.micro_batch * base_cfg.train.seq_len;
+      const int64_t step_tokens = base_cfg.train.batch_tokens > 0 ? base_cfg.train.batch_tokens
+                                                                  : micro_tokens * world_size;
+      if (micro_tokens % T != 0 && T < micro_tokens)
+        throw ConfigError(fmt::format("{}: constant_batch_tokens: seq_len {} does not divide the base's "
+                                      "{} tokens per micro-batch", path, T, micro_tokens));
+      p.overrides.push_back(fmt::format("train.micro_batch={}", std::max<int64_t>(1, micro_tokens / T)));
+      p.overrides.push_back(fmt::format("train.batch_tokens={}", step_tokens));
+    }
+    p.overrides.push_back("out_dir=" + json((s.dir / p.name).string()).dump());
+    try {
+      p.config = load_run_config(base.string(), p.overrides, world_size);
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("{}: point {}: {}", path, p.name, e.what()));
+    }
+    s.points.push_back(std::move(p));
+    size_t a = axes.size();
+    while (a > 0 && ++idx[a - 1] == axes[a - 1].size()) idx[--a] = 0;
+    if (a == 0) break;
+  }
+  return s;
+}
+
+json sweep_summary(const Sweep& sweep) {
+  json points = json::array();
+  for (const auto& p : sweep.points) {
+    const fs::path dir = p.config.out_dir;
+    json e = {{"name", p.name}, {"dir", p.name}, {"values", p.values}};
+    if (fs::exists(dir / "done.json")) {
+      auto done = read_json_file(dir / "done.json");
+      e["status"] = "done";
+      for (const char* k : {"final_train_loss", "final_val_loss", "tokens", "wall_s", "step"}) e[k] = done.value(k, json());
+    } else {
+      e["status"] = fs::exists(dir / "config.json") ? "running" : "pending";
+    }
+    points.push_back(e);
+  }
+  // Pairs that differ only in the attention type.
+  json diffs = json::array();
+  for (size_t i = 0; i < sweep.points.size(); ++i) {
+    for (size_t j = 0; j < sweep.points.size(); ++j) {
+      const auto& a = sweep.points[i];
+      const auto& b = sweep.points[j];
+      if (a.config.model.attention != "sa" || b.config.model.attention != "xsa") continue;
+      json va = a.values, vb = b.values;
+      va.erase("model.attention");
+      vb.erase("model.attention");
+      if (va != vb) continue;
+      json d = {{"values", va}, {"sa", a.name}, {"xsa", b.name}, {"xsa_minus_sa_val_loss", nullptr}};
+      if (points[i]["status"] == "done" && points[j]["status"] == "done" && points[i]["final_val_loss"].is_number() &&
+          points[j]["final_val_loss"].is_number())
+        d["xsa_minus_sa_val_loss"] = points[j]["final_val_loss"].get<double>() - points[i]["final_val_loss"].get<double>();
+      diffs.push_back(d);
+    }
+  }
+  return {{"keys", sweep.keys}, {"points", points}, {"differences", diffs}};
+}
+
+void write_summary(const Sweep& sweep) {
+  const auto summary = sweep_summary(sweep);
+  write_file_atomic(sweep.dir / "summary.json", summary.dump(2) + "\n");
+  std::ostringstream csv;
+  csv << "name";
+  for (const auto& k : sweep.keys) csv << "," << k;
+  csv << ",status,final_train_loss,final_val_loss,tokens,wall_s\n";
+  auto cell = [](const json& v) { return v.is_null() ? std::string() : value_text(v); };
+  for (const auto& p : summary["points"]) {
+    csv << '"' << p["name"].get<std::string>() << '"';
+    for (const auto& k : sweep.keys) csv << "," << cell(p["values"][k]);
+    csv << "," << p["status"].get<std::string>();
+    for (const char* k : {"final_train_loss", "final_val_loss", "tokens", "wall_s"}) csv << "," << cell(p.value(k, json()));
+    csv << "\n";
+  }
+  write_file_atomic(sweep.dir / "summary.csv", csv.str());
+}
+
+}  // namespace xsagpt

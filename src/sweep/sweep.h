@@ -1,0 +1,45 @@
+// Sweeps: a grid over run-config keys, every point a normal training run in its
+// own directory under the sweep directory, named after its values.
+//
+// Sweep file (JSON):
+//   "base":  run config file (relative to the sweep file, or as given)
+//   "set":   overrides applied to every point, as --set (optional)
+//   "grid":  {"train.lr": [3e-4, 6e-4], "model.attention": ["sa", "xsa"], ...}
+//   "constant_batch_tokens": true -> when a point changes train.seq_len, keep
+//            tokens per micro-batch (micro_batch * seq_len of the base) and
+//            tokens per step (train.batch_tokens) fixed by adjusting the
+//            micro-batch and so the accumulation count (the paper's sequence-
+//            length study holds 0.5M tokens per step)
+//   "out_dir": the sweep directory
+#pragma once
+
+#include "config/run_config.h"
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace xsagpt {
+
+struct SweepPoint {
+  std::string name;                  // "model.attention=xsa,train.lr=0.0006"
+  json values;                       // {"model.attention": "xsa", "train.lr": 0.0006}
+  std::vector<std::string> overrides;  // everything --set would receive
+  RunConfig config;                  // resolved and validated
+};
+
+struct Sweep {
+  json spec;  // the sweep file as read
+  std::filesystem::path dir;
+  std::vector<std::string> keys;  // grid keys in file order
+  std::vector<SweepPoint> points;
+};
+
+// Reads and expands a sweep file; every point is validated before anything runs.
+Sweep load_sweep(const std::string& path, int64_t world_size);
+
+// summary.json / summary.csv from the points' done.json files.
+json sweep_summary(const Sweep& sweep);
+void write_summary(const Sweep& sweep);
+
+}  // namespace xsagpt
