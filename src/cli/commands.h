@@ -15,6 +15,8 @@ struct Command {
 
 int info(int argc, char** argv);
 int config_reference(int argc, char** argv);
+int data(int argc, char** argv);
+int bench_data(int argc, char** argv);
 
 const std::vector<Command>& commands();
 
