@@ -228,7 +228,7 @@ def prepare(docs: Iterable[str], out_dir: pathlib.Path, settings: dict, args: ar
         return
 
     doc, skip = m["shards"][-1]["next"] if m["shards"] else (0, 0)
-    if doc:
+    if m["shards"]:
         print(f"{out_dir}: resuming after {len(m['shards'])} shards, at document {doc:,}", flush=True)
     index = len(m["shards"])
     buf = np.empty(max(args.val_tokens, args.shard_tokens), dtype=np.uint16)

@@ -232,3 +232,28 @@ def test_kjv_corpus_is_prepared_once_and_reads_back(gpt2_vocab_dir, reference, x
     assert 1_000_000 < report["total_tokens"] < 1_200_000
     head = reference.decode(files["val_000000.bin"]["first_tokens"])
     assert head.startswith("<|endoftext|>Genesis 1\n\n1 In the beginning God created the heaven and the earth.\n")
+
+
+def test_fineweb_command_streams_the_chosen_sample_into_the_same_shards(corpus, gpt2_vocab_dir, reference, tmp_path):
+    """No network here: a stand-in `datasets` module serves the corpus and records what
+    was asked of it; the tokenize/shard path after it is the one tested above."""
+    docs, _ = corpus
+    fake = tmp_path / "fake" / "datasets"
+    fake.mkdir(parents=True)
+    (tmp_path / "docs.json").write_text(json.dumps(docs))
+    (fake / "__init__.py").write_text(f'''
+import json, pathlib
+def load_dataset(path, name=None, split=None, streaming=False):
+    pathlib.Path({str(tmp_path / "asked.json")!r}).write_text(json.dumps([path, name, split, streaming]))
+    return ({{"text": t, "id": i}} for i, t in enumerate(json.loads(pathlib.Path({str(tmp_path / "docs.json")!r}).read_text())))
+''')
+    out = tmp_path / "shards"
+    proc = subprocess.run([sys.executable, str(ROOT / "data" / "fineweb" / "prepare.py"), "--dataset", "fineweb-edu",
+                           "--sample", "100BT", "--out-dir", str(out), "--val-tokens", str(VAL), "--shard-tokens",
+                           str(SHARD), "--workers", "2", "--vocab-dir", str(gpt2_vocab_dir)],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(fake.parent)})
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "asked.json").read_text()) == ["HuggingFaceFW/fineweb-edu", "sample-100BT", "train",
+                                                                  True]
+    got = np.concatenate([read_shard(f) for f in shard_files(out)])
+    assert got.tolist() == [t for d in docs for t in [EOT, *reference.encode_ordinary(d)]]
