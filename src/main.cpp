@@ -12,7 +12,7 @@
 
 static void usage(std::ostream& out) {
   out << "usage: xsagpt <command> [options]   (xsagpt <command> --help for its options)\n\ncommands:\n";
-  for (const auto& c : xsagpt::cli::commands()) out << "  " << c.name << std::string(10 - std::strlen(c.name), ' ')
+  for (const auto& c : xsagpt::cli::commands()) out << "  " << c.name << std::string(std::max<size_t>(12, std::strlen(c.name) + 2) - std::strlen(c.name), ' ')
                                                    << c.summary << "\n";
 }
 

@@ -8,6 +8,8 @@ const std::vector<Command>& commands() {
       {"sweep", "run a grid of training runs and compare XSA with SA; restartable", sweep},
       {"info", "parameter counts, FLOPs per token and a memory estimate for a config", info},
       {"config", "print the configuration reference (every key, default, meaning)", config_reference},
+      {"data", "check token shards and print their counts (and first tokens) as JSON", data},
+      {"bench-data", "tokens per second the data loader delivers on this CPU", bench_data},
   };
   return all;
 }

@@ -17,6 +17,8 @@ int info(int argc, char** argv);
 int config_reference(int argc, char** argv);
 int train(int argc, char** argv);
 int sweep(int argc, char** argv);
+int data(int argc, char** argv);
+int bench_data(int argc, char** argv);
 
 const std::vector<Command>& commands();
 

@@ -1,0 +1,160 @@
+// Shard discovery, format detection and memory mapping (format notes in shard.h).
+#include "data/shard.h"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+#include <fcntl.h>
+#include <glob.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static_assert(std::endian::native == std::endian::little, "shards are little-endian; big-endian hosts unsupported");
+
+namespace xsagpt {
+
+const char* format_name(ShardFormat f) { return f == ShardFormat::LlmC ? "llm.c" : "raw"; }
+
+std::vector<std::string> expand_patterns(const std::string& patterns) {
+  std::vector<std::string> files;
+  std::set<std::string> seen;
+  size_t start = 0;
+  while (start <= patterns.size()) {
+    size_t comma = patterns.find(',', start);
+    if (comma == std::string::npos) comma = patterns.size();
+    std::string pat = patterns.substr(start, comma - start);
+    start = comma + 1;
+    if (pat.empty()) {
+      if (patterns.empty()) throw DataError("data pattern is empty: expected a glob such as data/kjv/shards/train_*.bin");
+      continue;
+    }
+    glob_t g{};
+    const int rc = ::glob(pat.c_str(), 0, nullptr, &g);  // results come sorted
+    size_t matched = 0;
+    if (rc == 0) {
+      for (size_t i = 0; i < g.gl_pathc; ++i) {
+        struct stat st {};
+        if (::stat(g.gl_pathv[i], &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        ++matched;
+        if (seen.insert(g.gl_pathv[i]).second) files.emplace_back(g.gl_pathv[i]);
+      }
+    }
+    globfree(&g);
+    if (rc != 0 && rc != GLOB_NOMATCH) throw DataError(fmt::format("data pattern '{}': glob failed (error {})", pat, rc));
+    if (matched == 0) throw DataError(fmt::format("data pattern '{}' matched no files", pat));
+  }
+  return files;
+}
+
+namespace {
+
+struct Fd {
+  int fd;
+  ~Fd() { if (fd >= 0) ::close(fd); }
+};
+
+std::string sys_error(const std::string& path, const char* what) {
+  return fmt::format("{}: cannot {}: {}", path, what, std::strerror(errno));
+}
+
+}  // namespace
+
+ShardInfo inspect_shard(const std::string& path) {
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0) throw DataError(sys_error(path, "open"));
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0) throw DataError(sys_error(path, "stat"));
+  const int64_t size = st.st_size;
+
+  int32_t header[256] = {};
+  const ssize_t got = ::pread(f.fd, header, sizeof(header), 0);
+  if (got < 0) throw DataError(sys_error(path, "read"));
+
+  ShardInfo info;
+  info.path = path;
+  if (got >= 4 && header[0] == kLlmcMagic) {
+    if (got < kLlmcHeaderBytes)
+      throw DataError(fmt::format("{}: llm.c shard truncated: {} bytes, shorter than its {}-byte header", path, size,
+                                  kLlmcHeaderBytes));
+    if (header[1] != kLlmcVersion)
+      throw DataError(fmt::format("{}: unsupported llm.c shard version {} (expected {}: uint16 GPT-2 tokens)", path,
+                                  header[1], kLlmcVersion));
+    const int64_t count = header[2];
+    const int64_t expected = kLlmcHeaderBytes + 2 * count;
+    if (count < 0 || size != expected)
+      throw DataError(fmt::format(
+          "{}: size {} bytes does not match the header's token count {} (expected 1024 + 2*{} = {} bytes): "
+          "truncated or corrupt",
+          path, size, count, count, expected));
+    info.format = ShardFormat::LlmC;
+    info.header_bytes = kLlmcHeaderBytes;
+    info.num_tokens = count;
+    return info;
+  }
+  // A header that is right in every respect but the magic is an llm.c file someone
+  // (or some other tool's version) stamped differently, not 1024 bytes of tokens.
+  if (got == kLlmcHeaderBytes && header[1] == kLlmcVersion && header[2] > 0) {
+    const int64_t count = header[2];
+    if (size == kLlmcHeaderBytes + 2 * count || size == kLlmcHeaderBytes + 4 * count)
+      throw DataError(fmt::format("{}: wrong magic {} in an llm.c-style header (expected {})", path, header[0],
+                                  kLlmcMagic));
+  }
+  if (size % 2 != 0)
+    throw DataError(fmt::format("{}: not a token shard: no llm.c header (magic {}) and an odd size ({} bytes) "
+                                "for headerless uint16 tokens",
+                                path, kLlmcMagic, size));
+  info.format = ShardFormat::Raw;
+  info.header_bytes = 0;
+  info.num_tokens = size / 2;
+  return info;
+}
+
+MappedShard::MappedShard(const ShardInfo& info) : path_(info.path) {
+  num_tokens_ = info.num_tokens;
+  length_ = static_cast<size_t>(info.header_bytes + 2 * info.num_tokens);
+  if (length_ == 0) return;
+  Fd f{::open(info.path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0) throw DataError(sys_error(info.path, "open"));
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0) throw DataError(sys_error(info.path, "stat"));
+  if (static_cast<size_t>(st.st_size) != length_)
+    throw DataError(fmt::format("{}: changed on disk: {} bytes now, {} when first inspected", info.path,
+                                static_cast<int64_t>(st.st_size), length_));
+  base_ = ::mmap(nullptr, length_, PROT_READ, MAP_PRIVATE, f.fd, 0);
+  if (base_ == MAP_FAILED) {
+    base_ = nullptr;
+    throw DataError(sys_error(info.path, "mmap"));
+  }
+  // Start reading the shard in the background: a shuffled walk touches it at random.
+  ::madvise(base_, length_, MADV_WILLNEED);
+  tokens_ = reinterpret_cast<const uint16_t*>(static_cast<const char*>(base_) + info.header_bytes);
+}
+
+MappedShard::MappedShard(MappedShard&& o) noexcept { *this = std::move(o); }
+
+MappedShard& MappedShard::operator=(MappedShard&& o) noexcept {
+  if (this != &o) {
+    unmap();
+    base_ = std::exchange(o.base_, nullptr);
+    length_ = std::exchange(o.length_, 0);
+    tokens_ = std::exchange(o.tokens_, nullptr);
+    num_tokens_ = std::exchange(o.num_tokens_, 0);
+    path_ = std::move(o.path_);
+  }
+  return *this;
+}
+
+MappedShard::~MappedShard() { unmap(); }
+
+void MappedShard::unmap() {
+  if (base_) ::munmap(base_, length_);
+  base_ = nullptr;
+  tokens_ = nullptr;
+}
+
+}  // namespace xsagpt

@@ -1,0 +1,79 @@
+// Token shards on disk: finding them, recognising their format, mapping them.
+//
+// Two formats hold GPT-2 token ids as little-endian uint16:
+//  * llm.c / modded-nanogpt (what the FineWeb GPT-2 shards are published in): a
+//    1024-byte header of 256 little-endian int32, [0] magic 20240520, [1] version 1,
+//    [2] token count N, the rest zero; then N uint16 tokens. File size is exactly
+//    1024 + 2*N bytes.
+//  * nanoGPT's headerless train.bin / val.bin: the whole file is uint16 tokens.
+//
+// Detection: a file whose first int32 is the llm.c magic is llm.c and must be a
+// valid one (a raw GPT-2 file cannot start with it: its low uint16, 55432, is not
+// a GPT-2 token id). A file whose first 1024 bytes read as a consistent llm.c
+// header (version 1, size == 1024 + 2*count) except for the magic is reported as
+// a wrong magic rather than silently read as raw tokens. Anything else is raw.
+//
+// Only the header is read when a shard is inspected; the tokens are memory-mapped
+// when a loader reaches the shard, so thousands of 100M-token shards cost neither
+// memory nor start-up time.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace xsagpt {
+
+// Anything wrong with the data files; the message names the file.
+struct DataError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+inline constexpr int32_t kLlmcMagic = 20240520;
+inline constexpr int32_t kLlmcVersion = 1;
+inline constexpr int64_t kLlmcHeaderBytes = 256 * sizeof(int32_t);
+
+enum class ShardFormat { LlmC, Raw };
+const char* format_name(ShardFormat f);
+
+struct ShardInfo {
+  std::string path;
+  ShardFormat format = ShardFormat::Raw;
+  int64_t header_bytes = 0;  // where the tokens start
+  int64_t num_tokens = 0;
+};
+
+// Files matched by one or more glob patterns separated by ','. Each pattern's
+// matches are sorted; patterns keep their order; a file matched twice is listed
+// once. A pattern matching no regular file is an error.
+std::vector<std::string> expand_patterns(const std::string& patterns);
+
+// Reads and checks the header (or size, for raw files) of one shard.
+ShardInfo inspect_shard(const std::string& path);
+
+// A read-only memory map of one shard's tokens. Move-only; unmapped on destruction.
+class MappedShard {
+ public:
+  MappedShard() = default;
+  explicit MappedShard(const ShardInfo& info);
+  MappedShard(MappedShard&& o) noexcept;
+  MappedShard& operator=(MappedShard&& o) noexcept;
+  MappedShard(const MappedShard&) = delete;
+  MappedShard& operator=(const MappedShard&) = delete;
+  ~MappedShard();
+
+  const uint16_t* tokens() const { return tokens_; }
+  int64_t num_tokens() const { return num_tokens_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  void unmap();
+  void* base_ = nullptr;
+  size_t length_ = 0;
+  const uint16_t* tokens_ = nullptr;
+  int64_t num_tokens_ = 0;
+  std::string path_;
+};
+
+}  // namespace xsagpt
