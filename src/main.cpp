@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstring>
 #include <iostream>
 

@@ -38,7 +38,7 @@ Sweep load_sweep(const std::string& path, int64_t world_size) {
   if (!fs::exists(base) && fs::exists(fs::path(path).parent_path() / base)) base = fs::path(path).parent_path() / base;
   const auto base_cfg = load_run_config(base.string(), fixed, world_size);
 
-  // Cartesian product in file order; the last key varies fastest.
+  // Cartesian product over the keys in sorted order (JSON objects are sorted); the last varies fastest.
   std::vector<std::vector<json>> axes;
   for (const auto& [k, v] : spec["grid"].items()) {
     if (!v.is_array() || v.empty()) throw ConfigError(path + ": grid." + k + ": expected a non-empty list");

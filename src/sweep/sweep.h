@@ -31,7 +31,7 @@ struct SweepPoint {
 struct Sweep {
   json spec;  // the sweep file as read
   std::filesystem::path dir;
-  std::vector<std::string> keys;  // grid keys in file order
+  std::vector<std::string> keys;  // grid keys, sorted
   std::vector<SweepPoint> points;
 };
 
