@@ -15,6 +15,7 @@ struct Command {
 
 int info(int argc, char** argv);
 int config_reference(int argc, char** argv);
+int tokenize(int argc, char** argv);
 
 const std::vector<Command>& commands();
 
