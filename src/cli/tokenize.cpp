@@ -51,7 +51,7 @@ int tokenize(int argc, char** argv) {
     ("input", "file to read; - or none for stdin", cxxopts::value<std::string>()->default_value("-"))
     ("d,decode", "input is a JSON array of token ids; print its text")
     ("vocab", "directory with encoder.json and vocab.bpe (default: $XSAGPT_GPT2_VOCAB, else data/gpt2/)",
-     cxxopts::value<std::string>()->default_value(""))
+     cxxopts::value<std::string>())
     ("allow-special", "encode literal <|endoftext|> as its token id instead of as text")
     ("stats", "print counts and throughput to stderr")
     ("h,help", "show this help");
@@ -64,7 +64,7 @@ int tokenize(int argc, char** argv) {
   const std::string name = file == "-" ? "<stdin>" : file;
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
-  const auto tokenizer = Gpt2Tokenizer::load(args["vocab"].as<std::string>());
+  const auto tokenizer = Gpt2Tokenizer::load(args.count("vocab") ? args["vocab"].as<std::string>() : "");
   const std::string input = read_input(file);
   const auto t1 = clock::now();
 

@@ -71,6 +71,7 @@ class Gpt2Tokenizer {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
+  // Multi-token pieces already merged during one encode() call; keys view its text.
   using Cache = std::unordered_map<std::string_view, std::vector<int32_t>>;
 
   void encode_ordinary(std::string_view text, std::vector<int32_t>& out, Cache& cache) const;
