@@ -10,6 +10,7 @@ const std::vector<Command>& commands() {
       {"config", "print the configuration reference (every key, default, meaning)", config_reference},
       {"data", "check token shards and print their counts (and first tokens) as JSON", data},
       {"bench-data", "tokens per second the data loader delivers on this CPU", bench_data},
+      {"tokenize", "GPT-2 token ids of a text as JSON, or the text of ids (--decode)", tokenize},
   };
   return all;
 }

@@ -19,6 +19,7 @@ int train(int argc, char** argv);
 int sweep(int argc, char** argv);
 int data(int argc, char** argv);
 int bench_data(int argc, char** argv);
+int tokenize(int argc, char** argv);
 
 const std::vector<Command>& commands();
 
