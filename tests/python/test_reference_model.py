@@ -31,7 +31,7 @@ CASES = {
     "untied_head": {"attention": "xsa", "tie_embeddings": False},
     "inner_wider": {"attention": "xsa", "d_model": 32, "n_head": 4, "head_dim": 16},
     "mlp_ratio_theta_eps": {"mlp_ratio": 2.5, "rope_theta": 500.0, "norm_eps": 1e-3},
-    "xsa_eps_floor": {"attention": "xsa", "xsa_eps": 0.55},
+    "xsa_eps_floor": {"attention": "xsa", "xsa_eps": 4.4},
 }
 DOUBLE_CASES = ["xsa_layer_list", "bias", "untied_head"]
 

@@ -2,6 +2,12 @@
 // forward+backward pass on random tokens and writes everything needed to check it
 // against the PyTorch reference (tests/reference/model.py) to one file.
 //
+// The weights are redrawn first. At the model's own initialisation every LayerNorm
+// gain is 1, every bias 0 and pre-activations are so small that GELU is nearly
+// linear: a reference that swapped two norms, misplaced a bias or used tanh-GELU
+// would still agree. Here gains are 1 + N(0, 0.2), biases N(0, 0.1) and matrices
+// N(0, 1/fan_in), so every parameter and every nonlinearity shows in the output.
+//
 // Output: a torch.save-style zip archive holding one dict, which Python reads
 // with torch.load(path, weights_only=True):
 //   model    {name: tensor}  parameters (a tied head listed under both names, as
@@ -20,6 +26,7 @@
 #include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <fstream>
 #include <iostream>
 
@@ -99,6 +106,18 @@ int run(int argc, char** argv) {
 
   torch::manual_seed(args["seed"].as<uint64_t>());
   GPT model(cfg);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : model->parameters()) {
+      if (p.dim() == 2) {
+        p.normal_(0.0, 1.0 / std::sqrt(static_cast<double>(p.size(1))));
+      } else {
+        p.normal_(0.0, 0.1);  // biases
+      }
+    }
+    for (const auto& p : model->named_parameters())  // LayerNorm gains
+      if (p.value().dim() == 1 && p.key().ends_with(".weight")) p.value().normal_(1.0, 0.2);
+  }
   if (args.count("double")) model->to(torch::kFloat64);
   auto idx = torch::randint(cfg.vocab_size, {B, T}, torch::kInt64);
   auto targets = torch::randint(cfg.vocab_size, {B, T}, torch::kInt64);
