@@ -8,6 +8,7 @@ biases, an untied head, inner width != d_model, mlp_ratio != 4, and an xsa_eps
 large enough that the ||v|| floor is active for some tokens.
 """
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -49,7 +50,7 @@ def dump_model(build_dir, tmp_path_factory):
         out = out_dir / f"{name}{'-f64' if double else ''}.pt"
         cmd = [tool, cfg_path, seed, B, T, out] + (["--double"] if double else [])
         proc = subprocess.run(list(map(str, cmd)), capture_output=True, text=True,
-                              env={"OMP_NUM_THREADS": "1"})
+                              env={**os.environ, "OMP_NUM_THREADS": "1"})
         assert proc.returncode == 0, proc.stderr
         return torch.load(out, weights_only=True)
     return run
@@ -65,7 +66,6 @@ def assert_close(actual, expected, rtol, what):
 
 
 def check_against_reference(dump: dict, rtol_out: float, rtol_grad: float):
-    torch.set_num_threads(1)
     model = GPT.from_checkpoint_dict(dump)
     logits, loss = model(dump["idx"], dump["targets"])
     loss.backward()

@@ -5,8 +5,8 @@
 // The weights are redrawn first. At the model's own initialisation every LayerNorm
 // gain is 1, every bias 0 and pre-activations are so small that GELU is nearly
 // linear: a reference that swapped two norms, misplaced a bias or used tanh-GELU
-// would still agree. Here gains are 1 + N(0, 0.2), biases N(0, 0.1) and matrices
-// N(0, 1/fan_in), so every parameter and every nonlinearity shows in the output.
+// would still agree. Here gains are 1 + 0.2 g, biases 0.1 g and matrices
+// g / sqrt(fan_in), g ~ N(0, 1), so every parameter and nonlinearity shows.
 //
 // Output: a torch.save-style zip archive holding one dict, which Python reads
 // with torch.load(path, weights_only=True):
@@ -14,7 +14,7 @@
 //                            PyTorch's state_dict does) and the RoPE buffers
 //   config   {key: value}    the resolved model section, every key present
 //   idx      int64 (B, T)    input tokens
-//   targets  int64 (B, T)    next tokens, about 1 in 8 set to -1 (ignored)
+//   targets  int64 (B, T)    random tokens, about 1 in 8 set to -1 (ignored)
 //   logits   (B, T, vocab)
 //   loss     scalar          mean cross-entropy over targets != -1
 //   grads    {name: tensor}  d loss / d parameter, same names as `model`
@@ -108,15 +108,16 @@ int run(int argc, char** argv) {
   GPT model(cfg);
   {
     torch::NoGradGuard no_grad;
-    for (auto& p : model->parameters()) {
-      if (p.dim() == 2) {
-        p.normal_(0.0, 1.0 / std::sqrt(static_cast<double>(p.size(1))));
+    for (auto& p : model->named_parameters()) {
+      auto& t = p.value();
+      if (t.dim() == 2) {
+        t.normal_(0.0, 1.0 / std::sqrt(static_cast<double>(t.size(1))));
+      } else if (p.key().ends_with(".bias")) {
+        t.normal_(0.0, 0.1);
       } else {
-        p.normal_(0.0, 0.1);  // biases
+        t.normal_(1.0, 0.2);  // LayerNorm gain
       }
     }
-    for (const auto& p : model->named_parameters())  // LayerNorm gains
-      if (p.value().dim() == 1 && p.key().ends_with(".weight")) p.value().normal_(1.0, 0.2);
   }
   if (args.count("double")) model->to(torch::kFloat64);
   auto idx = torch::randint(cfg.vocab_size, {B, T}, torch::kInt64);
