@@ -1,0 +1,166 @@
+// xsagpt_dump_model: builds the C++ GPT from a model config and a seed, runs one
+// forward+backward pass on random tokens and writes everything needed to check it
+// against the PyTorch reference (tests/reference/model.py) to one file.
+//
+// The weights are redrawn first. At the model's own initialisation every LayerNorm
+// gain is 1, every bias 0 and pre-activations are so small that GELU is nearly
+// linear: a reference that swapped two norms, misplaced a bias or used tanh-GELU
+// would still agree. Here gains are 1 + 0.2 g, biases 0.1 g and matrices
+// g / sqrt(fan_in), g ~ N(0, 1), so every parameter and nonlinearity shows.
+//
+// Output: a torch.save-style zip archive holding one dict, which Python reads
+// with torch.load(path, weights_only=True):
+//   model    {name: tensor}  parameters (a tied head listed under both names, as
+//                            PyTorch's state_dict does) and the RoPE buffers
+//   config   {key: value}    the resolved model section, every key present
+//   idx      int64 (B, T)    input tokens
+//   targets  int64 (B, T)    random tokens, about 1 in 8 set to -1 (ignored)
+//   logits   (B, T, vocab)
+//   loss     scalar          mean cross-entropy over targets != -1
+//   grads    {name: tensor}  d loss / d parameter, same names as `model`
+#include "config/model_config.h"
+#include "model/gpt.h"
+
+#include <cxxopts.hpp>
+#include <torch/csrc/jit/serialization/export.h>
+#include <torch/csrc/jit/serialization/pickler.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <fstream>
+#include <iostream>
+
+namespace {
+
+using namespace xsagpt;
+
+// JSON -> IValue with the containers Python's unpickler turns into dict/list.
+c10::IValue to_ivalue(const json& j) {
+  switch (j.type()) {
+    case json::value_t::null: return {};
+    case json::value_t::boolean: return j.get<bool>();
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: return j.get<int64_t>();
+    case json::value_t::number_float: return j.get<double>();
+    case json::value_t::string: return j.get<std::string>();
+    case json::value_t::array: {
+      c10::impl::GenericList list(c10::AnyType::get());
+      for (const auto& e : j) list.push_back(to_ivalue(e));
+      return list;
+    }
+    case json::value_t::object: {
+      c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
+      for (const auto& [k, v] : j.items()) dict.insert(k, to_ivalue(v));
+      return dict;
+    }
+    default: throw std::runtime_error("cannot convert JSON value " + j.dump() + " for pickling");
+  }
+}
+
+// torch::pickle_save would do, except that it tags every dict and list with its
+// TorchScript type through the global torch.jit._pickle.restore_type_tag, which
+// torch.load(weights_only=True) refuses. The same archive without the tags
+// unpickles to plain dicts and lists.
+std::vector<char> save_for_python(const c10::IValue& value) {
+  std::vector<char> pickle, archive;
+  torch::jit::Pickler pickler([&](const char* p, size_t n) { pickle.insert(pickle.end(), p, p + n); },
+                              /*tensor_table=*/nullptr, /*type_renamer=*/nullptr,
+                              /*memoized_class_types=*/nullptr, /*get_tensor_id=*/nullptr,
+                              /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(value);
+  pickler.stop();
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* p, size_t n) {
+    archive.insert(archive.end(), static_cast<const char*>(p), static_cast<const char*>(p) + n);
+    return n;
+  });
+  torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), pickler.tensorData(), writer);
+  writer.writeEndOfFile();
+  return archive;
+}
+
+int run(int argc, char** argv) {
+  cxxopts::Options opts("xsagpt_dump_model",
+                        "One forward+backward pass of the C++ GPT on random tokens, saved for the Python reference.");
+  opts.add_options()
+    ("config", "model config JSON file", cxxopts::value<std::string>())
+    ("seed", "seed for the weights and the tokens", cxxopts::value<uint64_t>())
+    ("batch", "batch size B", cxxopts::value<int64_t>())
+    ("seq-len", "sequence length T (<= block_size)", cxxopts::value<int64_t>())
+    ("out", "output file", cxxopts::value<std::string>())
+    ("double", "run in float64 instead of float32")
+    ("h,help", "show this help");
+  opts.parse_positional({"config", "seed", "batch", "seq-len", "out"});
+  opts.positional_help("CONFIG.json SEED B T OUT");
+  auto args = opts.parse(argc, argv);
+  if (args.count("help")) { std::cout << opts.help() << "\n"; return 0; }
+  for (const char* k : {"config", "seed", "batch", "seq-len", "out"})
+    if (!args.count(k)) throw ConfigError(std::string("missing argument ") + k + "\n" + opts.help());
+
+  const auto path = args["config"].as<std::string>();
+  const auto cfg = model_config_from_json(read_json_file(path), path);
+  const int64_t B = args["batch"].as<int64_t>(), T = args["seq-len"].as<int64_t>();
+  if (B < 1) throw ConfigError("B: must be >= 1");
+  if (T < 1 || T > cfg.block_size)
+    throw ConfigError("T: expected 1.." + std::to_string(cfg.block_size) + " (model.block_size), got " + std::to_string(T));
+
+  torch::manual_seed(args["seed"].as<uint64_t>());
+  GPT model(cfg);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : model->named_parameters()) {
+      auto& t = p.value();
+      if (t.dim() == 2) {
+        t.normal_(0.0, 1.0 / std::sqrt(static_cast<double>(t.size(1))));
+      } else if (p.key().ends_with(".bias")) {
+        t.normal_(0.0, 0.1);
+      } else {
+        t.normal_(1.0, 0.2);  // LayerNorm gain
+      }
+    }
+  }
+  if (args.count("double")) model->to(torch::kFloat64);
+  auto idx = torch::randint(cfg.vocab_size, {B, T}, torch::kInt64);
+  auto targets = torch::randint(cfg.vocab_size, {B, T}, torch::kInt64);
+  targets.masked_fill_(torch::rand({B, T}) < 0.125, -1);
+
+  auto out = model->forward(idx, targets);
+  out.loss.backward();
+
+  c10::Dict<std::string, torch::Tensor> weights, grads;
+  for (const auto& p : model->named_parameters()) {
+    weights.insert(p.key(), p.value().detach());
+    grads.insert(p.key(), p.value().grad());
+  }
+  for (const auto& b : model->named_buffers()) weights.insert(b.key(), b.value());
+
+  c10::impl::GenericDict dump(c10::StringType::get(), c10::AnyType::get());
+  dump.insert("model", weights);
+  dump.insert("config", to_ivalue(to_json(cfg)));
+  dump.insert("idx", idx);
+  dump.insert("targets", targets);
+  dump.insert("logits", out.logits.detach());
+  dump.insert("loss", out.loss.detach());
+  dump.insert("grads", grads);
+
+  const auto bytes = save_for_python(dump);
+  const auto out_path = args["out"].as<std::string>();
+  std::ofstream f(out_path, std::ios::binary);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!f) throw std::runtime_error(out_path + ": cannot write");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const ConfigError& e) {
+    std::cerr << "xsagpt_dump_model: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "xsagpt_dump_model: " << e.what() << "\n";
+    return 1;
+  }
+}
