@@ -2,16 +2,11 @@
 
 #include "util/ivalue_json.h"
 
-#include <caffe2/serialize/inline_container.h>
+#include "util/torch_save.h"
+
 #include <fmt/format.h>
-#include <torch/csrc/jit/serialization/export.h>
-#include <torch/csrc/jit/serialization/import_read.h>
-#include <torch/csrc/jit/serialization/pickler.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <fcntl.h>
-#include <unistd.h>
 
 namespace xsagpt {
 
@@ -35,14 +30,6 @@ static std::map<std::string, torch::Tensor> tensor_map(const IValue& v, const st
   return m;
 }
 
-static void fsync_dir(const fs::path& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-}
-
 void save_checkpoint(const Checkpoint& c, const fs::path& path) {
   GenericDict d(c10::StringType::get(), c10::AnyType::get());
   d.insert("format", std::string("xsagpt-checkpoint"));
@@ -63,41 +50,11 @@ void save_checkpoint(const Checkpoint& c, const fs::path& path) {
   if (c.rng_cuda.defined()) rng.insert("cuda", c.rng_cuda);
   d.insert("rng", rng);
 
-  fs::create_directories(path.parent_path());
-  const fs::path tmp = path.string() + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw CheckpointError(fmt::format("{}: cannot open for writing", tmp.string()));
-  bool ok = true;
-  std::string why = "write failed (disk full?)";
   try {
-    caffe2::serialize::PyTorchStreamWriter writer([&](const void* buf, size_t n) -> size_t {
-      const size_t wrote = std::fwrite(buf, 1, n, f);
-      ok = ok && wrote == n;
-      return wrote;
-    });
-    std::vector<char> pickle;
-    // No type tags on dicts/lists: torch.load(weights_only=True) refuses the
-    // torch.jit restore_type_tag global that tagged containers would need.
-    torch::jit::Pickler pickler([&](const char* buf, size_t n) { pickle.insert(pickle.end(), buf, buf + n); },
-                                nullptr, nullptr, nullptr, nullptr, /*tag_aggregates=*/false);
-    pickler.protocol();
-    pickler.pushIValue(IValue(d));
-    pickler.stop();
-    torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), pickler.tensorData(), writer);
-    writer.writeEndOfFile();
-  } catch (const std::exception& e) {
-    ok = false;
-    why = e.what();
+    torch_save(c10::IValue(d), path);
+  } catch (const SaveError& e) {
+    throw CheckpointError(std::string(e.what()) + " (earlier checkpoints are untouched)");
   }
-  ok = ok && std::fflush(f) == 0 && ::fsync(fileno(f)) == 0 && !std::ferror(f);
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
-    throw CheckpointError(fmt::format("{}: {}; earlier checkpoints are untouched", path.string(), why));
-  }
-  fs::rename(tmp, path);
-  fsync_dir(path.parent_path());
 }
 
 Checkpoint load_checkpoint(const fs::path& path) {
@@ -105,9 +62,7 @@ Checkpoint load_checkpoint(const fs::path& path) {
   if (!fs::is_regular_file(path)) throw CheckpointError(name + ": no such checkpoint file");
   IValue root;
   try {
-    caffe2::serialize::PyTorchStreamReader reader(name);
-    root = torch::jit::readArchiveAndTensors("data", "", "", std::nullopt, std::nullopt, torch::Device(torch::kCPU),
-                                             reader);
+    root = torch_load(path);
   } catch (const c10::Error& e) {
     throw CheckpointError(name + ": not a readable checkpoint (truncated or not a PyTorch archive): " +
                           e.what_without_backtrace());

@@ -20,10 +20,10 @@
 //   grads    {name: tensor}  d loss / d parameter, same names as `model`
 #include "config/model_config.h"
 #include "model/gpt.h"
+#include "util/ivalue_json.h"
+#include "util/torch_save.h"
 
 #include <cxxopts.hpp>
-#include <torch/csrc/jit/serialization/export.h>
-#include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/torch.h>
 
 #include <cmath>
@@ -34,50 +34,6 @@ namespace {
 
 using namespace xsagpt;
 
-// JSON -> IValue with the containers Python's unpickler turns into dict/list.
-c10::IValue to_ivalue(const json& j) {
-  switch (j.type()) {
-    case json::value_t::null: return {};
-    case json::value_t::boolean: return j.get<bool>();
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return j.get<int64_t>();
-    case json::value_t::number_float: return j.get<double>();
-    case json::value_t::string: return j.get<std::string>();
-    case json::value_t::array: {
-      c10::impl::GenericList list(c10::AnyType::get());
-      for (const auto& e : j) list.push_back(to_ivalue(e));
-      return list;
-    }
-    case json::value_t::object: {
-      c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
-      for (const auto& [k, v] : j.items()) dict.insert(k, to_ivalue(v));
-      return dict;
-    }
-    default: throw std::runtime_error("cannot convert JSON value " + j.dump() + " for pickling");
-  }
-}
-
-// torch::pickle_save would do, except that it tags every dict and list with its
-// TorchScript type through the global torch.jit._pickle.restore_type_tag, which
-// torch.load(weights_only=True) refuses. The same archive without the tags
-// unpickles to plain dicts and lists.
-std::vector<char> save_for_python(const c10::IValue& value) {
-  std::vector<char> pickle, archive;
-  torch::jit::Pickler pickler([&](const char* p, size_t n) { pickle.insert(pickle.end(), p, p + n); },
-                              /*tensor_table=*/nullptr, /*type_renamer=*/nullptr,
-                              /*memoized_class_types=*/nullptr, /*get_tensor_id=*/nullptr,
-                              /*tag_aggregates=*/false);
-  pickler.protocol();
-  pickler.pushIValue(value);
-  pickler.stop();
-  caffe2::serialize::PyTorchStreamWriter writer([&](const void* p, size_t n) {
-    archive.insert(archive.end(), static_cast<const char*>(p), static_cast<const char*>(p) + n);
-    return n;
-  });
-  torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), pickler.tensorData(), writer);
-  writer.writeEndOfFile();
-  return archive;
-}
 
 int run(int argc, char** argv) {
   cxxopts::Options opts("xsagpt_dump_model",
@@ -136,18 +92,14 @@ int run(int argc, char** argv) {
 
   c10::impl::GenericDict dump(c10::StringType::get(), c10::AnyType::get());
   dump.insert("model", weights);
-  dump.insert("config", to_ivalue(to_json(cfg)));
+  dump.insert("config", json_to_ivalue(to_json(cfg)));
   dump.insert("idx", idx);
   dump.insert("targets", targets);
   dump.insert("logits", out.logits.detach());
   dump.insert("loss", out.loss.detach());
   dump.insert("grads", grads);
 
-  const auto bytes = save_for_python(dump);
-  const auto out_path = args["out"].as<std::string>();
-  std::ofstream f(out_path, std::ios::binary);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!f) throw std::runtime_error(out_path + ": cannot write");
+  torch_save(dump, args["out"].as<std::string>());
   return 0;
 }
 
