@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include <iostream>
+#include <map>
 
 namespace xsagpt::cli {
 
@@ -28,15 +29,25 @@ static void print_points(const Sweep& s, int64_t world) {
 }
 
 static void print_results(const json& summary) {
+  auto num = [](const json& p, const char* k) {
+    return p.value(k, json()).is_number() ? fmt::format("{:.4f}", p[k].get<double>()) : std::string("-");
+  };
   std::cout << fmt::format("\n{:<48} {:>8} {:>10} {:>10}\n", "point", "status", "train", "val");
-  for (const auto& p : summary["points"]) {
-    auto num = [&](const char* k) { return p.value(k, json()).is_number() ? fmt::format("{:.4f}", p[k].get<double>()) : "-"; };
-    std::cout << fmt::format("{:<48} {:>8} {:>10} {:>10}\n", p["name"].get<std::string>(), p["status"].get<std::string>(),
-                             num("final_train_loss"), num("final_val_loss"));
-  }
+  for (const auto& p : summary["points"])
+    std::cout << fmt::format("{:<48} {:>8} {:>10} {:>10}\n", p["name"].get<std::string>(),
+                             p["status"].get<std::string>(), num(p, "final_train_loss"), num(p, "final_val_loss"));
+  if (summary["differences"].empty()) return;
+  // SA and XSA side by side for every setting of the other keys.
+  std::map<std::string, json> by_name;
+  for (const auto& p : summary["points"]) by_name[p["name"].get<std::string>()] = p;
+  std::cout << fmt::format("\n{:<40} {:>10} {:>10} {:>10}\n", "val loss at", "SA", "XSA", "XSA - SA");
   for (const auto& d : summary["differences"]) {
-    if (!d["xsa_minus_sa_val_loss"].is_number()) continue;
-    std::cout << fmt::format("XSA - SA val loss at {}: {:+.4f}\n", d["values"].dump(), d["xsa_minus_sa_val_loss"].get<double>());
+    const auto& v = d["values"];
+    std::string where = v.empty() ? "(final)" : v.dump();
+    const auto diff = d["xsa_minus_sa_val_loss"];
+    std::cout << fmt::format("{:<40} {:>10} {:>10} {:>10}\n", where, num(by_name[d["sa"]], "final_val_loss"),
+                             num(by_name[d["xsa"]], "final_val_loss"),
+                             diff.is_number() ? fmt::format("{:+.4f}", diff.get<double>()) : "-");
   }
 }
 
@@ -96,6 +107,7 @@ int sweep(int argc, char** argv) {
     print_results(sweep_summary(sweep));
     std::cout << fmt::format("summary: {}\n", (sweep.dir / "summary.json").string());
     if (!args.count("no-plot")) plot(sweep.dir);
+    std::cout << fmt::format("figures: {}\n", (sweep.dir / "plots").string());
   }
   return 0;
 }

@@ -42,7 +42,7 @@ def test_sweep_runs_summarises_and_skips_finished(tmp_path, shards, xsagpt):
         assert sa["final_val_loss"] == metrics(tmp_path / "sweep" / d["sa"], "val_loss")[8]
     csv = (tmp_path / "sweep" / "summary.csv").read_text().splitlines()
     assert len(csv) == 5 and csv[0].startswith("name,model.attention,train.lr")
-    assert "XSA - SA val loss" in first.stdout
+    assert "XSA - SA" in first.stdout
     png = tmp_path / "sweep" / "plots" / "sweep_final.png"
     assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10000
 
