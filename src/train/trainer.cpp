@@ -1,6 +1,7 @@
 #include "train/trainer.h"
 
 #include "data/loader.h"
+#include "data/prefetch.h"
 #include "model/counts.h"
 #include "model/gpt.h"
 #include "train/checkpoint.h"
@@ -138,6 +139,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     ckpt.reset();  // free the host copy of the weights
   }
 
+  PrefetchingLoader batches(loader);  // from here on only `batches` touches the loader
   const int64_t accum = cfg.accumulation_steps(world);
   const int64_t step_tokens = cfg.tokens_per_micro_step(world) * accum;
   const auto counts = count_params(cfg.model);
@@ -195,7 +197,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     c.config = to_json(cfg);
     for (const auto& item : model->named_parameters()) c.model[item.key()] = item.value();
     c.optimizer = opt.state();
-    c.loader = dist.all_gather(loader.state().to_json());
+    c.loader = dist.all_gather(batches.state().to_json());
     c.rng_cpu = default_generator(torch::kCPU).get_state();
     if (device.is_cuda()) c.rng_cuda = default_generator(device).get_state();
     if (dist.is_main()) {
@@ -224,7 +226,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   while (step < t.max_steps) {
     const double lr = learning_rate(t, step);
     for (int64_t micro = 0; micro < accum; ++micro) {
-      auto [x, y] = loader.next();
+      auto [x, y] = batches.next();
       x = x.to(device, /*non_blocking=*/true);
       y = y.to(device, /*non_blocking=*/true);
       torch::Tensor loss;
