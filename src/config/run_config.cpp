@@ -44,6 +44,9 @@ void RunConfig::validate(int64_t world_size) const {
   if (t.adamw != "auto" && t.adamw != "fused" && t.adamw != "torch")
     fail("train.adamw", "expected \"auto\", \"fused\" or \"torch\", got \"" + t.adamw + "\"");
   if (t.threads < 0) fail("train.threads", "must be >= 0");
+  if (t.activation_checkpointing != "none" && t.activation_checkpointing != "mlp" && t.activation_checkpointing != "block")
+    fail("train.activation_checkpointing", "expected \"none\", \"mlp\" or \"block\", got \"" + t.activation_checkpointing + "\"");
+  if (t.loss_chunk < 0) fail("train.loss_chunk", "must be >= 0 (0: no chunking)");
   if (data.train.empty()) fail("data.train", "required: glob pattern of training shards");
   if (data.val.empty()) fail("data.val", "required: glob pattern of validation shards");
   if (out_dir.empty()) fail("out_dir", "must not be empty");

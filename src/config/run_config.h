@@ -47,6 +47,8 @@ struct TrainConfig {
   std::string device = "auto";
   std::string adamw = "auto";
   int64_t threads = 0;
+  std::string activation_checkpointing = "none";
+  int64_t loss_chunk = 0;
 
   template <class S, class V>
   static void fields(S& s, V&& v) {
@@ -74,6 +76,10 @@ struct TrainConfig {
     v("device", s.device, "\"auto\" (CUDA if present), \"cpu\", \"cuda\" or \"cuda:N\"");
     v("adamw", s.adamw, "\"auto\" (fused ATen kernel where it runs), \"fused\" or \"torch\" (torch::optim::AdamW)");
     v("threads", s.threads, "CPU intra-op threads (0: LibTorch's default)");
+    v("activation_checkpointing", s.activation_checkpointing,
+      "recompute activations in backward to save memory: \"none\", \"mlp\" (MLP half of each block) or \"block\"");
+    v("loss_chunk", s.loss_chunk,
+      "compute the LM-head loss this many tokens at a time without full logits (0: all at once)");
   }
 };
 

@@ -1,5 +1,7 @@
 #include "model/gpt.h"
 
+#include "model/chunked_loss.h"
+#include "model/recompute.h"
 #include "model/rope.h"
 
 #include <cmath>
@@ -16,6 +18,7 @@ BlockImpl::BlockImpl(const ModelConfig& cfg, int64_t layer) {
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
   auto h = x + attn(ln_1(x), cos, sin);
+  if (recompute_mlp) return h + recompute_in_backward([this](const torch::Tensor& t) { return mlp(ln_2(t)); }, h);
   return h + mlp(ln_2(h));
 }
 
@@ -66,16 +69,33 @@ GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& target
   auto sin = rope_sin.narrow(0, 0, T);
 
   auto x = transformer->drop(transformer->ln_e(transformer->wte(idx)));
-  for (const auto& block : *transformer->h) x = block->as<Block>()->forward(x, cos, sin);
-  auto logits = lm_head(transformer->ln_f(x));
+  for (const auto& module : *transformer->h) {
+    auto* block = module->as<Block>();
+    auto run = [block, cos, sin](const torch::Tensor& t) { return block->forward(t, cos, sin); };  // outlives forward()
+    x = recompute_blocks_ ? recompute_in_backward(run, x) : run(x);
+  }
+  auto h = transformer->ln_f(x);
 
-  GPTOutput out{logits, {}};
+  GPTOutput out;
+  if (targets.defined() && loss_chunk_ > 0) {
+    out.loss = chunked_cross_entropy(h.reshape({-1, h.size(-1)}), lm_head->weight, targets.reshape(-1), loss_chunk_);
+    return out;
+  }
+  out.logits = lm_head(h);
   if (targets.defined()) {
     namespace F = torch::nn::functional;
-    out.loss = F::cross_entropy(logits.reshape({-1, logits.size(-1)}).to(torch::kFloat32), targets.reshape(-1),
-                                F::CrossEntropyFuncOptions().ignore_index(-1));
+    out.loss = F::cross_entropy(out.logits.reshape({-1, out.logits.size(-1)}).to(torch::kFloat32),
+                                targets.reshape(-1), F::CrossEntropyFuncOptions().ignore_index(-1));
   }
   return out;
+}
+
+void GPTImpl::set_memory_options(const std::string& recompute, int64_t loss_chunk) {
+  TORCH_CHECK(recompute == "none" || recompute == "mlp" || recompute == "block",
+              "activation checkpointing: expected none, mlp or block, got ", recompute);
+  recompute_blocks_ = recompute == "block";
+  for (const auto& module : *transformer->h) module->as<Block>()->recompute_mlp = recompute == "mlp";
+  loss_chunk_ = loss_chunk;
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> GPTImpl::unique_named_parameters() const {

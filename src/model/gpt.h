@@ -21,6 +21,7 @@ struct BlockImpl : torch::nn::Module {
   BlockImpl(const ModelConfig& cfg, int64_t layer);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
   LayerNorm ln_1{nullptr}, ln_2{nullptr};
+  bool recompute_mlp = false;  // activation checkpointing of the MLP half (see memory options below)
   CausalSelfAttention attn{nullptr};
   MLP mlp{nullptr};
 };
@@ -45,7 +46,7 @@ struct LMHeadImpl : torch::nn::Module {
 TORCH_MODULE(LMHead);
 
 struct GPTOutput {
-  torch::Tensor logits;  // (B, T, vocab)
+  torch::Tensor logits;  // (B, T, vocab); undefined when the loss was computed in chunks
   torch::Tensor loss;    // mean cross-entropy over targets != -1; undefined without targets
 };
 
@@ -58,6 +59,11 @@ struct GPTImpl : torch::nn::Module {
   // Parameters without the tied duplicate, in registration order.
   std::vector<std::pair<std::string, torch::Tensor>> unique_named_parameters() const;
 
+  // Memory options, trading compute for activation memory (train.* keys, not part
+  // of the model): "none" | "mlp" | "block" activation checkpointing, and the
+  // LM-head loss in chunks of this many tokens (0: full logits).
+  void set_memory_options(const std::string& recompute, int64_t loss_chunk);
+
   ModelConfig cfg;
   Transformer transformer{nullptr};
   LMHead lm_head{nullptr};
@@ -65,6 +71,8 @@ struct GPTImpl : torch::nn::Module {
 
  private:
   void init_weights();
+  bool recompute_blocks_ = false;
+  int64_t loss_chunk_ = 0;
 };
 TORCH_MODULE(GPT);
 

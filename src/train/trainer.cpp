@@ -101,6 +101,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   }
   torch::manual_seed(static_cast<uint64_t>(t.seed));  // same initial weights on every rank
   GPT model(cfg.model);
+  model->set_memory_options(t.activation_checkpointing, t.loss_chunk);
   model->to(device);
   auto params = model->unique_named_parameters();
   std::vector<torch::Tensor> param_tensors;

@@ -56,3 +56,28 @@ TEST(Recompute, NoGradModeJustRunsTheFunction) {
   auto y = recompute_in_backward([](const torch::Tensor& t) { return t * 2; }, torch::ones({3}));
   EXPECT_TRUE(torch::equal(y, torch::full({3}, 2.0)));
 }
+
+TEST(Recompute, WholeModelMemoryOptionsKeepLossAndGradients) {
+  auto cfg = test::small_model("xsa");
+  cfg.bias = true;
+  auto idx = torch::randint(0, 64, {2, 20}, torch::kLong);
+  auto targets = torch::randint(0, 64, {2, 20}, torch::kLong);
+  targets[0][3] = -1;
+  auto grads = [&](const std::string& recompute, int64_t chunk) {
+    torch::manual_seed(7);
+    GPT m(cfg);
+    m->set_memory_options(recompute, chunk);
+    auto loss = m->forward(idx, targets).loss;
+    loss.backward();
+    std::vector<torch::Tensor> g{loss.detach()};
+    for (auto& [n, p] : m->unique_named_parameters()) g.push_back(p.grad());
+    return g;
+  };
+  const auto plain = grads("none", 0);
+  for (auto [recompute, chunk] : {std::pair<std::string, int64_t>{"mlp", 0}, {"block", 0}, {"none", 7}, {"block", 16}}) {
+    auto got = grads(recompute, chunk);
+    ASSERT_EQ(got.size(), plain.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_TRUE(torch::allclose(got[i], plain[i], 1e-5, 1e-6)) << recompute << " chunk " << chunk << " tensor " << i;
+  }
+}

@@ -77,6 +77,15 @@ def test_same_config_gives_same_losses(tmp_path, shards, xsagpt):
     assert done["final_train_loss"] == a[12]
 
 
+def test_memory_options_do_not_change_training(tmp_path, shards, xsagpt):
+    cfg = run_config(tmp_path, shards, max_steps=6)
+    xsagpt("train", "-c", cfg, "--out", tmp_path / "plain")
+    xsagpt("train", "-c", cfg, "--out", tmp_path / "lean", "--set", "train.activation_checkpointing=block",
+           "--set", "train.loss_chunk=48")
+    plain, lean = metrics(tmp_path / "plain"), metrics(tmp_path / "lean")
+    assert plain.keys() == lean.keys() and all(abs(plain[s] - lean[s]) < 1e-4 for s in plain)
+
+
 def wait_for(predicate, proc, timeout=120):
     t0 = time.time()
     while not predicate():
