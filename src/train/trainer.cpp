@@ -87,6 +87,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
       return TrainResult{ckpt->step, true, NAN, NAN};
     }
   }
+  dist.barrier();  // every rank has read the run directory before rank 0 changes it
   if (dist.is_main()) prepare_run_dir(dir, cfg, start);
   dist.barrier();
 
@@ -285,7 +286,8 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     }
     if (stop && !last) {
       if (dist.is_main())
-        spdlog::warn("stopped by signal {} after step {}; resume with --resume auto", stop_signal(), step);
+        spdlog::warn("stopped by {} after step {}; resume with --resume auto",
+                     stop_signal() ? fmt::format("signal {}", stop_signal()) : "a signal to another rank", step);
       result.step = step;
       return result;
     }
