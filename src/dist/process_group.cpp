@@ -76,8 +76,9 @@ class ReducerSync : public GradientSync {
     reducer_ = std::make_unique<c10d::Reducer>(
         params, std::move(buckets), std::move(pg), sparse, kBucketBytes,
         /*find_unused_parameters=*/false,
-        // Gradients become views into the flat buckets after the first reduced
-        // step: no copy back, and no second gradient-sized buffer.
+        // After the all-reduce, .grad is a view into its bucket instead of a copy
+        // of it. (The optimizer resets .grad every step, so the next step's
+        // backward still allocates fresh gradients beside the buckets.)
         /*gradient_as_bucket_view=*/true, std::unordered_map<size_t, std::string>{}, c10d::kDefaultFirstBucketBytes,
         /*skip_all_reduce_unused_params=*/false, /*use_python_reducer=*/false, std::vector<int64_t>{});
   }
@@ -235,8 +236,9 @@ ProcessGroupContext::ProcessGroupContext(const LaunchEnv& env, const DistOptions
 }
 
 ProcessGroupContext::~ProcessGroupContext() {
-  // Unwinding from a failure: peers may be gone, so tear down without waiting
-  // for them (what destroy_process_group's shutdown would do).
+  // A clean exit shuts the backends down as destroy_process_group does; when
+  // unwinding from a failure the peers may be gone, and aborting does not wait
+  // for them.
   try {
     if (std::uncaught_exceptions() > 0)
       impl_->pg->abort();

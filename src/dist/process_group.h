@@ -5,9 +5,9 @@
 // a job behaves as a PyTorch DDP job would and shares its store layout:
 //   - TCPStore at MASTER_ADDR:MASTER_PORT. Rank 0 serves it (multi-tenant),
 //     unless TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent already serves
-//     it, and every rank connects as a client. Like PyTorch, no per-restart
-//     prefix is added: the agent's rendezvous hands out a fresh store per
-//     attempt, and restart counts differ between nodes, so one would split ranks.
+//     it, and every rank connects as a client. Like PyTorch's rendezvous, no
+//     per-restart key prefix: TORCHELASTIC_RESTART_COUNT is counted by each
+//     node's agent and need not agree between nodes.
 //   - Keys under "default_pg", then the group name "0/", then "cpu/" or "cuda/"
 //     per backend, as PyTorch's default group uses them.
 //   - One ProcessGroup with Gloo for CPU tensors and, when CUDA is available,
@@ -29,7 +29,8 @@
 // patterns read as signed integers of the element's width and widened to int64;
 // s1 = sum of them, s2 = sum of their squares, both modulo 2^64. Exact integer
 // sums do not depend on summation order, so equal tensors give equal checksums on
-// any device, and the values can be recomputed from a checkpoint.
+// any device, and the values can be recomputed from a checkpoint. The log line
+// shows s1:s2 summed over all the tensors, in hex.
 #pragma once
 
 #include "dist/context.h"
