@@ -1,7 +1,7 @@
 // `xsagpt sweep`: run every point of a grid as a training run, restartably, then
 // summarise XSA against SA and draw the figures.
 #include "cli/commands.h"
-#include "dist/context.h"
+#include "dist/process_group.h"
 #include "sweep/sweep.h"
 #include "train/run_dir.h"
 #include "train/trainer.h"
@@ -74,7 +74,8 @@ int sweep(int argc, char** argv) {
   auto args = opts.parse(argc, argv);
   if (args.count("help")) { std::cout << opts.help() << "\n"; return 0; }
   if (!args.count("config")) throw ConfigError("--config: required (e.g. --config configs/sweeps/cpu-lr.json)");
-  DistContext dist;
+  auto dist_ctx = make_dist_context();  // single-process unless launched by torchrun/srun
+  DistContext& dist = *dist_ctx;
   auto sweep = load_sweep(args["config"].as<std::string>(), dist.world_size());
   if (dist.is_main()) print_points(sweep, dist.world_size());
   if (args.count("dry-run")) return 0;

@@ -1,7 +1,7 @@
 // `xsagpt train`: one training run from a run config.
 #include "cli/commands.h"
 #include "config/run_config.h"
-#include "dist/context.h"
+#include "dist/process_group.h"
 #include "train/trainer.h"
 
 #include <cxxopts.hpp>
@@ -32,7 +32,8 @@ int train(int argc, char** argv) {
   std::vector<std::string> overrides;
   if (args.count("set")) overrides = args["set"].as<std::vector<std::string>>();
   if (args.count("out")) overrides.push_back("out_dir=\"" + args["out"].as<std::string>() + "\"");
-  DistContext dist;
+  auto dist_ctx = make_dist_context();  // single-process unless launched by torchrun/srun
+  DistContext& dist = *dist_ctx;
   auto cfg = load_run_config(args["config"].as<std::string>(), overrides, dist.world_size());
 
   TrainOptions topts;

@@ -1,16 +1,30 @@
 // The process group a training run sees. Single-process runs use this base class
-// (every collective is the identity); torch.distributed (c10d) runs use the
-// subclass made by init_distributed(), so the trainer has no distributed
-// branches of its own.
+// (every collective is the identity, gradient sync is plain loss.backward()); runs
+// launched by torchrun or SLURM use the c10d subclass that make_dist_context()
+// (dist/process_group.h) returns, so the trainer has no distributed branches of
+// its own.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace xsagpt {
+
+// Runs the backward passes of one training run's micro-batches.
+class GradientSync {
+ public:
+  virtual ~GradientSync() = default;
+  // loss.backward(). On an optimizer step's last micro-batch (`last`) the
+  // gradients are also averaged over ranks, bucket by bucket while the backward
+  // pass is still running, so that on return every rank holds the mean of all
+  // ranks' accumulated gradients. Earlier micro-batches only accumulate locally:
+  // one all-reduce per optimizer step.
+  virtual void backward(const torch::Tensor& loss, bool last) { loss.backward(); }
+};
 
 class DistContext {
  public:
@@ -22,14 +36,20 @@ class DistContext {
 
   // Make every rank's tensors equal to rank 0's (initial weights).
   virtual void broadcast(std::vector<torch::Tensor>& tensors) {}
-  // Average gradients over ranks, in place (once per optimizer step).
-  virtual void average_gradients(const std::vector<torch::Tensor>& params) {}
+  // Gradient averaging for one model's parameters (`params`: the same tensors in
+  // the same order on every rank). Make one per training run, after broadcast().
+  virtual std::unique_ptr<GradientSync> gradient_sync(const std::vector<torch::Tensor>& params) {
+    return std::make_unique<GradientSync>();
+  }
   // Mean of a 0-dim tensor over ranks (for logged losses).
   virtual torch::Tensor mean(const torch::Tensor& t) { return t; }
   // Every rank's JSON value, in rank order (loader states for checkpoints).
   virtual std::vector<nlohmann::json> all_gather(const nlohmann::json& j) { return {j}; }
   // True on every rank if it is true on any (a stop signal seen by one rank).
   virtual bool any(bool local) { return local; }
+  // Throws if `tensors` are not bit-identical on every rank (compared through
+  // exact integer checksums, see process_group.h); `what` names them in messages.
+  virtual void check_replicated(const std::vector<torch::Tensor>& tensors, const std::string& what) {}
   virtual void barrier() {}
 
  protected:

@@ -88,6 +88,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
       return TrainResult{ckpt->step, true, NAN, NAN};
     }
   }
+  dist.barrier();  // every rank has read the run directory before rank 0 changes it
   if (dist.is_main()) prepare_run_dir(dir, cfg, start);
   dist.barrier();
 
@@ -107,6 +108,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   std::vector<torch::Tensor> param_tensors;
   for (auto& [n, p] : params) param_tensors.push_back(p);
   dist.broadcast(param_tensors);
+  auto grad_sync = dist.gradient_sync(param_tensors);  // averages gradients over ranks
   AdamW opt(params, AdamWConfig{t.beta1, t.beta2, t.eps, t.weight_decay, t.adamw});
 
   LoaderOptions lo;
@@ -191,6 +193,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
 
   auto save = [&](int64_t at_step) {
     check_finite();
+    dist.check_replicated(param_tensors, "parameters");  // a diverged replica must not be saved
     Checkpoint c;
     c.step = at_step;
     c.tokens = tokens;
@@ -235,10 +238,9 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
         AutocastGuard ac(device, bf16);
         loss = model->forward(x, y).loss / static_cast<double>(accum);
       }
-      loss.backward();
+      grad_sync->backward(loss, /*last=*/micro + 1 == accum);
       loss_accum += loss.detach();
     }
-    dist.average_gradients(param_tensors);
     grad_norm = clip_grad_norm(param_tensors, t.grad_clip);
     bad_step = torch::where((bad_step < 0) & ~(torch::isfinite(loss_accum) & torch::isfinite(grad_norm)),
                             torch::full_like(bad_step, step), bad_step);
@@ -287,7 +289,8 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     }
     if (stop && !last) {
       if (dist.is_main())
-        spdlog::warn("stopped by signal {} after step {}; resume with --resume auto", stop_signal(), step);
+        spdlog::warn("stopped by {} after step {}; resume with --resume auto",
+                     stop_signal() ? fmt::format("signal {}", stop_signal()) : "a signal to another rank", step);
       result.step = step;
       return result;
     }
