@@ -14,7 +14,7 @@ say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
 # 1. Debian packages: header-only/dev libraries, the offline corpus, tooling.
 apt_pkgs=(cmake ninja-build g++ libcxxopts-dev nlohmann-json3-dev libspdlog-dev libgtest-dev
-          libpcre2-dev pkg-config bible-kjv python3-venv)
+          libpcre2-dev libgloo-dev bible-kjv python3-venv)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

@@ -17,6 +17,7 @@ pkgs=(
   libspdlog-dev libspdlog1.10 libfmt-dev libfmt9  # logging; spdlog is built against fmt 9
   libgtest-dev                                    # static libgtest + GTestConfig.cmake
   libpcre2-dev libpcre2-8-0 libpcre2-16-0 libpcre2-32-0 libpcre2-posix3  # tokenizer regexes
+  libgloo-dev  # headers only: c10d's ProcessGroupGloo.hpp includes them; the code is inside LibTorch
 )
 
 command -v apt-get >/dev/null && command -v dpkg >/dev/null ||
