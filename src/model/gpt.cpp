@@ -14,13 +14,15 @@ BlockImpl::BlockImpl(const ModelConfig& cfg, int64_t layer) {
   mlp = register_module("mlp", MLP(cfg.d_model, cfg.mlp_dim(), cfg.bias, cfg.dropout));
 }
 
-torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
-  auto h = x + attn(ln_1(x), cos, sin);
+torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                 KVCache::Layer* cache, int64_t past) {
+  auto h = x + attn(ln_1(x), cos, sin, cache, past);
   return h + mlp(ln_2(h));
 }
 
 TransformerImpl::TransformerImpl(const ModelConfig& cfg) {
   wte = register_module("wte", torch::nn::Embedding(cfg.vocab_size, cfg.d_model));
+  if (cfg.n_sink > 0) sink = register_parameter("sink", torch::empty({cfg.n_sink, cfg.d_model}));
   ln_e = register_module("ln_e", LayerNorm(cfg.d_model, cfg.bias, cfg.norm_eps));
   drop = register_module("drop", torch::nn::Dropout(cfg.dropout));
   h = register_module("h", torch::nn::ModuleList());
@@ -33,7 +35,7 @@ GPTImpl::GPTImpl(ModelConfig config) : cfg(std::move(config)) {
   transformer = register_module("transformer", Transformer(cfg));
   auto head = cfg.tie_embeddings ? transformer->wte->weight : torch::empty({cfg.vocab_size, cfg.d_model});
   lm_head = register_module("lm_head", LMHead(head));
-  auto [cos, sin] = rope_tables(cfg.block_size, cfg.head_dim, cfg.rope_theta);
+  auto [cos, sin] = rope_tables(cfg.n_sink + cfg.block_size, cfg.head_dim, cfg.rope_theta);
   rope_cos = register_buffer("rope_cos", cos);
   rope_sin = register_buffer("rope_sin", sin);
   init_weights();
@@ -49,25 +51,43 @@ void GPTImpl::init_weights() {
     auto& p = item.value();
     if (name.ends_with(".bias")) {
       p.zero_();
+    } else if (name.ends_with(".xsa_gate")) {
+      p.fill_(cfg.xsa_gate == "xsa" ? kXsaGateInitXsa : 0.0);
     } else if (name.find("ln_") != std::string::npos) {
       p.fill_(1.0);
     } else if (name.ends_with("c_proj.weight")) {
       p.normal_(0.0, proj_std);
     } else {
-      p.normal_(0.0, 0.02);  // wte, c_attn, c_fc, untied lm_head
+      p.normal_(0.0, 0.02);  // wte, sink, c_attn, c_fc, untied lm_head
     }
   }
 }
 
-GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& targets) {
-  const auto T = idx.size(1);
-  TORCH_CHECK(T <= cfg.block_size, "sequence length ", T, " exceeds model.block_size ", cfg.block_size);
-  auto cos = rope_cos.narrow(0, 0, T);
-  auto sin = rope_sin.narrow(0, 0, T);
+torch::Tensor GPTImpl::embed(const torch::Tensor& idx, bool with_sinks) {
+  auto x = transformer->wte(idx);
+  if (with_sinks && cfg.n_sink > 0)
+    x = torch::cat({transformer->sink.expand({idx.size(0), cfg.n_sink, cfg.d_model}), x}, 1);
+  return transformer->ln_e(x);
+}
 
-  auto x = transformer->drop(transformer->ln_e(transformer->wte(idx)));
-  for (const auto& block : *transformer->h) x = block->as<Block>()->forward(x, cos, sin);
-  auto logits = lm_head(transformer->ln_f(x));
+GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& targets, KVCache* cache) {
+  const auto T = idx.size(1);
+  const int64_t past = cache ? cache->length : 0;
+  const int64_t S = past == 0 ? cfg.n_sink : 0;  // sinks enter once, in front
+  if (cache) {
+    TORCH_CHECK(past + S + T <= cache->capacity, "KV cache holds ", cache->capacity, " positions; ", past,
+                " are filled and ", S + T, " more do not fit");
+  } else {
+    TORCH_CHECK(T <= cfg.block_size, "sequence length ", T, " exceeds model.block_size ", cfg.block_size);
+  }
+  auto cos = rope_cos.narrow(0, past, S + T);
+  auto sin = rope_sin.narrow(0, past, S + T);
+
+  auto x = transformer->drop(embed(idx, S > 0));
+  for (size_t i = 0; i < transformer->h->size(); ++i)
+    x = transformer->h[i]->as<Block>()->forward(x, cos, sin, cache ? &cache->layers[i] : nullptr, past);
+  if (cache) cache->length = past + S + T;
+  auto logits = lm_head(transformer->ln_f(x.narrow(1, S, T)));  // sinks predict nothing
 
   GPTOutput out{logits, {}};
   if (targets.defined()) {
