@@ -10,6 +10,9 @@ const std::vector<Command>& commands() {
       {"config", "print the configuration reference (every key, default, meaning)", config_reference},
       {"data", "check token shards and print their counts (and first tokens) as JSON", data},
       {"bench-data", "tokens per second the data loader delivers on this CPU", bench_data},
+      {"analyze", "per-layer attention statistics of a checkpoint (the paper's figure 1) as a table and JSON", analyze},
+      {"bench", "time and memory of a block and a training step, XSA vs SA (the paper's figure 2)", bench},
+      {"sample", "generate text from a checkpoint (temperature, top-k, key/value cache)", sample},
       {"tokenize", "GPT-2 token ids of a text as JSON, or the text of ids (--decode)", tokenize},
   };
   return all;

@@ -20,6 +20,9 @@ int sweep(int argc, char** argv);
 int data(int argc, char** argv);
 int bench_data(int argc, char** argv);
 int tokenize(int argc, char** argv);
+int analyze(int argc, char** argv);
+int bench(int argc, char** argv);
+int sample(int argc, char** argv);
 
 const std::vector<Command>& commands();
 

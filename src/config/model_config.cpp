@@ -58,6 +58,12 @@ void ModelConfig::validate(const std::string& where) const {
   } else if (!xsa_layers.is_null()) {
     throw ConfigError(xk + ": expected null, a list of layer indices or \"last N\", got " + xsa_layers.dump());
   }
+  if (n_sink < 0) throw ConfigError(where + ".n_sink: must be >= 0, got " + std::to_string(n_sink));
+  if (xsa_gate != "off" && xsa_gate != "sa" && xsa_gate != "xsa")
+    throw ConfigError(where + ".xsa_gate: expected \"off\", \"sa\" or \"xsa\", got \"" + xsa_gate + "\"");
+  if (xsa_gate != "off" && attention != "xsa")
+    throw ConfigError(where + ".xsa_gate: gates the XSA step, so it needs attention=\"xsa\" (attention is \"" +
+                      attention + "\")");
   if (!xsa_layers.is_null() && attention != "xsa")
     throw ConfigError(xk + ": only meaningful with attention=\"xsa\" (attention is \"" + attention + "\")");
 }

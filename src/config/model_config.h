@@ -18,6 +18,8 @@ struct ModelConfig {
   double mlp_ratio = 4.0;
   std::string attention = "sa";
   json xsa_layers = nullptr;
+  std::string xsa_gate = "off";
+  int64_t n_sink = 0;
   double rope_theta = 10000.0;
   bool bias = false;
   double dropout = 0.0;
@@ -37,6 +39,12 @@ struct ModelConfig {
     v("attention", s.attention, "\"sa\" (standard causal self attention) or \"xsa\" (exclusive self attention)");
     v("xsa_layers", s.xsa_layers,
       "with attention=xsa: null for every layer, a list of layer indices, or \"last N\"");
+    v("xsa_gate", s.xsa_gate,
+      "learnable per-head XSA gate z = y - tanh(alpha) (y.v^) v^ in XSA layers: \"off\", or its start, "
+      "\"sa\" (alpha = 0) or \"xsa\" (tanh(alpha) = 1 in float32)");
+    v("n_sink", s.n_sink,
+      "learned attention-sink vectors prepended to every sequence (StreamingLLM), at positions "
+      "0..n_sink-1 before the tokens; not in the loss or the logits");
     v("rope_theta", s.rope_theta, "RoPE base");
     v("bias", s.bias, "biases in Linear and LayerNorm layers");
     v("dropout", s.dropout, "dropout probability (embedding, attention output, MLP output)");

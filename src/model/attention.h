@@ -4,23 +4,37 @@
 #pragma once
 
 #include "config/model_config.h"
+#include "model/kv_cache.h"
 
 #include <torch/torch.h>
 
 namespace xsagpt {
 
+// alpha at which a gated layer starts as XSA: tanh(alpha) rounds to exactly 1 in
+// float32 for alpha > 13 ln 2 = 9.01 (1 - tanh < 2^-25); just past that point the
+// gradient, sech^2(alpha) ~ 4e-8 taken in float64, is not yet zero.
+inline constexpr double kXsaGateInitXsa = 9.25;
+
 struct CausalSelfAttentionImpl : torch::nn::Module {
   CausalSelfAttentionImpl(const ModelConfig& cfg, int64_t layer);
 
-  // x: (B, T, d_model); cos/sin: RoPE rows for positions 0..T-1.
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+  // x: (B, T, d_model); cos/sin: RoPE rows for x's positions. With a cache, x's
+  // positions follow the `past` cached ones and attend to them as well.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                        KVCache::Layer* cache = nullptr, int64_t past = 0);
+
+  // The XSA gate tanh(alpha) as (n_head, 1, 1) float32; undefined without a gate.
+  torch::Tensor gate() const;
 
   torch::nn::Linear c_attn{nullptr};  // fused q, k, v projection
   torch::nn::Linear c_proj{nullptr};  // output projection
   torch::nn::Dropout resid_drop{nullptr};
+  torch::Tensor xsa_gate;  // alpha, (n_head); only in XSA layers with model.xsa_gate != "off"
   int64_t n_head, head_dim;
   bool xsa;  // apply the exclusive step in this layer
   double xsa_eps, attn_dropout;
+  // The XSA step's implementation; `xsagpt bench` swaps in exclude_self_value_autograd.
+  torch::Tensor (*xsa_step)(const torch::Tensor&, const torch::Tensor&, double, const torch::Tensor&);
 };
 TORCH_MODULE(CausalSelfAttention);
 

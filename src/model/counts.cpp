@@ -11,7 +11,9 @@ ParamCounts count_params(const ModelConfig& c) {
   const int64_t per_layer = 2 * norm + attn + mlp;
   ParamCounts p;
   p.embedding = V * d * (c.tie_embeddings ? 1 : 2);
-  p.non_embedding = 2 * norm + c.n_layer * per_layer;  // ln_e, ln_f, blocks
+  int64_t gates = 0;  // one alpha per head in each gated XSA layer
+  for (int64_t l = 0; l < c.n_layer; ++l) gates += c.xsa_gate != "off" && c.uses_xsa(l) ? c.n_head : 0;
+  p.non_embedding = 2 * norm + c.n_layer * per_layer + c.n_sink * d + gates;  // ln_e, ln_f, blocks, sinks, gates
   p.total = p.embedding + p.non_embedding;
   p.matmul = c.n_layer * (attn + mlp) + V * d;  // the head is a matmul; the lookup is not
   return p;
@@ -34,10 +36,13 @@ MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batc
   const double hidden = static_cast<double>(c.mlp_dim());
   // Per token and layer, what backward needs: the float32 residual input to each
   // norm, the norm outputs, q/k/v before and after RoPE, the attention output, the
-  // MLP's pre- and post-GELU activations; plus y and v in float32 for XSA.
+  // MLP's pre- and post-GELU activations. XSA's step keeps only y and v, which
+  // attention keeps anyway (model/xsa.h), but the output projection then keeps z
+  // besides y.
   double per_layer = 2 * 4 * d + 2 * a * d + a * 3 * inner + a * 2 * inner + a * inner + 2 * a * hidden;
-  if (c.attention == "xsa") per_layer += 2 * 4 * inner;
-  m.activations_bytes = tokens * c.n_layer * per_layer;
+  int64_t xsa_layers = 0;
+  for (int64_t l = 0; l < c.n_layer; ++l) xsa_layers += c.uses_xsa(l);
+  m.activations_bytes = tokens * (c.n_layer * per_layer + xsa_layers * a * inner);
   // Logits in the activation dtype, their float32 copy and its gradient.
   m.logits_bytes = tokens * static_cast<double>(c.vocab_size) * (a + 4 + 4);
   return m;

@@ -16,14 +16,16 @@ BlockImpl::BlockImpl(const ModelConfig& cfg, int64_t layer) {
   mlp = register_module("mlp", MLP(cfg.d_model, cfg.mlp_dim(), cfg.bias, cfg.dropout));
 }
 
-torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
-  auto h = x + attn(ln_1(x), cos, sin);
+torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                 KVCache::Layer* cache, int64_t past) {
+  auto h = x + attn(ln_1(x), cos, sin, cache, past);
   if (recompute_mlp) return h + recompute_in_backward([this](const torch::Tensor& t) { return mlp(ln_2(t)); }, h);
   return h + mlp(ln_2(h));
 }
 
 TransformerImpl::TransformerImpl(const ModelConfig& cfg) {
   wte = register_module("wte", torch::nn::Embedding(cfg.vocab_size, cfg.d_model));
+  if (cfg.n_sink > 0) sink = register_parameter("sink", torch::empty({cfg.n_sink, cfg.d_model}));
   ln_e = register_module("ln_e", LayerNorm(cfg.d_model, cfg.bias, cfg.norm_eps));
   drop = register_module("drop", torch::nn::Dropout(cfg.dropout));
   h = register_module("h", torch::nn::ModuleList());
@@ -36,7 +38,7 @@ GPTImpl::GPTImpl(ModelConfig config) : cfg(std::move(config)) {
   transformer = register_module("transformer", Transformer(cfg));
   auto head = cfg.tie_embeddings ? transformer->wte->weight : torch::empty({cfg.vocab_size, cfg.d_model});
   lm_head = register_module("lm_head", LMHead(head));
-  auto [cos, sin] = rope_tables(cfg.block_size, cfg.head_dim, cfg.rope_theta);
+  auto [cos, sin] = rope_tables(cfg.n_sink + cfg.block_size, cfg.head_dim, cfg.rope_theta);
   rope_cos = register_buffer("rope_cos", cos);
   rope_sin = register_buffer("rope_sin", sin);
   init_weights();
@@ -52,29 +54,49 @@ void GPTImpl::init_weights() {
     auto& p = item.value();
     if (name.ends_with(".bias")) {
       p.zero_();
+    } else if (name.ends_with(".xsa_gate")) {
+      p.fill_(cfg.xsa_gate == "xsa" ? kXsaGateInitXsa : 0.0);
     } else if (name.find("ln_") != std::string::npos) {
       p.fill_(1.0);
     } else if (name.ends_with("c_proj.weight")) {
       p.normal_(0.0, proj_std);
     } else {
-      p.normal_(0.0, 0.02);  // wte, c_attn, c_fc, untied lm_head
+      p.normal_(0.0, 0.02);  // wte, sink, c_attn, c_fc, untied lm_head
     }
   }
 }
 
-GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& targets) {
-  const auto T = idx.size(1);
-  TORCH_CHECK(T <= cfg.block_size, "sequence length ", T, " exceeds model.block_size ", cfg.block_size);
-  auto cos = rope_cos.narrow(0, 0, T);
-  auto sin = rope_sin.narrow(0, 0, T);
+torch::Tensor GPTImpl::embed(const torch::Tensor& idx, bool with_sinks) {
+  auto x = transformer->wte(idx);
+  if (with_sinks && cfg.n_sink > 0)
+    x = torch::cat({transformer->sink.expand({idx.size(0), cfg.n_sink, cfg.d_model}), x}, 1);
+  return transformer->ln_e(x);
+}
 
-  auto x = transformer->drop(transformer->ln_e(transformer->wte(idx)));
-  for (const auto& module : *transformer->h) {
-    auto* block = module->as<Block>();
-    auto run = [block, cos, sin](const torch::Tensor& t) { return block->forward(t, cos, sin); };  // outlives forward()
-    x = recompute_blocks_ ? recompute_in_backward(run, x) : run(x);
+GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& targets, KVCache* cache) {
+  const auto T = idx.size(1);
+  const int64_t past = cache ? cache->length : 0;
+  const int64_t S = past == 0 ? cfg.n_sink : 0;  // sinks enter once, in front
+  if (cache) {
+    TORCH_CHECK(past + S + T <= cache->capacity, "KV cache holds ", cache->capacity, " positions; ", past,
+                " are filled and ", S + T, " more do not fit");
+  } else {
+    TORCH_CHECK(T <= cfg.block_size, "sequence length ", T, " exceeds model.block_size ", cfg.block_size);
   }
-  auto h = transformer->ln_f(x);
+  auto cos = rope_cos.narrow(0, past, S + T);
+  auto sin = rope_sin.narrow(0, past, S + T);
+
+  auto x = transformer->drop(embed(idx, S > 0));
+  for (size_t i = 0; i < transformer->h->size(); ++i) {
+    auto* block = transformer->h[i]->as<Block>();
+    if (recompute_blocks_ && !cache) {  // activation checkpointing (training); captures outlive forward()
+      x = recompute_in_backward([block, cos, sin](const torch::Tensor& t) { return block->forward(t, cos, sin); }, x);
+    } else {
+      x = block->forward(x, cos, sin, cache ? &cache->layers[i] : nullptr, past);
+    }
+  }
+  if (cache) cache->length = past + S + T;
+  auto h = transformer->ln_f(x.narrow(1, S, T));  // sinks predict nothing
 
   GPTOutput out;
   if (targets.defined() && loss_chunk_ > 0) {

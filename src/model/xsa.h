@@ -7,13 +7,35 @@
 // so z_i is orthogonal to v_i and attention carries only information from
 // other tokens. No parameters. Under bf16 autocast the projection is computed
 // in float32: the subtraction cancels most of y_i and bf16 would lose it.
+//
+// Gated variant: z_i = y_i - g (y_i . v^_i) v^_i with g = tanh(alpha) per head,
+// alpha learned (g = 0 is SA, g = 1 is XSA).
+//
+// exclude_self_value is a custom autograd function. It saves only its inputs y
+// and v, which attention's backward keeps anyway, and recomputes v^ and y.v^ in
+// backward. Composed of ordinary ops, autograd would also keep v^ (and, under
+// bf16, float32 copies of y and v): up to three extra float32 tensors of y's size
+// per layer. With g = dL/dz, a = g.v^, s = y.v^, n = max(||v||, eps):
+//
+//     dL/dy = g - gate a v^
+//     dL/dv = gate (2 a s v^ - a y - s g) / n     (the v^ v^T part drops out while
+//                                                   ||v|| > eps; below, n is constant)
+//     dL/dgate = -sum a s                         (over the dims gate broadcasts over)
 #pragma once
 
 #include <torch/torch.h>
 
 namespace xsagpt {
 
-// y, v: (..., head_dim), same shape. Returns z in y's dtype.
-torch::Tensor exclude_self_value(const torch::Tensor& y, const torch::Tensor& v, double eps);
+// y, v: (..., head_dim), same shape. gate: undefined (plain XSA) or a tensor
+// that broadcasts against y.v^, e.g. (n_head, 1, 1) for y of shape (B, H, T, D).
+// Returns z in y's dtype.
+torch::Tensor exclude_self_value(const torch::Tensor& y, const torch::Tensor& v, double eps,
+                                 const torch::Tensor& gate = {});
+
+// The same map written with ordinary differentiable ops: the reference the custom
+// backward is tested against, and the "before" that `xsagpt bench` measures.
+torch::Tensor exclude_self_value_autograd(const torch::Tensor& y, const torch::Tensor& v, double eps,
+                                          const torch::Tensor& gate = {});
 
 }  // namespace xsagpt

@@ -69,3 +69,31 @@ TEST(XSA, GradientsMatchFiniteDifferences) {
     }
   }
 }
+
+// The custom backward against autograd through the same map built from ordinary
+// ops, including a zero value vector and one shorter than eps (the clamped branch).
+TEST(XSA, CustomBackwardMatchesAutogradOfOrdinaryOps) {
+  torch::manual_seed(3);
+  for (auto dtype : {torch::kFloat64, torch::kFloat32, torch::kBFloat16}) {
+    auto y0 = torch::randn({2, 3, 7, 8}, torch::kFloat64), v0 = torch::randn({2, 3, 7, 8}, torch::kFloat64);
+    v0[0][0][0].zero_();
+    v0[1][2][3].mul_(1e-9);  // ||v|| < eps = 1e-6
+    auto w = torch::randn({2, 3, 7, 8}, torch::kFloat64).to(dtype);
+    auto grads = [&](auto xsa) {
+      auto y = y0.to(dtype).requires_grad_(true), v = v0.to(dtype).requires_grad_(true);
+      auto z = xsa(y, v, 1e-6, torch::Tensor());
+      auto g = torch::autograd::grad({(z * w).sum()}, {y, v});
+      return std::vector<torch::Tensor>{z, g[0], g[1]};
+    };
+    auto mine = grads(exclude_self_value), ref = grads(exclude_self_value_autograd);
+    const double tol = dtype == torch::kFloat64 ? 1e-12 : dtype == torch::kFloat32 ? 1e-5 : 2e-2;
+    EXPECT_TRUE(torch::equal(mine[0], ref[0])) << "forward, " << dtype;
+    for (int i = 1; i < 3; ++i) {
+      EXPECT_EQ(mine[i].scalar_type(), dtype);
+      auto a = mine[i].to(torch::kFloat64), b = ref[i].to(torch::kFloat64);
+      // Below eps the gradient is scaled by 1/eps; compare relative to each tensor's size.
+      EXPECT_LT((a - b).abs().max().item<double>(), tol * (1 + b.abs().max().item<double>()))
+          << (i == 1 ? "dL/dy, " : "dL/dv, ") << dtype;
+    }
+  }
+}

@@ -1,0 +1,236 @@
+// `xsagpt bench`: time and peak memory of one transformer block, forward plus
+// backward, with XSA off and on, over sequence lengths and widths, and of a whole
+// training step; prints the XSA/SA ratios and writes JSON. See bench/block_bench.h.
+// Defaults follow the paper on a GPU (batch 32, bf16) and are small on a CPU.
+#include "bench/block_bench.h"
+#include "cli/commands.h"
+#include "model/from_checkpoint.h"
+#include "train/mfu.h"
+#include "train/run_dir.h"
+
+#include <cxxopts.hpp>
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace xsagpt::cli {
+
+namespace {
+
+std::vector<int64_t> int_list(const std::string& s, const std::string& flag) {
+  std::vector<int64_t> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      const auto v = std::stoll(item, &used);
+      if (used != item.size() || v <= 0) throw std::invalid_argument(item);
+      out.push_back(v);
+    } catch (const std::exception&) {
+      throw ConfigError(flag + ": expected positive integers separated by commas, got \"" + s + "\"");
+    }
+  }
+  if (out.empty()) throw ConfigError(flag + ": empty list");
+  return out;
+}
+
+std::vector<std::string> str_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(item);
+  return out;
+}
+
+std::string cpu_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
+std::string machine(const torch::Device& d) {
+  if (d.is_cuda()) return cuda_device_name(d);
+  return fmt::format("{} ({} hardware threads, {} torch threads)", cpu_name(), sysconf(_SC_NPROCESSORS_ONLN),
+                     torch::get_num_threads());
+}
+
+double mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
+// A table row: label column(s), then time, time ratio to SA, peak memory, memory
+// ratio to SA, one cell per variant; cells as wide as their header.
+struct Table {
+  std::vector<std::string> headers;
+  std::string header_line(const std::string& first) const {
+    std::string h = first;
+    for (const auto& c : headers) h += fmt::format("  {:>{}}", c, std::max<size_t>(8, c.size()));
+    return h;
+  }
+  std::string cell(size_t i, const std::string& text) const {
+    return fmt::format("  {:>{}}", text, std::max<size_t>(8, headers[i].size()));
+  }
+};
+
+Table make_table(const std::vector<std::string>& variants) {
+  Table t;
+  for (const auto& v : variants) t.headers.push_back(v + " ms");
+  for (const auto& v : variants)
+    if (v != "sa") t.headers.push_back(v + "/sa");
+  for (const auto& v : variants) t.headers.push_back(v + " MiB");
+  for (const auto& v : variants)
+    if (v != "sa") t.headers.push_back(v + "/sa");
+  return t;
+}
+
+// Results and ratios to SA into j; the table cells onto row.
+void add_results(json& j, std::string& row, const Table& table, const std::vector<std::string>& variants,
+                 const Results& r) {
+  j["results"] = json::object();
+  j["ratios"] = json::object();
+  const bool has_sa = r.count("sa") > 0;
+  std::vector<std::string> time, time_ratio, mem, mem_ratio;
+  for (const auto& v : variants) {
+    const auto& t = r.at(v);
+    j["results"][v] = to_json(t);
+    time.push_back(fmt::format("{:.2f}", t.median_ms));
+    mem.push_back(fmt::format("{:.1f}", mib(t.peak_bytes)));
+    if (v == "sa") continue;
+    if (!has_sa) {
+      time_ratio.push_back("-"), mem_ratio.push_back("-");
+      continue;
+    }
+    const auto& sa = r.at("sa");
+    const double tr = t.median_ms / sa.median_ms;
+    const double mr = sa.peak_bytes > 0 ? static_cast<double>(t.peak_bytes) / static_cast<double>(sa.peak_bytes) : NAN;
+    j["ratios"][v] = {{"time", tr}, {"memory", std::isfinite(mr) ? json(mr) : json(nullptr)}};
+    time_ratio.push_back(fmt::format("{:.3f}", tr));
+    mem_ratio.push_back(fmt::format("{:.3f}", mr));
+  }
+  size_t i = 0;
+  for (const auto* group : {&time, &time_ratio, &mem, &mem_ratio})
+    for (const auto& c : *group) row += table.cell(i++, c);
+}
+
+}  // namespace
+
+int bench(int argc, char** argv) {
+  cxxopts::Options opts("xsagpt bench",
+                        "Time and peak memory of one transformer block (forward+backward) with XSA off and on over\n"
+                        "sequence lengths and widths, and of one training step; ratios to SA. GPU defaults as the\n"
+                        "paper (batch 32, bf16); CPU defaults small. Variants: sa, xsa (the model's custom autograd\n"
+                        "XSA step), xsa-autograd (the same step from ordinary ops).");
+  opts.add_options()
+    ("device", "auto, cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("auto"))
+    ("dtype", "auto (bf16 on CUDA, fp32 on CPU), bf16 (autocast) or fp32", cxxopts::value<std::string>()->default_value("auto"))
+    ("b,batch", "sequences per block forward (default: 32 on GPU, 4 on CPU)", cxxopts::value<int64_t>())
+    ("t,seq-lens", "sequence lengths (default: 1024,2048,4096,8192 on GPU; 128,256,512 on CPU)", cxxopts::value<std::string>())
+    ("w,widths", "block widths d_model (default: 1024,2048 on GPU; 128,256 on CPU)", cxxopts::value<std::string>())
+    ("head-dim", "head width; n_head = width / head-dim (default: 128 on GPU, 64 on CPU)", cxxopts::value<int64_t>())
+    ("variants", "comma-separated: sa, xsa, xsa-autograd", cxxopts::value<std::string>()->default_value("sa,xsa,xsa-autograd"))
+    ("warmup", "untimed iterations first", cxxopts::value<int64_t>()->default_value("3"))
+    ("iters", "timed iterations (median reported)", cxxopts::value<int64_t>()->default_value("10"))
+    ("step-config", "model config for the training-step benchmark (default: gpt2-124m on GPU, tiny on CPU)", cxxopts::value<std::string>())
+    ("step-batch", "micro-batch of the training step (default: 16 on GPU, 8 on CPU)", cxxopts::value<int64_t>())
+    ("step-seq-len", "sequence length of the training step (default: 1024 on GPU, 128 on CPU)", cxxopts::value<int64_t>())
+    ("no-step", "skip the training-step benchmark")
+    ("threads", "CPU intra-op threads (0: LibTorch's default)", cxxopts::value<int>()->default_value("0"))
+    ("json", "write the results to this JSON file", cxxopts::value<std::string>())
+    ("h,help", "show this help");
+  auto args = opts.parse(argc, argv);
+  if (args.count("help")) { std::cout << opts.help() << "\n"; return 0; }
+  if (!args.unmatched().empty()) throw ConfigError("unexpected argument '" + args.unmatched()[0] + "'");
+
+  if (args["threads"].as<int>() > 0) torch::set_num_threads(args["threads"].as<int>());
+  BenchOptions o;
+  o.device = resolve_device(args["device"].as<std::string>());
+  const bool gpu = o.device.is_cuda();
+  const auto dtype = args["dtype"].as<std::string>();
+  if (dtype != "auto" && dtype != "bf16" && dtype != "fp32") throw ConfigError("--dtype: expected auto, bf16 or fp32, got " + dtype);
+  o.bf16 = dtype == "bf16" || (dtype == "auto" && gpu);
+  o.batch = args.count("batch") ? args["batch"].as<int64_t>() : (gpu ? 32 : 4);
+  o.head_dim = args.count("head-dim") ? args["head-dim"].as<int64_t>() : (gpu ? 128 : 64);
+  o.warmup = args["warmup"].as<int64_t>();
+  o.iters = args["iters"].as<int64_t>();
+  o.variants = str_list(args["variants"].as<std::string>());
+  if (o.batch < 1) throw ConfigError("--batch: must be >= 1");
+  if (o.head_dim < 2 || o.head_dim % 2) throw ConfigError("--head-dim: must be even and >= 2 (RoPE rotates pairs)");
+  if (o.warmup < 0 || o.iters < 1) throw ConfigError("--warmup must be >= 0 and --iters >= 1");
+  for (size_t i = 0; i < o.variants.size(); ++i) {
+    variant_config({}, o.variants[i]);  // rejects unknown names up front
+    if (std::find(o.variants.begin(), o.variants.begin() + i, o.variants[i]) != o.variants.begin() + i)
+      throw ConfigError("--variants: \"" + o.variants[i] + "\" given twice");
+  }
+  const Table table = make_table(o.variants);
+  const auto seq_lens = int_list(args.count("seq-lens") ? args["seq-lens"].as<std::string>()
+                                                        : (gpu ? "1024,2048,4096,8192" : "128,256,512"), "--seq-lens");
+  const auto widths = int_list(args.count("widths") ? args["widths"].as<std::string>()
+                                                    : (gpu ? "1024,2048" : "128,256"), "--widths");
+  for (auto w : widths)
+    if (w % o.head_dim) throw ConfigError(fmt::format("--widths: {} is not a multiple of --head-dim {}", w, o.head_dim));
+
+  const auto now = std::time(nullptr);
+  json out = {{"command", "bench"},
+              {"date", fmt::format("{:%Y-%m-%d %H:%M:%S}", fmt::localtime(now))},
+              {"device", o.device.str()},
+              {"machine", machine(o.device)},
+              {"dtype", o.bf16 ? "bf16" : "fp32"},
+              {"batch", o.batch},
+              {"head_dim", o.head_dim},
+              {"warmup", o.warmup},
+              {"iters", o.iters},
+              {"variants", o.variants},
+              {"block", json::array()}};
+  spdlog::info("bench on {} ({}), {}, batch {}", o.device.str(), out["machine"].get<std::string>(),
+               out["dtype"].get<std::string>(), o.batch);
+
+  std::cout << fmt::format("block forward+backward: {}, {}, batch {}, head_dim {}, median of {} (ms; peak MiB)\n",
+                           out["machine"].get<std::string>(), out["dtype"].get<std::string>(), o.batch, o.head_dim,
+                           o.iters)
+            << table.header_line(fmt::format("{:>6} {:>6}", "T", "width")) << "\n";
+  for (auto w : widths) {
+    for (auto T : seq_lens) {
+      const auto r = bench_block(o, T, w);
+      json j = {{"seq_len", T}, {"d_model", w}, {"n_head", w / o.head_dim}};
+      std::string row = fmt::format("{:>6} {:>6}", T, w);
+      add_results(j, row, table, o.variants, r);
+      out["block"].push_back(j);
+      std::cout << row << std::endl;
+    }
+  }
+
+  if (!args.count("no-step")) {
+    const std::string ref = args.count("step-config") ? args["step-config"].as<std::string>() : (gpu ? "gpt2-124m" : "tiny");
+    const auto model = load_model_config(ref);
+    const int64_t B = args.count("step-batch") ? args["step-batch"].as<int64_t>() : (gpu ? 16 : 8);
+    const int64_t T = args.count("step-seq-len") ? args["step-seq-len"].as<int64_t>() : (gpu ? 1024 : 128);
+    if (B < 1 || T < 1) throw ConfigError("--step-batch and --step-seq-len: must be >= 1");
+    const auto r = bench_train_step(o, model, B, T);
+    json j = {{"config", ref}, {"model", to_json(model)}, {"micro_batch", B}, {"seq_len", T}};
+    std::string row = fmt::format("{:>13}", fmt::format("{}x{}", B, T));
+    add_results(j, row, table, o.variants, r);
+    out["step"] = j;
+    std::cout << fmt::format("\ntraining step (forward, backward, clip, AdamW) of {}: {} layers, d_model {}, {}\n", ref,
+                             model.n_layer, model.d_model, out["dtype"].get<std::string>())
+              << table.header_line(fmt::format("{:>13}", "batch x T")) << "\n"
+              << row << "\n";
+  }
+  if (args.count("json")) {
+    const std::filesystem::path path = args["json"].as<std::string>();
+    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+    write_file_atomic(path, out.dump(2) + "\n");
+    spdlog::info("wrote {}", path.string());
+  }
+  return 0;
+}
+
+}  // namespace xsagpt::cli

@@ -1,0 +1,92 @@
+"""`xsagpt sample` end to end: a GPT-2-vocabulary model (50304 rows, 1 layer,
+trained one step) generates from a text prompt; the prompt's encoding and the
+printed text must agree with tiktoken token for token; seeds reproduce; the cache
+changes nothing; padded ids never come out; a 256-token model works in id mode."""
+import json
+
+import numpy as np
+import pytest
+
+from test_analyze import write_shard
+
+tiktoken = pytest.importorskip("tiktoken")
+from tiktoken.load import data_gym_to_mergeable_bpe_ranks  # noqa: E402
+from tiktoken_ext.openai_public import r50k_pat_str  # noqa: E402
+
+PROMPT = "The naïve café served 3 crêpes ✓ and"
+
+
+@pytest.fixture(scope="module")
+def enc(gpt2_vocab_dir):
+    ranks = data_gym_to_mergeable_bpe_ranks(vocab_bpe_file=str(gpt2_vocab_dir / "vocab.bpe"),
+                                            encoder_json_file=str(gpt2_vocab_dir / "encoder.json"))
+    return tiktoken.Encoding("gpt2-local", pat_str=r50k_pat_str, mergeable_ranks=ranks,
+                             special_tokens={"<|endoftext|>": 50256}, explicit_n_vocab=50257)
+
+
+def train_tiny(tmp_path, xsagpt, vocab, attention="xsa", n_sink=0):
+    """A 1-layer model trained for one step on random ids; returns its run dir."""
+    rng = np.random.default_rng(0)
+    for name in ("train_000001.bin", "val_000000.bin"):
+        write_shard(tmp_path / name, rng.integers(0, min(vocab, 50257), size=2048))
+    cfg = {
+        "model": {"base": "tiny", "vocab_size": vocab, "block_size": 32, "n_layer": 1, "d_model": 32,
+                  "n_head": 2, "head_dim": 16, "attention": attention, "n_sink": n_sink},
+        "data": {"train": str(tmp_path / "train_*.bin"), "val": str(tmp_path / "val_*.bin")},
+        "train": {"max_steps": 1, "warmup_steps": 0, "seq_len": 16, "micro_batch": 2, "eval_interval": 0,
+                  "eval_tokens": 64, "threads": 1},
+        "out_dir": str(tmp_path / "run"),
+    }
+    (tmp_path / "cfg.json").write_text(json.dumps(cfg))
+    xsagpt("train", "-c", tmp_path / "cfg.json")
+    return tmp_path / "run"
+
+
+@pytest.fixture(scope="module")
+def gpt2_run(tmp_path_factory, xsagpt):
+    return train_tiny(tmp_path_factory.mktemp("gpt2"), xsagpt, 50304, n_sink=1)
+
+
+def sample(xsagpt, run, vocab_dir, *args):
+    return xsagpt("sample", run, "--vocab", vocab_dir, "--device", "cpu", "--threads", 1, *args).stdout
+
+
+def test_text_agrees_with_tiktoken_token_for_token(gpt2_run, xsagpt, gpt2_vocab_dir, enc):
+    common = ("-n", 48, "--temperature", 1.0, "--top-k", 0, "--seed", 11)
+    text = sample(xsagpt, gpt2_run, gpt2_vocab_dir, "--prompt", PROMPT, *common)
+    ids = json.loads(sample(xsagpt, gpt2_run, gpt2_vocab_dir, "--prompt", PROMPT, "--ids", *common))
+    # The C++ encoding of the prompt is tiktoken's: the same ids given directly continue identically.
+    prompt_ids = ",".join(map(str, enc.encode(PROMPT)))
+    assert json.loads(sample(xsagpt, gpt2_run, gpt2_vocab_dir, "--prompt-ids", prompt_ids, "--ids", *common)) == ids
+    assert len(ids) == 48 and all(0 <= i < 50257 for i in ids)
+    assert text == PROMPT + enc.decode(ids) + "\n"
+
+
+def test_seeds_reproduce_and_the_cache_changes_nothing(gpt2_run, xsagpt, gpt2_vocab_dir):
+    def ids(*args):
+        return json.loads(sample(xsagpt, gpt2_run, gpt2_vocab_dir, "--prompt", "Hello", "--ids", "-n", 40, *args))
+    a = ids("--temperature", 1.0, "--seed", 3)
+    assert ids("--temperature", 1.0, "--seed", 3) == a
+    assert ids("--temperature", 1.0, "--seed", 4) != a
+    assert ids("--temperature", 1.0, "--seed", 3, "--no-cache") == a
+    assert ids("--temperature", 0) == ids("--temperature", 0, "--no-cache")
+
+
+def test_padded_vocabulary_rows_are_never_sampled(gpt2_run, xsagpt, gpt2_vocab_dir):
+    # A flat distribution over 50304 rows: without the mask ~5.6 of 6000 draws would be one of the
+    # 47 padding rows (none at all with probability 0.4%).
+    out = sample(xsagpt, gpt2_run, gpt2_vocab_dir, "--prompt", "a", "--ids", "-n", 6000, "--temperature", 100,
+                 "--top-k", 0)
+    ids = json.loads(out)
+    assert len(set(ids)) > 4000 and max(ids) < 50257
+
+
+def test_small_vocabulary_models_use_id_mode(tmp_path, xsagpt, gpt2_vocab_dir):
+    run = train_tiny(tmp_path, xsagpt, 256, attention="sa")
+    proc = xsagpt("sample", run, "--vocab", gpt2_vocab_dir, "--prompt", "hi", "--device", "cpu", check=False)
+    assert proc.returncode == 2 and "--prompt-ids" in proc.stderr
+    ids = json.loads(xsagpt("sample", run, "--prompt-ids", "1,2,3", "--ids", "-n", 10, "--device", "cpu",
+                            "--threads", 1).stdout)
+    assert len(ids) == 10 and all(0 <= i < 256 for i in ids)
+    bad = xsagpt("sample", run, "--prompt-ids", "1,300", "--ids", "--device", "cpu", check=False)
+    assert bad.returncode == 2 and "300" in bad.stderr
