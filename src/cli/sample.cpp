@@ -44,6 +44,8 @@ int sample(int argc, char** argv) {
     ("k,top-k", "sample among the k most likely tokens (0: all)", cxxopts::value<int64_t>()->default_value("200"))
     ("s,seed", "random seed", cxxopts::value<uint64_t>()->default_value("1337"))
     ("ids", "print the generated token ids as a JSON array instead of text")
+    ("vocab-limit", "never produce ids >= this (default: GPT-2's 50257 when text is encoded or decoded, else none)",
+     cxxopts::value<int64_t>())
     ("no-cache", "recompute the whole context for every token (slow; for checking the cache)")
     ("vocab", "directory with encoder.json and vocab.bpe (default: $XSAGPT_GPT2_VOCAB, else data/gpt2/)",
      cxxopts::value<std::string>())
@@ -83,6 +85,12 @@ int sample(int argc, char** argv) {
                                     "on GPT-2 tokens; use --prompt-ids and --ids",
                                     trained.file.string(), V, tok->vocab_size()));
     so.vocab_limit = tok->vocab_size();  // the padding rows beyond 50257 are no tokens
+  }
+  if (args.count("vocab-limit")) {
+    so.vocab_limit = args["vocab-limit"].as<int64_t>();
+    if (so.vocab_limit < 1 || so.vocab_limit > V || (tok && so.vocab_limit > tok->vocab_size()))
+      throw ConfigError(fmt::format("--vocab-limit: expected 1..{}, got {}", tok ? tok->vocab_size() : V,
+                                    so.vocab_limit));
   }
 
   std::vector<int64_t> prompt;

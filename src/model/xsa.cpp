@@ -14,13 +14,24 @@ void check_shapes(const torch::Tensor& y, const torch::Tensor& v) {
               v.sizes());
 }
 
+// Row-wise x.w with keepdim, (..., 1).
+torch::Tensor rowdot(const torch::Tensor& x, const torch::Tensor& w) { return (x * w).sum(-1, /*keepdim=*/true); }
+
+// The custom function works with v itself rather than v^: with n^2 = max(|v|^2, eps^2),
+// (y.v^) v^ = p v for p = y.v / n^2, and the backward of the header becomes, with
+// q = g.v / n^2,
+//     dL/dy = g - gate q v,     dL/dv = gate (2 p q v - q y - p g)   (no 2pq term below eps)
+// so neither pass materialises v^, and every full-size tensor it writes is a result.
 struct ExcludeSelfValue : torch::autograd::Function<ExcludeSelfValue> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& y, const torch::Tensor& v,
                                const std::optional<torch::Tensor>& gate, double eps) {
     ctx->save_for_backward({y, v, gate.value_or(torch::Tensor())});
     ctx->saved_data["eps"] = eps;
-    torch::NoGradGuard no_grad;
-    return exclude_self_value_autograd(y, v, eps, gate.value_or(torch::Tensor()));
+    const auto ct = compute_type(y);
+    auto yf = y.to(ct), vf = v.to(ct);
+    auto p = rowdot(yf, vf) / rowdot(vf, vf).clamp_min(eps * eps);
+    if (gate) p = p * gate->to(ct);
+    return torch::addcmul(yf, vf, p, -1).to(y.scalar_type());  // z = y - gate p v
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
@@ -29,24 +40,19 @@ struct ExcludeSelfValue : torch::autograd::Function<ExcludeSelfValue> {
     const double eps = ctx->saved_data["eps"].toDouble();
     const auto ct = compute_type(y);
     auto yf = y.to(ct), vf = v.to(ct), g = grad_out[0].to(ct);
-    auto norm = vf.norm(2, -1, /*keepdim=*/true);
-    auto n = norm.clamp_min(eps);
-    auto v_hat = vf / n;
-    auto s = (yf * v_hat).sum(-1, true);
-    auto a = (g * v_hat).sum(-1, true);
-    auto gf = gate.defined() ? gate.to(ct) : torch::ones({}, yf.options());
+    auto vv = rowdot(vf, vf);
+    auto n2 = vv.clamp_min(eps * eps);
+    auto p = rowdot(yf, vf) / n2, q = rowdot(g, vf) / n2;
+    auto gq = gate.defined() ? q * gate.to(ct) : q;
+    auto gp = gate.defined() ? p * gate.to(ct) : p;
 
-    // In place on fresh temporaries: besides the two gradients only v^ is ever
-    // full-sized, so the backward's own peak stays low as well.
-    auto ga = gf * a;
-    auto dy = torch::addcmul(g, v_hat, ga, -1);
-    // dL/dv^ = -gate (a y + s g); through v^ = v/n with n = ||v|| its component
-    // along v^ (-2 gate a s) is removed; with n clamped to eps it is not.
-    auto dv = yf * ga;
-    dv.addcmul_(g, gf * s).neg_();
-    dv.addcmul_(v_hat, torch::where(norm >= eps, 2 * ga * s, torch::zeros_like(s))).div_(n);
+    auto dy = torch::addcmul(g, vf, gq, -1);
+    auto dv = yf * gq.neg();
+    dv.addcmul_(g, gp, -1);
+    // |v| < eps: n is the constant eps and the radial term vanishes.
+    dv.addcmul_(vf, torch::where(vv >= eps * eps, 2 * gp * q, torch::zeros_like(q)));
     torch::Tensor dgate;
-    if (gate.defined()) dgate = at::sum_to(-(a * s), gate.sizes()).to(gate.scalar_type());
+    if (gate.defined()) dgate = at::sum_to(-(p * q * n2), gate.sizes()).to(gate.scalar_type());  // -sum a s
     return {dy.to(y.scalar_type()), dv.to(v.scalar_type()), dgate, torch::Tensor()};
   }
 };

@@ -12,15 +12,17 @@
 // alpha learned (g = 0 is SA, g = 1 is XSA).
 //
 // exclude_self_value is a custom autograd function. It saves only its inputs y
-// and v, which attention's backward keeps anyway, and recomputes v^ and y.v^ in
-// backward. Composed of ordinary ops, autograd would also keep v^ (and, under
-// bf16, float32 copies of y and v): up to three extra float32 tensors of y's size
-// per layer. With g = dL/dz, a = g.v^, s = y.v^, n = max(||v||, eps):
+// and v, which attention's backward keeps anyway, and recomputes the row dot
+// products in backward. Composed of ordinary ops, autograd would also keep v^
+// (and, under bf16, float32 copies of y and v): up to three extra float32 tensors
+// of y's size per layer. With g = dL/dz, a = g.v^, s = y.v^, n = max(||v||, eps):
 //
 //     dL/dy = g - gate a v^
 //     dL/dv = gate (2 a s v^ - a y - s g) / n     (the v^ v^T part drops out while
 //                                                   ||v|| > eps; below, n is constant)
 //     dL/dgate = -sum a s                         (over the dims gate broadcasts over)
+//
+// (xsa.cpp evaluates these in terms of v rather than v^, in fewer passes.)
 #pragma once
 
 #include <torch/torch.h>

@@ -55,9 +55,11 @@ def test_text_agrees_with_tiktoken_token_for_token(gpt2_run, xsagpt, gpt2_vocab_
     common = ("-n", 48, "--temperature", 1.0, "--top-k", 0, "--seed", 11)
     text = sample(xsagpt, gpt2_run, gpt2_vocab_dir, "--prompt", PROMPT, *common)
     ids = json.loads(sample(xsagpt, gpt2_run, gpt2_vocab_dir, "--prompt", PROMPT, "--ids", *common))
-    # The C++ encoding of the prompt is tiktoken's: the same ids given directly continue identically.
+    # The C++ encoding of the prompt is tiktoken's: the same ids given directly continue identically
+    # (in id mode nothing says the vocabulary is GPT-2's, so its limit is given).
     prompt_ids = ",".join(map(str, enc.encode(PROMPT)))
-    assert json.loads(sample(xsagpt, gpt2_run, gpt2_vocab_dir, "--prompt-ids", prompt_ids, "--ids", *common)) == ids
+    assert json.loads(sample(xsagpt, gpt2_run, gpt2_vocab_dir, "--prompt-ids", prompt_ids, "--ids",
+                             "--vocab-limit", 50257, *common)) == ids
     assert len(ids) == 48 and all(0 <= i < 50257 for i in ids)
     assert text == PROMPT + enc.decode(ids) + "\n"
 
@@ -88,5 +90,8 @@ def test_small_vocabulary_models_use_id_mode(tmp_path, xsagpt, gpt2_vocab_dir):
     ids = json.loads(xsagpt("sample", run, "--prompt-ids", "1,2,3", "--ids", "-n", 10, "--device", "cpu",
                             "--threads", 1).stdout)
     assert len(ids) == 10 and all(0 <= i < 256 for i in ids)
+    ids = json.loads(xsagpt("sample", run, "--prompt-ids", "1", "--ids", "-n", 200, "--temperature", 50,
+                            "--vocab-limit", 7, "--device", "cpu", "--threads", 1).stdout)
+    assert set(ids) == set(range(7))
     bad = xsagpt("sample", run, "--prompt-ids", "1,300", "--ids", "--device", "cpu", check=False)
     assert bad.returncode == 2 and "300" in bad.stderr
