@@ -41,7 +41,8 @@ struct ModelConfig {
       "with attention=xsa: null for every layer, a list of layer indices, or \"last N\"");
     v("xsa_gate", s.xsa_gate,
       "learnable per-head XSA gate z = y - tanh(alpha) (y.v^) v^ in XSA layers: \"off\", or its start, "
-      "\"sa\" (alpha = 0) or \"xsa\" (tanh(alpha) = 1 in float32)");
+      "\"sa\" (alpha = 0) or \"xsa\" (alpha = 9.25, tanh = 1 in float32: exactly XSA, but on tanh's flat "
+      "tail, where the gradient is ~4e-8 of the SA start's and AdamW barely moves alpha)");
     v("n_sink", s.n_sink,
       "learned attention-sink vectors prepended to every sequence (StreamingLLM), at positions "
       "0..n_sink-1 before the tokens; not in the loss or the logits");
