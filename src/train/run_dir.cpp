@@ -63,10 +63,12 @@ void check_resume_compatible(const RunConfig& cfg, const json& saved, const std:
   const json now = to_json(cfg);
   if (!saved.is_object() || !saved.contains("model"))
     throw ConfigError(file + ": checkpoint has no model config");
+  const json defaults = to_json(ModelConfig{});  // keys newer than the checkpoint take their defaults
   for (const auto& [k, v] : now["model"].items()) {
-    if (saved["model"].value(k, json()) != v)
+    const json old = saved["model"].value(k, defaults[k]);
+    if (old != v)
       throw ConfigError(fmt::format("{}: model.{} is {} in the checkpoint but {} in this config; a resumed run "
-                                    "must use the same model", file, k, saved["model"].value(k, json()).dump(), v.dump()));
+                                    "must use the same model", file, k, old.dump(), v.dump()));
   }
   for (const char* section : {"train", "data"}) {
     if (!saved.contains(section)) continue;

@@ -33,8 +33,10 @@ CASES = {
     "inner_wider": {"attention": "xsa", "d_model": 32, "n_head": 4, "head_dim": 16},
     "mlp_ratio_theta_eps": {"mlp_ratio": 2.5, "rope_theta": 500.0, "norm_eps": 1e-3},
     "xsa_eps_floor": {"attention": "xsa", "xsa_eps": 4.4},
+    "xsa_gate": {"attention": "xsa", "xsa_gate": "sa"},
+    "sinks": {"attention": "xsa", "n_sink": 2},
 }
-DOUBLE_CASES = ["xsa_layer_list", "bias", "untied_head"]
+DOUBLE_CASES = ["xsa_layer_list", "bias", "untied_head", "xsa_gate", "sinks"]
 
 
 @pytest.fixture(scope="module")

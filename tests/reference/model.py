@@ -49,6 +49,8 @@ class GPTConfig:
     tie_embeddings: bool = True
     norm_eps: float = 1e-5
     xsa_eps: float = 1e-6
+    xsa_gate: str = "off"  # "off" | "sa" | "xsa": learnable per-head tanh(alpha) on the XSA term
+    n_sink: int = 0  # learned sink vectors in front of every sequence
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "model") -> "GPTConfig":
@@ -102,6 +104,10 @@ class GPTConfig:
                 raise ValueError(f"{key}: layer indices must be integers in [0, {self.n_layer}), got {xl!r}")
         elif xl is not None:
             raise ValueError(f'{key}: expected null, a list of layer indices or "last N", got {xl!r}')
+        if self.xsa_gate not in ("off", "sa", "xsa"):
+            raise ValueError(f'{where}.xsa_gate: expected "off", "sa" or "xsa", got {self.xsa_gate!r}')
+        if not (isinstance(self.n_sink, int) and self.n_sink >= 0):
+            raise ValueError(f"{where}.n_sink: must be >= 0, got {self.n_sink!r}")
         if xl is not None and self.attention != "xsa":
             raise ValueError(f'{key}: only meaningful with attention="xsa" (attention is {self.attention!r})')
 
@@ -126,11 +132,14 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     return x * cos.to(x.dtype) + rotate_half(x) * sin.to(x.dtype)
 
 
-def exclude_self_value(y: torch.Tensor, v: torch.Tensor, eps: float) -> torch.Tensor:
-    """z = y - (y . v^) v^ per head; float32 or wider, since the subtraction cancels most of y."""
+def exclude_self_value(y: torch.Tensor, v: torch.Tensor, eps: float,
+                       gate: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """z = y - g (y . v^) v^ per head (g = 1, or a per-head gate (H, 1, 1)); float32
+    or wider, since the subtraction cancels most of y."""
     dt = torch.promote_types(y.dtype, torch.float32)
     yf, v_hat = y.to(dt), F.normalize(v.to(dt), dim=-1, eps=eps)  # v / max(||v||, eps)
-    return (yf - (yf * v_hat).sum(-1, keepdim=True) * v_hat).to(y.dtype)
+    proj = (yf * v_hat).sum(-1, keepdim=True) * v_hat
+    return (yf - (proj if gate is None else gate.to(dt) * proj)).to(y.dtype)
 
 
 class CausalSelfAttention(nn.Module):
@@ -141,6 +150,8 @@ class CausalSelfAttention(nn.Module):
         self.c_proj = nn.Linear(self.inner, cfg.d_model, bias=cfg.bias)
         self.resid_drop = nn.Dropout(cfg.dropout)
         self.dropout, self.xsa, self.xsa_eps = cfg.dropout, xsa, cfg.xsa_eps
+        # Gated XSA: z = y - tanh(alpha_h) (y . v^) v^; alpha is loaded from the checkpoint.
+        self.xsa_gate = nn.Parameter(torch.zeros(cfg.n_head)) if xsa and cfg.xsa_gate != "off" else None
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
@@ -150,7 +161,8 @@ class CausalSelfAttention(nn.Module):
         y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0,
                                            is_causal=True)
         if self.xsa:
-            y = exclude_self_value(y, v, self.xsa_eps)
+            gate = None if self.xsa_gate is None else torch.tanh(self.xsa_gate.double()).float().view(-1, 1, 1)
+            y = exclude_self_value(y, v, self.xsa_eps, gate)
         return self.resid_drop(self.c_proj(y.transpose(1, 2).reshape(B, T, self.inner)))
 
 
@@ -194,10 +206,12 @@ class GPT(nn.Module):
             h=nn.ModuleList(Block(cfg, i in xsa) for i in range(cfg.n_layer)),
             ln_f=nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps, bias=cfg.bias),
         ))
+        if cfg.n_sink:  # StreamingLLM-style learnable sinks, at RoPE positions 0..n_sink-1
+            self.transformer.sink = nn.Parameter(torch.zeros(cfg.n_sink, cfg.d_model))
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         if cfg.tie_embeddings:
             self.lm_head.weight = self.transformer.wte.weight
-        cos, sin = rope_tables(cfg.block_size, cfg.head_dim, cfg.rope_theta)
+        cos, sin = rope_tables(cfg.n_sink + cfg.block_size, cfg.head_dim, cfg.rope_theta)
         self.register_buffer("rope_cos", cos, persistent=False)
         self.register_buffer("rope_sin", sin, persistent=False)
         self.register_load_state_dict_pre_hook(GPT._accept_checkpoint_layout)
@@ -211,6 +225,8 @@ class GPT(nn.Module):
                 p.zero_()
             elif ".ln_" in name:
                 p.fill_(1.0)
+            elif name.endswith("xsa_gate"):
+                p.fill_(0.0 if self.cfg.xsa_gate == "sa" else 9.25)  # tanh(9.25) == 1 in float32
             elif name.endswith("c_proj.weight"):
                 p.normal_(0.0, 0.02 / math.sqrt(2 * self.cfg.n_layer))
             else:
@@ -230,12 +246,16 @@ class GPT(nn.Module):
         loss is the mean cross-entropy over targets != -1, computed in float32."""
         T = idx.size(1)
         assert T <= self.cfg.block_size, f"sequence length {T} exceeds model.block_size {self.cfg.block_size}"
-        cos, sin = self.rope_cos[:T], self.rope_sin[:T]
+        S = self.cfg.n_sink
+        cos, sin = self.rope_cos[:S + T], self.rope_sin[:S + T]
         tr = self.transformer
-        x = tr.drop(tr.ln_e(tr.wte(idx)))
+        x = tr.wte(idx)
+        if S:
+            x = torch.cat([tr.sink.expand(idx.size(0), S, -1), x], dim=1)
+        x = tr.drop(tr.ln_e(x))
         for block in tr.h:
             x = block(x, cos, sin)
-        logits = self.lm_head(tr.ln_f(x))
+        logits = self.lm_head(tr.ln_f(x[:, S:]))  # sinks predict nothing
         loss = None
         if targets is not None:
             loss = F.cross_entropy(logits.view(-1, logits.size(-1)).float(), targets.view(-1), ignore_index=-1)
