@@ -3,6 +3,7 @@
 #include "data/loader.h"
 #include "data/prefetch.h"
 #include "model/counts.h"
+#include "model/from_checkpoint.h"
 #include "model/gpt.h"
 #include "train/checkpoint.h"
 #include "train/grad_clip.h"
@@ -51,19 +52,6 @@ std::string human_rate(double x) {
 
 // The generator dropout and sampling draw from (a handle: copies share state).
 at::Generator default_generator(const torch::Device& device) { return at::globalContext().defaultGenerator(device); }
-
-// Restores weights by name; every model parameter must be present with its shape.
-void load_weights(GPT& model, const std::map<std::string, torch::Tensor>& weights, const std::string& file) {
-  torch::NoGradGuard no_grad;
-  for (auto& item : model->named_parameters()) {
-    auto it = weights.find(item.key());
-    if (it == weights.end()) throw CheckpointError(file + ": no weights for parameter " + item.key());
-    if (it->second.sizes() != item.value().sizes())
-      throw CheckpointError(fmt::format("{}: parameter {} has shape {}, the model expects {}", file, item.key(),
-                                        c10::str(it->second.sizes()), c10::str(item.value().sizes())));
-    item.value().copy_(it->second);
-  }
-}
 
 }  // namespace
 
