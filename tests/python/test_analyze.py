@@ -14,16 +14,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-MAGIC, VERSION = 20240520, 1
+from test_train import write_shard
+
 SEQ = 32
-
-
-def write_shard(path: pathlib.Path, tokens: np.ndarray) -> None:
-    header = np.zeros(256, dtype="<i4")
-    header[:3] = (MAGIC, VERSION, len(tokens))
-    with open(path, "wb") as f:
-        f.write(header.tobytes())
-        f.write(tokens.astype("<u2").tobytes())
 
 
 @pytest.fixture(scope="module")
