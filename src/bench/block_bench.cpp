@@ -136,6 +136,7 @@ Results bench_train_step(const BenchOptions& o, const ModelConfig& model, int64_
     GPT gpt(cfg);
     gpt->to(o.device);
     gpt->train();
+    gpt->set_memory_options(o.recompute, o.loss_chunk);
     if (v == "xsa-autograd")
       for (auto& b : *gpt->transformer->h) b->as<Block>()->attn->xsa_step = exclude_self_value_autograd;
     models.push_back(gpt);

@@ -37,6 +37,9 @@ struct BenchOptions {
   double mlp_ratio = 4.0;
   int64_t warmup = 2, iters = 10;
   std::vector<std::string> variants{"sa", "xsa", "xsa-autograd"};
+  // Training step only: the train.activation_checkpointing and train.loss_chunk it runs with.
+  std::string recompute = "none";
+  int64_t loss_chunk = 0;
 };
 
 using Results = std::map<std::string, Timing>;  // by variant

@@ -4,6 +4,7 @@
 // Defaults follow the paper on a GPU (batch 32, bf16) and are small on a CPU.
 #include "bench/block_bench.h"
 #include "cli/commands.h"
+#include "model/counts.h"
 #include "model/from_checkpoint.h"
 #include "train/mfu.h"
 #include "train/run_dir.h"
@@ -142,7 +143,10 @@ int bench(int argc, char** argv) {
     ("step-config", "model config for the training-step benchmark (default: gpt2-124m on GPU, tiny on CPU)", cxxopts::value<std::string>())
     ("step-batch", "micro-batch of the training step (default: 16 on GPU, 8 on CPU)", cxxopts::value<int64_t>())
     ("step-seq-len", "sequence length of the training step (default: 1024 on GPU, 128 on CPU)", cxxopts::value<int64_t>())
+    ("step-recompute", "activation checkpointing of the training step: none, mlp or block", cxxopts::value<std::string>()->default_value("none"))
+    ("step-loss-chunk", "LM-head loss in chunks of this many tokens in the training step (0: whole)", cxxopts::value<int64_t>()->default_value("0"))
     ("no-step", "skip the training-step benchmark")
+    ("no-block", "skip the block grid")
     ("threads", "CPU intra-op threads (0: LibTorch's default)", cxxopts::value<int>()->default_value("0"))
     ("json", "write the results to this JSON file", cxxopts::value<std::string>())
     ("h,help", "show this help");
@@ -164,6 +168,11 @@ int bench(int argc, char** argv) {
   o.variants = str_list(args["variants"].as<std::string>());
   if (o.batch < 1) throw ConfigError("--batch: must be >= 1");
   if (o.head_dim < 2 || o.head_dim % 2) throw ConfigError("--head-dim: must be even and >= 2 (RoPE rotates pairs)");
+  o.recompute = args["step-recompute"].as<std::string>();
+  o.loss_chunk = args["step-loss-chunk"].as<int64_t>();
+  if (o.recompute != "none" && o.recompute != "mlp" && o.recompute != "block")
+    throw ConfigError("--step-recompute: expected none, mlp or block, got \"" + o.recompute + "\"");
+  if (o.loss_chunk < 0) throw ConfigError("--step-loss-chunk: must be >= 0");
   if (o.warmup < 0 || o.iters < 1) throw ConfigError("--warmup must be >= 0 and --iters >= 1");
   for (size_t i = 0; i < o.variants.size(); ++i) {
     variant_config({}, o.variants[i]);  // rejects unknown names up front
@@ -197,7 +206,7 @@ int bench(int argc, char** argv) {
                            out["machine"].get<std::string>(), out["dtype"].get<std::string>(), o.batch, o.head_dim,
                            o.iters)
             << table.header_line(fmt::format("{:>6} {:>6}", "T", "width")) << "\n";
-  for (auto w : widths) {
+  for (auto w : args.count("no-block") ? std::vector<int64_t>{} : widths) {
     for (auto T : seq_lens) {
       const auto r = bench_block(o, T, w);
       json j = {{"seq_len", T}, {"d_model", w}, {"n_head", w / o.head_dim}};
@@ -215,14 +224,30 @@ int bench(int argc, char** argv) {
     const int64_t T = args.count("step-seq-len") ? args["step-seq-len"].as<int64_t>() : (gpu ? 1024 : 128);
     if (B < 1 || T < 1) throw ConfigError("--step-batch and --step-seq-len: must be >= 1");
     const auto r = bench_train_step(o, model, B, T);
-    json j = {{"config", ref}, {"model", to_json(model)}, {"micro_batch", B}, {"seq_len", T}};
+    json j = {{"config", ref},           {"model", to_json(model)},        {"micro_batch", B},
+              {"seq_len", T},           {"recompute", o.recompute},       {"loss_chunk", o.loss_chunk},
+              {"flops_per_token", flops_per_token(model, T)}};
     std::string row = fmt::format("{:>13}", fmt::format("{}x{}", B, T));
     add_results(j, row, table, o.variants, r);
+    // Throughput and model FLOPs utilisation (6N + attention, model/counts.h)
+    // against the dense peak of the GPU present (train/mfu.h); none on a CPU.
+    const auto peak = gpu ? gpu_peak_flops(cuda_device_name(o.device), o.bf16) : std::nullopt;
+    std::string rates;
+    for (const auto& v : o.variants) {
+      const double tok_s = static_cast<double>(B * T) / (r.at(v).median_ms / 1e3);
+      const double mfu = peak ? tok_s * flops_per_token(model, T) / *peak : NAN;
+      j["results"][v]["tokens_per_s"] = tok_s;
+      j["results"][v]["mfu"] = peak ? json(mfu) : json(nullptr);
+      rates += fmt::format("  {} {:.0f} tokens/s, MFU {}", v, tok_s, peak ? fmt::format("{:.1f}%", mfu * 100) : "n/a");
+    }
     out["step"] = j;
-    std::cout << fmt::format("\ntraining step (forward, backward, clip, AdamW) of {}: {} layers, d_model {}, {}\n", ref,
-                             model.n_layer, model.d_model, out["dtype"].get<std::string>())
+    std::cout << fmt::format("\ntraining step (forward, backward, clip, AdamW) of {}: {} layers, d_model {}, {}, "
+                             "checkpointing {}, loss chunk {}\n",
+                             ref, model.n_layer, model.d_model, out["dtype"].get<std::string>(), o.recompute,
+                             o.loss_chunk)
               << table.header_line(fmt::format("{:>13}", "batch x T")) << "\n"
-              << row << "\n";
+              << row << "\n"
+              << rates.substr(2) << "\n";
   }
   if (args.count("json")) {
     const std::filesystem::path path = args["json"].as<std::string>();
