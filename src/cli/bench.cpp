@@ -240,6 +240,12 @@ int bench(int argc, char** argv) {
       j["results"][v]["mfu"] = peak ? json(mfu) : json(nullptr);
       rates += fmt::format("  {} {:.0f} tokens/s, MFU {}", v, tok_s, peak ? fmt::format("{:.1f}%", mfu * 100) : "n/a");
     }
+    // The estimate `xsagpt info` prints, less what exists before the step (weights
+    // and AdamW state): comparable with the measured peaks above.
+    const auto est = estimate_training_memory(model, B, T, {o.bf16, o.recompute, o.loss_chunk});
+    const double est_step = est.total() - est.params_bytes - est.optimizer_bytes;
+    j["estimated_peak_bytes"] = est_step;
+    rates += fmt::format("  (estimated peak {:.1f} MiB)", mib(static_cast<int64_t>(est_step)));
     out["step"] = j;
     std::cout << fmt::format("\ntraining step (forward, backward, clip, AdamW) of {}: {} layers, d_model {}, {}, "
                              "checkpointing {}, loss chunk {}\n",

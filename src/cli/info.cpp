@@ -26,6 +26,8 @@ int info(int argc, char** argv) {
     ("b,micro-batch", "micro-batch for the memory estimate", cxxopts::value<int64_t>()->default_value("8"))
     ("t,seq-len", "sequence length (default: the model's block_size)", cxxopts::value<int64_t>())
     ("precision", "bf16 or fp32 activations for the memory estimate", cxxopts::value<std::string>()->default_value("bf16"))
+    ("recompute", "activation checkpointing for the memory estimate: none, mlp or block (train.activation_checkpointing)", cxxopts::value<std::string>()->default_value("none"))
+    ("loss-chunk", "LM-head loss in chunks of this many tokens for the memory estimate (train.loss_chunk; 0: whole)", cxxopts::value<int64_t>()->default_value("0"))
     ("json", "print JSON instead of a table")
     ("h,help", "show this help");
   auto args = opts.parse(argc, argv);
@@ -39,10 +41,14 @@ int info(int argc, char** argv) {
   if (T <= 0 || T > cfg.block_size)
     throw ConfigError(fmt::format("--seq-len: expected 1..{} (model.block_size), got {}", cfg.block_size, T));
   if (B <= 0) throw ConfigError("--micro-batch: must be > 0");
+  const MemoryOptions mem_opts{precision == "bf16", args["recompute"].as<std::string>(), args["loss-chunk"].as<int64_t>()};
+  if (mem_opts.recompute != "none" && mem_opts.recompute != "mlp" && mem_opts.recompute != "block")
+    throw ConfigError("--recompute: expected none, mlp or block, got " + mem_opts.recompute);
+  if (mem_opts.loss_chunk < 0) throw ConfigError("--loss-chunk: must be >= 0");
 
   const auto p = count_params(cfg);
   const double flops = flops_per_token(cfg, T);
-  const auto mem = estimate_training_memory(cfg, B, T, precision == "bf16");
+  const auto mem = estimate_training_memory(cfg, B, T, mem_opts);
   if (args.count("json")) {
     json j = {{"config", to_json(cfg)},
               {"params_total", p.total},
@@ -51,9 +57,12 @@ int info(int argc, char** argv) {
               {"flops_per_token", flops},
               {"seq_len", T},
               {"micro_batch", B},
+              {"precision", precision},
+              {"recompute", mem_opts.recompute},
+              {"loss_chunk", mem_opts.loss_chunk},
               {"memory_bytes", {{"params", mem.params_bytes}, {"grads", mem.grads_bytes},
                                 {"optimizer", mem.optimizer_bytes}, {"activations", mem.activations_bytes},
-                                {"logits", mem.logits_bytes}, {"total", mem.total()}}}};
+                                {"logits", mem.logits_bytes}, {"recompute", mem.recompute_bytes}, {"total", mem.total()}}}};
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -61,13 +70,14 @@ int info(int argc, char** argv) {
       "model        {} layers, d_model {}, {} heads x {} (inner {}), mlp {}, vocab {}, attention {}\n"
       "parameters   {} total, {} non-embedding, {} embedding{}\n"
       "FLOPs/token  {} (training, seq_len {})\n"
-      "memory       {} estimated at micro-batch {} x {} tokens, {} activations:\n"
-      "             weights {}, grads {}, AdamW {}, activations {}, logits {}\n",
+      "memory       {} estimated at micro-batch {} x {} tokens, {} activations, checkpointing {}, loss chunk {}:\n"
+      "             weights {}, grads {}, AdamW {}, activations {}, logits {}{}\n",
       cfg.n_layer, cfg.d_model, cfg.n_head, cfg.head_dim, cfg.inner_dim(), cfg.mlp_dim(), cfg.vocab_size,
       cfg.attention, human(p.total), human(p.non_embedding), human(p.embedding),
-      cfg.tie_embeddings ? " (head tied)" : "", human(flops, "FLOP"), T, gib(mem.total()), B, T, precision,
+      cfg.tie_embeddings ? " (head tied)" : "", human(flops, "FLOP"), T, gib(mem.total()), B, T, precision, mem_opts.recompute,
+      mem_opts.loss_chunk ? std::to_string(mem_opts.loss_chunk) : "off",
       gib(mem.params_bytes), gib(mem.grads_bytes), gib(mem.optimizer_bytes), gib(mem.activations_bytes),
-      gib(mem.logits_bytes));
+      gib(mem.logits_bytes), mem.recompute_bytes > 0 ? ", one layer recomputed " + gib(mem.recompute_bytes) : "");
   return 0;
 }
 

@@ -1,5 +1,7 @@
 #include "model/counts.h"
 
+#include <algorithm>
+
 namespace xsagpt {
 
 ParamCounts count_params(const ModelConfig& c) {
@@ -24,27 +26,44 @@ double flops_per_token(const ModelConfig& c, int64_t seq_len) {
   return 6.0 * n + 12.0 * c.n_layer * c.inner_dim() * static_cast<double>(seq_len);
 }
 
-MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq_len, bool bf16) {
+MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq_len,
+                                        const MemoryOptions& o) {
   MemoryEstimate m;
   const double P = static_cast<double>(count_params(c).total);
   m.params_bytes = 4 * P;
   m.grads_bytes = 4 * P;
   m.optimizer_bytes = 8 * P;  // AdamW exp_avg + exp_avg_sq
   const double tokens = static_cast<double>(micro_batch * seq_len);
-  const double a = bf16 ? 2.0 : 4.0;  // bytes per saved activation element
+  const double a = o.bf16 ? 2.0 : 4.0;  // bytes per saved activation element
   const double d = static_cast<double>(c.d_model), inner = static_cast<double>(c.inner_dim());
   const double hidden = static_cast<double>(c.mlp_dim());
-  // Per token and layer, what backward needs: the float32 residual input to each
-  // norm, the norm outputs, q/k/v before and after RoPE, the attention output, the
-  // MLP's pre- and post-GELU activations. XSA's step keeps only y and v, which
-  // attention keeps anyway (model/xsa.h), but the output projection then keeps z
-  // besides y.
-  double per_layer = 2 * 4 * d + 2 * a * d + a * 3 * inner + a * 2 * inner + a * inner + 2 * a * hidden;
-  int64_t xsa_layers = 0;
-  for (int64_t l = 0; l < c.n_layer; ++l) xsa_layers += c.uses_xsa(l);
-  m.activations_bytes = tokens * (c.n_layer * per_layer + xsa_layers * a * inner);
-  // Logits in the activation dtype, their float32 copy and its gradient.
-  m.logits_bytes = tokens * static_cast<double>(c.vocab_size) * (a + 4 + 4);
+  // Per token, what backward needs of each half of a block: the float32 residual
+  // entering its norm and the norm's output; for attention, q/k/v before and after
+  // RoPE, the attention output and its (B, T, inner) copy that the output
+  // projection reads; for the MLP, the pre- and post-GELU activations. XSA adds
+  // nothing: its step keeps y and v, which attention keeps anyway, and the output
+  // projection reads z instead of the copy of y (model/xsa.h; measured equal).
+  const double resid = 4 * d;
+  const double attn = resid + a * d + a * 3 * inner + a * 2 * inner + 2 * a * inner;
+  const double mlp = resid + a * d + 2 * a * hidden;
+  const double L = static_cast<double>(c.n_layer);
+  double kept = 0, replay = 0;  // kept through forward; re-made for one layer at a time in backward
+  if (o.recompute == "block") {
+    kept = L * resid;  // each block's input
+    replay = attn + mlp;
+  } else if (o.recompute == "mlp") {
+    kept = L * (attn + resid);  // the MLP half keeps only its input
+    replay = mlp - resid;
+  } else {
+    kept = L * (attn + mlp);
+  }
+  // Around the blocks: ln_e's input and output (float32), ln_f's input and output.
+  m.activations_bytes = tokens * (kept + 2 * 4 * d + resid + a * d);
+  m.recompute_bytes = tokens * replay;
+  // Logits in the activation dtype, their float32 copy and its gradient, for the
+  // rows that exist at once.
+  const double rows = o.loss_chunk > 0 ? std::min(tokens, static_cast<double>(o.loss_chunk)) : tokens;
+  m.logits_bytes = rows * static_cast<double>(c.vocab_size) * (a + 4 + 4);
   return m;
 }
 

@@ -4,10 +4,15 @@
 //  - FLOPs per token: 6*N_matmul for forward+backward plus the attention term
 //    12 * n_layer * inner_dim * T (PaLM appendix B; the convention MFU uses);
 //  - training memory: weights, grads and AdamW state in float32 plus an estimate
-//    of the activations autograd keeps for one micro-batch.
+//    of the activations autograd keeps for one micro-batch, with the memory
+//    options (activation checkpointing, chunked loss) the trainer can run with.
+//    Checked against measured peaks on the CPU in tests/cpp/test_counts.cpp.
 #pragma once
 
 #include "config/model_config.h"
+
+#include <algorithm>
+#include <string>
 
 namespace xsagpt {
 
@@ -22,10 +27,25 @@ ParamCounts count_params(const ModelConfig& c);
 double flops_per_token(const ModelConfig& c, int64_t seq_len);
 
 struct MemoryEstimate {
-  double params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0, activations_bytes = 0, logits_bytes = 0;
-  double total() const { return params_bytes + grads_bytes + optimizer_bytes + activations_bytes + logits_bytes; }
+  double params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0;
+  double activations_bytes = 0;  // kept by autograd from the end of forward into backward
+  double logits_bytes = 0;       // the LM head's logits, probabilities and gradients at once
+  double recompute_bytes = 0;    // one layer's activations re-made in backward (checkpointing)
+  // The logits are gone before any layer is recomputed, so only the larger
+  // counts. Adding all the gradients makes this an upper bound: they fill up as
+  // backward frees activations.
+  double total() const {
+    return params_bytes + grads_bytes + optimizer_bytes + activations_bytes + std::max(logits_bytes, recompute_bytes);
+  }
 };
-// bf16: autocast activations (2 bytes); otherwise float32.
-MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq_len, bool bf16);
+
+// The train.* keys that trade compute for activation memory (GPTImpl::set_memory_options).
+struct MemoryOptions {
+  bool bf16 = true;                // autocast activations (2 bytes); otherwise float32
+  std::string recompute = "none";  // train.activation_checkpointing: none | mlp | block
+  int64_t loss_chunk = 0;          // train.loss_chunk: LM-head tokens at a time (0: all)
+};
+MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq_len,
+                                        const MemoryOptions& o = {});
 
 }  // namespace xsagpt

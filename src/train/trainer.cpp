@@ -8,6 +8,7 @@
 #include "train/checkpoint.h"
 #include "train/grad_clip.h"
 #include "train/metrics.h"
+#include "train/memory_check.h"
 #include "train/mfu.h"
 #include "train/optimizer.h"
 #include "train/precision.h"
@@ -137,6 +138,11 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   const double flops_per_step = flops_per_token(cfg.model, t.seq_len) * static_cast<double>(step_tokens);
   std::optional<double> peak;
   if (device.is_cuda()) peak = gpu_peak_flops(cuda_device_name(device), bf16);
+  if (const auto gpu_bytes = cuda_device_memory(device); gpu_bytes && dist.is_main()) {
+    const auto est = estimate_training_memory(cfg.model, t.micro_batch, t.seq_len,
+                                              {bf16, t.activation_checkpointing, t.loss_chunk});
+    if (const auto warning = memory_warning(cfg, est.total(), *gpu_bytes)) spdlog::warn("{}", *warning);
+  }
   if (dist.is_main()) {
     spdlog::info("model: {} layers, d_model {}, {}x{} heads, attention {}, {:.2f}M parameters ({:.2f}M non-embedding)",
                  cfg.model.n_layer, cfg.model.d_model, cfg.model.n_head, cfg.model.head_dim, cfg.model.attention,

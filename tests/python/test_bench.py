@@ -29,8 +29,31 @@ def test_tiny_grid_writes_json(tmp_path, xsagpt):
         # CPU byte counts are exact: the custom XSA function keeps less than ordinary ops.
         assert res["xsa"]["peak_bytes"] < res["xsa-autograd"]["peak_bytes"]
     assert data["step"]["micro_batch"] == 2 and data["step"]["model"]["n_layer"] == 1
+    step = data["step"]
+    assert step["recompute"] == "none" and step["loss_chunk"] == 0
+    for r in step["results"].values():  # throughput follows from the step time; no MFU without a GPU peak
+        assert r["tokens_per_s"] == pytest.approx(2 * 16 / (r["median_ms"] / 1e3)) and r["mfu"] is None
+    # The memory estimate `xsagpt info` prints bounds the measured step (CPU bytes are exact).
+    assert 0.5 * step["estimated_peak_bytes"] < step["results"]["xsa"]["peak_bytes"] <= step["estimated_peak_bytes"]
     lines = proc.stdout.splitlines()
     assert any(l.split()[:2] == ["16", "32"] for l in lines) and any(l.split()[:2] == ["32", "32"] for l in lines)
+
+
+def test_step_with_checkpointing_and_chunked_loss_uses_less_memory(tmp_path, xsagpt):
+    model = tmp_path / "m.json"
+    model.write_text(json.dumps({"vocab_size": 512, "block_size": 64, "n_layer": 3, "d_model": 64, "n_head": 2,
+                                 "head_dim": 32}))
+    peaks = {}
+    for recompute, chunk in (("none", 0), ("block", 32)):
+        out = tmp_path / f"{recompute}.json"
+        xsagpt("bench", "--device", "cpu", "--no-block", "--variants", "xsa", "--warmup", 0, "--iters", 1,
+               "--step-config", model, "--step-batch", 4, "--step-seq-len", 64, "--threads", 1,
+               "--step-recompute", recompute, "--step-loss-chunk", chunk, "--json", out)
+        step = json.loads(out.read_text())["step"]
+        assert step["recompute"] == recompute and step["loss_chunk"] == chunk
+        peaks[recompute] = step["results"]["xsa"]["peak_bytes"]
+        assert peaks[recompute] <= step["estimated_peak_bytes"]
+    assert peaks["block"] < 0.6 * peaks["none"]
 
 
 @pytest.mark.parametrize("args,message", [
@@ -38,6 +61,8 @@ def test_tiny_grid_writes_json(tmp_path, xsagpt):
     (["--variants", "sa,flash"], "flash"),
     (["--seq-lens", "16,x"], "--seq-lens"),
     (["--dtype", "fp8"], "--dtype"),
+    (["--step-recompute", "attn"], "--step-recompute"),
+    (["--step-loss-chunk", "-1"], "--step-loss-chunk"),
 ])
 def test_bad_arguments_are_named(xsagpt, args, message):
     proc = xsagpt("bench", "--device", "cpu", "--no-step", *args, check=False)

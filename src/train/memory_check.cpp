@@ -1,0 +1,34 @@
+#include "train/memory_check.h"
+
+#include <fmt/format.h>
+
+#ifdef XSAGPT_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
+
+namespace xsagpt {
+
+std::optional<double> cuda_device_memory(const torch::Device& device) {
+#ifdef XSAGPT_CUDA
+  if (device.is_cuda())
+    return static_cast<double>(at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index())->totalGlobalMem);
+#endif
+  return std::nullopt;
+}
+
+std::optional<std::string> memory_warning(const RunConfig& cfg, double estimate_bytes, double device_bytes) {
+  if (estimate_bytes <= 0.95 * device_bytes) return std::nullopt;
+  const auto& t = cfg.train;
+  std::string advice;
+  if (t.activation_checkpointing != "block")
+    advice += fmt::format(" train.activation_checkpointing=\"{}\",", t.activation_checkpointing == "none" ? "mlp\" or \"block" : "block");
+  if (t.loss_chunk == 0) advice += " train.loss_chunk=4096,";
+  advice += " a smaller train.micro_batch (train.batch_tokens stays, accumulation grows)";
+  constexpr double GiB = 1024.0 * 1024 * 1024;
+  return fmt::format(
+      "estimated training memory {:.1f} GiB (weights, grads, AdamW state and activations of a {} x {} micro-batch; "
+      "`xsagpt info` shows the parts) exceeds this GPU's {:.1f} GiB; if it runs out of memory, try{}",
+      estimate_bytes / GiB, t.micro_batch, t.seq_len, device_bytes / GiB, advice);
+}
+
+}  // namespace xsagpt

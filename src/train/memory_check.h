@@ -1,0 +1,25 @@
+// Before a GPU run starts: does the model fit? The estimate of model/counts.h
+// (what `xsagpt info` prints) for the run's micro-batch and memory options is
+// compared with the GPU's memory, and a run that will not fit is told so with
+// the keys that shrink it, instead of dying minutes later in the first step with
+// an out-of-memory error that names none of them. It only warns: the estimate
+// is an upper bound, and a run that starts anyway may still fit.
+#pragma once
+
+#include "config/run_config.h"
+
+#include <torch/torch.h>
+
+#include <optional>
+#include <string>
+
+namespace xsagpt {
+
+// Total memory of a CUDA device in bytes; nullopt on a CPU or without CUDA.
+std::optional<double> cuda_device_memory(const torch::Device& device);
+
+// The warning for an estimate of `estimate_bytes` on a device of `device_bytes`,
+// or nullopt when it fits (with 5% left for the allocator and CUDA's own use).
+std::optional<std::string> memory_warning(const RunConfig& cfg, double estimate_bytes, double device_bytes);
+
+}  // namespace xsagpt

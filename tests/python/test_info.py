@@ -1,0 +1,44 @@
+"""`xsagpt info`: parameter counts match the PyTorch reference model, and the memory
+estimate responds to the memory options the trainer runs with."""
+import json
+import pathlib
+import sys
+
+import pytest
+import torch
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/, for reference/
+from reference.model import GPT, GPTConfig  # noqa: E402
+
+
+def info(xsagpt, *args):
+    return json.loads(xsagpt("info", "--json", *args).stdout)
+
+
+def test_parameter_count_equals_reference_model(xsagpt, repo_root):
+    d = json.loads((repo_root / "configs" / "model" / "gpt2-124m.json").read_text())
+    with torch.device("meta"):
+        ref = GPT(GPTConfig.from_dict(d, "gpt2-124m"))
+    assert info(xsagpt, "-c", "gpt2-124m")["params_total"] == sum(p.numel() for p in ref.parameters())
+
+
+def test_memory_options_shrink_the_estimate(xsagpt):
+    base = ["-c", "paper-1.4b", "-b", "8", "-t", "2048"]
+    none = info(xsagpt, *base)
+    block = info(xsagpt, *base, "--recompute", "block", "--loss-chunk", "4096")
+    assert block["recompute"] == "block" and block["loss_chunk"] == 4096
+    n, b = none["memory_bytes"], block["memory_bytes"]
+    for k in ("params", "grads", "optimizer"):
+        assert n[k] == b[k]
+    assert b["activations"] < n["activations"] / 8 and b["logits"] == n["logits"] / 4
+    assert b["total"] < 0.5 * n["total"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--recompute", "attn"], "--recompute"),
+    (["--loss-chunk", "-5"], "--loss-chunk"),
+    (["--seq-len", "99999"], "--seq-len"),
+])
+def test_bad_options_are_named(xsagpt, args, message):
+    proc = xsagpt("info", "-c", "tiny", *args, check=False)
+    assert proc.returncode == 2 and message in proc.stderr
