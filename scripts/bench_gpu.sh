@@ -49,10 +49,10 @@ stage_block() {
 
 stage_step() {
   log "training step, gpt2-124m"
-  $BIN bench --no-block --variants sa,xsa --step-config gpt2-124m --step-batch 16 --step-seq-len 1024 --iters 20 \
+  $BIN bench --no-block --variants sa,xsa,xsa-fused --step-config gpt2-124m --step-batch 16 --step-seq-len 1024 --iters 20 \
     --json "$RES/step-124m.json" 2>"$RES/step-124m.err" | tee "$RES/step-124m.txt"
   log "training step, paper-0.7b"
-  $BIN bench --no-block --variants sa,xsa --step-config paper-0.7b --step-batch 8 --step-seq-len 2048 --iters 10 \
+  $BIN bench --no-block --variants sa,xsa,xsa-fused --step-config paper-0.7b --step-batch 8 --step-seq-len 2048 --iters 10 \
     --json "$RES/step-0.7b.json" 2>"$RES/step-0.7b.err" | tee "$RES/step-0.7b.txt"
 }
 

@@ -61,8 +61,8 @@ Results measure(const BenchOptions& o, const std::vector<std::string>& names, co
 }
 
 void check_variant(const std::string& v) {
-  if (v != "sa" && v != "xsa" && v != "xsa-autograd")
-    throw ConfigError("bench variant \"" + v + "\": expected sa, xsa or xsa-autograd");
+  if (v != "sa" && v != "xsa" && v != "xsa-fused" && v != "xsa-autograd")
+    throw ConfigError("bench variant \"" + v + "\": expected sa, xsa, xsa-fused or xsa-autograd");
 }
 
 }  // namespace
@@ -101,6 +101,7 @@ Results bench_block(const BenchOptions& o, int64_t seq_len, int64_t d_model) {
     Block block(cfg, 0);
     block->to(o.device);
     if (v == "xsa-autograd") block->attn->xsa_step = exclude_self_value_autograd;
+    if (v == "xsa-fused") block->attn->xsa_step = exclude_self_value_fused;
     blocks.push_back(block);
     cases.push_back({[&x, b = block.get()] {
                        b->zero_grad(/*set_to_none=*/true);
@@ -139,6 +140,7 @@ Results bench_train_step(const BenchOptions& o, const ModelConfig& model, int64_
     gpt->set_memory_options(o.recompute, o.loss_chunk);
     if (v == "xsa-autograd")
       for (auto& b : *gpt->transformer->h) b->as<Block>()->attn->xsa_step = exclude_self_value_autograd;
+    if (v == "xsa-fused") gpt->set_xsa_kernel("fused");
     models.push_back(gpt);
     optimizers.push_back(std::make_unique<AdamW>(gpt->unique_named_parameters(), AdamWConfig{}));
     AdamW* opt = optimizers.back().get();

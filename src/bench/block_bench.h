@@ -5,6 +5,7 @@
 // peak_memory.h). Variants:
 //   sa            standard attention
 //   xsa           XSA with its custom autograd function (what the model runs)
+//   xsa-fused     XSA as the fused CUDA kernels (model/xsa_cuda.h; CUDA only)
 //   xsa-autograd  XSA composed of ordinary ops (the version before the custom function)
 // All variants of one grid point share weights and inputs, and their iterations
 // are interleaved (sa, xsa, xsa-autograd, sa, ...), so drift in a shared machine's

@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "model/counts.h"
 #include "model/from_checkpoint.h"
+#include "model/xsa_cuda.h"
 #include "train/mfu.h"
 #include "train/run_dir.h"
 
@@ -129,7 +130,7 @@ int bench(int argc, char** argv) {
                         "Time and peak memory of one transformer block (forward+backward) with XSA off and on over\n"
                         "sequence lengths and widths, and of one training step; ratios to SA. GPU defaults as the\n"
                         "paper (batch 32, bf16); CPU defaults small. Variants: sa, xsa (the model's custom autograd\n"
-                        "XSA step), xsa-autograd (the same step from ordinary ops).");
+                        "XSA step), xsa-fused (the same step as fused CUDA kernels), xsa-autograd (from ordinary ops).");
   opts.add_options()
     ("device", "auto, cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("auto"))
     ("dtype", "auto (bf16 on CUDA, fp32 on CPU), bf16 (autocast) or fp32", cxxopts::value<std::string>()->default_value("auto"))
@@ -137,7 +138,7 @@ int bench(int argc, char** argv) {
     ("t,seq-lens", "sequence lengths (default: 1024,2048,4096,8192 on GPU; 128,256,512 on CPU)", cxxopts::value<std::string>())
     ("w,widths", "block widths d_model (default: 1024,2048 on GPU; 128,256 on CPU)", cxxopts::value<std::string>())
     ("head-dim", "head width; n_head = width / head-dim (default: 128 on GPU, 64 on CPU)", cxxopts::value<int64_t>())
-    ("variants", "comma-separated: sa, xsa, xsa-autograd", cxxopts::value<std::string>()->default_value("sa,xsa,xsa-autograd"))
+    ("variants", "comma-separated: sa, xsa, xsa-fused (CUDA only), xsa-autograd (default: sa,xsa,xsa-fused,xsa-autograd on GPU; sa,xsa,xsa-autograd on CPU)", cxxopts::value<std::string>())
     ("warmup", "untimed iterations first", cxxopts::value<int64_t>()->default_value("3"))
     ("iters", "timed iterations (median reported)", cxxopts::value<int64_t>()->default_value("10"))
     ("step-config", "model config for the training-step benchmark (default: gpt2-124m on GPU, tiny on CPU)", cxxopts::value<std::string>())
@@ -165,7 +166,8 @@ int bench(int argc, char** argv) {
   o.head_dim = args.count("head-dim") ? args["head-dim"].as<int64_t>() : (gpu ? 128 : 64);
   o.warmup = args["warmup"].as<int64_t>();
   o.iters = args["iters"].as<int64_t>();
-  o.variants = str_list(args["variants"].as<std::string>());
+  o.variants = str_list(args.count("variants") ? args["variants"].as<std::string>()
+                                               : (gpu ? "sa,xsa,xsa-fused,xsa-autograd" : "sa,xsa,xsa-autograd"));
   if (o.batch < 1) throw ConfigError("--batch: must be >= 1");
   if (o.head_dim < 2 || o.head_dim % 2) throw ConfigError("--head-dim: must be even and >= 2 (RoPE rotates pairs)");
   o.recompute = args["step-recompute"].as<std::string>();
@@ -176,6 +178,8 @@ int bench(int argc, char** argv) {
   if (o.warmup < 0 || o.iters < 1) throw ConfigError("--warmup must be >= 0 and --iters >= 1");
   for (size_t i = 0; i < o.variants.size(); ++i) {
     variant_config({}, o.variants[i]);  // rejects unknown names up front
+    if (o.variants[i] == "xsa-fused" && !(gpu && xsa_cuda_kernels_built()))
+      throw ConfigError("--variants: xsa-fused needs a CUDA device and a build with the CUDA kernels");
     if (std::find(o.variants.begin(), o.variants.begin() + i, o.variants[i]) != o.variants.begin() + i)
       throw ConfigError("--variants: \"" + o.variants[i] + "\" given twice");
   }

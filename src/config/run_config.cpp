@@ -47,6 +47,8 @@ void RunConfig::validate(int64_t world_size) const {
   if (t.activation_checkpointing != "none" && t.activation_checkpointing != "mlp" && t.activation_checkpointing != "block")
     fail("train.activation_checkpointing", "expected \"none\", \"mlp\" or \"block\", got \"" + t.activation_checkpointing + "\"");
   if (t.loss_chunk < 0) fail("train.loss_chunk", "must be >= 0 (0: no chunking)");
+  if (t.xsa_kernel != "ops" && t.xsa_kernel != "fused")
+    fail("train.xsa_kernel", "expected \"ops\" or \"fused\", got \"" + t.xsa_kernel + "\"");
   if (data.train.empty()) fail("data.train", "required: glob pattern of training shards");
   if (data.val.empty()) fail("data.val", "required: glob pattern of validation shards");
   if (out_dir.empty()) fail("out_dir", "must not be empty");

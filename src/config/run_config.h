@@ -49,6 +49,7 @@ struct TrainConfig {
   int64_t threads = 0;
   std::string activation_checkpointing = "none";
   int64_t loss_chunk = 0;
+  std::string xsa_kernel = "ops";
 
   template <class S, class V>
   static void fields(S& s, V&& v) {
@@ -80,6 +81,9 @@ struct TrainConfig {
       "recompute activations in backward to save memory: \"none\", \"mlp\" (MLP half of each block) or \"block\"");
     v("loss_chunk", s.loss_chunk,
       "compute the LM-head loss this many tokens at a time without full logits (0: all at once)");
+    v("xsa_kernel", s.xsa_kernel,
+      "XSA step: \"ops\" (ATen ops in a custom autograd function, any device) or \"fused\" (two CUDA kernels, "
+      "model/xsa_cuda.cu; CUDA only)");
   }
 };
 

@@ -3,6 +3,7 @@
 #include "model/chunked_loss.h"
 #include "model/recompute.h"
 #include "model/rope.h"
+#include "model/xsa.h"
 
 #include <cmath>
 #include <unordered_set>
@@ -110,6 +111,12 @@ GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& target
                                 targets.reshape(-1), F::CrossEntropyFuncOptions().ignore_index(-1));
   }
   return out;
+}
+
+void GPTImpl::set_xsa_kernel(const std::string& kernel) {
+  TORCH_CHECK(kernel == "ops" || kernel == "fused", "xsa kernel: expected ops or fused, got ", kernel);
+  for (const auto& module : *transformer->h)
+    module->as<Block>()->attn->xsa_step = kernel == "fused" ? exclude_self_value_fused : exclude_self_value;
 }
 
 void GPTImpl::set_memory_options(const std::string& recompute, int64_t loss_chunk) {

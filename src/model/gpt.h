@@ -80,6 +80,10 @@ struct GPTImpl : torch::nn::Module {
   // LM-head loss in chunks of this many tokens (0: full logits).
   void set_memory_options(const std::string& recompute, int64_t loss_chunk);
 
+  // train.xsa_kernel: "ops" (exclude_self_value) or "fused" (exclude_self_value_fused,
+  // the CUDA kernels); see model/xsa.h.
+  void set_xsa_kernel(const std::string& kernel);
+
   ModelConfig cfg;
   Transformer transformer{nullptr};
   LMHead lm_head{nullptr};

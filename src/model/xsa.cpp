@@ -1,5 +1,7 @@
 #include "model/xsa.h"
 
+#include "model/xsa_cuda.h"
+
 namespace xsagpt {
 
 namespace {
@@ -22,11 +24,26 @@ torch::Tensor rowdot(const torch::Tensor& x, const torch::Tensor& w) { return (x
 // q = g.v / n^2,
 //     dL/dy = g - gate q v,     dL/dv = gate (2 p q v - q y - p g)   (no 2pq term below eps)
 // so neither pass materialises v^, and every full-size tensor it writes is a result.
+//
+// With `fused`, CUDA inputs go through the kernels of xsa_cuda.h instead (the same
+// formulas, one pass each way); they take the gate as one float32 per head.
+torch::Tensor gate_per_head(const torch::Tensor& gate, int64_t n_head) {
+  return gate.defined() && gate.numel() == n_head ? gate.reshape({-1}).to(torch::kFloat32).contiguous() : gate;
+}
+
+bool use_kernels(bool fused, const torch::Tensor& y, const torch::Tensor& gate) {
+  return fused && y.is_cuda() && y.dim() == 4 && xsa_cuda_kernels_built() &&
+         (!gate.defined() || gate.numel() == y.size(1));
+}
+
 struct ExcludeSelfValue : torch::autograd::Function<ExcludeSelfValue> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& y, const torch::Tensor& v,
-                               const std::optional<torch::Tensor>& gate, double eps) {
+                               const std::optional<torch::Tensor>& gate, double eps, bool fused) {
     ctx->save_for_backward({y, v, gate.value_or(torch::Tensor())});
     ctx->saved_data["eps"] = eps;
+    ctx->saved_data["fused"] = fused;
+    if (use_kernels(fused, y, gate.value_or(torch::Tensor())))
+      return xsa_forward_cuda(y, v, gate_per_head(gate.value_or(torch::Tensor()), y.size(1)), eps);
     const auto ct = compute_type(y);
     auto yf = y.to(ct), vf = v.to(ct);
     auto p = rowdot(yf, vf) / rowdot(vf, vf).clamp_min(eps * eps);
@@ -38,6 +55,12 @@ struct ExcludeSelfValue : torch::autograd::Function<ExcludeSelfValue> {
     const auto saved = ctx->get_saved_variables();
     const auto &y = saved[0], &v = saved[1], &gate = saved[2];
     const double eps = ctx->saved_data["eps"].toDouble();
+    if (use_kernels(ctx->saved_data["fused"].toBool(), y, gate)) {
+      auto [dy, dv, dgate_rows] = xsa_backward_cuda(y, v, grad_out[0], gate_per_head(gate, y.size(1)), eps);
+      torch::Tensor dgate;
+      if (gate.defined()) dgate = at::sum_to(dgate_rows.unsqueeze(-1), gate.sizes()).to(gate.scalar_type());
+      return {dy, dv, dgate, torch::Tensor(), torch::Tensor()};
+    }
     const auto ct = compute_type(y);
     auto yf = y.to(ct), vf = v.to(ct), g = grad_out[0].to(ct);
     auto vv = rowdot(vf, vf);
@@ -53,7 +76,7 @@ struct ExcludeSelfValue : torch::autograd::Function<ExcludeSelfValue> {
     dv.addcmul_(vf, torch::where(vv >= eps * eps, 2 * gp * q, torch::zeros_like(q)));
     torch::Tensor dgate;
     if (gate.defined()) dgate = at::sum_to(-(p * q * n2), gate.sizes()).to(gate.scalar_type());  // -sum a s
-    return {dy.to(y.scalar_type()), dv.to(v.scalar_type()), dgate, torch::Tensor()};
+    return {dy.to(y.scalar_type()), dv.to(v.scalar_type()), dgate, torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -64,7 +87,15 @@ torch::Tensor exclude_self_value(const torch::Tensor& y, const torch::Tensor& v,
   check_shapes(y, v);
   std::optional<torch::Tensor> g;
   if (gate.defined()) g = gate;
-  return ExcludeSelfValue::apply(y, v, g, eps);
+  return ExcludeSelfValue::apply(y, v, g, eps, /*fused=*/false);
+}
+
+torch::Tensor exclude_self_value_fused(const torch::Tensor& y, const torch::Tensor& v, double eps,
+                                       const torch::Tensor& gate) {
+  check_shapes(y, v);
+  std::optional<torch::Tensor> g;
+  if (gate.defined()) g = gate;
+  return ExcludeSelfValue::apply(y, v, g, eps, /*fused=*/true);
 }
 
 torch::Tensor exclude_self_value_autograd(const torch::Tensor& y, const torch::Tensor& v, double eps,
@@ -81,3 +112,17 @@ torch::Tensor exclude_self_value_autograd(const torch::Tensor& y, const torch::T
 }
 
 }  // namespace xsagpt
+
+#ifndef XSAGPT_CUDA_KERNELS  // kernels not built (no CUDA or no nvcc): use_kernels() never calls these
+namespace xsagpt {
+bool xsa_cuda_kernels_built() { return false; }
+torch::Tensor xsa_forward_cuda(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, double) {
+  TORCH_CHECK(false, "XSA CUDA kernels: not built (no CUDA)");
+}
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> xsa_backward_cuda(const torch::Tensor&, const torch::Tensor&,
+                                                                          const torch::Tensor&, const torch::Tensor&,
+                                                                          double) {
+  TORCH_CHECK(false, "XSA CUDA kernels: not built (no CUDA)");
+}
+}  // namespace xsagpt
+#endif

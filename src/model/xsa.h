@@ -35,6 +35,12 @@ namespace xsagpt {
 torch::Tensor exclude_self_value(const torch::Tensor& y, const torch::Tensor& v, double eps,
                                  const torch::Tensor& gate = {});
 
+// The same function whose forward and backward run as two fused CUDA kernels
+// (model/xsa_cuda.h) when y is on a CUDA device and the build has them; elsewhere
+// exactly exclude_self_value. Selected by train.xsa_kernel = "fused".
+torch::Tensor exclude_self_value_fused(const torch::Tensor& y, const torch::Tensor& v, double eps,
+                                       const torch::Tensor& gate = {});
+
 // The same map written with ordinary differentiable ops: the reference the custom
 // backward is tested against, and the "before" that `xsagpt bench` measures.
 torch::Tensor exclude_self_value_autograd(const torch::Tensor& y, const torch::Tensor& v, double eps,

@@ -5,6 +5,7 @@
 #include "model/counts.h"
 #include "model/from_checkpoint.h"
 #include "model/gpt.h"
+#include "model/xsa_cuda.h"
 #include "train/checkpoint.h"
 #include "train/grad_clip.h"
 #include "train/metrics.h"
@@ -61,6 +62,11 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   const fs::path dir = cfg.out_dir;
   const int64_t world = dist.world_size();
   cfg.validate(world);
+  // Checks that need the machine, also before anything is created on disk.
+  const auto device = pick_device(t.device, dist);
+  if (t.xsa_kernel == "fused" && !(device.is_cuda() && xsa_cuda_kernels_built()))
+    throw ConfigError("train.xsa_kernel: \"fused\" needs a CUDA device and a CUDA build; this run is on " +
+                      device.str() + (xsa_cuda_kernels_built() ? "" : " and the build has no CUDA kernels"));
 
   // ---- where to start: fresh, or from a checkpoint -------------------------
   auto start = plan_run_dir(dir, opts.resume, opts.overwrite);
@@ -83,7 +89,6 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
 
   // ---- device, precision, model, optimizer, data ---------------------------
   if (t.threads > 0) torch::set_num_threads(static_cast<int>(t.threads));
-  const auto device = pick_device(t.device, dist);
   const bool bf16 = t.precision == "bf16" || (t.precision == "auto" && device.is_cuda());
   if (device.is_cuda()) {
     at::globalContext().setAllowTF32CuBLAS(true);
@@ -92,6 +97,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   torch::manual_seed(static_cast<uint64_t>(t.seed));  // same initial weights on every rank
   GPT model(cfg.model);
   model->set_memory_options(t.activation_checkpointing, t.loss_chunk);
+  model->set_xsa_kernel(t.xsa_kernel);
   model->to(device);
   auto params = model->unique_named_parameters();
   std::vector<torch::Tensor> param_tensors;

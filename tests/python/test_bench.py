@@ -62,6 +62,7 @@ def test_step_with_checkpointing_and_chunked_loss_uses_less_memory(tmp_path, xsa
     (["--seq-lens", "16,x"], "--seq-lens"),
     (["--dtype", "fp8"], "--dtype"),
     (["--step-recompute", "attn"], "--step-recompute"),
+    (["--variants", "sa,xsa-fused"], "xsa-fused"),  # CUDA only, and these run with --device cpu
     (["--step-loss-chunk", "-1"], "--step-loss-chunk"),
 ])
 def test_bad_arguments_are_named(xsagpt, args, message):

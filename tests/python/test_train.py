@@ -151,6 +151,9 @@ def test_run_directory_is_never_silently_reused(tmp_path, shards, xsagpt):
     assert max(metrics(tmp_path / "run")) == 4
 
 
+NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
+
+
 @pytest.mark.parametrize("override,message", [
     ("train.lr=-1", "train.lr: must be > 0"),
     ("train.seq_len=100", "train.seq_len: must be in 1..64"),
@@ -158,6 +161,9 @@ def test_run_directory_is_never_silently_reused(tmp_path, shards, xsagpt):
     ("train.warmup=5", "unknown key 'warmup'"),
     ("model.attention=local", "model.attention"),
     ("train.max_steps=ten", "train.max_steps: expected an integer"),
+    ("train.xsa_kernel=triton", "train.xsa_kernel"),
+    pytest.param("train.device=cuda", "train.device", marks=NO_GPU),
+    pytest.param("train.xsa_kernel=fused", "train.xsa_kernel", marks=NO_GPU),  # CUDA only
 ])
 def test_bad_config_exits_nonzero_naming_the_key(tmp_path, shards, xsagpt, override, message):
     cfg = run_config(tmp_path, shards)

@@ -1,0 +1,141 @@
+// The fused CUDA kernels of model/xsa_cuda.cu against XSA's formula evaluated in
+// float64 on the CPU (forward, and backward through autograd of ordinary ops), on
+// inputs laid out as the model hands them over: y a transposed view of a
+// (B, T, H, D) buffer, v a strided view into the fused qkv projection. Head sizes
+// that are and are not multiples of a warp, a zero value vector, a per-head gate,
+// float32 and bf16. Skipped without a CUDA device.
+#include "config/model_config.h"
+#include "helpers.h"
+#include "model/gpt.h"
+#include "model/xsa.h"
+#include "model/xsa_cuda.h"
+
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+
+using namespace xsagpt;
+
+namespace {
+
+bool skip() { return !torch::cuda::is_available() || !xsa_cuda_kernels_built(); }
+
+double rel_err(const torch::Tensor& got, const torch::Tensor& ref) {
+  return ((got.cpu().to(torch::kFloat64) - ref).norm() / ref.norm()).item<double>();
+}
+
+struct Inputs {
+  torch::Tensor y, v;  // (B, H, T, D) views on the GPU
+};
+
+// y: transposed view of a contiguous (B, T, H, D) tensor, as flash attention returns
+// it; v: the third chunk of a (B, T, 3 H D) projection, viewed as heads.
+Inputs model_layout(int64_t B, int64_t H, int64_t T, int64_t D, torch::ScalarType dtype) {
+  auto opts = torch::TensorOptions().device(torch::kCUDA).dtype(dtype);
+  auto y = torch::randn({B, T, H, D}, opts).transpose(1, 2);
+  auto qkv = torch::randn({B, T, 3 * H * D}, opts);
+  auto v = qkv.chunk(3, -1)[2].view({B, T, H, D}).transpose(1, 2);
+  v.select(2, 1).select(1, 0).zero_();  // one zero value vector: z = y there, gradients finite
+  return {y, v};
+}
+
+torch::Tensor reference_z(const torch::Tensor& y, const torch::Tensor& v, const torch::Tensor& gate, double eps) {
+  auto y64 = y.cpu().to(torch::kFloat64), v64 = v.cpu().to(torch::kFloat64);
+  auto p = (y64 * v64).sum(-1, true) / (v64 * v64).sum(-1, true).clamp_min(eps * eps);
+  if (gate.defined()) p = p * gate.cpu().to(torch::kFloat64).view({-1, 1, 1});
+  return y64 - p * v64;
+}
+
+}  // namespace
+
+TEST(XsaCuda, ForwardMatchesFloat64FormulaInEveryLayout) {
+  if (skip()) GTEST_SKIP() << "no CUDA device or no CUDA kernels in this build";
+  torch::manual_seed(0);
+  for (auto dtype : {torch::kFloat32, torch::kBFloat16})
+    for (int64_t D : {64, 80, 128, 256})
+      for (bool gated : {false, true}) {
+        SCOPED_TRACE(fmt::format("dtype {}, D {}, gated {}", c10::toString(dtype), D, gated));
+        auto [y, v] = model_layout(2, 3, 37, D, dtype);
+        torch::Tensor gate;
+        if (gated) gate = torch::tanh(torch::randn({3}, torch::kCUDA)).view({3, 1, 1});
+        auto z = exclude_self_value_fused(y, v, 1e-6, gate);
+        EXPECT_EQ(z.scalar_type(), dtype);
+        EXPECT_TRUE(z.isfinite().all().item<bool>());
+        EXPECT_LT(rel_err(z, reference_z(y, v, gate, 1e-6)), dtype == torch::kFloat32 ? 1e-6 : 1e-2);
+        // z is laid out like y: back to (B, T, H*D) without a copy.
+        EXPECT_TRUE(z.transpose(1, 2).is_contiguous());
+      }
+}
+
+TEST(XsaCuda, BackwardMatchesFloat64Autograd) {
+  if (skip()) GTEST_SKIP() << "no CUDA device or no CUDA kernels in this build";
+  torch::manual_seed(1);
+  for (auto dtype : {torch::kFloat32, torch::kBFloat16})
+    for (int64_t D : {64, 80, 256})
+      for (bool gated : {false, true}) {
+        SCOPED_TRACE(fmt::format("dtype {}, D {}, gated {}", c10::toString(dtype), D, gated));
+        auto [y0, v0] = model_layout(2, 3, 29, D, dtype);
+        auto y = y0.detach().requires_grad_(true), v = v0.detach().requires_grad_(true);
+        torch::Tensor gate;
+        if (gated) gate = (0.5 * torch::randn({3, 1, 1}, torch::kCUDA)).requires_grad_(true);
+        auto g = torch::randn(y.sizes(), y.options());
+        exclude_self_value_fused(y, v, 1e-6, gated ? torch::tanh(gate) : torch::Tensor()).backward(g);
+
+        auto y64 = y0.detach().cpu().to(torch::kFloat64).requires_grad_(true);
+        auto v64 = v0.detach().cpu().to(torch::kFloat64).requires_grad_(true);
+        torch::Tensor gate64;
+        if (gated) gate64 = gate.detach().cpu().to(torch::kFloat64).requires_grad_(true);
+        exclude_self_value_autograd(y64, v64, 1e-6, gated ? torch::tanh(gate64) : torch::Tensor())
+            .backward(g.cpu().to(torch::kFloat64));
+        const double tol = dtype == torch::kFloat32 ? 1e-5 : 2e-2;
+        EXPECT_LT(rel_err(y.grad(), y64.grad()), tol);
+        EXPECT_LT(rel_err(v.grad(), v64.grad()), tol);
+        if (gated) {
+          EXPECT_LT(rel_err(gate.grad(), gate64.grad()), tol);
+        }
+      }
+}
+
+// The whole model with train.xsa_kernel "fused" against "ops" on the same GPU.
+TEST(XsaCuda, ModelWithFusedKernelsMatchesOps) {
+  if (skip()) GTEST_SKIP() << "no CUDA device or no CUDA kernels in this build";
+  auto cfg = test::small_model("xsa");
+  cfg.dropout = 0.0;
+  cfg.xsa_gate = "xsa";
+  torch::manual_seed(2);
+  GPT ops(cfg), fused(cfg);
+  {
+    torch::NoGradGuard g;
+    auto src = ops->named_parameters();
+    for (auto& p : fused->named_parameters()) p.value().copy_(src[p.key()]);
+  }
+  ops->to(torch::kCUDA);
+  fused->to(torch::kCUDA);
+  fused->set_xsa_kernel("fused");
+  auto idx = torch::randint(0, cfg.vocab_size, {3, cfg.block_size}, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kLong));
+  auto lo = ops->forward(idx, idx).loss, lf = fused->forward(idx, idx).loss;
+  lo.backward();
+  lf.backward();
+  EXPECT_NEAR(lo.item<double>(), lf.item<double>(), 1e-5);
+  auto po = ops->named_parameters();
+  for (const auto& p : fused->named_parameters()) {
+    SCOPED_TRACE(p.key());
+    ASSERT_TRUE(p.value().grad().defined());
+    EXPECT_TRUE(torch::allclose(p.value().grad(), po[p.key()].grad(), 1e-4, 1e-6));
+  }
+}
+
+// Without CUDA the fused entry point is exactly the ops one (what CPU runs use).
+TEST(XsaCuda, FusedEntryPointOnCpuIsTheOpsFunction) {
+  torch::manual_seed(3);
+  auto y = torch::randn({2, 3, 8, 16}).requires_grad_(true), v = torch::randn({2, 3, 8, 16}).requires_grad_(true);
+  auto g = torch::randn({2, 3, 8, 16});
+  auto z1 = exclude_self_value_fused(y, v, 1e-6);
+  z1.backward(g);
+  auto dy1 = y.grad().clone(), dv1 = v.grad().clone();
+  y.mutable_grad().reset(), v.mutable_grad().reset();
+  auto z2 = exclude_self_value(y, v, 1e-6);
+  z2.backward(g);
+  EXPECT_TRUE(torch::equal(z1, z2));
+  EXPECT_TRUE(torch::equal(dy1, y.grad()));
+  EXPECT_TRUE(torch::equal(dv1, v.grad()));
+}
