@@ -14,9 +14,11 @@
 
 namespace xsagpt {
 
-// Runs the backward passes of one training run's micro-batches.
+// Runs the backward passes of one training run's micro-batches and clears the
+// gradients between optimizer steps.
 class GradientSync {
  public:
+  explicit GradientSync(std::vector<torch::Tensor> params) : params_(std::move(params)) {}
   virtual ~GradientSync() = default;
   // loss.backward(). On an optimizer step's last micro-batch (`last`) the
   // gradients are also averaged over ranks, bucket by bucket while the backward
@@ -24,6 +26,17 @@ class GradientSync {
   // ranks' accumulated gradients. Earlier micro-batches only accumulate locally:
   // one all-reduce per optimizer step.
   virtual void backward(const torch::Tensor& loss, bool last) { loss.backward(); }
+  // Clears the gradients after an optimizer step. One process sets them to none:
+  // the memory is free until the next backward pass and nothing has to be zeroed.
+  // Distributed, they are zeroed in place instead, because there they are views
+  // into the all-reduce buckets; set to none, every backward pass would allocate
+  // fresh gradients beside the buckets (twice the gradient memory).
+  virtual void zero_grad() {
+    for (auto& p : params_) p.mutable_grad().reset();
+  }
+
+ protected:
+  std::vector<torch::Tensor> params_;
 };
 
 class DistContext {
@@ -39,7 +52,7 @@ class DistContext {
   // Gradient averaging for one model's parameters (`params`: the same tensors in
   // the same order on every rank). Make one per training run, after broadcast().
   virtual std::unique_ptr<GradientSync> gradient_sync(const std::vector<torch::Tensor>& params) {
-    return std::make_unique<GradientSync>();
+    return std::make_unique<GradientSync>(params);
   }
   // Mean of a 0-dim tensor over ranks (for logged losses).
   virtual torch::Tensor mean(const torch::Tensor& t) { return t; }

@@ -18,7 +18,9 @@
 //     DistributedDataParallel: flattened ~25 MB buckets, each all-reduced from
 //     an autograd hook as soon as its gradients are final, overlapping the rest
 //     of the backward pass; one bucket on the first step, then re-bucketed in the
-//     order gradients actually became ready.
+//     order gradients actually became ready. From the first backward pass on,
+//     the gradients are views into the buckets (DDP's gradient_as_bucket_view)
+//     and are zeroed in place between steps: no memory beyond the buckets.
 //
 // Settings (environment, read once at start):
 //   XSAGPT_DIST_BACKEND   auto | nccl | gloo                   (default auto)

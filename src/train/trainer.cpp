@@ -233,7 +233,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     bad_step = torch::where((bad_step < 0) & ~(torch::isfinite(loss_accum) & torch::isfinite(grad_norm)),
                             torch::full_like(bad_step, step), bad_step);
     opt.step(lr);
-    opt.zero_grad();
+    grad_sync->zero_grad();
     ++step;
     ++interval_steps;
     tokens += step_tokens;
