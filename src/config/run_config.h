@@ -49,6 +49,7 @@ struct TrainConfig {
   int64_t threads = 0;
   std::string activation_checkpointing = "none";
   int64_t loss_chunk = 0;
+  bool shard_optimizer = false;
 
   template <class S, class V>
   static void fields(S& s, V&& v) {
@@ -80,6 +81,9 @@ struct TrainConfig {
       "recompute activations in backward to save memory: \"none\", \"mlp\" (MLP half of each block) or \"block\"");
     v("loss_chunk", s.loss_chunk,
       "compute the LM-head loss this many tokens at a time without full logits (0: all at once)");
+    v("shard_optimizer", s.shard_optimizer,
+      "with several ranks, each keeps AdamW state for (and updates) only its share of the parameters "
+      "(ZeRO-1): AdamW memory per rank / world size, same results; no effect in one process");
   }
 };
 

@@ -54,6 +54,15 @@ class DistContext {
   virtual std::unique_ptr<GradientSync> gradient_sync(const std::vector<torch::Tensor>& params) {
     return std::make_unique<GradientSync>(params);
   }
+  // After a sharded optimizer step (ZeRO-1, train/zero.h): rank owner[i] has
+  // updated tensors[i]; on return every rank holds every tensor as its owner
+  // computed it (a broadcast from each owner, bucketed). Every rank passes the
+  // same tensors and owners.
+  virtual void broadcast_from_owners(std::vector<torch::Tensor>& tensors, const std::vector<int64_t>& owner) {}
+  // Rank 0 receives into `t` what rank `owner` passes as `t` (same shape, dtype
+  // and device type); only those two ranks take part, and owner 0 is a no-op.
+  // For assembling sharded optimizer state on rank 0, one tensor at a time.
+  virtual void send_to_main(torch::Tensor& t, int64_t owner) {}
   // Mean of a 0-dim tensor over ranks (for logged losses).
   virtual torch::Tensor mean(const torch::Tensor& t) { return t; }
   // Every rank's JSON value, in rank order (loader states for checkpoints).

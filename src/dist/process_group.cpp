@@ -323,6 +323,33 @@ std::unique_ptr<GradientSync> ProcessGroupContext::gradient_sync(const std::vect
   return std::make_unique<ReducerSync>(*this, impl_->pg, params, impl_->opts.timeout);
 }
 
+void ProcessGroupContext::broadcast_from_owners(std::vector<torch::Tensor>& tensors,
+                                                const std::vector<int64_t>& owner) {
+  TORCH_CHECK(owner.size() == tensors.size(), "broadcast_from_owners: ", tensors.size(), " tensors but ",
+              owner.size(), " owners");
+  guarded(*this, "broadcast of the updated parameters from their owners", impl_->opts.timeout, [&] {
+    torch::NoGradGuard no_grad;
+    for (int64_t r = 0; r < world_size_; ++r) {
+      std::vector<torch::Tensor> owned;
+      for (size_t i = 0; i < tensors.size(); ++i)
+        if (owner[i] == r) owned.push_back(tensors[i]);
+      if (!owned.empty()) c10d::broadcast_coalesced(impl_->pg, owned, kBucketBytes, static_cast<int>(r));
+    }
+  });
+}
+
+void ProcessGroupContext::send_to_main(torch::Tensor& t, int64_t owner) {
+  if (owner == 0 || (rank_ != 0 && rank_ != owner)) return;
+  guarded(*this, fmt::format("sending optimizer state from rank {} to rank 0", owner), impl_->opts.timeout, [&] {
+    // One message at a time between a pair: sends and receives match in order.
+    std::vector<at::Tensor> v{t};
+    if (rank_ == owner)
+      impl_->pg->send(v, 0, /*tag=*/0)->wait();
+    else
+      impl_->pg->recv(v, static_cast<int>(owner), /*tag=*/0)->wait();
+  });
+}
+
 torch::Tensor ProcessGroupContext::mean(const torch::Tensor& t) {
   std::vector<at::Tensor> v{t.detach().clone()};
   guarded(*this, "all-reduce of a logged value", impl_->opts.timeout, [&] { impl_->pg->allreduce(v)->wait(); });

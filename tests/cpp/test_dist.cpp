@@ -198,6 +198,10 @@ TEST(DistContextBase, IsTheIdentity) {
   EXPECT_TRUE(torch::equal(w.grad(), 2 * torch::ones({3})));
   sync->zero_grad();
   EXPECT_FALSE(w.grad().defined());  // one process: set to none, nothing is kept
+  std::vector<torch::Tensor> ts{torch::ones({2})};
+  d.broadcast_from_owners(ts, {0});
+  d.send_to_main(ts[0], 0);
+  EXPECT_TRUE(torch::equal(ts[0], torch::ones({2})));
 }
 
 // ---- two Gloo ranks in two threads ----------------------------------------------
