@@ -50,6 +50,7 @@ struct TrainConfig {
   std::string activation_checkpointing = "none";
   int64_t loss_chunk = 0;
   std::string xsa_kernel = "ops";
+  bool shard_optimizer = false;
 
   template <class S, class V>
   static void fields(S& s, V&& v) {
@@ -84,6 +85,9 @@ struct TrainConfig {
     v("xsa_kernel", s.xsa_kernel,
       "XSA step: \"ops\" (ATen ops in a custom autograd function, any device) or \"fused\" (two CUDA kernels, "
       "model/xsa_cuda.cu; CUDA only)");
+    v("shard_optimizer", s.shard_optimizer,
+      "with several ranks, each keeps AdamW state for (and updates) only its share of the parameters "
+      "(ZeRO-1): AdamW memory per rank / world size, same results; no effect in one process");
   }
 };
 

@@ -64,7 +64,7 @@ class ReducerSync : public GradientSync {
  public:
   ReducerSync(const DistContext& d, c10::intrusive_ptr<c10d::ProcessGroup> pg, const std::vector<torch::Tensor>& params,
               std::chrono::milliseconds timeout)
-      : dist_(d), timeout_(timeout) {
+      : GradientSync(params), dist_(d), timeout_(timeout) {
     TORCH_CHECK(!params.empty(), "gradient_sync: no parameters");
     const std::vector<bool> sparse(params.size(), false);
     // DDP starts with a single bucket: the order in which gradients become ready
@@ -77,8 +77,7 @@ class ReducerSync : public GradientSync {
         params, std::move(buckets), std::move(pg), sparse, kBucketBytes,
         /*find_unused_parameters=*/false,
         // After the all-reduce, .grad is a view into its bucket instead of a copy
-        // of it. (The optimizer resets .grad every step, so the next step's
-        // backward still allocates fresh gradients beside the buckets.)
+        // of it (and attach_gradients_to_buckets() makes it one from the start).
         /*gradient_as_bucket_view=*/true, std::unordered_map<size_t, std::string>{}, c10d::kDefaultFirstBucketBytes,
         /*skip_all_reduce_unused_params=*/false, /*use_python_reducer=*/false, std::vector<int64_t>{});
   }
@@ -86,7 +85,9 @@ class ReducerSync : public GradientSync {
   void backward(const torch::Tensor& loss, bool last) override {
     // DDP calls this before every forward with grad enabled; it acts (once, with
     // a broadcast of rank 0's bucket layout) after the first reduced backward.
-    guarded(dist_, "re-bucketing the gradients", timeout_, [&] { reducer_->rebuild_buckets(); });
+    if (guarded(dist_, "re-bucketing the gradients", timeout_, [&] { return reducer_->rebuild_buckets(); }))
+      rebuilt_ = true;
+    attach_gradients_to_buckets();
     if (!last) {
       loss.backward();  // the Reducer's hooks stay idle: local accumulation only
       return;
@@ -97,12 +98,47 @@ class ReducerSync : public GradientSync {
       // Every parameter must have been reduced; otherwise the gradients are local.
       reducer_->check_finalized();
     });
+    reduced_ = true;
+  }
+
+  void zero_grad() override {
+    // The next backward re-buckets: let go of the first bucket before the new
+    // ones are allocated (gradients still pointing into it would keep it, and
+    // the Reducer would copy them over); they are attached to the new buckets.
+    if (reduced_ && !rebuilt_) return GradientSync::zero_grad();
+    // Otherwise in place, and backward accumulates into the buckets.
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : params_)
+      if (p.grad().defined()) grads.push_back(p.grad());
+    if (!grads.empty()) at::_foreach_zero_(grads);
   }
 
  private:
+  // Gradients that are not defined yet (first step, after re-bucketing) become
+  // zeroed views into their buckets, which is what the Reducer makes of them
+  // after an all-reduce anyway: then no backward pass, not even the first
+  // micro-batches of the first step, allocates gradients beside the buckets.
+  void attach_gradients_to_buckets() {
+    if (std::all_of(params_.begin(), params_.end(), [](const torch::Tensor& p) { return p.grad().defined(); }))
+      return;
+    torch::NoGradGuard no_grad;
+    for (const auto& bucket : reducer_->get_grad_buckets(/*return_zero_tensors=*/false)) {
+      const auto grads = bucket.getGradients();  // views of the bucket's flat buffer
+      const auto params = bucket.getParameters();
+      for (size_t i = 0; i < params.size(); ++i) {
+        // (A non-contiguous parameter is left to the Reducer, whose views follow its strides.)
+        if (params[i].grad().defined() || !params[i].is_contiguous()) continue;
+        grads[i].zero_();
+        params[i].mutable_grad() = grads[i];
+      }
+    }
+  }
+
   const DistContext& dist_;
   std::chrono::milliseconds timeout_;
   std::unique_ptr<c10d::Reducer> reducer_;
+  bool reduced_ = false, rebuilt_ = false;
 };
 
 c10::ScalarType same_width_int(const torch::Tensor& t) {
@@ -285,6 +321,33 @@ void ProcessGroupContext::broadcast(std::vector<torch::Tensor>& tensors) {
 
 std::unique_ptr<GradientSync> ProcessGroupContext::gradient_sync(const std::vector<torch::Tensor>& params) {
   return std::make_unique<ReducerSync>(*this, impl_->pg, params, impl_->opts.timeout);
+}
+
+void ProcessGroupContext::broadcast_from_owners(std::vector<torch::Tensor>& tensors,
+                                                const std::vector<int64_t>& owner) {
+  TORCH_CHECK(owner.size() == tensors.size(), "broadcast_from_owners: ", tensors.size(), " tensors but ",
+              owner.size(), " owners");
+  guarded(*this, "broadcast of the updated parameters from their owners", impl_->opts.timeout, [&] {
+    torch::NoGradGuard no_grad;
+    for (int64_t r = 0; r < world_size_; ++r) {
+      std::vector<torch::Tensor> owned;
+      for (size_t i = 0; i < tensors.size(); ++i)
+        if (owner[i] == r) owned.push_back(tensors[i]);
+      if (!owned.empty()) c10d::broadcast_coalesced(impl_->pg, owned, kBucketBytes, static_cast<int>(r));
+    }
+  });
+}
+
+void ProcessGroupContext::send_to_main(torch::Tensor& t, int64_t owner) {
+  if (owner == 0 || (rank_ != 0 && rank_ != owner)) return;
+  guarded(*this, fmt::format("sending optimizer state from rank {} to rank 0", owner), impl_->opts.timeout, [&] {
+    // One message at a time between a pair: sends and receives match in order.
+    std::vector<at::Tensor> v{t};
+    if (rank_ == owner)
+      impl_->pg->send(v, 0, /*tag=*/0)->wait();
+    else
+      impl_->pg->recv(v, static_cast<int>(owner), /*tag=*/0)->wait();
+  });
 }
 
 torch::Tensor ProcessGroupContext::mean(const torch::Tensor& t) {

@@ -18,7 +18,13 @@
 //     DistributedDataParallel: flattened ~25 MB buckets, each all-reduced from
 //     an autograd hook as soon as its gradients are final, overlapping the rest
 //     of the backward pass; one bucket on the first step, then re-bucketed in the
-//     order gradients actually became ready.
+//     order gradients actually became ready. From the first backward pass on,
+//     the gradients are views into the buckets (DDP's gradient_as_bucket_view)
+//     and are zeroed in place between steps: no memory beyond the buckets.
+//   - Sharded optimizer state (ZeRO-1, train/zero.h): updated parameters are
+//     broadcast from their owners with broadcast_coalesced (DDP's bucketed
+//     broadcast); the state is sent to rank 0 with point-to-point send/recv
+//     when a checkpoint is written.
 //
 // Settings (environment, read once at start):
 //   XSAGPT_DIST_BACKEND   auto | nccl | gloo                   (default auto)
@@ -57,6 +63,8 @@ class ProcessGroupContext : public DistContext {
 
   void broadcast(std::vector<torch::Tensor>& tensors) override;
   std::unique_ptr<GradientSync> gradient_sync(const std::vector<torch::Tensor>& params) override;
+  void broadcast_from_owners(std::vector<torch::Tensor>& tensors, const std::vector<int64_t>& owner) override;
+  void send_to_main(torch::Tensor& t, int64_t owner) override;
   torch::Tensor mean(const torch::Tensor& t) override;
   std::vector<nlohmann::json> all_gather(const nlohmann::json& j) override;
   bool any(bool local) override;

@@ -6,6 +6,7 @@
 //   "model": {nanoGPT-style name: tensor}  (tied lm_head.weight listed too),
 //   "config": the resolved run config (nested dict, as config.json),
 //   "optimizer": {"exp_avg": {name: t}, "exp_avg_sq": {name: t}, "step": {name: t}},
+//     every parameter's, also from a run with sharded optimizer state (train/zero.h),
 //   "step": optimizer steps completed, "tokens": tokens trained on,
 //   "loader": [one loader state per rank], "rng": {"cpu": t, "cuda": t (if any)},
 //   "elapsed_s": training wall time so far.

@@ -16,6 +16,7 @@
 #include "train/run_dir.h"
 #include "train/schedule.h"
 #include "train/signals.h"
+#include "train/zero.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -104,7 +105,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   for (auto& [n, p] : params) param_tensors.push_back(p);
   dist.broadcast(param_tensors);
   auto grad_sync = dist.gradient_sync(param_tensors);  // averages gradients over ranks
-  AdamW opt(params, AdamWConfig{t.beta1, t.beta2, t.eps, t.weight_decay, t.adamw});
+  ShardedAdamW opt(params, AdamWConfig{t.beta1, t.beta2, t.eps, t.weight_decay, t.adamw}, dist, t.shard_optimizer);
 
   LoaderOptions lo;
   lo.pattern = cfg.data.train;
@@ -156,6 +157,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     spdlog::info("training: {} steps of {} tokens ({} x {} x {} accumulation x {} rank(s)), {} on {}, AdamW {}",
                  t.max_steps, step_tokens, t.micro_batch, t.seq_len, accum, world, bf16 ? "bf16 autocast" : "fp32",
                  device.str(), opt.impl());
+    spdlog::info("optimizer: {}", opt.summary());
     spdlog::info("validation: {} batches ({} tokens); run dir {}", val.num_batches(),
                  val.num_batches() * t.micro_batch * t.seq_len * world, dir.string());
   }
@@ -200,7 +202,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     c.elapsed_s = elapsed();
     c.config = to_json(cfg);
     for (const auto& item : model->named_parameters()) c.model[item.key()] = item.value();
-    c.optimizer = opt.state();
+    c.optimizer = opt.state();  // every rank takes part; complete on rank 0
     c.loader = dist.all_gather(batches.state().to_json());
     c.rng_cpu = default_generator(torch::kCPU).get_state();
     if (device.is_cuda()) c.rng_cuda = default_generator(device).get_state();
@@ -245,7 +247,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     bad_step = torch::where((bad_step < 0) & ~(torch::isfinite(loss_accum) & torch::isfinite(grad_norm)),
                             torch::full_like(bad_step, step), bad_step);
     opt.step(lr);
-    opt.zero_grad();
+    grad_sync->zero_grad();
     ++step;
     ++interval_steps;
     tokens += step_tokens;

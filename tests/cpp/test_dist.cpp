@@ -5,17 +5,15 @@
 #include "config/schema.h"
 #include "dist/launch_env.h"
 #include "dist/process_group.h"
+#include "ranks.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <cstring>
 #include <map>
+#include <set>
 #include <thread>
 
 using namespace xsagpt;
@@ -198,48 +196,17 @@ TEST(DistContextBase, IsTheIdentity) {
   auto sync = d.gradient_sync({w});
   sync->backward((w * w).sum(), true);
   EXPECT_TRUE(torch::equal(w.grad(), 2 * torch::ones({3})));
+  sync->zero_grad();
+  EXPECT_FALSE(w.grad().defined());  // one process: set to none, nothing is kept
+  std::vector<torch::Tensor> ts{torch::ones({2})};
+  d.broadcast_from_owners(ts, {0});
+  d.send_to_main(ts[0], 0);
+  EXPECT_TRUE(torch::equal(ts[0], torch::ones({2})));
 }
 
 // ---- two Gloo ranks in two threads ----------------------------------------------
 
-namespace {
-
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t n = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
-// Runs body(rank, context) on `world` ranks, one thread each; rethrows the first failure.
-void run_ranks(int world, const std::function<void(int, ProcessGroupContext&)>& body, double timeout_s = 30) {
-  const int port = free_port();
-  std::vector<std::exception_ptr> errors(world);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        torch::set_num_threads(1);
-        LaunchEnv env{"test", r, 0, world, "127.0.0.1", port, false};
-        DistOptions opts{"gloo", std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000))};
-        ProcessGroupContext ctx(env, opts);
-        body(r, ctx);
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-}
-
-}  // namespace
+using test::run_ranks;
 
 TEST(ProcessGroup, Collectives) {
   run_ranks(2, [](int r, ProcessGroupContext& d) {
@@ -322,7 +289,54 @@ TEST(ProcessGroup, GradientSyncAveragesAccumulatedGradients) {
         auto scale = expected[s][i].abs().max().item<double>();
         EXPECT_LT(err, 1e-5 * scale) << "step " << s << " param " << i;
       }
-      for (auto& t : p) t.mutable_grad().reset();  // as the optimizer's zero_grad
+      sync->zero_grad();
+    }
+  });
+}
+
+// Distributed, gradients live in the Reducer's buckets from the first backward
+// pass on, and zero_grad() zeroes them in place: no step allocates gradients
+// again, not even the local first micro-batch. (Set to none, or replaced by
+// fresh zeros, every step's first micro-batch would allocate a tensor per
+// parameter beside the buckets.)
+TEST(ProcessGroup, GradientsStayInTheBucketsAcrossSteps) {
+  constexpr int kSteps = 4, kAccum = 2;
+  run_ranks(2, [&](int r, ProcessGroupContext& d) {
+    // Sizes that the re-bucketing (1 MB first bucket, then 25 MB) splits into two buckets.
+    auto g = at::make_generator<at::CPUGeneratorImpl>(1);
+    std::vector<torch::Tensor> p{torch::randn({16, 64}, g).requires_grad_(), torch::randn({512, 600}, g).requires_grad_(),
+                                 torch::randn({64}, g).requires_grad_(), torch::randn({600, 8}, g).requires_grad_()};
+    auto loss_of = [&](int seed) {
+      auto x = torch::randn({4, 16}, at::make_generator<at::CPUGeneratorImpl>(100 * r + seed));
+      auto h = torch::tanh(torch::matmul(x, p[0]) + p[2]).repeat({1, 8});  // (4, 512)
+      return torch::matmul(torch::matmul(h, p[1]), p[3]).pow(2).mean();
+    };
+    auto storages = [&] {
+      std::set<const c10::StorageImpl*> s;
+      for (const auto& t : p) s.insert(t.grad().storage().unsafeGetStorageImpl());
+      return s;
+    };
+    auto sync = d.gradient_sync(p);
+    std::set<const c10::StorageImpl*> buckets;
+    for (int s = 0; s < kSteps; ++s) {
+      for (int m = 0; m < kAccum; ++m) {
+        sync->backward(loss_of(10 * s + m), m + 1 == kAccum);
+        if (m == 0) {
+          EXPECT_LT(storages().size(), p.size()) << "step " << s;  // already in (shared) buckets
+          if (s >= 2) {
+            EXPECT_EQ(storages(), buckets) << "step " << s;  // the same buckets as the step before
+          }
+        }
+      }
+      buckets = storages();
+      EXPECT_LT(buckets.size(), p.size());
+      sync->zero_grad();
+      if (s == 0) continue;  // (released before the re-bucketing at the next backward)
+      for (const auto& t : p) {
+        ASSERT_TRUE(t.grad().defined());
+        EXPECT_EQ(t.grad().count_nonzero().item<int64_t>(), 0);
+      }
+      EXPECT_EQ(storages(), buckets);
     }
   });
 }

@@ -1,0 +1,54 @@
+// Two or more Gloo ranks as threads of one test process, for the c10d context's
+// collectives (test_dist.cpp) and the sharded optimizer (test_zero.cpp).
+#pragma once
+
+#include "dist/launch_env.h"
+#include "dist/process_group.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <exception>
+#include <functional>
+#include <thread>
+#include <vector>
+
+namespace xsagpt::test {
+
+inline int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t n = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Runs body(rank, context) on `world` ranks, one thread each; rethrows the first failure.
+inline void run_ranks(int world, const std::function<void(int, ProcessGroupContext&)>& body, double timeout_s = 30) {
+  const int port = free_port();
+  std::vector<std::exception_ptr> errors(world);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        torch::set_num_threads(1);
+        LaunchEnv env{"test", r, 0, world, "127.0.0.1", port, false};
+        DistOptions opts{"gloo", std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000))};
+        ProcessGroupContext ctx(env, opts);
+        body(r, ctx);
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+}  // namespace xsagpt::test
