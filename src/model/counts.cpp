@@ -32,7 +32,7 @@ MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batc
   const double P = static_cast<double>(count_params(c).total);
   m.params_bytes = 4 * P;
   m.grads_bytes = 4 * P;
-  m.optimizer_bytes = 8 * P;  // AdamW exp_avg + exp_avg_sq
+  m.optimizer_bytes = 8 * P / static_cast<double>(std::max<int64_t>(1, o.optimizer_shards));  // exp_avg + exp_avg_sq
   const double tokens = static_cast<double>(micro_batch * seq_len);
   const double a = o.bf16 ? 2.0 : 4.0;  // bytes per saved activation element
   const double d = static_cast<double>(c.d_model), inner = static_cast<double>(c.inner_dim());

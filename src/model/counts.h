@@ -44,6 +44,7 @@ struct MemoryOptions {
   bool bf16 = true;                // autocast activations (2 bytes); otherwise float32
   std::string recompute = "none";  // train.activation_checkpointing: none | mlp | block
   int64_t loss_chunk = 0;          // train.loss_chunk: LM-head tokens at a time (0: all)
+  int64_t optimizer_shards = 1;    // ranks sharing the AdamW state (train.shard_optimizer: the world size)
 };
 MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq_len,
                                         const MemoryOptions& o = {});

@@ -24,6 +24,7 @@ std::optional<std::string> memory_warning(const RunConfig& cfg, double estimate_
     advice += fmt::format(" train.activation_checkpointing=\"{}\",", t.activation_checkpointing == "none" ? "mlp\" or \"block" : "block");
   if (t.loss_chunk == 0) advice += " train.loss_chunk=4096,";
   advice += " a smaller train.micro_batch (train.batch_tokens stays, accumulation grows)";
+  if (!t.shard_optimizer) advice += ", or with several GPUs train.shard_optimizer=true";
   constexpr double GiB = 1024.0 * 1024 * 1024;
   return fmt::format(
       "estimated training memory {:.1f} GiB (weights, grads, AdamW state and activations of a {} x {} micro-batch; "

@@ -147,7 +147,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   if (device.is_cuda()) peak = gpu_peak_flops(cuda_device_name(device), bf16);
   if (const auto gpu_bytes = cuda_device_memory(device); gpu_bytes && dist.is_main()) {
     const auto est = estimate_training_memory(cfg.model, t.micro_batch, t.seq_len,
-                                              {bf16, t.activation_checkpointing, t.loss_chunk});
+                                              {bf16, t.activation_checkpointing, t.loss_chunk, t.shard_optimizer ? world : 1});
     if (const auto warning = memory_warning(cfg, est.total(), *gpu_bytes)) spdlog::warn("{}", *warning);
   }
   if (dist.is_main()) {

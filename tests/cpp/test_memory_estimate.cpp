@@ -86,6 +86,9 @@ TEST(MemoryEstimate, CheckpointingAndChunkedLossShrinkThePaperModel) {
   EXPECT_EQ(block.activations_bytes, 8.0 * 2048 * (24 * 4 * 2048 + 2 * 4 * 2048 + 4 * 2048 + 2 * 2048));
   EXPECT_LT(block.activations_bytes, none.activations_bytes / 8);
   EXPECT_EQ(block.logits_bytes, none.logits_bytes * 4096 / (8 * 2048));
+  const auto sharded = estimate_training_memory(c, 8, 2048, {true, "block", 4096, /*optimizer_shards=*/8});
+  EXPECT_EQ(sharded.optimizer_bytes, block.optimizer_bytes / 8);
+  EXPECT_EQ(sharded.total(), block.total() - block.optimizer_bytes * 7 / 8);
 }
 
 // The pre-flight warning names the keys that would shrink the run, and only those
@@ -97,13 +100,16 @@ TEST(MemoryEstimate, WarningNamesTheKeysThatShrinkTheRun) {
   ASSERT_TRUE(w.has_value());
   EXPECT_NE(w->find("83.8 GiB"), std::string::npos) << *w;
   EXPECT_NE(w->find("74.5 GiB"), std::string::npos) << *w;
-  for (const char* key : {"train.activation_checkpointing", "train.loss_chunk", "train.micro_batch"})
+  for (const char* key : {"train.activation_checkpointing", "train.loss_chunk", "train.micro_batch",
+                          "train.shard_optimizer"})
     EXPECT_NE(w->find(key), std::string::npos) << key << " in " << *w;
   cfg.train.activation_checkpointing = "block";
   cfg.train.loss_chunk = 1024;
+  cfg.train.shard_optimizer = true;
   w = memory_warning(cfg, 90e9, 80e9);
   ASSERT_TRUE(w.has_value());
   EXPECT_EQ(w->find("train.activation_checkpointing"), std::string::npos) << *w;
   EXPECT_EQ(w->find("train.loss_chunk"), std::string::npos) << *w;
+  EXPECT_EQ(w->find("train.shard_optimizer"), std::string::npos) << *w;
   EXPECT_NE(w->find("train.micro_batch"), std::string::npos) << *w;
 }

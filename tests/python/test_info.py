@@ -32,11 +32,14 @@ def test_memory_options_shrink_the_estimate(xsagpt):
         assert n[k] == b[k]
     assert b["activations"] < n["activations"] / 8 and b["logits"] == n["logits"] / 4
     assert b["total"] < 0.5 * n["total"]
+    sharded = info(xsagpt, *base, "--optimizer-shards", "8")["memory_bytes"]
+    assert sharded["optimizer"] == n["optimizer"] / 8 and sharded["params"] == n["params"]
 
 
 @pytest.mark.parametrize("args,message", [
     (["--recompute", "attn"], "--recompute"),
     (["--loss-chunk", "-5"], "--loss-chunk"),
+    (["--optimizer-shards", "0"], "--optimizer-shards"),
     (["--seq-len", "99999"], "--seq-len"),
 ])
 def test_bad_options_are_named(xsagpt, args, message):
