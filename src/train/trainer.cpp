@@ -5,6 +5,7 @@
 #include "model/counts.h"
 #include "model/from_checkpoint.h"
 #include "model/gpt.h"
+#include "model/sdpa_backend.h"
 #include "model/xsa_cuda.h"
 #include "train/checkpoint.h"
 #include "train/grad_clip.h"
@@ -149,6 +150,15 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     const auto est = estimate_training_memory(cfg.model, t.micro_batch, t.seq_len,
                                               {bf16, t.activation_checkpointing, t.loss_chunk, t.shard_optimizer ? world : 1});
     if (const auto warning = memory_warning(cfg, est.total(), *gpu_bytes)) spdlog::warn("{}", *warning);
+  }
+  if (dist.is_main()) {
+    const auto backend = sdpa_backend(cfg.model, device, bf16, cfg.model.dropout);
+    if (device.is_cuda() && backend == "math")
+      spdlog::warn("attention: ATen picks its math SDPA path (T x T weights in memory, slow) for head_dim {} in {}; "
+                   "flash attention needs bf16/fp16 and head_dim <= 256",
+                   cfg.model.head_dim, bf16 ? "bf16" : "fp32");
+    else
+      spdlog::info("attention: SDPA backend {}", backend);
   }
   if (dist.is_main()) {
     spdlog::info("model: {} layers, d_model {}, {}x{} heads, attention {}, {:.2f}M parameters ({:.2f}M non-embedding)",

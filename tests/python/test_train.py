@@ -77,6 +77,16 @@ def test_same_config_gives_same_losses(tmp_path, shards, xsagpt):
     assert done["final_train_loss"] == a[12]
 
 
+def test_log_names_the_attention_kernel_torch_picks(tmp_path, shards, xsagpt):
+    cfg = run_config(tmp_path, shards, max_steps=1)
+    proc = xsagpt("train", "-c", cfg)
+    model = json.loads(cfg.read_text())["model"]
+    q = torch.empty(1, model["n_head"], 64, model["head_dim"], requires_grad=True)
+    names = {0: "math", 1: "flash_attention", 2: "efficient_attention", 3: "cudnn_attention"}
+    expected = names[torch._fused_sdp_choice(q, q, q, is_causal=True)]
+    assert f"attention: SDPA backend {expected}" in proc.stderr
+
+
 def test_memory_options_do_not_change_training(tmp_path, shards, xsagpt):
     cfg = run_config(tmp_path, shards, max_steps=6)
     xsagpt("train", "-c", cfg, "--out", tmp_path / "plain")
