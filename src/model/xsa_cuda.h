@@ -5,10 +5,9 @@
 // y's size (float32 copies, two products, two reductions, addcmul, the cast back)
 // and its backward more. Each kernel here reads every input once and writes every
 // output once, one warp per (batch, head, position) row, in float32 arithmetic
-// whatever the storage type. z is laid out like y: flash attention returns y as
-// a transposed view of a (B, T, H, D) buffer, so z.transpose(1, 2) stays
-// contiguous and the output projection reads it without the copy the ATen path
-// makes.
+// whatever the storage type. z is laid out like y, as the ATen path's output is:
+// flash attention returns y as a transposed view of a (B, T, H, D) buffer, so
+// z.transpose(1, 2) stays contiguous and the output projection reads it in place.
 //
 // The formulas are those of xsa.cpp's ExcludeSelfValue (with n^2 = max(|v|^2, eps^2),
 // p = y.v / n^2, q = g.v / n^2, gate gt per head):
