@@ -6,7 +6,8 @@
 #   bash scripts/bench_gpu.sh build test block step pytorch memory
 #
 #   build    configure + build (Release, Hopper sm_90 unless TORCH_CUDA_ARCH_LIST is set)
-#   test     the C++ tests (the CUDA ones run here instead of skipping)
+#   test     the C++ tests (the CUDA ones run here instead of skipping: the fused XSA
+#            kernels against float64, the SDPA backend flash attention must be, the model)
 #   block    `xsagpt bench` block grid: XSA vs SA time and memory, T 1024..8192
 #   step     training-step tokens/s and MFU of gpt2-124m (16x1024) and paper-0.7b (8x2048), SA and XSA
 #   pytorch  the same steps in PyTorch (tests/reference/model.py), eager and torch.compile
@@ -40,6 +41,9 @@ stage_test() {
   log "C++ tests"
   ctest --test-dir build -j8 --output-on-failure >"$RES/ctest.log" 2>&1 || { tail -60 "$RES/ctest.log"; exit 1; }
   tail -3 "$RES/ctest.log"; grep -i skipped "$RES/ctest.log" || true
+  log "GPU tests in detail (fused XSA kernels, SDPA backend, model on CUDA)"
+  build/tests/xsagpt_tests --gtest_filter='XsaCuda*:SdpaBackend*:*OnCuda*' 2>&1 | grep -E "^head_dim|OK|FAILED|Failure|rel_err|Expected" \
+    | tee "$RES/gpu-tests.txt"
 }
 
 stage_block() {
