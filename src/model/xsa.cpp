@@ -31,9 +31,9 @@ torch::Tensor gate_per_head(const torch::Tensor& gate, int64_t n_head) {
   return gate.defined() && gate.numel() == n_head ? gate.reshape({-1}).to(torch::kFloat32).contiguous() : gate;
 }
 
-bool use_kernels(bool fused, const torch::Tensor& y, const torch::Tensor& gate) {
-  return fused && y.is_cuda() && y.dim() == 4 && xsa_cuda_kernels_built() &&
-         (!gate.defined() || gate.numel() == y.size(1));
+bool use_kernels(bool fused, const torch::Tensor& y, const torch::Tensor& v, const torch::Tensor& gate) {
+  return fused && y.is_cuda() && y.dim() == 4 && xsa_cuda_kernels_built() && y.scalar_type() == v.scalar_type() &&
+         y.device() == v.device() && (!gate.defined() || gate.numel() == y.size(1));
 }
 
 struct ExcludeSelfValue : torch::autograd::Function<ExcludeSelfValue> {
@@ -42,7 +42,7 @@ struct ExcludeSelfValue : torch::autograd::Function<ExcludeSelfValue> {
     ctx->save_for_backward({y, v, gate.value_or(torch::Tensor())});
     ctx->saved_data["eps"] = eps;
     ctx->saved_data["fused"] = fused;
-    if (use_kernels(fused, y, gate.value_or(torch::Tensor())))
+    if (use_kernels(fused, y, v, gate.value_or(torch::Tensor())))
       return xsa_forward_cuda(y, v, gate_per_head(gate.value_or(torch::Tensor()), y.size(1)), eps);
     const auto ct = compute_type(y);
     auto yf = y.to(ct), vf = v.to(ct);
@@ -55,7 +55,7 @@ struct ExcludeSelfValue : torch::autograd::Function<ExcludeSelfValue> {
     const auto saved = ctx->get_saved_variables();
     const auto &y = saved[0], &v = saved[1], &gate = saved[2];
     const double eps = ctx->saved_data["eps"].toDouble();
-    if (use_kernels(ctx->saved_data["fused"].toBool(), y, gate)) {
+    if (use_kernels(ctx->saved_data["fused"].toBool(), y, v, gate)) {
       auto [dy, dv, dgate_rows] = xsa_backward_cuda(y, v, grad_out[0], gate_per_head(gate, y.size(1)), eps);
       torch::Tensor dgate;
       if (gate.defined()) dgate = at::sum_to(dgate_rows.unsqueeze(-1), gate.sizes()).to(gate.scalar_type());
