@@ -3,7 +3,7 @@
 # then the benchmarks issue 8 asks for, each as a stage so that one lease can take
 # them in a few calls (a lent machine keeps build/ while it stays warm):
 #
-#   bash scripts/bench_gpu.sh build test block step pytorch memory
+#   bash scripts/bench_gpu.sh build test block step pytorch memory summary
 #
 #   build    configure + build (Release, Hopper sm_90 unless TORCH_CUDA_ARCH_LIST is set)
 #   test     the C++ tests (the CUDA ones run here instead of skipping: the fused XSA
@@ -12,6 +12,7 @@
 #   step     training-step tokens/s and MFU of gpt2-124m (16x1024) and paper-0.7b (8x2048), SA and XSA
 #   pytorch  the same steps in PyTorch (tests/reference/model.py), eager and torch.compile
 #   memory   peak memory of a 1.4B and a 2.7B step at 8x2048 with each checkpointing mode
+#   summary  one table: xsagpt's steps against PyTorch eager and compiled (scripts/bench_compare.py)
 #
 # Logs and JSON go to out/gpu/ and, where the device tool's $OUT is set, a tarball
 # of them to $OUT/gpu-results.tgz. See docs/gpu-machine.md for the carry list.
@@ -81,7 +82,13 @@ stage_memory() {
   done
 }
 
-[[ $# -gt 0 ]] || { sed -n '2,17p' "$0"; exit 2; }
+stage_summary() {
+  log "summary"
+  "$PY" scripts/bench_compare.py "$RES"/step-*.json $([[ -f $RES/pytorch.jsonl ]] && echo --pytorch "$RES/pytorch.jsonl") \
+    | tee "$RES/summary.md"
+}
+
+[[ $# -gt 0 ]] || { sed -n '2,18p' "$0"; exit 2; }
 for s in "$@"; do
   declare -F "stage_$s" >/dev/null || { echo "bench_gpu.sh: unknown stage '$s'" >&2; exit 2; }
   "stage_$s"

@@ -31,7 +31,7 @@ def load_model_config(name: str) -> dict:
     return json.loads(path.read_text())
 
 
-def bench(cfg: GPTConfig, batch: int, seq: int, steps: int, warmup: int, compile_: bool, device: str) -> dict:
+def bench(name: str, cfg: GPTConfig, batch: int, seq: int, steps: int, warmup: int, compile_: bool, device: str) -> dict:
     torch.manual_seed(0)
     model = GPT(cfg).to(device)
     decay = [p for p in model.parameters() if p.dim() >= 2]
@@ -40,8 +40,8 @@ def bench(cfg: GPTConfig, batch: int, seq: int, steps: int, warmup: int, compile
                             lr=3e-4, betas=(0.9, 0.95), eps=1e-8, fused=True)
     fwd = torch.compile(model) if compile_ else model
     bf16 = device == "cuda"
-    x = torch.randint(0, 50257, (batch, seq), device=device)
-    y = torch.randint(0, 50257, (batch, seq), device=device)
+    x = torch.randint(0, cfg.vocab_size, (batch, seq), device=device)
+    y = torch.randint(0, cfg.vocab_size, (batch, seq), device=device)
 
     def step():
         with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=bf16):
@@ -62,7 +62,7 @@ def bench(cfg: GPTConfig, batch: int, seq: int, steps: int, warmup: int, compile
     if device == "cuda":
         torch.cuda.synchronize()
     dt = (time.perf_counter() - t0) / steps
-    out = {"mode": "compiled" if compile_ else "eager", "attention": cfg.attention, "batch": batch, "seq_len": seq,
+    out = {"config": name, "mode": "compiled" if compile_ else "eager", "attention": cfg.attention, "batch": batch, "seq_len": seq,
            "step_s": dt, "tokens_per_s": batch * seq / dt, "device": torch.cuda.get_device_name() if bf16 else "cpu",
            "torch": torch.__version__}
     if device == "cuda":
@@ -89,7 +89,7 @@ def main() -> None:
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     for compile_ in ([False, True] if args.compile else [False]):
-        print(json.dumps(bench(cfg, args.batch, args.seq_len, args.steps, args.warmup, compile_, device)), flush=True)
+        print(json.dumps(bench(args.config, cfg, args.batch, args.seq_len, args.steps, args.warmup, compile_, device)), flush=True)
 
 
 if __name__ == "__main__":

@@ -68,3 +68,33 @@ def test_step_with_checkpointing_and_chunked_loss_uses_less_memory(tmp_path, xsa
 def test_bad_arguments_are_named(xsagpt, args, message):
     proc = xsagpt("bench", "--device", "cpu", "--no-step", *args, check=False)
     assert proc.returncode == 2 and message in proc.stderr
+
+
+def test_compare_table_matches_both_benchmarks(tmp_path, xsagpt, repo_root):
+    """scripts/bench_compare.py joins xsagpt's step results with bench_pytorch.py's
+    by config, batch and length, and its ratios follow from the two JSON outputs."""
+    import subprocess
+    import sys
+    model = tmp_path / "m.json"
+    model.write_text(json.dumps({"vocab_size": 256, "block_size": 32, "n_layer": 1, "d_model": 32, "n_head": 2,
+                                 "head_dim": 16}))
+    ours = tmp_path / "step.json"
+    xsagpt("bench", "--device", "cpu", "--no-block", "--variants", "sa,xsa", "--warmup", 0, "--iters", 2,
+           "--step-config", model, "--step-batch", 2, "--step-seq-len", 16, "--threads", 1, "--json", ours)
+    theirs = tmp_path / "pytorch.jsonl"
+    for attention in ("sa", "xsa"):
+        proc = subprocess.run([sys.executable, repo_root / "scripts" / "bench_pytorch.py", "--config", str(model),
+                               "-b", "2", "-t", "16", "--steps", "2", "--warmup", "1", "--attention", attention],
+                              capture_output=True, text=True, check=True)
+        with theirs.open("a") as f:
+            f.write(proc.stdout)
+    proc = subprocess.run([sys.executable, repo_root / "scripts" / "bench_compare.py", ours, "--pytorch", theirs],
+                          capture_output=True, text=True, check=True)
+    rows = [[c.strip() for c in l.strip("|").split("|")] for l in proc.stdout.splitlines()[2:]]
+    assert [r[2] for r in rows] == ["sa", "xsa"]
+    step = json.loads(ours.read_text())["step"]["results"]
+    torch_rate = {json.loads(l)["attention"]: json.loads(l)["tokens_per_s"] for l in theirs.read_text().splitlines()}
+    for r in rows:
+        assert r[0] == str(model) and r[1] == "2 x 16"
+        assert float(r[9]) == pytest.approx(step[r[2]]["tokens_per_s"] / torch_rate[r[2]], abs=1e-3)
+        assert r[10] == "-"  # no compiled run here
