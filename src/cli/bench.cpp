@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "model/counts.h"
 #include "model/from_checkpoint.h"
+#include "model/recompute.h"
 #include "model/xsa_cuda.h"
 #include "train/mfu.h"
 #include "train/run_dir.h"
@@ -172,7 +173,7 @@ int bench(int argc, char** argv) {
   if (o.head_dim < 2 || o.head_dim % 2) throw ConfigError("--head-dim: must be even and >= 2 (RoPE rotates pairs)");
   o.recompute = args["step-recompute"].as<std::string>();
   o.loss_chunk = args["step-loss-chunk"].as<int64_t>();
-  if (o.recompute != "none" && o.recompute != "mlp" && o.recompute != "block")
+  if (!is_recompute_mode(o.recompute))
     throw ConfigError("--step-recompute: expected none, mlp or block, got \"" + o.recompute + "\"");
   if (o.loss_chunk < 0) throw ConfigError("--step-loss-chunk: must be >= 0");
   if (o.warmup < 0 || o.iters < 1) throw ConfigError("--warmup must be >= 0 and --iters >= 1");
@@ -228,9 +229,10 @@ int bench(int argc, char** argv) {
     const int64_t T = args.count("step-seq-len") ? args["step-seq-len"].as<int64_t>() : (gpu ? 1024 : 128);
     if (B < 1 || T < 1) throw ConfigError("--step-batch and --step-seq-len: must be >= 1");
     const auto r = bench_train_step(o, model, B, T);
+    const double flops = flops_per_token(model, T);
     json j = {{"config", ref},           {"model", to_json(model)},        {"micro_batch", B},
               {"seq_len", T},           {"recompute", o.recompute},       {"loss_chunk", o.loss_chunk},
-              {"flops_per_token", flops_per_token(model, T)}};
+              {"flops_per_token", flops}};
     std::string row = fmt::format("{:>13}", fmt::format("{}x{}", B, T));
     add_results(j, row, table, o.variants, r);
     // Throughput and model FLOPs utilisation (6N + attention, model/counts.h)
@@ -239,7 +241,7 @@ int bench(int argc, char** argv) {
     std::string rates;
     for (const auto& v : o.variants) {
       const double tok_s = static_cast<double>(B * T) / (r.at(v).median_ms / 1e3);
-      const double mfu = peak ? tok_s * flops_per_token(model, T) / *peak : NAN;
+      const double mfu = peak ? tok_s * flops / *peak : NAN;
       j["results"][v]["tokens_per_s"] = tok_s;
       j["results"][v]["mfu"] = peak ? json(mfu) : json(nullptr);
       rates += fmt::format("  {} {:.0f} tokens/s, MFU {}", v, tok_s, peak ? fmt::format("{:.1f}%", mfu * 100) : "n/a");

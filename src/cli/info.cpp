@@ -2,6 +2,7 @@
 #include "cli/commands.h"
 #include "config/run_config.h"
 #include "model/counts.h"
+#include "model/recompute.h"
 
 #include <cxxopts.hpp>
 #include <fmt/format.h>
@@ -45,7 +46,7 @@ int info(int argc, char** argv) {
   const MemoryOptions mem_opts{precision == "bf16", args["recompute"].as<std::string>(), args["loss-chunk"].as<int64_t>(),
                                args["optimizer-shards"].as<int64_t>()};
   if (mem_opts.optimizer_shards < 1) throw ConfigError("--optimizer-shards: must be >= 1");
-  if (mem_opts.recompute != "none" && mem_opts.recompute != "mlp" && mem_opts.recompute != "block")
+  if (!is_recompute_mode(mem_opts.recompute))
     throw ConfigError("--recompute: expected none, mlp or block, got " + mem_opts.recompute);
   if (mem_opts.loss_chunk < 0) throw ConfigError("--loss-chunk: must be >= 0");
 

@@ -1,5 +1,7 @@
 #include "config/run_config.h"
 
+#include "model/recompute.h"
+
 #include <fmt/format.h>
 
 namespace xsagpt {
@@ -44,7 +46,7 @@ void RunConfig::validate(int64_t world_size) const {
   if (t.adamw != "auto" && t.adamw != "fused" && t.adamw != "torch")
     fail("train.adamw", "expected \"auto\", \"fused\" or \"torch\", got \"" + t.adamw + "\"");
   if (t.threads < 0) fail("train.threads", "must be >= 0");
-  if (t.activation_checkpointing != "none" && t.activation_checkpointing != "mlp" && t.activation_checkpointing != "block")
+  if (!is_recompute_mode(t.activation_checkpointing))
     fail("train.activation_checkpointing", "expected \"none\", \"mlp\" or \"block\", got \"" + t.activation_checkpointing + "\"");
   if (t.loss_chunk < 0) fail("train.loss_chunk", "must be >= 0 (0: no chunking)");
   if (t.xsa_kernel != "ops" && t.xsa_kernel != "fused")

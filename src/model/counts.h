@@ -6,7 +6,7 @@
 //  - training memory: weights, grads and AdamW state in float32 plus an estimate
 //    of the activations autograd keeps for one micro-batch, with the memory
 //    options (activation checkpointing, chunked loss) the trainer can run with.
-//    Checked against measured peaks on the CPU in tests/cpp/test_counts.cpp.
+//    Checked against measured peaks on the CPU in tests/cpp/test_memory_estimate.cpp.
 #pragma once
 
 #include "config/model_config.h"

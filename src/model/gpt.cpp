@@ -120,7 +120,7 @@ void GPTImpl::set_xsa_kernel(const std::string& kernel) {
 }
 
 void GPTImpl::set_memory_options(const std::string& recompute, int64_t loss_chunk) {
-  TORCH_CHECK(recompute == "none" || recompute == "mlp" || recompute == "block",
+  TORCH_CHECK(is_recompute_mode(recompute),
               "activation checkpointing: expected none, mlp or block, got ", recompute);
   recompute_blocks_ = recompute == "block";
   for (const auto& module : *transformer->h) module->as<Block>()->recompute_mlp = recompute == "mlp";

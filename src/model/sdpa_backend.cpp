@@ -2,6 +2,8 @@
 
 #include <ATen/SDPBackend.h>
 
+#include <algorithm>
+
 namespace xsagpt {
 
 std::string sdpa_backend(const ModelConfig& cfg, const torch::Device& device, bool bf16, double dropout) {

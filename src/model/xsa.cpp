@@ -80,22 +80,24 @@ struct ExcludeSelfValue : torch::autograd::Function<ExcludeSelfValue> {
   }
 };
 
+torch::Tensor apply_exclude_self_value(const torch::Tensor& y, const torch::Tensor& v, double eps,
+                                       const torch::Tensor& gate, bool fused) {
+  check_shapes(y, v);
+  std::optional<torch::Tensor> g;
+  if (gate.defined()) g = gate;
+  return ExcludeSelfValue::apply(y, v, g, eps, fused);
+}
+
 }  // namespace
 
 torch::Tensor exclude_self_value(const torch::Tensor& y, const torch::Tensor& v, double eps,
                                  const torch::Tensor& gate) {
-  check_shapes(y, v);
-  std::optional<torch::Tensor> g;
-  if (gate.defined()) g = gate;
-  return ExcludeSelfValue::apply(y, v, g, eps, /*fused=*/false);
+  return apply_exclude_self_value(y, v, eps, gate, /*fused=*/false);
 }
 
 torch::Tensor exclude_self_value_fused(const torch::Tensor& y, const torch::Tensor& v, double eps,
                                        const torch::Tensor& gate) {
-  check_shapes(y, v);
-  std::optional<torch::Tensor> g;
-  if (gate.defined()) g = gate;
-  return ExcludeSelfValue::apply(y, v, g, eps, /*fused=*/true);
+  return apply_exclude_self_value(y, v, eps, gate, /*fused=*/true);
 }
 
 torch::Tensor exclude_self_value_autograd(const torch::Tensor& y, const torch::Tensor& v, double eps,

@@ -159,8 +159,6 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
                    cfg.model.head_dim, bf16 ? "bf16" : "fp32");
     else
       spdlog::info("attention: SDPA backend {}", backend);
-  }
-  if (dist.is_main()) {
     spdlog::info("model: {} layers, d_model {}, {}x{} heads, attention {}, {:.2f}M parameters ({:.2f}M non-embedding)",
                  cfg.model.n_layer, cfg.model.d_model, cfg.model.n_head, cfg.model.head_dim, cfg.model.attention,
                  counts.total / 1e6, counts.non_embedding / 1e6);
