@@ -43,7 +43,7 @@ HeadStats attention_head_stats(CausalSelfAttentionImpl& attn, const torch::Tenso
   s.value_cos_sim = (gram.sum({-2, -1}) - self) / static_cast<double>(T * (T - 1));
   s.attn_diag = a.diagonal(0, -2, -1).narrow(2, n_sink, T).mean(-1);
   s.cos_y_v = mean_cos_v(y);
-  if (attn.xsa) s.cos_z_v = mean_cos_v(attn.xsa_step(y, v, attn.xsa_eps, attn.gate()));
+  if (attn.xsa) s.cos_z_v = mean_cos_v(attn.exclude_self(y, v));
   return s;
 }
 
@@ -68,7 +68,9 @@ std::vector<LayerStats> analyze_attention(GPT& model, const std::vector<torch::T
       add(sum[i].attn_diag, st.attn_diag);
       add(sum[i].cos_y_v, st.cos_y_v);
       add(sum[i].cos_z_v, st.cos_z_v);
-      x = block.forward(x, cos, sin);
+      Residual r(x, *block.exec);
+      block.forward(r, cos, sin);
+      x = r.flush();
     }
     count += idx.size(0) * model->cfg.n_head;
   }

@@ -1,12 +1,11 @@
 #include "bench/block_bench.h"
 
 #include "bench/peak_memory.h"
+#include "dist/context.h"
 #include "model/gpt.h"
 #include "model/rope.h"
-#include "model/xsa.h"
-#include "train/grad_clip.h"
-#include "train/optimizer.h"
 #include "train/precision.h"
+#include "train/step.h"
 
 #include <algorithm>
 #include <chrono>
@@ -30,50 +29,75 @@ struct Case {
   std::function<void()> reset, iteration;  // reset: drop the gradients of the previous iteration
 };
 
-Results measure(const BenchOptions& o, const std::vector<std::string>& names, const std::vector<Case>& cases) {
+Timing summarize(std::vector<double> ms) {
+  std::sort(ms.begin(), ms.end());
+  Timing t;
+  t.median_ms = ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
+  t.min_ms = ms.front();
+  return t;
+}
+
+double time_ms(const torch::Device& device, const std::function<void()>& f) {
+  sync(device);
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  sync(device);
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// All cases alive at once, iterations interleaved.
+Results measure_interleaved(const BenchOptions& o, const std::vector<Case>& cases) {
   for (int64_t i = 0; i < o.warmup; ++i)
     for (const auto& c : cases) c.reset(), c.iteration();
   std::vector<std::vector<double>> ms(cases.size());
-  for (int64_t i = 0; i < o.iters; ++i) {
+  for (int64_t i = 0; i < o.iters; ++i)
     for (size_t k = 0; k < cases.size(); ++k) {
       cases[k].reset();
-      sync(o.device);
-      const auto t0 = std::chrono::steady_clock::now();
-      cases[k].iteration();
-      sync(o.device);
-      ms[k].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      ms[k].push_back(time_ms(o.device, cases[k].iteration));
     }
-  }
   Results r;
   for (size_t k = 0; k < cases.size(); ++k) {
-    auto& m = ms[k];
-    std::sort(m.begin(), m.end());
-    Timing t;
-    t.median_ms = m.size() % 2 ? m[m.size() / 2] : (m[m.size() / 2 - 1] + m[m.size() / 2]) / 2;
-    t.min_ms = m.front();
+    auto t = summarize(ms[k]);
     cases[k].reset();
     PeakMemory pm(o.device);
     cases[k].iteration();
     t.peak_bytes = pm.peak_bytes();
-    r[names[k]] = t;
+    r[o.variants[k]] = t;
   }
   return r;
 }
 
-void check_variant(const std::string& v) {
-  if (v != "sa" && v != "xsa" && v != "xsa-fused" && v != "xsa-autograd")
-    throw ConfigError("bench variant \"" + v + "\": expected sa, xsa, xsa-fused or xsa-autograd");
+std::pair<std::string, std::string> split_variant(const std::string& v) {
+  const auto at = v.find('@');
+  if (at == std::string::npos) return {v, ""};
+  return {v.substr(0, at), v.substr(at + 1)};
 }
 
 }  // namespace
 
 ModelConfig variant_config(ModelConfig c, const std::string& variant) {
-  check_variant(variant);
-  c.attention = variant == "sa" ? "sa" : "xsa";
+  const auto name = split_variant(variant).first;
+  if (name != "sa" && name != "xsa" && name != "xsa-ops" && name != "xsa-fused" && name != "xsa-autograd")
+    throw ConfigError("bench variant \"" + variant +
+                      "\": expected sa, xsa, xsa-ops, xsa-fused or xsa-autograd, optionally followed by @KERNELS");
+  c.attention = name == "sa" ? "sa" : "xsa";
   c.xsa_layers = nullptr;
   c.xsa_gate = "off";
   c.dropout = 0.0;
   return c;
+}
+
+Runtime variant_runtime(Runtime base, const std::string& variant, bool cuda) {
+  variant_config({}, variant);  // rejects unknown names
+  auto [name, kernels] = split_variant(variant);
+  if (!kernels.empty()) {
+    std::replace(kernels.begin(), kernels.end(), '+', ',');
+    base.kernels = parse_kernels(kernels, cuda, "bench variant \"" + variant + "\"");
+  }
+  if (name == "xsa-ops") base.kernels.xsa = XsaImpl::ops;
+  if (name == "xsa-fused") base.kernels.xsa = XsaImpl::fused;
+  if (name == "xsa-autograd") base.kernels.xsa = XsaImpl::composed;
+  return base;
 }
 
 Results bench_block(const BenchOptions& o, int64_t seq_len, int64_t d_model) {
@@ -97,11 +121,11 @@ Results bench_block(const BenchOptions& o, int64_t seq_len, int64_t d_model) {
   for (const auto& v : o.variants) {
     auto cfg = variant_config(base, v);
     cfg.validate("bench");
+    auto exec = std::make_shared<Exec>();
+    exec->rt = variant_runtime(o.runtime, v, o.device.is_cuda());
     torch::manual_seed(1);  // the same weights for every variant
-    Block block(cfg, 0);
+    Block block(cfg, 0, exec);
     block->to(o.device);
-    if (v == "xsa-autograd") block->attn->xsa_step = exclude_self_value_autograd;
-    if (v == "xsa-fused") block->attn->xsa_step = exclude_self_value_fused;
     blocks.push_back(block);
     cases.push_back({[&x, b = block.get()] {
                        b->zero_grad(/*set_to_none=*/true);
@@ -110,13 +134,15 @@ Results bench_block(const BenchOptions& o, int64_t seq_len, int64_t d_model) {
                      [&o, &x, &grad_out, &cos, &sin, b = block.get()] {
                        torch::Tensor out;
                        {
-                         AutocastGuard ac(o.device, o.bf16);
-                         out = b->forward(x, cos, sin);
+                         AutocastGuard ac(o.device, b->exec->rt.autocast());
+                         Residual r(x, *b->exec);
+                         b->forward(r, cos, sin);
+                         out = r.flush();
                        }
                        out.backward(grad_out.to(out.scalar_type()));
                      }});
   }
-  return measure(o, o.variants, cases);
+  return measure_interleaved(o, cases);
 }
 
 Results bench_train_step(const BenchOptions& o, const ModelConfig& model, int64_t micro_batch, int64_t seq_len) {
@@ -125,41 +151,39 @@ Results bench_train_step(const BenchOptions& o, const ModelConfig& model, int64_
                       std::to_string(model.block_size));
   auto opts = torch::TensorOptions().dtype(torch::kLong).device(o.device);
   torch::manual_seed(0);
-  auto x = torch::randint(0, model.vocab_size, {micro_batch, seq_len}, opts);
-  auto y = torch::randint(0, model.vocab_size, {micro_batch, seq_len}, opts);
-  std::vector<GPT> models;
-  std::vector<std::unique_ptr<AdamW>> optimizers;
-  std::vector<Case> cases;
-  for (const auto& v : o.variants) {
+  const auto x = torch::randint(0, model.vocab_size, {micro_batch, seq_len}, opts);
+  const auto y = torch::randint(0, model.vocab_size, {micro_batch, seq_len}, opts);
+  const NextBatch next = [&] { return std::pair{x, y}; };
+  DistContext single;  // one process: the trainer's collectives are identities
+  Results r;
+  for (const auto& v : o.variants) {  // one variant alive at a time
     auto cfg = variant_config(model, v);
     cfg.validate("bench --step-config");
     torch::manual_seed(1);
     GPT gpt(cfg);
+    gpt->set_runtime(variant_runtime(o.runtime, v, o.device.is_cuda()));
     gpt->to(o.device);
     gpt->train();
-    gpt->set_memory_options(o.recompute, o.loss_chunk);
-    if (v == "xsa-autograd")
-      for (auto& b : *gpt->transformer->h) b->as<Block>()->attn->xsa_step = exclude_self_value_autograd;
-    if (v == "xsa-fused") gpt->set_xsa_kernel("fused");
-    models.push_back(gpt);
-    optimizers.push_back(std::make_unique<AdamW>(gpt->unique_named_parameters(), AdamWConfig{}));
-    AdamW* opt = optimizers.back().get();
-    cases.push_back({[opt] { opt->zero_grad(); },
-                     [&o, &x, &y, g = gpt.get(), opt] {
-                       torch::Tensor loss;
-                       {
-                         AutocastGuard ac(o.device, o.bf16);
-                         loss = g->forward(x, y).loss;
-                       }
-                       loss.backward();
-                       clip_grad_norm(opt->params(), 1.0);
-                       opt->step(1e-4);
-                     }});
+    auto named = gpt->unique_named_parameters();
+    std::vector<torch::Tensor> params;
+    for (auto& [n, p] : named) params.push_back(p);
+    ShardedAdamW opt(named, AdamWConfig{}, single, /*shard=*/false);
+    auto grads = single.gradient_sync(params);
+    TrainStep step(gpt, opt, *grads, params, o.accumulation, /*grad_clip=*/1.0);
+    auto iteration = [&] { step(next, 1e-4); };
+    // The first step allocates AdamW's state: always warm up at least once.
+    for (int64_t i = 0; i < std::max<int64_t>(1, o.warmup); ++i) iteration();
+    std::vector<double> ms;
+    for (int64_t i = 0; i < o.iters; ++i) ms.push_back(time_ms(o.device, iteration));
+    auto t = summarize(ms);
+    {
+      PeakMemory pm(o.device);
+      iteration();
+      t.peak_bytes = pm.peak_bytes();
+    }
+    r[v] = t;
   }
-  // The first step allocates the torch AdamW's state: always warm up at least once.
-  BenchOptions warm = o;
-  warm.warmup = std::max<int64_t>(1, o.warmup);
-  return measure(warm, o.variants, cases);
+  return r;
 }
 
 nlohmann::json to_json(const Timing& t) {

@@ -1,20 +1,25 @@
-// `xsagpt bench`: what XSA costs (the paper's figure 2). Times one transformer
-// block (attention + MLP), forward plus backward, with XSA off and on, over a grid
-// of sequence lengths and widths, and one whole training step (forward, backward,
-// clipping, AdamW) of a chosen model; also records peak tensor memory (see
-// peak_memory.h). Variants:
-//   sa            standard attention
-//   xsa           XSA with its custom autograd function (what the model runs)
-//   xsa-fused     XSA as the fused CUDA kernels (model/xsa_cuda.h; CUDA only)
+// `xsagpt bench`: what XSA and the fused kernels cost (the paper's figure 2, and
+// the GPU speed work). Times one transformer block (attention + MLP), forward plus
+// backward, over a grid of sequence lengths and widths, and one whole training
+// step (train/step.h: the step `xsagpt train` runs: micro-batches, clipping,
+// AdamW, weight copies) of a chosen model; also records peak tensor memory (see
+// peak_memory.h). A variant is an attention, optionally with its own kernels:
+//   sa, xsa       standard attention, XSA (its step as the kernels choose)
+//   xsa-ops       XSA's custom autograd function on ATen ops
+//   xsa-fused     XSA's step as the fused CUDA kernels (kernels/xsa_cuda.h)
 //   xsa-autograd  XSA composed of ordinary ops (the version before the custom function)
-// All variants of one grid point share weights and inputs, and their iterations
-// are interleaved (sa, xsa, xsa-autograd, sa, ...), so drift in a shared machine's
-// speed hits them alike; the step benchmark therefore holds one model per variant.
-// Time per iteration is the median over iterations (CUDA synchronised around each);
-// memory is measured on one more iteration of each variant after the timed ones.
+//   NAME@K        NAME with train.kernels K instead of --kernels ('+' separates
+//                 kernel names: sa@aten, xsa@weights+norm, xsa@fused)
+// Ratios are to the first variant. In the block grid the variants share weights
+// and inputs and their iterations are interleaved, so drift in a shared machine's
+// speed hits them alike. The training step runs the variants one after another,
+// each model freed before the next is built, so the paper's sizes fit one GPU.
+// Time per iteration is the median (CUDA synchronised around each); memory is
+// measured on one more iteration of each variant after the timed ones.
 #pragma once
 
 #include "config/model_config.h"
+#include "model/runtime.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -32,15 +37,14 @@ struct Timing {
 
 struct BenchOptions {
   torch::Device device = torch::kCPU;
-  bool bf16 = false;  // bf16 autocast
   int64_t batch = 4;
   int64_t head_dim = 64;
   double mlp_ratio = 4.0;
   int64_t warmup = 2, iters = 10;
   std::vector<std::string> variants{"sa", "xsa", "xsa-autograd"};
-  // Training step only: the train.activation_checkpointing and train.loss_chunk it runs with.
-  std::string recompute = "none";
-  int64_t loss_chunk = 0;
+  // Kernels, checkpointing, loss chunk and dtype the variants run with (bf16: autocast or the weights kernel).
+  Runtime runtime;
+  int64_t accumulation = 1;  // training step only: micro-batches per optimizer step
 };
 
 using Results = std::map<std::string, Timing>;  // by variant
@@ -48,12 +52,15 @@ using Results = std::map<std::string, Timing>;  // by variant
 // One block of width d_model (n_head = d_model / head_dim) at sequence length T.
 Results bench_block(const BenchOptions& o, int64_t seq_len, int64_t d_model);
 
-// One optimizer step of `model` (its attention set by each variant) on random
-// tokens: micro_batch x seq_len, one micro-step.
+// One optimizer step of `model` (attention and kernels set by each variant) on
+// random tokens: `accumulation` micro-batches of micro_batch x seq_len.
 Results bench_train_step(const BenchOptions& o, const ModelConfig& model, int64_t micro_batch, int64_t seq_len);
 
-// The model config a variant runs: attention sa or xsa (every layer, no gate).
+// What a variant runs: the model config (attention sa or xsa in every layer, no
+// gate, no dropout) and the runtime (`base` with the variant's kernels and XSA
+// implementation). Throws ConfigError for an unknown variant.
 ModelConfig variant_config(ModelConfig c, const std::string& variant);
+Runtime variant_runtime(Runtime base, const std::string& variant, bool cuda);
 
 nlohmann::json to_json(const Timing& t);
 

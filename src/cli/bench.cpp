@@ -6,8 +6,7 @@
 #include "cli/commands.h"
 #include "model/counts.h"
 #include "model/from_checkpoint.h"
-#include "model/recompute.h"
-#include "model/xsa_cuda.h"
+#include "kernels/common.h"
 #include "train/mfu.h"
 #include "train/run_dir.h"
 
@@ -70,8 +69,9 @@ std::string machine(const torch::Device& d) {
 
 double mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
-// A table row: label column(s), then time, time ratio to SA, peak memory, memory
-// ratio to SA, one cell per variant; cells as wide as their header.
+// A table row: label column(s), then time, time ratio to the first variant, peak
+// memory, memory ratio to the first variant, one cell per variant; cells as wide
+// as their header.
 struct Table {
   std::vector<std::string> headers;
   std::string header_line(const std::string& first) const {
@@ -87,34 +87,29 @@ struct Table {
 Table make_table(const std::vector<std::string>& variants) {
   Table t;
   for (const auto& v : variants) t.headers.push_back(v + " ms");
-  for (const auto& v : variants)
-    if (v != "sa") t.headers.push_back(v + "/sa");
+  for (size_t i = 1; i < variants.size(); ++i) t.headers.push_back(variants[i] + "/" + variants[0]);
   for (const auto& v : variants) t.headers.push_back(v + " MiB");
-  for (const auto& v : variants)
-    if (v != "sa") t.headers.push_back(v + "/sa");
+  for (size_t i = 1; i < variants.size(); ++i) t.headers.push_back(variants[i] + "/" + variants[0]);
   return t;
 }
 
-// Results and ratios to SA into j; the table cells onto row.
+// Results and ratios to the first variant into j; the table cells onto row.
 void add_results(json& j, std::string& row, const Table& table, const std::vector<std::string>& variants,
                  const Results& r) {
   j["results"] = json::object();
   j["ratios"] = json::object();
-  const bool has_sa = r.count("sa") > 0;
+  j["baseline"] = variants[0];
+  const auto& base = r.at(variants[0]);
   std::vector<std::string> time, time_ratio, mem, mem_ratio;
-  for (const auto& v : variants) {
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const auto& v = variants[i];
     const auto& t = r.at(v);
     j["results"][v] = to_json(t);
     time.push_back(fmt::format("{:.2f}", t.median_ms));
     mem.push_back(fmt::format("{:.1f}", mib(t.peak_bytes)));
-    if (v == "sa") continue;
-    if (!has_sa) {
-      time_ratio.push_back("-"), mem_ratio.push_back("-");
-      continue;
-    }
-    const auto& sa = r.at("sa");
-    const double tr = t.median_ms / sa.median_ms;
-    const double mr = sa.peak_bytes > 0 ? static_cast<double>(t.peak_bytes) / static_cast<double>(sa.peak_bytes) : NAN;
+    if (i == 0) continue;
+    const double tr = t.median_ms / base.median_ms;
+    const double mr = base.peak_bytes > 0 ? static_cast<double>(t.peak_bytes) / static_cast<double>(base.peak_bytes) : NAN;
     j["ratios"][v] = {{"time", tr}, {"memory", std::isfinite(mr) ? json(mr) : json(nullptr)}};
     time_ratio.push_back(fmt::format("{:.3f}", tr));
     mem_ratio.push_back(fmt::format("{:.3f}", mr));
@@ -129,9 +124,11 @@ void add_results(json& j, std::string& row, const Table& table, const std::vecto
 int bench(int argc, char** argv) {
   cxxopts::Options opts("xsagpt bench",
                         "Time and peak memory of one transformer block (forward+backward) with XSA off and on over\n"
-                        "sequence lengths and widths, and of one training step; ratios to SA. GPU defaults as the\n"
-                        "paper (batch 32, bf16); CPU defaults small. Variants: sa, xsa (the model's custom autograd\n"
-                        "XSA step), xsa-fused (the same step as fused CUDA kernels), xsa-autograd (from ordinary ops).");
+                        "sequence lengths and widths, and of one training step (the step `xsagpt train` runs); ratios\n"
+                        "to the first variant. GPU defaults as the paper (batch 32, bf16); CPU defaults small.\n"
+                        "Variants: sa, xsa (XSA's step as --kernels chooses), xsa-ops (its custom autograd function on\n"
+                        "ATen ops), xsa-fused (the CUDA kernels), xsa-autograd (ordinary ops); NAME@K runs NAME with\n"
+                        "train.kernels K ('+' between kernel names), e.g. sa@aten,sa@fused,xsa@fused.");
   opts.add_options()
     ("device", "auto, cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("auto"))
     ("dtype", "auto (bf16 on CUDA, fp32 on CPU), bf16 (autocast) or fp32", cxxopts::value<std::string>()->default_value("auto"))
@@ -139,7 +136,8 @@ int bench(int argc, char** argv) {
     ("t,seq-lens", "sequence lengths (default: 1024,2048,4096,8192 on GPU; 128,256,512 on CPU)", cxxopts::value<std::string>())
     ("w,widths", "block widths d_model (default: 1024,2048 on GPU; 128,256 on CPU)", cxxopts::value<std::string>())
     ("head-dim", "head width; n_head = width / head-dim (default: 128 on GPU, 64 on CPU)", cxxopts::value<int64_t>())
-    ("variants", "comma-separated: sa, xsa, xsa-fused (CUDA only), xsa-autograd (default: sa,xsa,xsa-fused,xsa-autograd on GPU; sa,xsa,xsa-autograd on CPU)", cxxopts::value<std::string>())
+    ("variants", "comma-separated: sa, xsa, xsa-ops, xsa-fused, xsa-autograd, each optionally NAME@KERNELS (default: sa,xsa,xsa-ops,xsa-autograd on GPU; sa,xsa,xsa-autograd on CPU)", cxxopts::value<std::string>())
+    ("kernels", "train.kernels for every variant without @: auto, aten, fused or a list (weights,norm,rope,xsa,loss)", cxxopts::value<std::string>()->default_value("auto"))
     ("warmup", "untimed iterations first", cxxopts::value<int64_t>()->default_value("3"))
     ("iters", "timed iterations (median reported)", cxxopts::value<int64_t>()->default_value("10"))
     ("step-config", "model config for the training-step benchmark (default: gpt2-124m on GPU, tiny on CPU)", cxxopts::value<std::string>())
@@ -147,6 +145,7 @@ int bench(int argc, char** argv) {
     ("step-seq-len", "sequence length of the training step (default: 1024 on GPU, 128 on CPU)", cxxopts::value<int64_t>())
     ("step-recompute", "activation checkpointing of the training step: none, mlp or block", cxxopts::value<std::string>()->default_value("none"))
     ("step-loss-chunk", "LM-head loss in chunks of this many tokens in the training step (0: whole)", cxxopts::value<int64_t>()->default_value("0"))
+    ("step-accum", "micro-batches per optimizer step in the training step (gradient accumulation)", cxxopts::value<int64_t>()->default_value("1"))
     ("no-step", "skip the training-step benchmark")
     ("no-block", "skip the block grid")
     ("threads", "CPU intra-op threads (0: LibTorch's default)", cxxopts::value<int>()->default_value("0"))
@@ -162,24 +161,26 @@ int bench(int argc, char** argv) {
   const bool gpu = o.device.is_cuda();
   const auto dtype = args["dtype"].as<std::string>();
   if (dtype != "auto" && dtype != "bf16" && dtype != "fp32") throw ConfigError("--dtype: expected auto, bf16 or fp32, got " + dtype);
-  o.bf16 = dtype == "bf16" || (dtype == "auto" && gpu);
+  o.runtime.bf16 = dtype == "bf16" || (dtype == "auto" && gpu);
+  o.runtime.kernels = parse_kernels(args["kernels"].as<std::string>(), gpu, "--kernels");
   o.batch = args.count("batch") ? args["batch"].as<int64_t>() : (gpu ? 32 : 4);
   o.head_dim = args.count("head-dim") ? args["head-dim"].as<int64_t>() : (gpu ? 128 : 64);
   o.warmup = args["warmup"].as<int64_t>();
   o.iters = args["iters"].as<int64_t>();
   o.variants = str_list(args.count("variants") ? args["variants"].as<std::string>()
-                                               : (gpu ? "sa,xsa,xsa-fused,xsa-autograd" : "sa,xsa,xsa-autograd"));
+                                               : (gpu ? "sa,xsa,xsa-ops,xsa-autograd" : "sa,xsa,xsa-autograd"));
   if (o.batch < 1) throw ConfigError("--batch: must be >= 1");
   if (o.head_dim < 2 || o.head_dim % 2) throw ConfigError("--head-dim: must be even and >= 2 (RoPE rotates pairs)");
-  o.recompute = args["step-recompute"].as<std::string>();
-  o.loss_chunk = args["step-loss-chunk"].as<int64_t>();
-  if (!is_recompute_mode(o.recompute))
-    throw ConfigError("--step-recompute: expected none, mlp or block, got \"" + o.recompute + "\"");
-  if (o.loss_chunk < 0) throw ConfigError("--step-loss-chunk: must be >= 0");
+  o.runtime.recompute = parse_recompute(args["step-recompute"].as<std::string>(), "--step-recompute");
+  o.runtime.loss_chunk = args["step-loss-chunk"].as<int64_t>();
+  o.accumulation = args["step-accum"].as<int64_t>();
+  if (o.runtime.loss_chunk < 0) throw ConfigError("--step-loss-chunk: must be >= 0");
+  if (o.accumulation < 1) throw ConfigError("--step-accum: must be >= 1");
   if (o.warmup < 0 || o.iters < 1) throw ConfigError("--warmup must be >= 0 and --iters >= 1");
+  if (o.variants.empty()) throw ConfigError("--variants: empty list");
   for (size_t i = 0; i < o.variants.size(); ++i) {
-    variant_config({}, o.variants[i]);  // rejects unknown names up front
-    if (o.variants[i] == "xsa-fused" && !(gpu && xsa_cuda_kernels_built()))
+    variant_runtime(o.runtime, o.variants[i], gpu);  // rejects unknown names and kernels
+    if (o.variants[i].rfind("xsa-fused", 0) == 0 && !(gpu && cuda_kernels_built()))
       throw ConfigError("--variants: xsa-fused needs a CUDA device and a build with the CUDA kernels");
     if (std::find(o.variants.begin(), o.variants.begin() + i, o.variants[i]) != o.variants.begin() + i)
       throw ConfigError("--variants: \"" + o.variants[i] + "\" given twice");
@@ -197,7 +198,8 @@ int bench(int argc, char** argv) {
               {"date", fmt::format("{:%Y-%m-%d %H:%M:%S}", fmt::localtime(now))},
               {"device", o.device.str()},
               {"machine", machine(o.device)},
-              {"dtype", o.bf16 ? "bf16" : "fp32"},
+              {"dtype", o.runtime.bf16 ? "bf16" : "fp32"},
+              {"kernels", describe(o.runtime.kernels)},
               {"batch", o.batch},
               {"head_dim", o.head_dim},
               {"warmup", o.warmup},
@@ -207,9 +209,9 @@ int bench(int argc, char** argv) {
   spdlog::info("bench on {} ({}), {}, batch {}", o.device.str(), out["machine"].get<std::string>(),
                out["dtype"].get<std::string>(), o.batch);
 
-  std::cout << fmt::format("block forward+backward: {}, {}, batch {}, head_dim {}, median of {} (ms; peak MiB)\n",
-                           out["machine"].get<std::string>(), out["dtype"].get<std::string>(), o.batch, o.head_dim,
-                           o.iters)
+  std::cout << fmt::format("block forward+backward: {}, {}, kernels {}, batch {}, head_dim {}, median of {} (ms; peak MiB)\n",
+                           out["machine"].get<std::string>(), out["dtype"].get<std::string>(),
+                           describe(o.runtime.kernels), o.batch, o.head_dim, o.iters)
             << table.header_line(fmt::format("{:>6} {:>6}", "T", "width")) << "\n";
   for (auto w : args.count("no-block") ? std::vector<int64_t>{} : widths) {
     for (auto T : seq_lens) {
@@ -230,17 +232,22 @@ int bench(int argc, char** argv) {
     if (B < 1 || T < 1) throw ConfigError("--step-batch and --step-seq-len: must be >= 1");
     const auto r = bench_train_step(o, model, B, T);
     const double flops = flops_per_token(model, T);
-    json j = {{"config", ref},           {"model", to_json(model)},        {"micro_batch", B},
-              {"seq_len", T},           {"recompute", o.recompute},       {"loss_chunk", o.loss_chunk},
+    json j = {{"config", ref},
+              {"model", to_json(model)},
+              {"micro_batch", B},
+              {"seq_len", T},
+              {"accumulation", o.accumulation},
+              {"recompute", name(o.runtime.recompute)},
+              {"loss_chunk", o.runtime.loss_chunk},
               {"flops_per_token", flops}};
     std::string row = fmt::format("{:>13}", fmt::format("{}x{}", B, T));
     add_results(j, row, table, o.variants, r);
     // Throughput and model FLOPs utilisation (6N + attention, model/counts.h)
     // against the dense peak of the GPU present (train/mfu.h); none on a CPU.
-    const auto peak = gpu ? gpu_peak_flops(cuda_device_name(o.device), o.bf16) : std::nullopt;
+    const auto peak = gpu ? gpu_peak_flops(cuda_device_name(o.device), o.runtime.bf16) : std::nullopt;
     std::string rates;
     for (const auto& v : o.variants) {
-      const double tok_s = static_cast<double>(B * T) / (r.at(v).median_ms / 1e3);
+      const double tok_s = static_cast<double>(B * T * o.accumulation) / (r.at(v).median_ms / 1e3);
       const double mfu = peak ? tok_s * flops / *peak : NAN;
       j["results"][v]["tokens_per_s"] = tok_s;
       j["results"][v]["mfu"] = peak ? json(mfu) : json(nullptr);
@@ -248,15 +255,16 @@ int bench(int argc, char** argv) {
     }
     // The estimate `xsagpt info` prints, less what exists before the step (weights
     // and AdamW state): comparable with the measured peaks above.
-    const auto est = estimate_training_memory(model, B, T, {o.bf16, o.recompute, o.loss_chunk});
-    const double est_step = est.total() - est.params_bytes - est.optimizer_bytes;
+    const auto est = estimate_training_memory(model, B, T, memory_options(o.runtime));
+    const double est_step = est.total() - est.params_bytes - est.optimizer_bytes - est.weight_copies_bytes;
     j["estimated_peak_bytes"] = est_step;
     rates += fmt::format("  (estimated peak {:.1f} MiB)", mib(static_cast<int64_t>(est_step)));
     out["step"] = j;
     std::cout << fmt::format("\ntraining step (forward, backward, clip, AdamW) of {}: {} layers, d_model {}, {}, "
-                             "checkpointing {}, loss chunk {}\n",
-                             ref, model.n_layer, model.d_model, out["dtype"].get<std::string>(), o.recompute,
-                             o.loss_chunk)
+                             "kernels {}, checkpointing {}, loss chunk {}, {} micro-batch(es)\n",
+                             ref, model.n_layer, model.d_model, out["dtype"].get<std::string>(),
+                             describe(o.runtime.kernels), name(o.runtime.recompute), o.runtime.loss_chunk,
+                             o.accumulation)
               << table.header_line(fmt::format("{:>13}", "batch x T")) << "\n"
               << row << "\n"
               << rates.substr(2) << "\n";

@@ -2,7 +2,6 @@
 #include "cli/commands.h"
 #include "config/run_config.h"
 #include "model/counts.h"
-#include "model/recompute.h"
 
 #include <cxxopts.hpp>
 #include <fmt/format.h>
@@ -29,6 +28,7 @@ int info(int argc, char** argv) {
     ("precision", "bf16 or fp32 activations for the memory estimate", cxxopts::value<std::string>()->default_value("bf16"))
     ("recompute", "activation checkpointing for the memory estimate: none, mlp or block (train.activation_checkpointing)", cxxopts::value<std::string>()->default_value("none"))
     ("optimizer-shards", "ranks sharing the AdamW state for the memory estimate (train.shard_optimizer over N GPUs)", cxxopts::value<int64_t>()->default_value("1"))
+    ("kernels", "train.kernels of the run (for the memory estimate, as on a GPU)", cxxopts::value<std::string>()->default_value("auto"))
     ("loss-chunk", "LM-head loss in chunks of this many tokens for the memory estimate (train.loss_chunk; 0: whole)", cxxopts::value<int64_t>()->default_value("0"))
     ("json", "print JSON instead of a table")
     ("h,help", "show this help");
@@ -44,10 +44,10 @@ int info(int argc, char** argv) {
     throw ConfigError(fmt::format("--seq-len: expected 1..{} (model.block_size), got {}", cfg.block_size, T));
   if (B <= 0) throw ConfigError("--micro-batch: must be > 0");
   const MemoryOptions mem_opts{precision == "bf16", args["recompute"].as<std::string>(), args["loss-chunk"].as<int64_t>(),
-                               args["optimizer-shards"].as<int64_t>()};
+                               args["optimizer-shards"].as<int64_t>(),
+                               parse_kernels(args["kernels"].as<std::string>(), /*cuda=*/true, "--kernels")};
   if (mem_opts.optimizer_shards < 1) throw ConfigError("--optimizer-shards: must be >= 1");
-  if (!is_recompute_mode(mem_opts.recompute))
-    throw ConfigError("--recompute: expected none, mlp or block, got " + mem_opts.recompute);
+  parse_recompute(mem_opts.recompute, "--recompute");
   if (mem_opts.loss_chunk < 0) throw ConfigError("--loss-chunk: must be >= 0");
 
   const auto p = count_params(cfg);
@@ -65,7 +65,9 @@ int info(int argc, char** argv) {
               {"recompute", mem_opts.recompute},
               {"loss_chunk", mem_opts.loss_chunk},
               {"optimizer_shards", mem_opts.optimizer_shards},
+              {"kernels", describe(mem_opts.kernels)},
               {"memory_bytes", {{"params", mem.params_bytes}, {"grads", mem.grads_bytes},
+                                {"weight_copies", mem.weight_copies_bytes},
                                 {"optimizer", mem.optimizer_bytes}, {"activations", mem.activations_bytes},
                                 {"logits", mem.logits_bytes}, {"recompute", mem.recompute_bytes}, {"total", mem.total()}}}};
     std::cout << j.dump(2) << "\n";
@@ -76,12 +78,13 @@ int info(int argc, char** argv) {
       "parameters   {} total, {} non-embedding, {} embedding{}\n"
       "FLOPs/token  {} (training, seq_len {})\n"
       "memory       {} estimated at micro-batch {} x {} tokens, {} activations, checkpointing {}, loss chunk {}:\n"
-      "             weights {}, grads {}, AdamW {}{}, activations {}, logits {}{}\n",
+      "             weights {}{}, grads {}, AdamW {}{}, activations {}, logits {}{}\n",
       cfg.n_layer, cfg.d_model, cfg.n_head, cfg.head_dim, cfg.inner_dim(), cfg.mlp_dim(), cfg.vocab_size,
       cfg.attention, human(p.total), human(p.non_embedding), human(p.embedding),
       cfg.tie_embeddings ? " (head tied)" : "", human(flops, "FLOP"), T, gib(mem.total()), B, T, precision, mem_opts.recompute,
       mem_opts.loss_chunk ? std::to_string(mem_opts.loss_chunk) : "off",
-      gib(mem.params_bytes), gib(mem.grads_bytes), gib(mem.optimizer_bytes),
+      gib(mem.params_bytes), mem.weight_copies_bytes > 0 ? " + bf16 copies " + gib(mem.weight_copies_bytes) : "",
+      gib(mem.grads_bytes), gib(mem.optimizer_bytes),
       mem_opts.optimizer_shards > 1 ? fmt::format(" (1/{} per rank)", mem_opts.optimizer_shards) : "",
       gib(mem.activations_bytes),
       gib(mem.logits_bytes), mem.recompute_bytes > 0 ? ", one layer recomputed " + gib(mem.recompute_bytes) : "");

@@ -23,7 +23,7 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   bool bias = false;
   double dropout = 0.0;
-  bool tie_embeddings = true;
+  bool tie_embeddings = false;
   double norm_eps = 1e-5;
   double xsa_eps = 1e-6;
 
@@ -49,7 +49,10 @@ struct ModelConfig {
     v("rope_theta", s.rope_theta, "RoPE base");
     v("bias", s.bias, "biases in Linear and LayerNorm layers");
     v("dropout", s.dropout, "dropout probability (embedding, attention output, MLP output)");
-    v("tie_embeddings", s.tie_embeddings, "LM head shares the token embedding matrix");
+    v("tie_embeddings", s.tie_embeddings,
+      "LM head shares the token embedding matrix (nanoGPT). Default false: the head is its own matrix, "
+      "initialised to zero, so every model starts at loss ln(vocab_size); tied, the post-embedding LayerNorm "
+      "starts it about 0.02*d_model nats higher (each token predicts itself)");
     v("norm_eps", s.norm_eps, "LayerNorm epsilon");
     v("xsa_eps", s.xsa_eps, "floor on ||v|| when normalising the value vector in XSA");
   }

@@ -1,6 +1,5 @@
 #include "config/run_config.h"
 
-#include "model/recompute.h"
 
 #include <fmt/format.h>
 
@@ -46,14 +45,21 @@ void RunConfig::validate(int64_t world_size) const {
   if (t.adamw != "auto" && t.adamw != "fused" && t.adamw != "torch")
     fail("train.adamw", "expected \"auto\", \"fused\" or \"torch\", got \"" + t.adamw + "\"");
   if (t.threads < 0) fail("train.threads", "must be >= 0");
-  if (!is_recompute_mode(t.activation_checkpointing))
-    fail("train.activation_checkpointing", "expected \"none\", \"mlp\" or \"block\", got \"" + t.activation_checkpointing + "\"");
+  parse_recompute(t.activation_checkpointing);
   if (t.loss_chunk < 0) fail("train.loss_chunk", "must be >= 0 (0: no chunking)");
-  if (t.xsa_kernel != "ops" && t.xsa_kernel != "fused")
-    fail("train.xsa_kernel", "expected \"ops\" or \"fused\", got \"" + t.xsa_kernel + "\"");
+  parse_kernels(t.kernels, /*cuda=*/false);
   if (data.train.empty()) fail("data.train", "required: glob pattern of training shards");
   if (data.val.empty()) fail("data.val", "required: glob pattern of validation shards");
   if (out_dir.empty()) fail("out_dir", "must not be empty");
+}
+
+Runtime RunConfig::runtime(bool cuda) const {
+  Runtime rt;
+  rt.kernels = parse_kernels(train.kernels, cuda);
+  rt.recompute = parse_recompute(train.activation_checkpointing);
+  rt.loss_chunk = train.loss_chunk;
+  rt.bf16 = train.precision == "bf16" || (train.precision == "auto" && cuda);
+  return rt;
 }
 
 json to_json(const RunConfig& c) {

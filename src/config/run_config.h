@@ -5,6 +5,7 @@
 #pragma once
 
 #include "config/model_config.h"
+#include "model/runtime.h"
 
 #include <string>
 #include <vector>
@@ -49,7 +50,7 @@ struct TrainConfig {
   int64_t threads = 0;
   std::string activation_checkpointing = "none";
   int64_t loss_chunk = 0;
-  std::string xsa_kernel = "ops";
+  std::string kernels = "auto";
   bool shard_optimizer = false;
 
   template <class S, class V>
@@ -82,9 +83,12 @@ struct TrainConfig {
       "recompute activations in backward to save memory: \"none\", \"mlp\" (MLP half of each block) or \"block\"");
     v("loss_chunk", s.loss_chunk,
       "compute the LM-head loss this many tokens at a time without full logits (0: all at once)");
-    v("xsa_kernel", s.xsa_kernel,
-      "XSA step: \"ops\" (ATen ops in a custom autograd function, any device) or \"fused\" (two CUDA kernels, "
-      "model/xsa_cuda.cu; CUDA only)");
+    v("kernels", s.kernels,
+      "fused implementations in place of ATen ops (src/kernels/): \"auto\" (those validated on a GPU: xsa on "
+      "CUDA, none on CPU), \"aten\" (none), \"fused\" (all) or a comma-separated list of weights (bf16 weight "
+      "copies made once per optimizer step, no autocast), norm (residual add + LayerNorm), rope (qkv split + RoPE), "
+      "xsa (XSA step), loss (LM-head cross-entropy with its gradient in forward). CUDA kernels on CUDA, the same "
+      "arithmetic in ATen elsewhere");
     v("shard_optimizer", s.shard_optimizer,
       "with several ranks, each keeps AdamW state for (and updates) only its share of the parameters "
       "(ZeRO-1): AdamW memory per rank / world size, same results; no effect in one process");
@@ -101,6 +105,8 @@ struct RunConfig {
   void validate(int64_t world_size = 1) const;
   int64_t tokens_per_micro_step(int64_t world_size) const { return train.micro_batch * train.seq_len * world_size; }
   int64_t accumulation_steps(int64_t world_size) const;
+  // How the model runs (model/runtime.h) on a CUDA device or not.
+  Runtime runtime(bool cuda) const;
 };
 
 json to_json(const RunConfig& c);

@@ -1,17 +1,18 @@
 #include "model/attention.h"
 
+#include "kernels/rope_qkv.h"
 #include "model/rope.h"
 #include "model/xsa.h"
 
 namespace xsagpt {
 
-CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg, int64_t layer)
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg, int64_t layer, ExecPtr exec_)
     : n_head(cfg.n_head),
       head_dim(cfg.head_dim),
       xsa(cfg.uses_xsa(layer)),
       xsa_eps(cfg.xsa_eps),
       attn_dropout(cfg.dropout),
-      xsa_step(exclude_self_value) {
+      exec(std::move(exec_)) {
   using torch::nn::LinearOptions;
   c_attn = register_module("c_attn", torch::nn::Linear(LinearOptions(cfg.d_model, 3 * cfg.inner_dim()).bias(cfg.bias)));
   c_proj = register_module("c_proj", torch::nn::Linear(LinearOptions(cfg.inner_dim(), cfg.d_model).bias(cfg.bias)));
@@ -26,14 +27,29 @@ torch::Tensor CausalSelfAttentionImpl::gate() const {
   return torch::tanh(xsa_gate.to(torch::kFloat64)).to(torch::kFloat32).view({n_head, 1, 1});
 }
 
+torch::Tensor CausalSelfAttentionImpl::exclude_self(const torch::Tensor& y, const torch::Tensor& v) const {
+  switch (exec->rt.kernels.xsa) {
+    case XsaImpl::fused: return exclude_self_value_fused(y, v, xsa_eps, gate());
+    case XsaImpl::composed: return exclude_self_value_autograd(y, v, xsa_eps, gate());
+    case XsaImpl::ops: break;
+  }
+  return exclude_self_value(y, v, xsa_eps, gate());
+}
+
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                                const torch::Tensor& sin, KVCache::Layer* cache, int64_t past) {
   const auto B = x.size(0), T = x.size(1);
-  auto heads = [&](const torch::Tensor& t) { return t.view({B, T, n_head, head_dim}).transpose(1, 2); };
-  auto qkv = c_attn(x).chunk(3, -1);
-  auto q = apply_rope(heads(qkv[0]), cos, sin);
-  auto k = apply_rope(heads(qkv[1]), cos, sin);
-  auto v = heads(qkv[2]);
+  auto qkv = exec->linear(x, c_attn->weight, c_attn->bias);
+  torch::Tensor q, k, v;  // (B, H, T, D), q and k rotated by RoPE
+  if (exec->rt.kernels.rope) {
+    std::tie(q, k, v) = rope_qkv(qkv, n_head, head_dim, cos, sin);
+  } else {
+    auto heads = [&](const torch::Tensor& t) { return t.view({B, T, n_head, head_dim}).transpose(1, 2); };
+    auto parts = qkv.chunk(3, -1);
+    q = apply_rope(heads(parts[0]), cos, sin);
+    k = apply_rope(heads(parts[1]), cos, sin);
+    v = heads(parts[2]);
+  }
 
   // y_i = sum_{j<=i} softmax(q_i.k_j / sqrt(d)) v_j  (flash kernels on CUDA)
   torch::Tensor y;
@@ -48,10 +64,10 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const tor
   }
 
   // XSA: z_i = y_i - (y_i . v^_i) v^_i, per head  (gated: z_i = y_i - tanh(alpha) (y_i . v^_i) v^_i)
-  if (xsa) y = xsa_step(y, v, xsa_eps, gate());
+  if (xsa) y = exclude_self(y, v);
 
   y = y.transpose(1, 2).reshape({B, T, n_head * head_dim});
-  return resid_drop(c_proj(y));
+  return resid_drop(exec->linear(y, c_proj->weight, c_proj->bias));
 }
 
 }  // namespace xsagpt

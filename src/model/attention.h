@@ -4,6 +4,7 @@
 #pragma once
 
 #include "config/model_config.h"
+#include "model/exec.h"
 #include "model/kv_cache.h"
 
 #include <torch/torch.h>
@@ -16,7 +17,7 @@ namespace xsagpt {
 inline constexpr double kXsaGateInitXsa = 9.25;
 
 struct CausalSelfAttentionImpl : torch::nn::Module {
-  CausalSelfAttentionImpl(const ModelConfig& cfg, int64_t layer);
+  CausalSelfAttentionImpl(const ModelConfig& cfg, int64_t layer, ExecPtr exec);
 
   // x: (B, T, d_model); cos/sin: RoPE rows for x's positions. With a cache, x's
   // positions follow the `past` cached ones and attend to them as well.
@@ -25,6 +26,8 @@ struct CausalSelfAttentionImpl : torch::nn::Module {
 
   // The XSA gate tanh(alpha) as (n_head, 1, 1) float32; undefined without a gate.
   torch::Tensor gate() const;
+  // XSA's step on attention output y and values v, (B, H, T, D), by the runtime's choice of implementation.
+  torch::Tensor exclude_self(const torch::Tensor& y, const torch::Tensor& v) const;
 
   torch::nn::Linear c_attn{nullptr};  // fused q, k, v projection
   torch::nn::Linear c_proj{nullptr};  // output projection
@@ -33,8 +36,7 @@ struct CausalSelfAttentionImpl : torch::nn::Module {
   int64_t n_head, head_dim;
   bool xsa;  // apply the exclusive step in this layer
   double xsa_eps, attn_dropout;
-  // The XSA step's implementation; `xsagpt bench` swaps in exclude_self_value_autograd.
-  torch::Tensor (*xsa_step)(const torch::Tensor&, const torch::Tensor&, double, const torch::Tensor&);
+  ExecPtr exec;
 };
 TORCH_MODULE(CausalSelfAttention);
 

@@ -60,11 +60,24 @@ MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batc
   // Around the blocks: ln_e's input and output (float32), ln_f's input and output.
   m.activations_bytes = tokens * (kept + 2 * 4 * d + resid + a * d);
   m.recompute_bytes = tokens * replay;
-  // Logits in the activation dtype, their float32 copy and its gradient, for the
-  // rows that exist at once.
   const double rows = o.loss_chunk > 0 ? std::min(tokens, static_cast<double>(o.loss_chunk)) : tokens;
-  m.logits_bytes = rows * static_cast<double>(c.vocab_size) * (a + 4 + 4);
+  const double V = static_cast<double>(c.vocab_size);
+  if (o.kernels.loss) {
+    // One chunk of logits, overwritten by its gradient in place; the hidden
+    // states' gradient and the head's float32 gradient wait from forward to backward.
+    m.logits_bytes = rows * V * a;
+    m.activations_bytes += tokens * d * a + 4 * V * d;
+  } else {
+    // Logits in the activation dtype, their float32 copy and its gradient, for the
+    // rows that exist at once.
+    m.logits_bytes = rows * V * (a + 4 + 4);
+  }
+  if (o.bf16 && o.kernels.weights) m.weight_copies_bytes = 2 * static_cast<double>(count_params(c).matmul);
   return m;
+}
+
+MemoryOptions memory_options(const Runtime& rt, int64_t optimizer_shards) {
+  return {rt.bf16, name(rt.recompute), rt.loss_chunk, optimizer_shards, rt.kernels};
 }
 
 }  // namespace xsagpt

@@ -1,5 +1,6 @@
 #include "model/gpt.h"
 
+#include "kernels/lm_head_loss.h"
 #include "model/chunked_loss.h"
 #include "model/recompute.h"
 #include "model/rope.h"
@@ -10,33 +11,35 @@
 
 namespace xsagpt {
 
-BlockImpl::BlockImpl(const ModelConfig& cfg, int64_t layer) {
+BlockImpl::BlockImpl(const ModelConfig& cfg, int64_t layer, ExecPtr exec_) : exec(std::move(exec_)) {
   ln_1 = register_module("ln_1", LayerNorm(cfg.d_model, cfg.bias, cfg.norm_eps));
-  attn = register_module("attn", CausalSelfAttention(cfg, layer));
+  attn = register_module("attn", CausalSelfAttention(cfg, layer, exec));
   ln_2 = register_module("ln_2", LayerNorm(cfg.d_model, cfg.bias, cfg.norm_eps));
-  mlp = register_module("mlp", MLP(cfg.d_model, cfg.mlp_dim(), cfg.bias, cfg.dropout));
+  mlp = register_module("mlp", MLP(cfg.d_model, cfg.mlp_dim(), cfg.bias, cfg.dropout, exec));
 }
 
-torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                                 KVCache::Layer* cache, int64_t past) {
-  auto h = x + attn(ln_1(x), cos, sin, cache, past);
-  if (recompute_mlp) return h + recompute_in_backward([this](const torch::Tensor& t) { return mlp(ln_2(t)); }, h);
-  return h + mlp(ln_2(h));
+void BlockImpl::forward(Residual& x, const torch::Tensor& cos, const torch::Tensor& sin, KVCache::Layer* cache,
+                        int64_t past) {
+  x.add(attn(x.norm(ln_1), cos, sin, cache, past));
+  if (exec->rt.recompute == Recompute::mlp)  // activation checkpointing of the MLP half (its norm included)
+    x.add(recompute_in_backward([this](const torch::Tensor& t) { return mlp(exec->norm(ln_2, t)); }, x.flush()));
+  else
+    x.add(mlp(x.norm(ln_2)));
 }
 
-TransformerImpl::TransformerImpl(const ModelConfig& cfg) {
+TransformerImpl::TransformerImpl(const ModelConfig& cfg, const ExecPtr& exec) {
   wte = register_module("wte", torch::nn::Embedding(cfg.vocab_size, cfg.d_model));
   if (cfg.n_sink > 0) sink = register_parameter("sink", torch::empty({cfg.n_sink, cfg.d_model}));
   ln_e = register_module("ln_e", LayerNorm(cfg.d_model, cfg.bias, cfg.norm_eps));
   drop = register_module("drop", torch::nn::Dropout(cfg.dropout));
   h = register_module("h", torch::nn::ModuleList());
-  for (int64_t i = 0; i < cfg.n_layer; ++i) h->push_back(Block(cfg, i));
+  for (int64_t i = 0; i < cfg.n_layer; ++i) h->push_back(Block(cfg, i, exec));
   ln_f = register_module("ln_f", LayerNorm(cfg.d_model, cfg.bias, cfg.norm_eps));
 }
 
 GPTImpl::GPTImpl(ModelConfig config) : cfg(std::move(config)) {
   cfg.validate();
-  transformer = register_module("transformer", Transformer(cfg));
+  transformer = register_module("transformer", Transformer(cfg, exec_));
   auto head = cfg.tie_embeddings ? transformer->wte->weight : torch::empty({cfg.vocab_size, cfg.d_model});
   lm_head = register_module("lm_head", LMHead(head));
   auto [cos, sin] = rope_tables(cfg.n_sink + cfg.block_size, cfg.head_dim, cfg.rope_theta);
@@ -61,8 +64,10 @@ void GPTImpl::init_weights() {
       p.fill_(1.0);
     } else if (name.ends_with("c_proj.weight")) {
       p.normal_(0.0, proj_std);
+    } else if (name == "lm_head.weight" && !cfg.tie_embeddings) {
+      p.zero_();  // uniform predictions at the start: loss ln(vocab) at any width (see gpt.h)
     } else {
-      p.normal_(0.0, 0.02);  // wte, sink, c_attn, c_fc, untied lm_head
+      p.normal_(0.0, 0.02);  // wte, sink, c_attn, c_fc
     }
   }
 }
@@ -87,44 +92,53 @@ GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& target
   auto cos = rope_cos.narrow(0, past, S + T);
   auto sin = rope_sin.narrow(0, past, S + T);
 
-  auto x = transformer->drop(embed(idx, S > 0));
+  Residual x(transformer->drop(embed(idx, S > 0)), *exec_);
   for (size_t i = 0; i < transformer->h->size(); ++i) {
     auto* block = transformer->h[i]->as<Block>();
-    if (recompute_blocks_ && !cache) {  // activation checkpointing (training); captures outlive forward()
-      x = recompute_in_backward([block, cos, sin](const torch::Tensor& t) { return block->forward(t, cos, sin); }, x);
+    if (exec_->rt.recompute == Recompute::block && !cache) {  // activation checkpointing (training)
+      auto run = [block, cos, sin, exec = exec_](const torch::Tensor& t) {  // captures outlive forward()
+        Residual r(t, *exec);
+        block->forward(r, cos, sin);
+        return r.flush();
+      };
+      x = Residual(recompute_in_backward(run, x.flush()), *exec_);
     } else {
-      x = block->forward(x, cos, sin, cache ? &cache->layers[i] : nullptr, past);
+      block->forward(x, cos, sin, cache ? &cache->layers[i] : nullptr, past);
     }
   }
   if (cache) cache->length = past + S + T;
-  auto h = transformer->ln_f(x.narrow(1, S, T));  // sinks predict nothing
+  auto h = x.norm(transformer->ln_f).narrow(1, S, T);  // sinks predict nothing
 
   GPTOutput out;
-  if (targets.defined() && loss_chunk_ > 0) {
-    out.loss = chunked_cross_entropy(h.reshape({-1, h.size(-1)}), lm_head->weight, targets.reshape(-1), loss_chunk_);
+  if (targets.defined() && (exec_->rt.kernels.loss || exec_->rt.loss_chunk > 0)) {
+    out.loss = loss(h, targets);
     return out;
   }
-  out.logits = lm_head(h);
+  out.logits = exec_->linear(h, lm_head->weight);
   if (targets.defined()) {
     namespace F = torch::nn::functional;
-    out.loss = F::cross_entropy(out.logits.reshape({-1, out.logits.size(-1)}).to(torch::kFloat32),
+    const auto acc = at::promote_types(out.logits.scalar_type(), torch::kFloat32);  // float32, float64 for float64
+    out.loss = F::cross_entropy(out.logits.reshape({-1, out.logits.size(-1)}).to(acc),
                                 targets.reshape(-1), F::CrossEntropyFuncOptions().ignore_index(-1));
   }
   return out;
 }
 
-void GPTImpl::set_xsa_kernel(const std::string& kernel) {
-  TORCH_CHECK(kernel == "ops" || kernel == "fused", "xsa kernel: expected ops or fused, got ", kernel);
-  for (const auto& module : *transformer->h)
-    module->as<Block>()->attn->xsa_step = kernel == "fused" ? exclude_self_value_fused : exclude_self_value;
+// The LM head's loss without the full logits: fused with its gradient (kernels/
+// lm_head_loss.h), or chunked with the logits recomputed in backward (chunked_loss.h).
+torch::Tensor GPTImpl::loss(const torch::Tensor& h, const torch::Tensor& targets) {
+  const auto& rt = exec_->rt;
+  const auto& w = lm_head->weight;
+  auto h2 = h.reshape({-1, h.size(-1)});
+  auto t2 = targets.reshape(-1);
+  if (rt.kernels.loss) return lm_head_loss(h2, w, exec_->weight(w), t2, rt.loss_chunk);
+  if (exec_->copies()) h2 = h2.to(torch::kBFloat16);
+  return chunked_cross_entropy(h2, w, t2, rt.loss_chunk);
 }
 
-void GPTImpl::set_memory_options(const std::string& recompute, int64_t loss_chunk) {
-  TORCH_CHECK(is_recompute_mode(recompute),
-              "activation checkpointing: expected none, mlp or block, got ", recompute);
-  recompute_blocks_ = recompute == "block";
-  for (const auto& module : *transformer->h) module->as<Block>()->recompute_mlp = recompute == "mlp";
-  loss_chunk_ = loss_chunk;
+void GPTImpl::set_runtime(const Runtime& rt) {
+  TORCH_CHECK(rt.loss_chunk >= 0, "runtime: loss_chunk must be >= 0");
+  exec_->rt = rt;
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> GPTImpl::unique_named_parameters() const {

@@ -3,7 +3,14 @@
 //
 //   x = ln_e(wte(idx))
 //   for each block:  x = x + attn(ln_1(x));  x = x + mlp(ln_2(x))
-//   logits = lm_head(ln_f(x))          (lm_head tied to wte by default)
+//   logits = lm_head(ln_f(x))
+//
+// The LM head is its own matrix, initialised to zero (model.tie_embeddings =
+// false), so a fresh model predicts the uniform distribution: loss ln(vocab). Tied
+// to wte, as nanoGPT ties it, the post-embedding LayerNorm makes the hidden state of
+// token i about LN(e_i), whose logit for token i itself is LN(e_i).e_i ~ 0.02 d_model
+// (15 nats at d_model 768, 51 at 2560): a fresh tied model is confident that every
+// token repeats, and starts that far above ln(vocab).
 //
 // Attention sinks (model.n_sink > 0, StreamingLLM's learnable sink): learned
 // vectors transformer.sink (n_sink, d_model) placed in front of every sequence as
@@ -19,25 +26,29 @@
 
 #include "config/model_config.h"
 #include "model/attention.h"
+#include "model/exec.h"
 #include "model/layers.h"
+#include "model/residual.h"
+#include "model/runtime.h"
 
 #include <torch/torch.h>
 
 namespace xsagpt {
 
 struct BlockImpl : torch::nn::Module {
-  BlockImpl(const ModelConfig& cfg, int64_t layer);
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        KVCache::Layer* cache = nullptr, int64_t past = 0);
+  BlockImpl(const ModelConfig& cfg, int64_t layer, ExecPtr exec = std::make_shared<Exec>());
+  // x = x + attn(ln_1(x));  x = x + mlp(ln_2(x))  on the residual stream x.
+  void forward(Residual& x, const torch::Tensor& cos, const torch::Tensor& sin, KVCache::Layer* cache = nullptr,
+               int64_t past = 0);
   LayerNorm ln_1{nullptr}, ln_2{nullptr};
-  bool recompute_mlp = false;  // activation checkpointing of the MLP half (see memory options below)
   CausalSelfAttention attn{nullptr};
   MLP mlp{nullptr};
+  ExecPtr exec;
 };
 TORCH_MODULE(Block);
 
 struct TransformerImpl : torch::nn::Module {
-  explicit TransformerImpl(const ModelConfig& cfg);
+  TransformerImpl(const ModelConfig& cfg, const ExecPtr& exec);
   torch::nn::Embedding wte{nullptr};
   torch::Tensor sink;       // (n_sink, d_model); only with model.n_sink > 0
   LayerNorm ln_e{nullptr};  // the paper's post-embedding norm
@@ -47,10 +58,9 @@ struct TransformerImpl : torch::nn::Module {
 };
 TORCH_MODULE(Transformer);
 
-// Holds the output projection; when tied, `weight` is the embedding tensor itself.
+// Holds the output projection's matrix; when tied, `weight` is the embedding tensor itself.
 struct LMHeadImpl : torch::nn::Module {
   explicit LMHeadImpl(torch::Tensor w) { weight = register_parameter("weight", std::move(w)); }
-  torch::Tensor forward(const torch::Tensor& x) { return torch::nn::functional::linear(x, weight); }
   torch::Tensor weight;
 };
 TORCH_MODULE(LMHead);
@@ -75,14 +85,13 @@ struct GPTImpl : torch::nn::Module {
   // Parameters without the tied duplicate, in registration order.
   std::vector<std::pair<std::string, torch::Tensor>> unique_named_parameters() const;
 
-  // Memory options, trading compute for activation memory (train.* keys, not part
-  // of the model): "none" | "mlp" | "block" activation checkpointing, and the
-  // LM-head loss in chunks of this many tokens (0: full logits).
-  void set_memory_options(const std::string& recompute, int64_t loss_chunk);
-
-  // train.xsa_kernel: "ops" (exclude_self_value) or "fused" (exclude_self_value_fused,
-  // the CUDA kernels); see model/xsa.h.
-  void set_xsa_kernel(const std::string& kernel);
+  // How to run (kernels, activation checkpointing, loss chunk, compute dtype;
+  // model/runtime.h). The default runs every op through ATen.
+  void set_runtime(const Runtime& rt);
+  const Runtime& runtime() const { return exec_->rt; }
+  // After the parameters changed in place (an optimizer step, loaded weights):
+  // the bf16 weight copies of the weights kernel are made again.
+  void parameters_changed() { exec_->weights.refresh(); }
 
   ModelConfig cfg;
   Transformer transformer{nullptr};
@@ -91,8 +100,8 @@ struct GPTImpl : torch::nn::Module {
 
  private:
   void init_weights();
-  bool recompute_blocks_ = false;
-  int64_t loss_chunk_ = 0;
+  torch::Tensor loss(const torch::Tensor& h, const torch::Tensor& targets);
+  ExecPtr exec_ = std::make_shared<Exec>();
 };
 TORCH_MODULE(GPT);
 

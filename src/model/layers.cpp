@@ -1,5 +1,7 @@
 #include "model/layers.h"
 
+#include "model/exec.h"
+
 namespace xsagpt {
 
 LayerNormImpl::LayerNormImpl(int64_t dim, bool with_bias, double eps) : dim(dim), eps(eps) {
@@ -7,18 +9,20 @@ LayerNormImpl::LayerNormImpl(int64_t dim, bool with_bias, double eps) : dim(dim)
   if (with_bias) bias = register_parameter("bias", torch::zeros({dim}));
 }
 
-torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
+torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) const {
   return torch::layer_norm(x, {dim}, weight, bias, eps);
 }
 
-MLPImpl::MLPImpl(int64_t d_model, int64_t hidden, bool bias, double dropout) {
+MLPImpl::MLPImpl(int64_t d_model, int64_t hidden, bool bias, double dropout, std::shared_ptr<Exec> exec_)
+    : exec(std::move(exec_)) {
   c_fc = register_module("c_fc", torch::nn::Linear(torch::nn::LinearOptions(d_model, hidden).bias(bias)));
   c_proj = register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(hidden, d_model).bias(bias)));
   drop = register_module("drop", torch::nn::Dropout(dropout));
 }
 
 torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
-  return drop(c_proj(torch::gelu(c_fc(x))));
+  auto h = torch::gelu(exec->linear(x, c_fc->weight, c_fc->bias));
+  return drop(exec->linear(h, c_proj->weight, c_proj->bias));
 }
 
 }  // namespace xsagpt

@@ -4,23 +4,28 @@
 
 #include <torch/torch.h>
 
+#include <memory>
+
 namespace xsagpt {
 
 struct LayerNormImpl : torch::nn::Module {
   LayerNormImpl(int64_t dim, bool bias, double eps);
-  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor forward(const torch::Tensor& x) const;
   torch::Tensor weight, bias;
   int64_t dim;
   double eps;
 };
 TORCH_MODULE(LayerNorm);
 
+struct Exec;  // model/exec.h
+
 // d_model -> hidden -> d_model with exact GELU, as nanoGPT.
 struct MLPImpl : torch::nn::Module {
-  MLPImpl(int64_t d_model, int64_t hidden, bool bias, double dropout);
+  MLPImpl(int64_t d_model, int64_t hidden, bool bias, double dropout, std::shared_ptr<Exec> exec);
   torch::Tensor forward(const torch::Tensor& x);
   torch::nn::Linear c_fc{nullptr}, c_proj{nullptr};
   torch::nn::Dropout drop{nullptr};
+  std::shared_ptr<Exec> exec;
 };
 TORCH_MODULE(MLP);
 

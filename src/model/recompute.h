@@ -9,7 +9,6 @@
 #include <torch/torch.h>
 
 #include <functional>
-#include <string>
 
 namespace xsagpt {
 
@@ -19,9 +18,5 @@ using TensorFn = std::function<torch::Tensor(const torch::Tensor&)>;
 // their gradients as usual. Without grad mode, or when x needs no grad, it is
 // simply fn(x).
 torch::Tensor recompute_in_backward(const TensorFn& fn, const torch::Tensor& x);
-
-// The modes of train.activation_checkpointing (GPTImpl::set_memory_options): none,
-// mlp (the MLP half of each block) or block (whole blocks).
-inline bool is_recompute_mode(const std::string& m) { return m == "none" || m == "mlp" || m == "block"; }
 
 }  // namespace xsagpt

@@ -1,6 +1,7 @@
 #include "model/xsa.h"
 
-#include "model/xsa_cuda.h"
+#include "kernels/common.h"
+#include "kernels/xsa_cuda.h"
 
 namespace xsagpt {
 
@@ -32,7 +33,7 @@ torch::Tensor gate_per_head(const torch::Tensor& gate, int64_t n_head) {
 }
 
 bool use_kernels(bool fused, const torch::Tensor& y, const torch::Tensor& v, const torch::Tensor& gate) {
-  return fused && y.is_cuda() && y.dim() == 4 && xsa_cuda_kernels_built() && y.scalar_type() == v.scalar_type() &&
+  return fused && use_cuda_kernel(y) && y.dim() == 4 && y.scalar_type() == v.scalar_type() &&
          y.device() == v.device() && (!gate.defined() || gate.numel() == y.size(1));
 }
 
@@ -114,17 +115,3 @@ torch::Tensor exclude_self_value_autograd(const torch::Tensor& y, const torch::T
 }
 
 }  // namespace xsagpt
-
-#ifndef XSAGPT_CUDA_KERNELS  // kernels not built (no CUDA or no nvcc): use_kernels() never calls these
-namespace xsagpt {
-bool xsa_cuda_kernels_built() { return false; }
-torch::Tensor xsa_forward_cuda(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, double) {
-  TORCH_CHECK(false, "XSA CUDA kernels: not built (no CUDA)");
-}
-std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> xsa_backward_cuda(const torch::Tensor&, const torch::Tensor&,
-                                                                          const torch::Tensor&, const torch::Tensor&,
-                                                                          double) {
-  TORCH_CHECK(false, "XSA CUDA kernels: not built (no CUDA)");
-}
-}  // namespace xsagpt
-#endif

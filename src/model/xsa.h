@@ -36,8 +36,8 @@ torch::Tensor exclude_self_value(const torch::Tensor& y, const torch::Tensor& v,
                                  const torch::Tensor& gate = {});
 
 // The same function whose forward and backward run as two fused CUDA kernels
-// (model/xsa_cuda.h) when y is on a CUDA device and the build has them; elsewhere
-// exactly exclude_self_value. Selected by train.xsa_kernel = "fused".
+// (kernels/xsa_cuda.h) when y is on a CUDA device and the build has them; elsewhere
+// exactly exclude_self_value. Selected by train.kernels "xsa" (the default on CUDA).
 torch::Tensor exclude_self_value_fused(const torch::Tensor& y, const torch::Tensor& v, double eps,
                                        const torch::Tensor& gate = {});
 

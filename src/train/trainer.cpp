@@ -6,9 +6,7 @@
 #include "model/from_checkpoint.h"
 #include "model/gpt.h"
 #include "model/sdpa_backend.h"
-#include "model/xsa_cuda.h"
 #include "train/checkpoint.h"
-#include "train/grad_clip.h"
 #include "train/metrics.h"
 #include "train/memory_check.h"
 #include "train/mfu.h"
@@ -17,6 +15,7 @@
 #include "train/run_dir.h"
 #include "train/schedule.h"
 #include "train/signals.h"
+#include "train/step.h"
 #include "train/zero.h"
 
 #include <fmt/format.h>
@@ -66,9 +65,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   cfg.validate(world);
   // Checks that need the machine, also before anything is created on disk.
   const auto device = pick_device(t.device, dist);
-  if (t.xsa_kernel == "fused" && !(device.is_cuda() && xsa_cuda_kernels_built()))
-    throw ConfigError("train.xsa_kernel: \"fused\" needs a CUDA device and a CUDA build; this run is on " +
-                      device.str() + (xsa_cuda_kernels_built() ? "" : " and the build has no CUDA kernels"));
+  const Runtime rt = cfg.runtime(device.is_cuda());
 
   // ---- where to start: fresh, or from a checkpoint -------------------------
   auto start = plan_run_dir(dir, opts.resume, opts.overwrite);
@@ -91,15 +88,14 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
 
   // ---- device, precision, model, optimizer, data ---------------------------
   if (t.threads > 0) torch::set_num_threads(static_cast<int>(t.threads));
-  const bool bf16 = t.precision == "bf16" || (t.precision == "auto" && device.is_cuda());
+  const bool bf16 = rt.bf16;
   if (device.is_cuda()) {
     at::globalContext().setAllowTF32CuBLAS(true);
     at::globalContext().setAllowTF32CuDNN(true);
   }
   torch::manual_seed(static_cast<uint64_t>(t.seed));  // same initial weights on every rank
   GPT model(cfg.model);
-  model->set_memory_options(t.activation_checkpointing, t.loss_chunk);
-  model->set_xsa_kernel(t.xsa_kernel);
+  model->set_runtime(rt);
   model->to(device);
   auto params = model->unique_named_parameters();
   std::vector<torch::Tensor> param_tensors;
@@ -128,6 +124,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   double elapsed_before = 0;
   if (ckpt) {
     load_weights(model, ckpt->model, start.checkpoint->string());
+    model->parameters_changed();
     opt.load_state(ckpt->optimizer);
     loader.load_state(LoaderState::from_json(ckpt->loader[dist.rank()]));
     if (ckpt->rng_cpu.defined()) default_generator(torch::kCPU).set_state(ckpt->rng_cpu);
@@ -148,7 +145,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   if (device.is_cuda()) peak = gpu_peak_flops(cuda_device_name(device), bf16);
   if (const auto gpu_bytes = cuda_device_memory(device); gpu_bytes && dist.is_main()) {
     const auto est = estimate_training_memory(cfg.model, t.micro_batch, t.seq_len,
-                                              {bf16, t.activation_checkpointing, t.loss_chunk, t.shard_optimizer ? world : 1});
+                                              memory_options(rt, t.shard_optimizer ? world : 1));
     if (const auto warning = memory_warning(cfg, est.total(), *gpu_bytes)) spdlog::warn("{}", *warning);
   }
   if (dist.is_main()) {
@@ -163,8 +160,11 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
                  cfg.model.n_layer, cfg.model.d_model, cfg.model.n_head, cfg.model.head_dim, cfg.model.attention,
                  counts.total / 1e6, counts.non_embedding / 1e6);
     spdlog::info("training: {} steps of {} tokens ({} x {} x {} accumulation x {} rank(s)), {} on {}, AdamW {}",
-                 t.max_steps, step_tokens, t.micro_batch, t.seq_len, accum, world, bf16 ? "bf16 autocast" : "fp32",
+                 t.max_steps, step_tokens, t.micro_batch, t.seq_len, accum, world,
+                 !bf16 ? "fp32" : rt.autocast() ? "bf16 autocast" : "bf16 (weights copied once per step)",
                  device.str(), opt.impl());
+    spdlog::info("kernels: {}{}", describe(rt.kernels),
+                 rt.kernels == Kernels{} || device.is_cuda() ? "" : " (their ATen twins: this run is not on CUDA)");
     spdlog::info("optimizer: {}", opt.summary());
     spdlog::info("validation: {} batches ({} tokens); run dir {}", val.num_batches(),
                  val.num_batches() * t.micro_batch * t.seq_len * world, dir.string());
@@ -194,7 +194,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     auto sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
     for (int64_t i = 0; i < val.num_batches(); ++i) {
       auto [x, y] = val.batch(i);
-      AutocastGuard ac(device, bf16);
+      AutocastGuard ac(device, rt.autocast());
       sum += model->forward(x.to(device, true), y.to(device, true)).loss.to(torch::kFloat64);
     }
     model->train();
@@ -222,6 +222,11 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   };
 
   TrainResult result;
+  TrainStep train_step(model, opt, *grad_sync, param_tensors, accum, t.grad_clip);
+  auto next_batch = [&] {
+    auto [x, y] = batches.next();
+    return std::pair{x.to(device, /*non_blocking=*/true), y.to(device, /*non_blocking=*/true)};
+  };
   auto loss_accum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
   torch::Tensor grad_norm;
   auto interval_start = Clock::now();
@@ -239,23 +244,11 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
 
   while (step < t.max_steps) {
     const double lr = learning_rate(t, step);
-    for (int64_t micro = 0; micro < accum; ++micro) {
-      auto [x, y] = batches.next();
-      x = x.to(device, /*non_blocking=*/true);
-      y = y.to(device, /*non_blocking=*/true);
-      torch::Tensor loss;
-      {
-        AutocastGuard ac(device, bf16);
-        loss = model->forward(x, y).loss / static_cast<double>(accum);
-      }
-      grad_sync->backward(loss, /*last=*/micro + 1 == accum);
-      loss_accum += loss.detach();
-    }
-    grad_norm = clip_grad_norm(param_tensors, t.grad_clip);
-    bad_step = torch::where((bad_step < 0) & ~(torch::isfinite(loss_accum) & torch::isfinite(grad_norm)),
+    const auto stats = train_step(next_batch, lr);
+    loss_accum += stats.loss;
+    grad_norm = stats.grad_norm;
+    bad_step = torch::where((bad_step < 0) & ~(torch::isfinite(stats.loss) & torch::isfinite(grad_norm)),
                             torch::full_like(bad_step, step), bad_step);
-    opt.step(lr);
-    grad_sync->zero_grad();
     ++step;
     ++interval_steps;
     tokens += step_tokens;

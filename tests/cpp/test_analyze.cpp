@@ -144,7 +144,10 @@ TEST(Analyze, AveragesOverAllSequencesAndHeads) {
   // Layer 1 from its own input: the residual stream after block 0, run by hand.
   torch::NoGradGuard ng;
   auto cos = model->rope_cos.narrow(0, 0, 17), sin = model->rope_sin.narrow(0, 0, 17);
-  auto x = model->transformer->h[0]->as<Block>()->forward(model->embed(idx, true), cos, sin);
+  auto& b0 = *model->transformer->h[0]->as<Block>();
+  Residual r(model->embed(idx, true), *b0.exec);
+  b0.forward(r, cos, sin);
+  auto x = r.flush();
   auto& b1 = *model->transformer->h[1]->as<Block>();
   auto st = attention_head_stats(*b1.attn, b1.ln_1(x), cos, sin, 1);
   ASSERT_EQ(whole.size(), 2u);

@@ -2,6 +2,7 @@
 // size a run) against tensor bytes measured on the CPU (bench/peak_memory.h), for
 // every activation-checkpointing mode and with and without the chunked loss.
 #include "bench/peak_memory.h"
+#include "helpers.h"
 #include "model/counts.h"
 #include "model/gpt.h"
 #include "train/memory_check.h"
@@ -20,7 +21,7 @@ struct Measured {
 Measured measure(const ModelConfig& cfg, const std::string& recompute, int64_t chunk, int64_t B, int64_t T) {
   torch::manual_seed(0);
   GPT model(cfg);
-  model->set_memory_options(recompute, chunk);
+  model->set_runtime(test::runtime(recompute, chunk));
   auto x = torch::randint(0, cfg.vocab_size, {B, T}), y = torch::randint(0, cfg.vocab_size, {B, T});
   Measured m;
   PeakMemory pm(torch::kCPU);

@@ -40,7 +40,7 @@ class AttentionKinds : public ::testing::TestWithParam<std::string> {};
 TEST_P(AttentionKinds, SdpaMatchesExplicitMaskedSoftmaxAttention) {
   torch::manual_seed(0);
   auto cfg = small_model(GetParam());
-  CausalSelfAttention attn(cfg, 0);
+  CausalSelfAttention attn(cfg, 0, std::make_shared<Exec>());
   ASSERT_EQ(attn->xsa, GetParam() == "xsa");
   auto [cos, sin] = rope_tables(cfg.block_size, cfg.head_dim, cfg.rope_theta);
   auto x = torch::randn({2, 11, cfg.d_model});
@@ -52,7 +52,9 @@ TEST_P(AttentionKinds, SdpaMatchesExplicitMaskedSoftmaxAttention) {
 
 TEST_P(AttentionKinds, CausalityLaterTokensNeverChangeEarlierLogits) {
   torch::manual_seed(1);
-  GPT model(small_model(GetParam()));
+  auto cfg = small_model(GetParam());
+  cfg.tie_embeddings = true;  // an untied head starts at zero: every logit 0 whatever the input
+  GPT model(cfg);
   model->eval();
   auto idx = torch::randint(0, 64, {2, 24}, torch::kLong);
   auto base = model->forward(idx).logits;
@@ -123,6 +125,7 @@ TEST(Model, XsaLayersRestrictsTheStep) {
 TEST(Model, ParameterNamesFollowNanoGPT) {
   auto cfg = small_model("sa");
   cfg.bias = true;
+  cfg.tie_embeddings = true;
   GPT m(cfg);
   auto params = m->named_parameters();
   for (const char* name : {"transformer.wte.weight", "transformer.ln_e.weight", "transformer.ln_e.bias",
@@ -168,7 +171,43 @@ TEST(Model, PaperConfigsLandOnThePapersSizes) {
     EXPECT_NEAR(count_params(cfg).non_embedding / 1e9, b, 0.006) << name;
   }
   auto gpt2 = load_model_config(test::source_path("configs/model/gpt2-124m.json"));
-  EXPECT_NEAR(count_params(gpt2).total / 1e6, 124.0, 1.5);  // nanoGPT's 124M less position embeddings
+  const double head = 50304.0 * 768;  // the untied LM head
+  EXPECT_NEAR((count_params(gpt2).total - head) / 1e6, 124.0, 1.5);  // nanoGPT's tied 124M less position embeddings
+  gpt2.tie_embeddings = true;
+  EXPECT_NEAR(count_params(gpt2).total / 1e6, 124.0, 1.5);
+}
+
+// Issue 13: a tied head under the paper's post-embedding LayerNorm starts ~0.02 d_model
+// nats above ln(vocab), which the tiny widths hide. At every shipped config's width
+// (two layers of it), the default untied, zero-initialised head starts at ln(vocab)
+// with first-step gradient norms of order 1, and the tied head shows the problem.
+TEST(Model, EveryShippedWidthStartsAtLogVocabWithGradientNormOfOrderOne) {
+  for (const char* name : {"tiny", "gpt2-124m", "gpt2-350m", "paper-0.7b", "paper-1.4b", "paper-2.7b"}) {
+    SCOPED_TRACE(name);
+    auto cfg = load_model_config(test::source_path(std::string("configs/model/") + name + ".json"));
+    cfg.n_layer = 2;
+    torch::manual_seed(8);
+    auto idx = torch::randint(0, 50257, {2, 16}, torch::kLong);
+    auto targets = torch::randint(0, 50257, {2, 16}, torch::kLong);
+    for (bool tie : {false, true}) {
+      cfg.tie_embeddings = tie;
+      GPT m(cfg);
+      auto loss = m->forward(idx, targets).loss;
+      const double log_v = std::log(static_cast<double>(cfg.vocab_size));
+      if (tie) {  // the documented alternative: each token predicts itself with a logit of 0.012-0.02 d_model,
+        const double self_logit = 0.012 * static_cast<double>(cfg.d_model);  // which dominates from d ~1000
+        if (self_logit > log_v + 1) EXPECT_GT(loss.item<double>(), self_logit);
+        continue;
+      }
+      EXPECT_NEAR(loss.item<double>(), log_v, 0.5);
+      loss.backward();
+      double sq = 0;
+      for (auto& [n, p] : m->unique_named_parameters())
+        if (p.grad().defined()) sq += p.grad().pow(2).sum().item<double>();
+      EXPECT_GT(std::sqrt(sq), 0.05);
+      EXPECT_LT(std::sqrt(sq), 10.0);
+    }
+  }
 }
 
 TEST(Model, LossAtInitialisationIsCloseToLogVocab) {

@@ -34,7 +34,7 @@ TEST(WeightDecay, OnlyMatricesDecay) {
   cfg.bias = true;
   GPT m(cfg);
   for (const auto& [name, p] : m->unique_named_parameters()) {
-    const bool matrix = name.ends_with("wte.weight") || name.find("c_attn.weight") != std::string::npos ||
+    const bool matrix = name.ends_with("wte.weight") || name == "lm_head.weight" || name.find("c_attn.weight") != std::string::npos ||
                         name.find("c_proj.weight") != std::string::npos || name.find("c_fc.weight") != std::string::npos;
     EXPECT_EQ(decays(p), matrix) << name;
   }

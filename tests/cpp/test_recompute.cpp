@@ -19,7 +19,11 @@ Grads run(Block& block, const torch::Tensor& x0, bool recompute, const torch::Te
   block->zero_grad();
   auto x = x0.detach().clone().requires_grad_(true);
   torch::manual_seed(42);  // same dropout masks for both variants
-  auto fn = [&](const torch::Tensor& t) { return block->forward(t, cos, sin); };
+  auto fn = [&](const torch::Tensor& t) {
+    Residual r(t, *block->exec);
+    block->forward(r, cos, sin);
+    return r.flush();
+  };
   auto y = recompute ? recompute_in_backward(fn, x) : fn(x);
   (y * y).sum().backward();
   Grads g{y.detach(), x.grad()};
@@ -66,7 +70,7 @@ TEST(Recompute, WholeModelMemoryOptionsKeepLossAndGradients) {
   auto grads = [&](const std::string& recompute, int64_t chunk) {
     torch::manual_seed(7);
     GPT m(cfg);
-    m->set_memory_options(recompute, chunk);
+    m->set_runtime(test::runtime(recompute, chunk));
     auto loss = m->forward(idx, targets).loss;
     loss.backward();
     std::vector<torch::Tensor> g{loss.detach()};

@@ -1,4 +1,4 @@
-// The fused CUDA kernels of model/xsa_cuda.cu against XSA's formula evaluated in
+// The fused CUDA kernels of kernels/xsa_cuda.cu against XSA's formula evaluated in
 // float64 on the CPU (forward, and backward through autograd of ordinary ops), on
 // inputs laid out as the model hands them over: y a transposed view of a
 // (B, T, H, D) buffer, v a strided view into the fused qkv projection. Head sizes
@@ -8,7 +8,8 @@
 #include "helpers.h"
 #include "model/gpt.h"
 #include "model/xsa.h"
-#include "model/xsa_cuda.h"
+#include "kernels/common.h"
+#include "kernels/xsa_cuda.h"
 
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
@@ -17,7 +18,7 @@ using namespace xsagpt;
 
 namespace {
 
-bool skip() { return !torch::cuda::is_available() || !xsa_cuda_kernels_built(); }
+bool skip() { return !torch::cuda::is_available() || !cuda_kernels_built(); }
 
 double rel_err(const torch::Tensor& got, const torch::Tensor& ref) {
   return ((got.cpu().to(torch::kFloat64) - ref).norm() / ref.norm()).item<double>();
@@ -110,7 +111,7 @@ TEST(XsaCuda, ModelWithFusedKernelsMatchesOps) {
   }
   ops->to(torch::kCUDA);
   fused->to(torch::kCUDA);
-  fused->set_xsa_kernel("fused");
+  fused->set_runtime(test::runtime("none", 0, "xsa", /*cuda=*/true));
   auto idx = torch::randint(0, cfg.vocab_size, {3, cfg.block_size}, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kLong));
   auto lo = ops->forward(idx, idx).loss, lf = fused->forward(idx, idx).loss;
   lo.backward();

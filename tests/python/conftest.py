@@ -40,3 +40,11 @@ def gpt2_vocab_dir() -> pathlib.Path:
         if cand and (pathlib.Path(cand) / "encoder.json").exists() and (pathlib.Path(cand) / "vocab.bpe").exists():
             return pathlib.Path(cand)
     pytest.skip("GPT-2 vocabulary files not found (set XSAGPT_GPT2_VOCAB)")
+
+
+@pytest.fixture(scope="session")
+def kjv_shards(repo_root, gpt2_vocab_dir):
+    """The offline KJV corpus (data/kjv/prepare.sh), GPT-2 tokenized; prepared once."""
+    env = dict(os.environ, XSAGPT_GPT2_VOCAB=str(gpt2_vocab_dir))
+    subprocess.run(["bash", repo_root / "data" / "kjv" / "prepare.sh"], check=True, env=env, capture_output=True)
+    return repo_root / "data" / "kjv" / "shards"

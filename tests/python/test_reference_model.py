@@ -20,7 +20,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/, 
 from reference.model import GPT, GPTConfig, apply_rope, exclude_self_value, rope_tables  # noqa: E402
 
 # Small enough for a fraction of a second per pass; n_head*head_dim = 60 != d_model.
-BASE = dict(vocab_size=96, block_size=32, n_layer=2, d_model=48, n_head=3, head_dim=20)
+BASE = dict(vocab_size=96, block_size=32, n_layer=2, d_model=48, n_head=3, head_dim=20, tie_embeddings=True)
 B, T = 3, 24  # T < block_size: the RoPE tables are cut to the sequence
 
 CASES = {

@@ -3,7 +3,7 @@ specification rather than translated from the C++, so the two can check each oth
 
     x = ln_e(wte(idx))                                  post-embedding LayerNorm
     for each block:  x = x + attn(ln_1(x));  x = x + mlp(ln_2(x))
-    logits = lm_head(ln_f(x))                           head tied to wte by default
+    logits = lm_head(ln_f(x))                           own matrix, zero at init (or tied to wte)
 
 Attention: fused q,k,v projection (`c_attn`, split q|k|v along the last dim),
 n_head heads of head_dim each (n_head*head_dim need not equal d_model), RoPE
@@ -46,7 +46,7 @@ class GPTConfig:
     rope_theta: float = 10000.0
     bias: bool = False
     dropout: float = 0.0
-    tie_embeddings: bool = True
+    tie_embeddings: bool = False
     norm_eps: float = 1e-5
     xsa_eps: float = 1e-6
     xsa_gate: str = "off"  # "off" | "sa" | "xsa": learnable per-head tanh(alpha) on the XSA term
@@ -219,7 +219,8 @@ class GPT(nn.Module):
 
     @torch.no_grad()
     def init_weights(self) -> None:
-        """nanoGPT's: N(0, 0.02), residual projections scaled by 1/sqrt(2 n_layer)."""
+        """nanoGPT's: N(0, 0.02), residual projections scaled by 1/sqrt(2 n_layer); an untied
+        head starts at zero (uniform predictions, loss ln(vocab))."""
         for name, p in self.named_parameters():
             if name.endswith(".bias"):
                 p.zero_()
@@ -229,6 +230,8 @@ class GPT(nn.Module):
                 p.fill_(0.0 if self.cfg.xsa_gate == "sa" else 9.25)  # tanh(9.25) == 1 in float32
             elif name.endswith("c_proj.weight"):
                 p.normal_(0.0, 0.02 / math.sqrt(2 * self.cfg.n_layer))
+            elif name == "lm_head.weight" and not self.cfg.tie_embeddings:
+                p.zero_()
             else:
                 p.normal_(0.0, 0.02)
 
@@ -243,7 +246,7 @@ class GPT(nn.Module):
 
     def forward(self, idx: torch.Tensor, targets: Optional[torch.Tensor] = None):
         """idx, targets: int64 (B, T), T <= block_size. Returns (logits, loss or None);
-        loss is the mean cross-entropy over targets != -1, computed in float32."""
+        loss is the mean cross-entropy over targets != -1, computed in float32 (float64 for float64)."""
         T = idx.size(1)
         assert T <= self.cfg.block_size, f"sequence length {T} exceeds model.block_size {self.cfg.block_size}"
         S = self.cfg.n_sink
@@ -258,7 +261,8 @@ class GPT(nn.Module):
         logits = self.lm_head(tr.ln_f(x[:, S:]))  # sinks predict nothing
         loss = None
         if targets is not None:
-            loss = F.cross_entropy(logits.view(-1, logits.size(-1)).float(), targets.view(-1), ignore_index=-1)
+            acc = torch.promote_types(logits.dtype, torch.float32)  # float32, float64 for float64
+            loss = F.cross_entropy(logits.view(-1, logits.size(-1)).to(acc), targets.view(-1), ignore_index=-1)
         return logits, loss
 
     @classmethod

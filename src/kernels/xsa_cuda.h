@@ -22,9 +22,6 @@
 
 namespace xsagpt {
 
-// Whether this build has the kernels (a CUDA build of LibTorch with nvcc).
-bool xsa_cuda_kernels_built();
-
 // y, v: (B, H, T, D) CUDA tensors of one floating dtype, last dim contiguous;
 // gate: undefined or float32 with H elements (one per head).
 torch::Tensor xsa_forward_cuda(const torch::Tensor& y, const torch::Tensor& v, const torch::Tensor& gate, double eps);

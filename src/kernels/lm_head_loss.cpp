@@ -1,0 +1,93 @@
+#include "kernels/lm_head_loss.h"
+
+#include "kernels/common.h"
+#include "kernels/lm_head_loss_cuda.h"
+#include "kernels/linear.h"
+
+namespace xsagpt {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+struct LMHeadLoss : torch::autograd::Function<LMHeadLoss> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& hidden, const torch::Tensor& weight,
+                               const torch::Tensor& weight_c, const torch::Tensor& targets, int64_t chunk) {
+    const auto compute = weight_c.scalar_type();
+    const auto acc = at::toOpMathType(compute);  // float32, or float64 for float64
+    const auto h = hidden.to(compute).contiguous();
+    const auto N = h.size(0), V = weight_c.size(0);
+    chunk = chunk > 0 ? std::min(chunk, N) : N;
+    const bool grad = hidden.requires_grad() || weight.requires_grad();
+    const bool kernel = use_cuda_kernel(h) && compute != torch::kDouble;
+
+    auto valid = targets != -1;
+    auto inv_count = valid.sum().clamp_min(1).to(acc).reciprocal();  // on the device: no sync
+    auto losses = torch::empty({N}, h.options().dtype(acc));
+    torch::Tensor dh, dw;
+    if (grad) {
+      dh = torch::empty_like(h);
+      dw = N == 0 ? torch::zeros(weight.sizes(), weight.options()) : torch::empty(weight.sizes(), weight.options());
+    }
+    auto buffer = torch::empty({std::max<int64_t>(chunk, 1), V}, h.options());
+    for (int64_t s = 0; s < N; s += chunk) {
+      const auto n = std::min(chunk, N - s);
+      auto logits = buffer.narrow(0, 0, n);
+      const auto hc = h.narrow(0, s, n);
+      at::mm_out(logits, hc, weight_c.t());
+      auto rows = losses.narrow(0, s, n);
+      const auto t = targets.narrow(0, s, n);
+      if (kernel) cross_entropy_rows_cuda(logits, t, inv_count, rows, grad);
+      else cross_entropy_rows_aten(logits, t, inv_count, rows, grad);
+      if (!grad) continue;
+      auto dhc = dh.narrow(0, s, n);
+      at::mm_out(dhc, logits, weight_c);                      // d loss / d hidden
+      matmul_into(dw, logits.t(), hc, /*accumulate=*/s > 0);  // d loss / d weight, float32
+    }
+    if (grad) ctx->save_for_backward({dh, dw});
+    ctx->saved_data["hidden_dtype"] = static_cast<int64_t>(hidden.scalar_type());
+    return losses.sum() * inv_count;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
+    auto saved = ctx->get_saved_variables();
+    auto &dh = saved[0], &dw = saved[1];
+    const auto& g = grad_out[0];
+    // forward made the gradients of the loss itself; scale them by the incoming
+    // gradient (1 / accumulation steps in training), in place.
+    dh.mul_(g.to(dh.scalar_type()));
+    dw.mul_(g.to(dw.scalar_type()));
+    const auto hidden_dtype = static_cast<c10::ScalarType>(ctx->saved_data["hidden_dtype"].toInt());
+    return {dh.to(hidden_dtype), dw, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+void cross_entropy_rows_aten(torch::Tensor& logits, const torch::Tensor& targets, const torch::Tensor& inv_count,
+                             torch::Tensor& losses, bool write_grad) {
+  const auto acc = losses.scalar_type();
+  const auto lf = logits.to(acc);
+  const auto valid = (targets != -1).to(acc);
+  const auto t = targets.clamp_min(0).unsqueeze(1);
+  losses.copy_((torch::logsumexp(lf, -1) - lf.gather(1, t).squeeze(1)) * valid);
+  if (!write_grad) return;
+  auto g = torch::softmax(lf, -1);
+  g.scatter_add_(1, t, -torch::ones({lf.size(0), 1}, g.options()));
+  g.mul_((valid * inv_count.to(acc)).unsqueeze(1));
+  logits.copy_(g);
+}
+
+torch::Tensor lm_head_loss(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& weight_c,
+                           const torch::Tensor& targets, int64_t chunk) {
+  TORCH_CHECK(hidden.dim() == 2 && weight_c.dim() == 2 && hidden.size(1) == weight_c.size(1) &&
+                  weight.sizes() == weight_c.sizes() && targets.dim() == 1 && targets.size(0) == hidden.size(0),
+              "lm_head_loss: expected hidden (N, d), weight (V, d), targets (N); got ", hidden.sizes(), ", ",
+              weight_c.sizes(), ", ", targets.sizes());
+  TORCH_CHECK(chunk >= 0, "lm_head_loss: chunk must be >= 0");
+  auto guard = no_autocast();
+  return LMHeadLoss::apply(hidden, weight, weight_c, targets, chunk);
+}
+
+}  // namespace xsagpt

@@ -1,0 +1,18 @@
+// CUDA kernel of kernels/lm_head_loss.h: the cross-entropy of a block of logit
+// rows and, in the same pass, the logits' gradient written over them.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace xsagpt {
+
+// logits: (n, V) contiguous, float32, bf16 or half; targets: (n) int64, -1 for
+// ignored rows; inv_count: 0-dim float32, 1 / (number of non-ignored targets in
+// the whole batch). Writes losses (n) float32: logsumexp(row) - row[target], 0
+// for ignored rows. With write_grad, each row is replaced by the gradient of
+// sum(losses) * inv_count: (softmax(row) - onehot(target)) * inv_count, zeros for
+// ignored rows.
+void cross_entropy_rows_cuda(torch::Tensor& logits, const torch::Tensor& targets, const torch::Tensor& inv_count,
+                             torch::Tensor& losses, bool write_grad);
+
+}  // namespace xsagpt

@@ -1,0 +1,19 @@
+// CUDA kernels of kernels/rope_qkv.h: one thread moves VEC pairs (i, i + D/2) of
+// one (position, head) for q, k and v, rotating q and k.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace xsagpt {
+
+// qkv: (B, T, 3*H*D), last dim contiguous; cos, sin: (T, D/2) float32 contiguous on
+// qkv's device. Writes q, k (rotated) and v: (B, T, H, D) contiguous, qkv's dtype.
+void rope_qkv_forward_cuda(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin,
+                           torch::Tensor& q, torch::Tensor& k, torch::Tensor& v);
+
+// dq, dk, dv: (B, T, H, D), last dim contiguous, other strides free. Writes dqkv
+// (B, T, 3*H*D) contiguous: q and k rotated back (by -angle), v copied.
+void rope_qkv_backward_cuda(const torch::Tensor& dq, const torch::Tensor& dk, const torch::Tensor& dv,
+                            const torch::Tensor& cos, const torch::Tensor& sin, torch::Tensor& dqkv);
+
+}  // namespace xsagpt

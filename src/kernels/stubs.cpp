@@ -1,0 +1,47 @@
+// Builds without the CUDA kernels (no CUDA LibTorch, or no nvcc): the entry points
+// exist, so the code that chooses between kernel and ATen links; use_cuda_kernel()
+// is false there, so none of them is ever called.
+#ifndef XSAGPT_CUDA_KERNELS
+#include "kernels/add_norm_cuda.h"
+#include "kernels/common.h"
+#include "kernels/lm_head_loss_cuda.h"
+#include "kernels/rope_qkv_cuda.h"
+#include "kernels/xsa_cuda.h"
+
+namespace xsagpt {
+
+bool cuda_kernels_built() { return false; }
+
+namespace {
+[[noreturn]] void not_built() { TORCH_CHECK(false, "xsagpt was built without its CUDA kernels"); }
+}  // namespace
+
+torch::Tensor xsa_forward_cuda(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, double) { not_built(); }
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> xsa_backward_cuda(const torch::Tensor&, const torch::Tensor&,
+                                                                          const torch::Tensor&, const torch::Tensor&,
+                                                                          double) {
+  not_built();
+}
+void rope_qkv_forward_cuda(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, torch::Tensor&,
+                           torch::Tensor&, torch::Tensor&) {
+  not_built();
+}
+void rope_qkv_backward_cuda(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                            const torch::Tensor&, torch::Tensor&) {
+  not_built();
+}
+void add_norm_forward_cuda(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                           double, torch::Tensor&, torch::Tensor&, torch::Tensor&, torch::Tensor&) {
+  not_built();
+}
+void add_norm_backward_cuda(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                            const torch::Tensor&, const torch::Tensor&, torch::Tensor&, torch::Tensor&,
+                            torch::Tensor&, torch::Tensor&) {
+  not_built();
+}
+void cross_entropy_rows_cuda(torch::Tensor&, const torch::Tensor&, const torch::Tensor&, torch::Tensor&, bool) {
+  not_built();
+}
+
+}  // namespace xsagpt
+#endif

@@ -1,0 +1,25 @@
+#include "model/exec.h"
+
+#include "kernels/add_norm.h"
+
+#include <ATen/autocast_mode.h>
+
+namespace xsagpt {
+
+torch::Tensor Exec::linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias) {
+  if (!copies()) return torch::nn::functional::linear(x, w, bias);
+  return cached_linear(x.to(c10::kBFloat16), w, weights.get(w, c10::kBFloat16), bias);
+}
+
+torch::Tensor Exec::weight(const torch::Tensor& w) {
+  if (copies()) return weights.get(w, c10::kBFloat16);
+  const auto type = w.device().type();
+  return at::autocast::is_autocast_enabled(type) ? w.to(at::autocast::get_autocast_dtype(type)) : w;
+}
+
+torch::Tensor Exec::norm(const LayerNorm& ln, const torch::Tensor& x) {
+  if (!rt.kernels.norm) return ln->forward(x);
+  return add_layer_norm(x, {}, ln->weight, ln->bias, ln->eps, dtype(x)).second;
+}
+
+}  // namespace xsagpt

@@ -1,0 +1,58 @@
+// How the model runs, as opposed to what it computes (config/model_config.h):
+// which fused kernels stand in for ATen ops, what is recomputed in backward, how
+// the LM-head loss is chunked, and the compute dtype. Parsed once from the train.*
+// keys (runtime_from_config in config/runtime.h) and handed to the model whole
+// (GPTImpl::set_runtime). Nothing here changes the function the model computes
+// beyond floating-point rounding.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace xsagpt {
+
+// train.activation_checkpointing (model/recompute.h).
+enum class Recompute { none, mlp, block };
+
+// XSA's step (model/xsa.h): the custom autograd function on ATen ops, the same
+// function as two CUDA kernels, or composed of ordinary ops (bench's "before").
+enum class XsaImpl { ops, fused, composed };
+
+// The fused implementations that replace ATen ops (src/kernels/), by train.kernels
+// name. Each is a custom autograd function with a CUDA kernel and an ATen twin of
+// the same arithmetic that runs elsewhere, so "fused" on a CPU is exact and tested.
+struct Kernels {
+  bool weights = false;  // bf16 weight copies made once per optimizer step; explicit bf16, no autocast (kernels/linear.h)
+  bool norm = false;     // each residual add fused into the LayerNorm that follows it (kernels/add_norm.h)
+  bool rope = false;     // q, k, v split into heads and RoPE in one pass (kernels/rope_qkv.h)
+  bool loss = false;     // LM-head cross-entropy with its gradient made in the forward pass (kernels/lm_head_loss.h)
+  XsaImpl xsa = XsaImpl::ops;  // "xsa": XsaImpl::fused (kernels/xsa_cuda.h)
+
+  bool operator==(const Kernels&) const = default;
+};
+
+// The names train.kernels takes, in the order describe() lists them.
+inline constexpr const char* kKernelNames[] = {"weights", "norm", "rope", "xsa", "loss"};
+
+// train.activation_checkpointing: "none", "mlp" or "block"; ConfigError naming `key` otherwise.
+Recompute parse_recompute(const std::string& mode, const std::string& key = "train.activation_checkpointing");
+const char* name(Recompute r);
+
+// train.kernels: "auto" (the kernels validated on a GPU so far, on CUDA; none
+// elsewhere), "aten" (none), "fused" (all) or a comma-separated list of names.
+// Throws ConfigError naming `key` for anything else.
+Kernels parse_kernels(const std::string& spec, bool cuda, const std::string& key = "train.kernels");
+// The chosen kernels as "weights,norm,..." ("aten" when none).
+std::string describe(const Kernels& k);
+
+struct Runtime {
+  Kernels kernels;
+  Recompute recompute = Recompute::none;
+  int64_t loss_chunk = 0;  // LM-head loss this many tokens at a time (0: all at once)
+  bool bf16 = false;       // compute in bfloat16 (float32 weights, grads and AdamW state)
+
+  // bf16 through ATen's autocast, unless the weights kernel computes in bf16 explicitly.
+  bool autocast() const { return bf16 && !kernels.weights; }
+};
+
+}  // namespace xsagpt

@@ -1,0 +1,39 @@
+#include "train/step.h"
+
+#include "train/grad_clip.h"
+#include "train/precision.h"
+
+namespace xsagpt {
+
+TrainStep::TrainStep(GPT model, ShardedAdamW& optimizer, GradientSync& sync, std::vector<torch::Tensor> params,
+                     int64_t accumulation, double grad_clip)
+    : model_(std::move(model)),
+      optimizer_(optimizer),
+      sync_(sync),
+      params_(std::move(params)),
+      accumulation_(accumulation),
+      grad_clip_(grad_clip) {
+  TORCH_CHECK(accumulation_ >= 1, "TrainStep: accumulation must be >= 1");
+}
+
+StepStats TrainStep::operator()(const NextBatch& next_batch, double lr) {
+  const auto& rt = model_->runtime();
+  torch::Tensor loss_sum;
+  for (int64_t micro = 0; micro < accumulation_; ++micro) {
+    auto [x, y] = next_batch();
+    torch::Tensor loss;
+    {
+      AutocastGuard autocast(x.device(), rt.autocast());
+      loss = model_->forward(x, y).loss / static_cast<double>(accumulation_);
+    }
+    sync_.backward(loss, /*last=*/micro + 1 == accumulation_);
+    loss_sum = micro == 0 ? loss.detach() : loss_sum + loss.detach();
+  }
+  StepStats stats{loss_sum, clip_grad_norm(params_, grad_clip_)};
+  optimizer_.step(lr);
+  sync_.zero_grad();
+  model_->parameters_changed();
+  return stats;
+}
+
+}  // namespace xsagpt
