@@ -4,6 +4,7 @@ A full disk while saving a checkpoint or writing metrics, a resume that fails, a
 resume from another run's checkpoint, a run killed between its last checkpoint and
 done.json, a shard truncated under a running job, a sweep directory with shell
 metacharacters: each must leave every good file intact and say what happened.
+All on the CPU, also where a GPU is present (runs are compared bit for bit).
 Disk-full tests mount a small tmpfs, which needs root; elsewhere they skip (the C++
 tests in tests/cpp/test_run_dir.cpp inject the same write failures without root)."""
 import hashlib
@@ -18,6 +19,11 @@ import pytest
 import torch
 
 from test_train import metrics, run_config, shards, wait_for  # noqa: F401  (fixture re-exported)
+
+
+def cpu_config(tmp_path, shards, **train):
+    """test_train's tiny run, on the CPU on any machine: runs are compared bit for bit."""
+    return run_config(tmp_path, shards, device="cpu", **train)
 
 
 def snapshot(d: pathlib.Path) -> dict:
@@ -64,7 +70,7 @@ def small_disk(tmp_path):
 
 
 def test_full_disk_while_saving_a_checkpoint_is_a_clean_error(tmp_path, shards, xsagpt, small_disk):
-    cfg = run_config(tmp_path, shards, max_steps=6, ckpt_interval=3)
+    cfg = cpu_config(tmp_path, shards, max_steps=6, ckpt_interval=3)
     xsagpt("train", "-c", cfg, "--out", tmp_path / "straight")
     ckpt_bytes = (tmp_path / "straight" / "checkpoints" / "step_00000003.pt").stat().st_size
     # Room for one checkpoint, config.json and metrics, but not for a second checkpoint beside it.
@@ -91,7 +97,7 @@ def test_full_disk_while_saving_a_checkpoint_is_a_clean_error(tmp_path, shards, 
 
 
 def test_full_disk_while_logging_stops_the_run_naming_metrics(tmp_path, shards, xsagpt, small_disk):
-    cfg = run_config(tmp_path, shards, max_steps=400, ckpt_interval=0, eval_interval=0)
+    cfg = cpu_config(tmp_path, shards, max_steps=400, ckpt_interval=0, eval_interval=0)
     run = small_disk(16 * 1024) / "run"
     proc = xsagpt("train", "-c", cfg, "--out", run, check=False)
     # Before: exit 0 after silently dropping the lines that did not fit, the file cut mid-line.
@@ -103,7 +109,7 @@ def test_full_disk_while_logging_stops_the_run_naming_metrics(tmp_path, shards, 
 
 
 def test_resume_on_a_full_disk_leaves_the_finished_run_as_it_was(tmp_path, shards, xsagpt, small_disk):
-    cfg = run_config(tmp_path, shards, max_steps=4, ckpt_interval=4)
+    cfg = cpu_config(tmp_path, shards, max_steps=4, ckpt_interval=4)
     disk = small_disk(4 * 1024 * 1024)
     run = disk / "run"
     xsagpt("train", "-c", cfg, "--out", run)
@@ -129,7 +135,7 @@ def test_resume_on_a_full_disk_leaves_the_finished_run_as_it_was(tmp_path, shard
 
 
 def test_a_failed_resume_leaves_a_finished_run_intact(tmp_path, shards, xsagpt):
-    cfg = run_config(tmp_path, shards, max_steps=8, ckpt_interval=4)
+    cfg = cpu_config(tmp_path, shards, max_steps=8, ckpt_interval=4)
     run = tmp_path / "run"
     xsagpt("train", "-c", cfg)
     before = snapshot(run)
@@ -150,7 +156,7 @@ def test_a_failed_resume_leaves_a_finished_run_intact(tmp_path, shards, xsagpt):
 
 
 def test_a_start_that_fails_validation_creates_nothing(tmp_path, shards, xsagpt):
-    cfg = run_config(tmp_path, shards, max_steps=2)
+    cfg = cpu_config(tmp_path, shards, max_steps=2)
     bad = tmp_path / "bad_shards"
     bad.mkdir()
     (bad / "train_0.bin").write_bytes(b"\x01")  # odd size: not a shard
@@ -168,7 +174,7 @@ def test_a_start_that_fails_validation_creates_nothing(tmp_path, shards, xsagpt)
 
 
 def test_resuming_another_runs_checkpoint_is_refused_naming_both(tmp_path, shards, xsagpt):
-    cfg = run_config(tmp_path, shards, max_steps=8, ckpt_interval=2, keep_checkpoints=10)
+    cfg = cpu_config(tmp_path, shards, max_steps=8, ckpt_interval=2, keep_checkpoints=10)
     base, mix = tmp_path / "base", tmp_path / "mix"
     xsagpt("train", "-c", cfg, "--out", base)
     xsagpt("train", "-c", cfg, "--out", mix, "--set", "train.seed=7", "--set", "train.max_steps=10")
@@ -188,7 +194,7 @@ def test_resuming_another_runs_checkpoint_is_refused_naming_both(tmp_path, shard
 
 
 def test_resuming_an_older_checkpoint_of_the_run_needs_overwrite(tmp_path, shards, xsagpt):
-    cfg = run_config(tmp_path, shards, max_steps=8, ckpt_interval=2, keep_checkpoints=10)
+    cfg = cpu_config(tmp_path, shards, max_steps=8, ckpt_interval=2, keep_checkpoints=10)
     run = tmp_path / "run"
     xsagpt("train", "-c", cfg)
     straight = metrics(run), metrics(run, "val_loss")
@@ -204,7 +210,7 @@ def test_resuming_an_older_checkpoint_of_the_run_needs_overwrite(tmp_path, shard
 
 
 def test_a_run_killed_after_its_final_checkpoint_is_finished_by_resume(tmp_path, shards, xsagpt):
-    cfg = run_config(tmp_path, shards, max_steps=6, ckpt_interval=3)
+    cfg = cpu_config(tmp_path, shards, max_steps=6, ckpt_interval=3)
     run = tmp_path / "run"
     xsagpt("train", "-c", cfg)
     done = json.loads((run / "done.json").read_text())
@@ -229,7 +235,7 @@ def test_a_run_killed_after_its_final_checkpoint_is_finished_by_resume(tmp_path,
 
 
 def test_a_sweep_point_killed_after_its_final_checkpoint_gets_finished(tmp_path, shards, xsagpt):
-    base = run_config(tmp_path, shards, max_steps=4, ckpt_interval=4)
+    base = cpu_config(tmp_path, shards, max_steps=4, ckpt_interval=4)
     spec = {"base": str(base), "grid": {"model.attention": ["sa", "xsa"]}, "out_dir": str(tmp_path / "sw")}
     (tmp_path / "sw.json").write_text(json.dumps(spec))
     xsagpt("sweep", "-c", tmp_path / "sw.json", "--no-plot")
@@ -242,7 +248,7 @@ def test_a_sweep_point_killed_after_its_final_checkpoint_gets_finished(tmp_path,
 
 
 def test_the_plot_step_runs_without_a_shell(tmp_path, shards, xsagpt):
-    base = run_config(tmp_path, shards, max_steps=2, ckpt_interval=2, eval_interval=2)
+    base = cpu_config(tmp_path, shards, max_steps=2, ckpt_interval=2, eval_interval=2)
     out = tmp_path / "o'; touch INJECTED; echo '"
     spec = {"base": str(base), "grid": {"train.lr": [1e-2, 3e-3]}, "out_dir": str(out)}
     (tmp_path / "s.json").write_text(json.dumps(spec))
@@ -258,7 +264,7 @@ def test_the_plot_step_runs_without_a_shell(tmp_path, shards, xsagpt):
 
 
 def test_grid_values_with_slashes_stay_one_directory_inside_the_sweep(tmp_path, shards, xsagpt):
-    base = run_config(tmp_path, shards, max_steps=2, ckpt_interval=2, eval_interval=2)
+    base = cpu_config(tmp_path, shards, max_steps=2, ckpt_interval=2, eval_interval=2)
     out = tmp_path / "sweep"
     same = f"{shards}/../{shards.name}/train_000001.bin"  # '/' and '..': the same shard by another path
     spec = {"base": str(base), "grid": {"data.train": [str(shards / "train_000001.bin"), same]}, "out_dir": str(out)}
@@ -276,7 +282,7 @@ def test_grid_values_with_slashes_stay_one_directory_inside_the_sweep(tmp_path, 
 def test_a_shard_truncated_during_training_is_named(tmp_path, shards, xsagpt, build_dir):
     data = tmp_path / "data"
     shutil.copytree(shards, data)
-    cfg = run_config(tmp_path, data, max_steps=100000, ckpt_interval=5, eval_interval=0)
+    cfg = cpu_config(tmp_path, data, max_steps=100000, ckpt_interval=5, eval_interval=0)
     run = tmp_path / "run"
     proc = subprocess.Popen([build_dir / "xsagpt", "train", "-c", cfg], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -295,7 +301,7 @@ def test_a_shard_truncated_during_training_is_named(tmp_path, shards, xsagpt, bu
 # ---- smaller problems: messages that name the file or key -----------------------------
 
 def test_inputs_of_the_wrong_kind_are_named(tmp_path, shards, xsagpt):
-    cfg = run_config(tmp_path, shards, max_steps=2)
+    cfg = cpu_config(tmp_path, shards, max_steps=2)
     proc = xsagpt("tokenize", tmp_path, check=False)
     assert proc.returncode == 2 and f"{tmp_path}: is a directory" in proc.stderr  # before: exit 0, "[]"
     proc = xsagpt("train", "-c", tmp_path, check=False)
@@ -310,7 +316,7 @@ def test_inputs_of_the_wrong_kind_are_named(tmp_path, shards, xsagpt):
 
 
 def test_a_plain_pytorch_state_dict_is_not_taken_for_a_checkpoint(tmp_path, shards, xsagpt):
-    cfg = run_config(tmp_path, shards, max_steps=2)
+    cfg = cpu_config(tmp_path, shards, max_steps=2)
     path = tmp_path / "state_dict.pt"
     torch.save(torch.nn.Linear(4, 4).state_dict(), path)
     proc = xsagpt("train", "-c", cfg, "--resume", path, check=False)
@@ -322,7 +328,7 @@ def test_a_plain_pytorch_state_dict_is_not_taken_for_a_checkpoint(tmp_path, shar
 
 
 def test_model_base_can_be_set_on_the_command_line(tmp_path, shards, xsagpt):
-    cfg = run_config(tmp_path, shards, max_steps=2)
+    cfg = cpu_config(tmp_path, shards, max_steps=2)
     proc = xsagpt("train", "-c", cfg, "--set", "model.base=tiny", "--set", "model.n_layer=1")
     saved = json.loads((tmp_path / "run" / "config.json").read_text())["model"]
     assert saved["n_layer"] == 1 and saved["vocab_size"] == 256 and proc.returncode == 0
