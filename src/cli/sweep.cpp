@@ -6,6 +6,7 @@
 #include "train/run_dir.h"
 #include "train/trainer.h"
 #include "util/paths.h"
+#include "util/spawn.h"
 
 #include <cxxopts.hpp>
 #include <fmt/format.h>
@@ -51,14 +52,23 @@ static void print_results(const json& summary) {
   }
 }
 
-// Draws the sweep's figures with scripts/plot.py; a missing Python is a warning, not an error.
-static void plot(const fs::path& dir) {
+// Draws the sweep's figures with scripts/plot.py, run without a shell (the paths
+// go to it as they are, whatever characters they hold); its output goes to stderr.
+// A missing Python or a failed plot is a warning, not an error. Returns success.
+static bool plot(const fs::path& dir) {
   auto root = project_root();
-  if (!root) return;
+  if (!root) {
+    spdlog::warn("plotting skipped: scripts/plot.py not found beside the program");
+    return false;
+  }
   auto python = *root / ".venv" / "bin" / "python";
-  const std::string py = fs::exists(python) ? python.string() : "python3";
-  const auto cmd = fmt::format("'{}' '{}' '{}' >&2", py, (*root / "scripts" / "plot.py").string(), dir.string());
-  if (std::system(cmd.c_str()) != 0) spdlog::warn("plotting failed; run: {}", cmd);
+  const std::vector<std::string> argv{fs::exists(python) ? python.string() : "python3",
+                                      (*root / "scripts" / "plot.py").string(), dir.string()};
+  std::string shown;  // the command as one could type it, for the warning
+  for (const auto& a : argv) shown += (shown.empty() ? "" : " ") + shell_quote(a);
+  const auto status = run_program(argv, /*stdout_to_stderr=*/true);
+  if (status != 0) spdlog::warn("plotting failed ({}); run: {}", status < 0 ? "could not start it" : "exit status " + std::to_string(status), shown);
+  return status == 0;
 }
 
 int sweep(int argc, char** argv) {
@@ -107,8 +117,7 @@ int sweep(int argc, char** argv) {
     write_summary(sweep);
     print_results(sweep_summary(sweep));
     std::cout << fmt::format("summary: {}\n", (sweep.dir / "summary.json").string());
-    if (!args.count("no-plot")) plot(sweep.dir);
-    std::cout << fmt::format("figures: {}\n", (sweep.dir / "plots").string());
+    if (!args.count("no-plot") && plot(sweep.dir)) std::cout << fmt::format("figures: {}\n", (sweep.dir / "plots").string());
   }
   return 0;
 }

@@ -8,7 +8,10 @@
 #include <cxxopts.hpp>
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -18,10 +21,13 @@ namespace xsagpt::cli {
 
 static std::string read_input(const std::string& file) {
   if (file == "-") return {std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) throw ConfigError(file + ": is a directory, expected a text file");
   std::ifstream in(file, std::ios::binary);
-  if (!in) throw ConfigError(file + ": cannot open");
+  if (!in) throw ConfigError(file + ": cannot open: " + std::strerror(errno));
   std::ostringstream ss;
-  ss << in.rdbuf();
+  if (in.peek() != std::ifstream::traits_type::eof()) ss << in.rdbuf();  // << of an empty file sets failbit
+  if (in.bad() || ss.fail()) throw ConfigError(file + ": cannot read");
   return ss.str();
 }
 
@@ -64,8 +70,8 @@ int tokenize(int argc, char** argv) {
   const std::string name = file == "-" ? "<stdin>" : file;
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
+  const std::string input = read_input(file);  // a bad input is named before the vocabulary is looked for
   const auto tokenizer = Gpt2Tokenizer::load(args.count("vocab") ? args["vocab"].as<std::string>() : "");
-  const std::string input = read_input(file);
   const auto t1 = clock::now();
 
   size_t n_tokens, n_bytes;

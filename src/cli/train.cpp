@@ -20,18 +20,21 @@ int train(int argc, char** argv) {
     ("s,set", "override a config value: section.key=value (repeatable), e.g. --set train.lr=3e-4 "
               "--set model.attention=xsa", cxxopts::value<std::vector<std::string>>())
     ("o,out", "run directory (overrides out_dir)", cxxopts::value<std::string>())
-    ("r,resume", "'auto' (newest checkpoint in the run directory, or a fresh start if none) or a checkpoint path",
+    ("r,resume", "'auto' (newest checkpoint in the run directory, or a fresh start if none) or a checkpoint path. "
+                 "A path must be the run directory's newest checkpoint, or the directory must hold no run",
      cxxopts::value<std::string>())
-    ("overwrite", "discard a previous run in the run directory and start over")
+    ("overwrite", "discard the run in the run directory and start over; with --resume PATH, discard what the "
+                  "directory holds that is not part of that checkpoint's history (another run, or the same "
+                  "run's later checkpoints and metrics) and continue from it")
     ("h,help", "show this help");
   auto args = opts.parse(argc, argv);
   if (args.count("help")) { std::cout << opts.help() << "\n"; return 0; }
-  if (!args.count("config")) throw ConfigError("--config: required (e.g. --config configs/runs/demo-sa.json)");
+  if (!args.count("config")) throw ConfigError("--config: required (e.g. --config configs/runs/cpu-demo-sa.json)");
   if (!args.unmatched().empty()) throw ConfigError("unexpected argument '" + args.unmatched()[0] + "'");
 
   std::vector<std::string> overrides;
   if (args.count("set")) overrides = args["set"].as<std::vector<std::string>>();
-  if (args.count("out")) overrides.push_back("out_dir=\"" + args["out"].as<std::string>() + "\"");
+  if (args.count("out")) overrides.push_back("out_dir=" + json(args["out"].as<std::string>()).dump());  // any characters
   auto dist_ctx = make_dist_context();  // single-process unless launched by torchrun/srun
   DistContext& dist = *dist_ctx;
   auto cfg = load_run_config(args["config"].as<std::string>(), overrides, dist.world_size());

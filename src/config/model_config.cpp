@@ -2,6 +2,10 @@
 
 #include "util/paths.h"
 
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 
 namespace xsagpt {
@@ -59,6 +63,19 @@ void ModelConfig::validate(const std::string& where) const {
     throw ConfigError(xk + ": expected null, a list of layer indices or \"last N\", got " + xsa_layers.dump());
   }
   if (n_sink < 0) throw ConfigError(where + ".n_sink: must be >= 0, got " + std::to_string(n_sink));
+  // Parameter counts, FLOPs and tensor sizes are int64 products of these sizes; a
+  // model whose count does not fit (about 9.2e18) is refused rather than wrapped
+  // around into negative numbers. The bound is computed in double, generously.
+  const double d = static_cast<double>(d_model), inner = static_cast<double>(n_head) * static_cast<double>(head_dim);
+  const double hidden = mlp_ratio * d;
+  const double per_layer = 4 * d * inner + 2 * d * hidden + 3 * inner + hidden + 6 * d + static_cast<double>(n_head);
+  const double bound = static_cast<double>(n_layer) * per_layer + 2 * static_cast<double>(vocab_size) * d +
+                       (static_cast<double>(n_sink) + 4) * d + static_cast<double>(block_size) * static_cast<double>(head_dim);
+  if (!(bound < 0x1p62))
+    throw ConfigError(fmt::format("{}: n_layer {}, d_model {}, n_head {} x head_dim {}, mlp_ratio {}, vocab_size {} "
+                                  "give about {:.3g} parameters, more than a 64-bit count can hold; sizes are "
+                                  "wrong (a typo?)", where, n_layer, d_model, n_head, head_dim, mlp_ratio, vocab_size,
+                                  bound));
   if (xsa_gate != "off" && xsa_gate != "sa" && xsa_gate != "xsa")
     throw ConfigError(where + ".xsa_gate: expected \"off\", \"sa\" or \"xsa\", got \"" + xsa_gate + "\"");
   if (xsa_gate != "off" && attention != "xsa")
@@ -78,12 +95,16 @@ ModelConfig model_config_from_json(const json& j, const std::string& where) {
 json to_json(const ModelConfig& c) { return schema::write(c); }
 
 json read_json_file(const fs::path& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw ConfigError(path.string() + ": is a directory, expected a JSON file");
   std::ifstream in(path);
-  if (!in) throw ConfigError(path.string() + ": cannot open config file");
+  if (!in) throw ConfigError(path.string() + ": cannot open: " + std::strerror(errno));
   try {
     return json::parse(in, nullptr, true, /*ignore_comments=*/true);
   } catch (const json::parse_error& e) {
     throw ConfigError(path.string() + ": not valid JSON (" + e.what() + ")");
+  } catch (const std::exception& e) {  // a read error of the stream itself
+    throw ConfigError(path.string() + ": cannot read: " + e.what());
   }
 }
 

@@ -36,6 +36,10 @@ void RunConfig::validate(int64_t world_size) const {
   if (t.log_interval < 1) fail("train.log_interval", "must be >= 1");
   if (t.eval_interval < 0) fail("train.eval_interval", "must be >= 0");
   if (t.eval_tokens < 0) fail("train.eval_tokens", "must be >= 0");
+  if (t.eval_tokens > 0 && t.eval_tokens < per)
+    fail("train.eval_tokens",
+         fmt::format("{} tokens is less than one validation batch of micro_batch*seq_len*world_size = {}*{}*{} = {} "
+                     "tokens (0: all val sequences)", t.eval_tokens, t.micro_batch, t.seq_len, world_size, per));
   if (t.ckpt_interval < 0) fail("train.ckpt_interval", "must be >= 0");
   if (t.keep_checkpoints < 1) fail("train.keep_checkpoints", "must be >= 1");
   if (t.precision != "auto" && t.precision != "bf16" && t.precision != "fp32")
@@ -124,8 +128,11 @@ void apply_overrides(json& raw, const std::vector<std::string>& overrides) {
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides, int64_t world_size) {
   json raw = read_json_file(path);
   if (!raw.is_object()) schema::bad(path, "a JSON object", raw);
-  if (raw.contains("model")) raw["model"] = expand_model_section(raw["model"], fs::path(path).parent_path(), path);
+  // A model reference is a base with no overrides yet; --set then applies to it as to
+  // the file's own overrides (model.base included), and the base is read last.
+  if (raw.contains("model") && raw["model"].is_string()) raw["model"] = json{{"base", raw["model"]}};
   apply_overrides(raw, overrides);
+  if (raw.contains("model")) raw["model"] = expand_model_section(raw["model"], fs::path(path).parent_path(), path);
   const std::string where = overrides.empty() ? path : path + " (with --set)";
   auto cfg = run_config_from_json(raw, where);
   cfg.validate(world_size);

@@ -3,9 +3,13 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <bit>
 #include <cerrno>
+#include <csignal>
+#include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <set>
 
 #include <fcntl.h>
@@ -52,6 +56,81 @@ std::vector<std::string> expand_patterns(const std::string& patterns) {
 }
 
 namespace {
+
+// ---- SIGBUS: a mapped shard that shrank ----------------------------------------
+// Reading a page of a memory-mapped file past its current end raises SIGBUS, which
+// would kill the run without a word when a shard is truncated or rewritten while
+// training reads it. Mapped ranges are registered here (fixed slots, written under a
+// mutex, read lock-free), and the handler names the shard a faulting address falls
+// in, then exits; faults elsewhere go to the previous handler (by default: death).
+constexpr int kMapSlots = 256;
+struct MapSlot {
+  std::atomic<uintptr_t> begin{0};
+  std::atomic<uintptr_t> end{0};
+  char path[1024] = {};
+};
+MapSlot g_slots[kMapSlots];
+std::mutex g_slots_mutex;
+struct sigaction g_previous_sigbus {};
+
+void put(const char* s) {
+  for (size_t n = std::strlen(s); n > 0;) {
+    const ssize_t w = ::write(STDERR_FILENO, s, n);
+    if (w <= 0) return;
+    s += w, n -= static_cast<size_t>(w);
+  }
+}
+
+void on_sigbus(int sig, siginfo_t* info, void* context) {
+  const auto addr = reinterpret_cast<uintptr_t>(info->si_addr);
+  for (auto& slot : g_slots) {
+    if (info->si_code <= 0) break;  // sent by kill/raise: there is no faulting address
+    const uintptr_t begin = slot.begin.load(std::memory_order_acquire);
+    if (begin == 0 || addr < begin || addr >= slot.end.load(std::memory_order_relaxed)) continue;
+    char offset[24];
+    int i = sizeof(offset) - 1;
+    offset[i] = 0;
+    uintptr_t x = addr - begin;
+    do offset[--i] = static_cast<char>('0' + x % 10), x /= 10; while (x && i > 0);
+    put("\nxsagpt: error: data shard ");
+    put(slot.path);
+    put(": cannot read byte ");
+    put(offset + i);
+    put(": the file was truncated or rewritten on disk while this run read it (shards are memory-mapped and must "
+        "not change during a run). Checkpoints and metrics written so far are intact: restore the shard, or point "
+        "the data pattern at unchanged files, and continue with --resume auto.\n");
+    ::_exit(1);
+  }
+  // Not a shard: a fault happens again under the previous handler (by default: death)
+  // once this returns; a sent signal is sent again.
+  ::sigaction(SIGBUS, &g_previous_sigbus, nullptr);
+  if (info->si_code <= 0) ::raise(SIGBUS);
+}
+
+void register_mapping(const void* base, size_t length, const std::string& path) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa {};
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGBUS, &sa, &g_previous_sigbus);
+  });
+  std::lock_guard<std::mutex> lock(g_slots_mutex);
+  for (auto& slot : g_slots) {
+    if (slot.begin.load(std::memory_order_relaxed) != 0) continue;
+    std::snprintf(slot.path, sizeof(slot.path), "%s", path.c_str());
+    slot.end.store(reinterpret_cast<uintptr_t>(base) + length, std::memory_order_relaxed);
+    slot.begin.store(reinterpret_cast<uintptr_t>(base), std::memory_order_release);
+    return;
+  }  // all slots taken: such a fault goes unnamed
+}
+
+void unregister_mapping(const void* base) {
+  std::lock_guard<std::mutex> lock(g_slots_mutex);
+  for (auto& slot : g_slots)
+    if (slot.begin.load(std::memory_order_relaxed) == reinterpret_cast<uintptr_t>(base)) slot.begin.store(0);
+}
 
 struct Fd {
   int fd;
@@ -130,6 +209,7 @@ MappedShard::MappedShard(const ShardInfo& info) : path_(info.path) {
     base_ = nullptr;
     throw DataError(sys_error(info.path, "mmap"));
   }
+  register_mapping(base_, length_, info.path);
   // Start reading the shard in the background: a shuffled walk touches it at random.
   ::madvise(base_, length_, MADV_WILLNEED);
   tokens_ = reinterpret_cast<const uint16_t*>(static_cast<const char*>(base_) + info.header_bytes);
@@ -152,7 +232,10 @@ MappedShard& MappedShard::operator=(MappedShard&& o) noexcept {
 MappedShard::~MappedShard() { unmap(); }
 
 void MappedShard::unmap() {
-  if (base_) ::munmap(base_, length_);
+  if (base_) {
+    unregister_mapping(base_);
+    ::munmap(base_, length_);
+  }
   base_ = nullptr;
   tokens_ = nullptr;
 }

@@ -15,7 +15,9 @@
 //
 // Only the header is read when a shard is inspected; the tokens are memory-mapped
 // when a loader reaches the shard, so thousands of 100M-token shards cost neither
-// memory nor start-up time.
+// memory nor start-up time. A mapped shard must not change on disk: reading a
+// truncated one faults (SIGBUS), and the process then exits with a message naming
+// the shard instead of dying silently (shard.cpp).
 #pragma once
 
 #include <cstdint>

@@ -14,6 +14,15 @@ namespace fs = std::filesystem;
 
 static std::string value_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
+std::string safe_name_part(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c == '/' || c == '%' || c == '\\' || c < 0x20 || c == 0x7f) out += fmt::format("%{:02X}", c);
+    else out += static_cast<char>(c);
+  }
+  return out;
+}
+
 Sweep load_sweep(const std::string& path, int64_t world_size) {
   Sweep s;
   s.spec = read_json_file(path);
@@ -29,9 +38,14 @@ Sweep load_sweep(const std::string& path, int64_t world_size) {
   std::vector<std::string> fixed;
   if (spec.contains("set")) {
     if (!spec["set"].is_array()) throw ConfigError(path + ": set: expected a list of \"section.key=value\"");
-    for (const auto& o : spec["set"]) fixed.push_back(o.get<std::string>());
+    for (const auto& o : spec["set"]) {
+      if (!o.is_string()) schema::bad(path + ": set", "a list of \"section.key=value\" strings", o);
+      fixed.push_back(o.get<std::string>());
+    }
   }
-  const bool constant_tokens = spec.value("constant_batch_tokens", false);
+  bool constant_tokens = false;
+  if (spec.contains("constant_batch_tokens"))
+    schema::read_value(spec["constant_batch_tokens"], constant_tokens, path + ": constant_batch_tokens");
   s.dir = spec["out_dir"].get<std::string>();
 
   fs::path base = spec["base"].get<std::string>();
@@ -57,7 +71,17 @@ Sweep load_sweep(const std::string& path, int64_t world_size) {
       p.overrides.push_back(s.keys[a] + "=" + v.dump());
       name += (name.empty() ? "" : ",") + s.keys[a] + "=" + value_text(v);
     }
-    p.name = name;
+    // The name is a directory under the sweep's: '/' (and '%', backslash, control
+    // characters) are %XX-escaped, so values such as paths or ".." stay one folder
+    // inside it; names longer than a file name may be are refused.
+    p.name = safe_name_part(name);
+    if (p.name.size() > 200)
+      throw ConfigError(fmt::format("{}: point {}: the run directory name is {} bytes long (at most 200); use "
+                                    "shorter grid values", path, p.name, p.name.size()));
+    for (const auto& other : s.points)
+      if (other.name == p.name)
+        throw ConfigError(fmt::format("{}: grid: two points are both named {} (a value listed twice, e.g. 1e-3 "
+                                      "and 0.001?)", path, p.name));
     if (constant_tokens && p.values.contains("train.seq_len")) {
       const int64_t T = p.values["train.seq_len"].get<int64_t>();
       const int64_t micro_tokens = base_cfg.train.micro_batch * base_cfg.train.seq_len;
@@ -127,7 +151,9 @@ void write_summary(const Sweep& sweep) {
   csv << ",status,final_train_loss,final_val_loss,tokens,wall_s\n";
   auto cell = [](const json& v) { return v.is_null() ? std::string() : value_text(v); };
   for (const auto& p : summary["points"]) {
-    csv << '"' << p["name"].get<std::string>() << '"';
+    std::string quoted;  // CSV: a quote inside a quoted field is doubled
+    for (char c : p["name"].get<std::string>()) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+    csv << '"' << quoted << '"';
     for (const auto& k : sweep.keys) csv << "," << cell(p["values"][k]);
     csv << "," << p["status"].get<std::string>();
     for (const char* k : {"final_train_loss", "final_val_loss", "tokens", "wall_s"}) csv << "," << cell(p.value(k, json()));

@@ -22,7 +22,8 @@
 namespace xsagpt {
 
 struct SweepPoint {
-  std::string name;                  // "model.attention=xsa,train.lr=0.0006"
+  std::string name;                  // "model.attention=xsa,train.lr=0.0006"; its directory under the sweep's
+                                     // ('/', '%', backslash, control characters %XX-escaped)
   json values;                       // {"model.attention": "xsa", "train.lr": 0.0006}
   std::vector<std::string> overrides;  // everything --set would receive
   RunConfig config;                  // resolved and validated
@@ -34,6 +35,10 @@ struct Sweep {
   std::vector<std::string> keys;  // grid keys, sorted
   std::vector<SweepPoint> points;
 };
+
+// A grid value's text made safe as (part of) one directory name: '/', '%', backslash
+// and control characters become %XX, so no value can nest or escape the sweep directory.
+std::string safe_name_part(const std::string& text);
 
 // Reads and expands a sweep file; every point is validated before anything runs.
 Sweep load_sweep(const std::string& path, int64_t world_size);

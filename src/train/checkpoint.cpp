@@ -49,6 +49,8 @@ void save_checkpoint(const Checkpoint& c, const fs::path& path) {
   if (c.rng_cpu.defined()) rng.insert("cpu", c.rng_cpu);
   if (c.rng_cuda.defined()) rng.insert("cuda", c.rng_cuda);
   d.insert("rng", rng);
+  d.insert("train_loss", c.train_loss);
+  d.insert("val_loss", c.val_loss);
 
   try {
     torch_save(c10::IValue(d), path);
@@ -59,11 +61,17 @@ void save_checkpoint(const Checkpoint& c, const fs::path& path) {
 
 Checkpoint load_checkpoint(const fs::path& path) {
   const std::string name = path.string();
+  if (fs::is_directory(path))
+    throw CheckpointError(name + ": is a directory, expected a checkpoint file (a run's checkpoints/step_XXXXXXXX.pt)");
   if (!fs::is_regular_file(path)) throw CheckpointError(name + ": no such checkpoint file");
   IValue root;
   try {
     root = torch_load(path);
   } catch (const c10::Error& e) {
+    if (is_torch_archive(path))
+      throw CheckpointError(name + ": not an xsagpt checkpoint: a PyTorch archive holding Python objects that only "
+                                   "Python's torch.load rebuilds, such as torch.save(model.state_dict()) writes; "
+                                   "expected a checkpoint written by xsagpt train (checkpoints/step_XXXXXXXX.pt)");
     throw CheckpointError(name + ": not a readable checkpoint (truncated or not a PyTorch archive): " +
                           e.what_without_backtrace());
   }
@@ -92,6 +100,8 @@ Checkpoint load_checkpoint(const fs::path& path) {
     auto rng = need("rng").toGenericDict();
     if (rng.contains("cpu")) c.rng_cpu = rng.at("cpu").toTensor();
     if (rng.contains("cuda")) c.rng_cuda = rng.at("cuda").toTensor();
+    if (d.contains("train_loss")) c.train_loss = d.at("train_loss").toDouble();
+    if (d.contains("val_loss")) c.val_loss = d.at("val_loss").toDouble();
   } catch (const c10::Error& e) {
     throw CheckpointError(name + ": malformed checkpoint: " + e.what_without_backtrace());
   }
@@ -102,15 +112,23 @@ fs::path checkpoint_path(const fs::path& run_dir, int64_t step) {
   return run_dir / "checkpoints" / fmt::format("step_{:08d}.pt", step);
 }
 
+int64_t checkpoint_step(const fs::path& file) {
+  const auto n = file.filename().string();
+  if (!n.starts_with("step_") || !n.ends_with(".pt") || n.size() <= 8) return -1;
+  const auto digits = n.substr(5, n.size() - 8);
+  if (digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) return -1;
+  return std::stoll(digits);
+}
+
 std::vector<fs::path> list_checkpoints(const fs::path& run_dir) {
   std::vector<fs::path> out;
   const auto dir = run_dir / "checkpoints";
   if (!fs::is_directory(dir)) return out;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    const auto n = e.path().filename().string();
-    if (n.starts_with("step_") && n.ends_with(".pt")) out.push_back(e.path());
-  }
-  std::sort(out.begin(), out.end());  // zero-padded step numbers sort by step
+  for (const auto& e : fs::directory_iterator(dir))
+    if (checkpoint_step(e.path()) >= 0) out.push_back(e.path());
+  // By number: names are zero-padded to 8 digits, so past step 99999999 they no longer sort as text.
+  std::sort(out.begin(), out.end(),
+            [](const fs::path& a, const fs::path& b) { return checkpoint_step(a) < checkpoint_step(b); });
   return out;
 }
 

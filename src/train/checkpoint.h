@@ -9,7 +9,10 @@
 //     every parameter's, also from a run with sharded optimizer state (train/zero.h),
 //   "step": optimizer steps completed, "tokens": tokens trained on,
 //   "loader": [one loader state per rank], "rng": {"cpu": t, "cuda": t (if any)},
-//   "elapsed_s": training wall time so far.
+//   "elapsed_s": training wall time so far,
+//   "train_loss", "val_loss": the last ones logged (NaN before the first), so a
+//     checkpoint of the final step holds the run's final losses (done.json can be
+//     rewritten from it after a kill between the last save and done.json).
 // Tensors stream to disk one by one (a 2.7B model never needs a second copy in
 // memory). Writes go to a temporary file that is flushed and renamed over the
 // target, so a crash or full disk mid-save leaves earlier checkpoints intact.
@@ -20,6 +23,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -36,6 +40,7 @@ struct Checkpoint {
   AdamWState optimizer;
   nlohmann::json loader = nlohmann::json::array();
   torch::Tensor rng_cpu, rng_cuda;
+  double train_loss = NAN, val_loss = NAN;  // absent in checkpoints of older versions: NaN
 };
 
 struct CheckpointError : std::runtime_error {
@@ -46,7 +51,9 @@ void save_checkpoint(const Checkpoint& ckpt, const std::filesystem::path& path);
 Checkpoint load_checkpoint(const std::filesystem::path& path);  // throws CheckpointError naming the file
 
 std::filesystem::path checkpoint_path(const std::filesystem::path& run_dir, int64_t step);
-// Checkpoints in run_dir/checkpoints, oldest first.
+// The step in a checkpoint's file name (step_XXXXXXXX.pt), or -1 for other names.
+int64_t checkpoint_step(const std::filesystem::path& file);
+// Checkpoints in run_dir/checkpoints, oldest (lowest step) first.
 std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path& run_dir);
 // Deletes all but the newest `keep`.
 void prune_checkpoints(const std::filesystem::path& run_dir, int64_t keep);

@@ -1,35 +1,91 @@
+// metrics.jsonl writing and its atomic rewrite on resume (see metrics.h).
 #include "train/metrics.h"
 
-#include <string>
-#include <vector>
+#include "util/atomic_file.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <fcntl.h>
+#include <fstream>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <utility>
 
 namespace xsagpt {
 
 namespace fs = std::filesystem;
 
-MetricsLog::MetricsLog(const fs::path& path, int64_t resume_step) {
-  if (resume_step >= 0 && fs::exists(path)) {
-    std::vector<std::string> keep;
-    std::ifstream in(path);
-    for (std::string line; std::getline(in, line);) {
-      auto j = nlohmann::json::parse(line, nullptr, false);
-      if (!j.is_discarded() && j.value("step", int64_t{0}) <= resume_step) keep.push_back(line);
-    }
-    const auto tmp = path.string() + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::trunc);
-      for (const auto& l : keep) out << l << "\n";
-    }
-    fs::rename(tmp, path);
+MetricsLog::MetricsLog(const fs::path& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw MetricsError(errno_message(path, "cannot open for appending"));
+}
+
+MetricsLog::MetricsLog(MetricsLog&& o) noexcept { *this = std::move(o); }
+
+MetricsLog& MetricsLog::operator=(MetricsLog&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(o.fd_, -1);
+    path_ = std::move(o.path_);
   }
-  out_.open(path, std::ios::app);
-  if (!out_) throw std::runtime_error(path.string() + ": cannot open for writing");
+  return *this;
+}
+
+MetricsLog::~MetricsLog() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 void MetricsLog::write(const nlohmann::json& line) {
-  if (!out_.is_open()) return;
-  out_ << line.dump() << "\n";
-  out_.flush();
+  if (fd_ < 0) return;
+  const std::string text = line.dump() + "\n";
+  struct stat st {};
+  const off_t before = ::fstat(fd_, &st) == 0 ? st.st_size : -1;
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd_, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = ENOSPC;
+      std::string why = errno_message(path_, "cannot write");
+      if (before >= 0 && done > 0) (void)::ftruncate(fd_, before);  // no half line left behind
+      throw MetricsError(why + fmt::format("; the run stops at step {} (its lines up to here and its "
+                                           "checkpoints are intact: free space, then --resume auto)",
+                                           line.value("step", int64_t{-1})));
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
+void truncate_metrics(const fs::path& path, int64_t step) {
+  if (!fs::exists(path)) return;
+  std::ifstream in(path);
+  if (!in) throw MetricsError(errno_message(path, "cannot open for reading"));
+  std::string kept;
+  for (std::string line; std::getline(in, line);) {
+    if (in.eof()) break;  // the last line had no newline: cut off mid-write
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("step") && j["step"].is_number_integer() && j["step"].get<int64_t>() <= step)
+      kept += line + "\n";
+  }
+  if (in.bad()) throw MetricsError(errno_message(path, "cannot read"));
+  try {
+    write_file_atomic(path, kept);
+  } catch (const WriteError& e) {
+    throw MetricsError(std::string(e.what()) + " (while dropping the lines past step " + std::to_string(step) + ")");
+  }
+}
+
+LoggedLosses losses_at_step(const fs::path& path, int64_t step) {
+  LoggedLosses out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer() || j["step"].get<int64_t>() != step)
+      continue;
+    if (j.contains("train_loss") && j["train_loss"].is_number()) out.train_loss = j["train_loss"].get<double>();
+    if (j.contains("val_loss") && j["val_loss"].is_number()) out.val_loss = j["val_loss"].get<double>();
+  }
+  return out;
 }
 
 }  // namespace xsagpt

@@ -1,25 +1,51 @@
-// metrics.jsonl: one JSON object per line, flushed as written, for plots and
-// scripts. Train lines carry step, tokens, time_s, train_loss, lr, grad_norm,
-// tokens_per_s, mfu; val lines carry step, tokens, time_s, val_loss.
+// metrics.jsonl: one JSON object per line, written through to the file as logged,
+// for plots and scripts. Train lines carry step, tokens, time_s, train_loss, lr,
+// grad_norm, tokens_per_s, mfu; val lines carry step, tokens, time_s, val_loss.
+//
+// Nothing is lost silently: a line that cannot be written (full disk, I/O error)
+// is cut off again, so the file never ends mid-line, and MetricsError stops the
+// run naming the file and the cause. The history is rewritten only atomically
+// (temporary file + rename), when a resumed run drops what followed its checkpoint.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
-#include <fstream>
+#include <optional>
+#include <stdexcept>
+#include <string>
 
 namespace xsagpt {
+
+struct MetricsError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 class MetricsLog {
  public:
   MetricsLog() = default;  // inactive (ranks other than 0)
-  // Opens for appending. With resume_step >= 0, lines past that step (written
-  // after the checkpoint being resumed) are dropped first.
-  MetricsLog(const std::filesystem::path& path, int64_t resume_step);
-  void write(const nlohmann::json& line);
+  explicit MetricsLog(const std::filesystem::path& path);  // opens for appending, creating it if needed
+  MetricsLog(MetricsLog&& o) noexcept;
+  MetricsLog& operator=(MetricsLog&& o) noexcept;
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+  ~MetricsLog();
+
+  void write(const nlohmann::json& line);  // throws MetricsError
 
  private:
-  std::ofstream out_;
+  int fd_ = -1;
+  std::filesystem::path path_;
 };
+
+// Keeps the lines of steps <= `step` (and drops unreadable ones, such as a line cut
+// off by a kill), rewriting the file atomically; nothing happens without a file.
+void truncate_metrics(const std::filesystem::path& path, int64_t step);
+
+// The last train_loss and val_loss logged at exactly `step`, if the file has them.
+struct LoggedLosses {
+  std::optional<double> train_loss, val_loss;
+};
+LoggedLosses losses_at_step(const std::filesystem::path& path, int64_t step);
 
 }  // namespace xsagpt

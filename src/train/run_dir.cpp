@@ -1,62 +1,208 @@
+// Run directory life cycle (see run_dir.h): deciding how a run starts without
+// writing anything, then preparing and finishing the directory.
 #include "train/run_dir.h"
 
-#include "train/checkpoint.h"
+#include "train/metrics.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-
-#include <fstream>
 
 namespace xsagpt {
 
 namespace fs = std::filesystem;
 
-static bool holds_run(const fs::path& dir) {
-  return fs::exists(dir / "config.json") || fs::exists(dir / "metrics.jsonl") || !list_checkpoints(dir).empty();
+namespace {
+
+bool holds_run(const fs::path& dir) {
+  return fs::exists(dir / "config.json") || fs::exists(dir / "metrics.jsonl") || fs::exists(dir / "done.json") ||
+         !list_checkpoints(dir).empty();
 }
 
-RunStart plan_run_dir(const fs::path& dir, const std::string& resume, bool overwrite) {
-  RunStart s;
-  if (!resume.empty() && overwrite) throw ConfigError("--resume and --overwrite: choose one");
-  if (resume == "auto") {
-    auto all = list_checkpoints(dir);
-    if (!all.empty()) s.checkpoint = all.back();
-    else if (holds_run(dir)) {
-      spdlog::warn("{}: no checkpoint to resume; starting the run from the beginning", dir.string());
-      s.clear = true;
-    }
-    return s;
+// What the directory holds, for messages: "checkpoints up to step 40, finished".
+std::string describe_run(const fs::path& dir) {
+  std::vector<std::string> parts;
+  const auto all = list_checkpoints(dir);
+  parts.push_back(all.empty() ? "no checkpoint" : fmt::format("checkpoints up to step {}", checkpoint_step(all.back())));
+  if (fs::exists(dir / "metrics.jsonl")) parts.push_back("metrics.jsonl");
+  if (fs::exists(dir / "done.json")) parts.push_back("finished");
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+bool same_dir(fs::path a, fs::path b) {
+  if (a.empty()) a = ".";
+  if (b.empty()) b = ".";
+  std::error_code ea, eb;
+  const auto ca = fs::weakly_canonical(a, ea), cb = fs::weakly_canonical(b, eb);
+  return !ea && !eb && ca == cb;
+}
+
+// The run a checkpoint file came from: the folder holding its checkpoints/, or the
+// out_dir saved in it.
+std::string run_of(const fs::path& file, const json& config) {
+  if (file.parent_path().filename() == "checkpoints") {
+    const auto run = file.parent_path().parent_path();
+    return run.empty() ? "." : run.string();
   }
-  if (!resume.empty()) {
-    s.checkpoint = fs::path(resume);
-    return s;
-  }
-  if (holds_run(dir) && !overwrite)
-    throw ConfigError(fmt::format("out_dir {} already holds a run: pass --resume auto to continue it, "
-                                  "--overwrite to start over, or choose another --out", dir.string()));
-  s.clear = overwrite;
+  std::error_code ec;
+  const auto parent = fs::weakly_canonical(file, ec).parent_path();
+  if (!ec && parent.filename() == "checkpoints") return parent.parent_path().string();
+  if (config.is_object() && config.contains("out_dir") && config["out_dir"].is_string())
+    return config["out_dir"].get<std::string>();
+  return "another run";
+}
+
+double number_or_nan(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : NAN;
+}
+
+std::string loss_text(double x) { return std::isfinite(x) ? fmt::format("{:.4f}", x) : "unknown"; }
+
+}  // namespace
+
+json RunSummary::to_json() const {
+  auto num = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
+  return {{"step", step},
+          {"tokens", tokens},
+          {"final_train_loss", num(final_train_loss)},
+          {"final_val_loss", num(final_val_loss)},
+          {"wall_s", wall_s}};
+}
+
+RunSummary RunSummary::from_json(const json& j) {
+  RunSummary s;
+  if (!j.is_object()) return s;
+  const auto step = j.value("step", json()), tokens = j.value("tokens", json());
+  s.step = step.is_number_integer() ? step.get<int64_t>() : 0;
+  s.tokens = tokens.is_number_integer() ? tokens.get<int64_t>() : 0;
+  s.final_train_loss = number_or_nan(j, "final_train_loss");
+  s.final_val_loss = number_or_nan(j, "final_val_loss");
+  s.wall_s = number_or_nan(j, "wall_s");
   return s;
 }
 
-void write_file_atomic(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw std::runtime_error(tmp.string() + ": write failed");
+RunOpening open_run(const RunConfig& cfg, const std::string& resume, bool overwrite, int64_t world_size) {
+  const fs::path dir = cfg.out_dir;
+  RunOpening run;
+  RunStart& s = run.start;
+  if (resume == "auto" && overwrite)
+    throw ConfigError("--resume auto and --overwrite: choose one (--overwrite with --resume PATH continues from "
+                      "that checkpoint after discarding what the run directory holds)");
+  const bool holds = holds_run(dir);
+  if (resume.empty()) {
+    if (holds && !overwrite)
+      throw ConfigError(fmt::format("out_dir {} already holds a run ({}): pass --resume auto to continue it, "
+                                    "--overwrite to start over, or choose another --out",
+                                    dir.string(), describe_run(dir)));
+    s.clear = holds;
+    return run;
   }
-  fs::rename(tmp, path);
+  if (resume == "auto") {
+    const auto all = list_checkpoints(dir);
+    if (all.empty()) {
+      if (holds) {
+        spdlog::warn("{}: no checkpoint to resume; starting the run from the beginning", dir.string());
+        s.clear = true;
+      }
+      return run;
+    }
+    s.checkpoint = all.back();
+  } else {
+    s.checkpoint = fs::path(resume);
+  }
+
+  const std::string file = s.checkpoint->string();
+  auto& ck = run.checkpoint.emplace(load_checkpoint(*s.checkpoint));
+  check_resume_compatible(cfg, ck.config, file);
+  if (static_cast<int64_t>(ck.loader.size()) != world_size)
+    throw ConfigError(fmt::format(
+        "{}: saved by {} rank(s) but this run has world size {}; resume with the same number of processes", file,
+        ck.loader.size(), world_size));
+  s.resume_step = ck.step;
+
+  // Whose run is it? Only the directory's own checkpoints continue the run it holds.
+  const bool own = same_dir(s.checkpoint->parent_path(), dir / "checkpoints");
+  if (!own && holds) {
+    if (!overwrite)
+      throw ConfigError(fmt::format(
+          "out_dir {} already holds another run ({}), and {} is a checkpoint of {}: continuing it there would mix the "
+          "two runs. Resume into a new --out, or add --overwrite to discard the run in {} and continue from the "
+          "checkpoint there",
+          dir.string(), describe_run(dir), file, run_of(*s.checkpoint, ck.config), dir.string()));
+    s.clear = true;
+  }
+  std::vector<int64_t> later;  // the run's own checkpoints past the one resumed
+  if (own)
+    for (const auto& f : list_checkpoints(dir))
+      if (checkpoint_step(f) > ck.step) later.push_back(checkpoint_step(f));
+
+  if (ck.step >= cfg.train.max_steps) {
+    RunSummary done{ck.step, ck.tokens, ck.train_loss, ck.val_loss, ck.elapsed_s};
+    if (own && later.empty()) {
+      if (!std::isfinite(done.final_train_loss) || !std::isfinite(done.final_val_loss)) {
+        const auto logged = losses_at_step(dir / "metrics.jsonl", ck.step);  // checkpoints of older versions
+        if (!std::isfinite(done.final_train_loss) && logged.train_loss) done.final_train_loss = *logged.train_loss;
+        if (!std::isfinite(done.final_val_loss) && logged.val_loss) done.final_val_loss = *logged.val_loss;
+      }
+      run.record_done = true;
+      if (fs::exists(dir / "done.json")) {
+        json existing;
+        try {
+          existing = read_json_file(dir / "done.json");
+        } catch (const ConfigError&) {  // unreadable: rewritten
+        }
+        const auto recorded = RunSummary::from_json(existing);
+        if (recorded.step == ck.step && std::isfinite(recorded.final_train_loss) &&
+            std::isfinite(recorded.final_val_loss)) {
+          done = recorded;
+          run.record_done = false;
+        }
+      }
+    }
+    run.finished = done;
+    return run;
+  }
+  if (!later.empty()) {
+    if (!overwrite)
+      throw ConfigError(fmt::format(
+          "{} is step {} of the run in {}, which has checkpoints up to step {}: continuing from it would mix two "
+          "histories. Use --resume auto for the newest, resume into a new --out, or add --overwrite to discard the "
+          "run's checkpoints and metrics past step {}",
+          file, ck.step, dir.string(), later.back(), ck.step));
+    s.rewind = true;
+  }
+  return run;
+}
+
+void close_finished_run(const RunConfig& cfg, const RunOpening& run) {
+  const auto& d = *run.finished;
+  spdlog::info("{}: already finished at step {} (train.max_steps = {}): train loss {}, val loss {}; raise "
+               "train.max_steps to continue it",
+               cfg.out_dir, d.step, cfg.train.max_steps, loss_text(d.final_train_loss), loss_text(d.final_val_loss));
+  if (run.record_done) {
+    finish_run(cfg.out_dir, d);
+    spdlog::info("wrote {}", (fs::path(cfg.out_dir) / "done.json").string());
+  }
 }
 
 void prepare_run_dir(const fs::path& dir, const RunConfig& cfg, const RunStart& start) {
   fs::create_directories(dir);
+  // Temporary files of a save that was killed (atomic writes go through <name>.tmp).
+  for (const char* name : {"config.json.tmp", "done.json.tmp", "metrics.jsonl.tmp"}) fs::remove(dir / name);
+  if (fs::is_directory(dir / "checkpoints"))
+    for (const auto& e : fs::directory_iterator(dir / "checkpoints"))
+      if (e.path().extension() == ".tmp" && checkpoint_step(e.path().stem()) >= 0) fs::remove(e.path());
   if (start.clear) {
     for (const char* name : {"metrics.jsonl", "done.json", "config.json"}) fs::remove(dir / name);
     fs::remove_all(dir / "checkpoints");
   }
-  if (start.checkpoint) fs::remove(dir / "done.json");  // a resumed run is not done until it finishes
+  if (start.checkpoint) {
+    truncate_metrics(dir / "metrics.jsonl", start.resume_step);
+    if (start.rewind)
+      for (const auto& f : list_checkpoints(dir))
+        if (checkpoint_step(f) > start.resume_step) fs::remove(f);
+  }
   write_file_atomic(dir / "config.json", to_json(cfg).dump(2) + "\n");
+  if (start.checkpoint) fs::remove(dir / "done.json");  // a resumed run is not done until it finishes
 }
 
 void check_resume_compatible(const RunConfig& cfg, const json& saved, const std::string& file) {
@@ -79,8 +225,8 @@ void check_resume_compatible(const RunConfig& cfg, const json& saved, const std:
   }
 }
 
-void write_done_file(const fs::path& dir, const json& summary) {
-  write_file_atomic(dir / "done.json", summary.dump(2) + "\n");
+void finish_run(const fs::path& dir, const RunSummary& summary) {
+  write_file_atomic(dir / "done.json", summary.to_json().dump(2) + "\n");
 }
 
 }  // namespace xsagpt

@@ -67,24 +67,16 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   const auto device = pick_device(t.device, dist);
   const Runtime rt = cfg.runtime(device.is_cuda());
 
-  // ---- where to start: fresh, or from a checkpoint -------------------------
-  auto start = plan_run_dir(dir, opts.resume, opts.overwrite);
-  std::optional<Checkpoint> ckpt;
-  if (start.checkpoint) {
-    ckpt = load_checkpoint(*start.checkpoint);
-    check_resume_compatible(cfg, ckpt->config, start.checkpoint->string());
-    if (static_cast<int64_t>(ckpt->loader.size()) != world)
-      throw ConfigError(fmt::format(
-          "{}: saved by {} rank(s) but this run has world size {}; resume with the same number of processes",
-          start.checkpoint->string(), ckpt->loader.size(), world));
-    if (ckpt->step >= t.max_steps) {
-      if (dist.is_main()) spdlog::info("{}: already finished at step {} (train.max_steps = {})", dir.string(), ckpt->step, t.max_steps);
-      return TrainResult{ckpt->step, true, NAN, NAN};
-    }
+  // ---- where to start: fresh, or from a checkpoint (train/run_dir.h) -------
+  // Nothing is written to the run directory until the model, the data and the
+  // checkpoint's state have all been set up without error (prepare_run_dir below).
+  auto run = open_run(cfg, opts.resume, opts.overwrite, world);
+  if (run.finished) {
+    if (dist.is_main()) close_finished_run(cfg, run);
+    return TrainResult{run.finished->step, true, run.finished->final_train_loss, run.finished->final_val_loss};
   }
-  dist.barrier();  // every rank has read the run directory before rank 0 changes it
-  if (dist.is_main()) prepare_run_dir(dir, cfg, start);
-  dist.barrier();
+  const RunStart& start = run.start;
+  std::optional<Checkpoint>& ckpt = run.checkpoint;
 
   // ---- device, precision, model, optimizer, data ---------------------------
   if (t.threads > 0) torch::set_num_threads(static_cast<int>(t.threads));
@@ -126,7 +118,11 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     load_weights(model, ckpt->model, start.checkpoint->string());
     model->parameters_changed();
     opt.load_state(ckpt->optimizer);
-    loader.load_state(LoaderState::from_json(ckpt->loader[dist.rank()]));
+    try {
+      loader.load_state(LoaderState::from_json(ckpt->loader[dist.rank()]));
+    } catch (const DataError& e) {
+      throw DataError(fmt::format("{}: {}", start.checkpoint->string(), e.what()));
+    }
     if (ckpt->rng_cpu.defined()) default_generator(torch::kCPU).set_state(ckpt->rng_cpu);
     if (ckpt->rng_cuda.defined() && device.is_cuda()) default_generator(device).set_state(ckpt->rng_cuda);
     step = ckpt->step;
@@ -135,6 +131,9 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     if (dist.is_main()) spdlog::info("resumed from {} at step {}", start.checkpoint->string(), step);
     ckpt.reset();  // free the host copy of the weights
   }
+  dist.barrier();  // every rank has read the run directory and passed every check before rank 0 changes it
+  if (dist.is_main()) prepare_run_dir(dir, cfg, start);
+  dist.barrier();
 
   PrefetchingLoader batches(loader);  // from here on only `batches` touches the loader
   const int64_t accum = cfg.accumulation_steps(world);
@@ -170,8 +169,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
                  val.num_batches() * t.micro_batch * t.seq_len * world, dir.string());
   }
 
-  MetricsLog metrics = dist.is_main() ? MetricsLog(dir / "metrics.jsonl", start.checkpoint ? step : -1)
-                                      : MetricsLog();
+  MetricsLog metrics = dist.is_main() ? MetricsLog(dir / "metrics.jsonl") : MetricsLog();
   install_stop_handlers();
   model->train();
 
@@ -201,6 +199,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     return dist.mean(sum / static_cast<double>(std::max<int64_t>(1, val.num_batches()))).item<double>();
   };
 
+  TrainResult result;
   auto save = [&](int64_t at_step) {
     check_finite();
     dist.check_replicated(param_tensors, "parameters");  // a diverged replica must not be saved
@@ -214,6 +213,8 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     c.loader = dist.all_gather(batches.state().to_json());
     c.rng_cpu = default_generator(torch::kCPU).get_state();
     if (device.is_cuda()) c.rng_cuda = default_generator(device).get_state();
+    c.train_loss = result.final_train_loss;  // the final ones in the last checkpoint: done.json can be redone
+    c.val_loss = result.final_val_loss;
     if (dist.is_main()) {
       save_checkpoint(c, checkpoint_path(dir, at_step));
       prune_checkpoints(dir, t.keep_checkpoints);
@@ -221,7 +222,6 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     dist.barrier();
   };
 
-  TrainResult result;
   TrainStep train_step(model, opt, *grad_sync, param_tensors, accum, t.grad_clip);
   auto next_batch = [&] {
     auto [x, y] = batches.next();
@@ -301,9 +301,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
 
   result.step = step;
   result.finished = true;
-  if (dist.is_main())
-    write_done_file(dir, {{"step", step}, {"tokens", tokens}, {"final_train_loss", result.final_train_loss},
-                          {"final_val_loss", result.final_val_loss}, {"wall_s", elapsed()}});
+  if (dist.is_main()) finish_run(dir, {step, tokens, result.final_train_loss, result.final_val_loss, elapsed()});
   return result;
 }
 

@@ -1,5 +1,7 @@
 #include "util/torch_save.h"
 
+#include "util/atomic_file.h"
+
 #include <caffe2/serialize/inline_container.h>
 #include <fmt/format.h>
 #include <torch/csrc/jit/serialization/export.h>
@@ -7,33 +9,29 @@
 #include <torch/csrc/jit/serialization/pickler.h>
 
 #include <cstdio>
-#include <fcntl.h>
 #include <unistd.h>
 
 namespace xsagpt {
 
 namespace fs = std::filesystem;
 
-static void fsync_dir(const fs::path& dir) {
-  int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-}
-
 void torch_save(const c10::IValue& value, const fs::path& path) {
   if (path.has_parent_path()) fs::create_directories(path.parent_path());
   const fs::path tmp = path.string() + ".tmp";
   FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw SaveError(fmt::format("{}: cannot open for writing", tmp.string()));
-  bool ok = true;
-  std::string why = "write failed (disk full?)";
+  if (!f) throw SaveError(errno_message(tmp, "cannot open for writing"));
+  // The first failure is kept and later output discarded, but the writer is always
+  // told that everything was written: PyTorchStreamWriter throws on a short write
+  // and then throws again from its destructor (which finishes the archive), and a
+  // second exception during unwinding ends the program before any cleanup runs.
+  std::string error;
+  auto fail = [&](const char* what) {
+    if (error.empty()) error = errno_message(path, what);
+  };
   try {
     caffe2::serialize::PyTorchStreamWriter writer([&](const void* buf, size_t n) -> size_t {
-      const size_t wrote = std::fwrite(buf, 1, n, f);
-      ok = ok && wrote == n;
-      return wrote;
+      if (error.empty() && std::fwrite(buf, 1, n, f) != n) fail("cannot write");
+      return n;
     });
     std::vector<char> pickle;
     torch::jit::Pickler pickler([&](const char* buf, size_t n) { pickle.insert(pickle.end(), buf, buf + n); },
@@ -44,17 +42,16 @@ void torch_save(const c10::IValue& value, const fs::path& path) {
     torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), pickler.tensorData(), writer);
     writer.writeEndOfFile();
   } catch (const std::exception& e) {
-    ok = false;
-    why = e.what();
+    if (error.empty()) error = path.string() + ": " + e.what();
   }
-  ok = ok && std::fflush(f) == 0 && ::fsync(fileno(f)) == 0 && !std::ferror(f);
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
-    throw SaveError(fmt::format("{}: {}; nothing was replaced", path.string(), why));
+  if (error.empty() && std::fflush(f) != 0) fail("cannot write (flush)");
+  if (error.empty() && ::fsync(fileno(f)) != 0) fail("cannot write (fsync)");
+  if (std::fclose(f) != 0) fail("cannot write (close)");
+  if (error.empty() && ::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename the new file into place");
+  if (!error.empty()) {
+    ::unlink(tmp.c_str());
+    throw SaveError(error + "; the partial file was removed and nothing was replaced");
   }
-  fs::rename(tmp, path);
   fsync_dir(path.parent_path());
 }
 
@@ -62,6 +59,15 @@ c10::IValue torch_load(const fs::path& path) {
   caffe2::serialize::PyTorchStreamReader reader(path.string());
   return torch::jit::readArchiveAndTensors("data", "", "", std::nullopt, std::nullopt, torch::Device(torch::kCPU),
                                            reader);
+}
+
+bool is_torch_archive(const fs::path& path) {
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(path.string());
+    return reader.hasRecord("data.pkl");
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 
 }  // namespace xsagpt

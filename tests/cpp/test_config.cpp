@@ -52,3 +52,11 @@ TEST(ModelConfig, MissingOrBrokenFileIsNamed) {
     return std::string();
   }(), HasSubstr("/nonexistent/x.json"));
 }
+
+// `info` printed negative parameter counts for huge sizes (int64 overflow).
+TEST(ModelConfig, SizesWhoseParameterCountOverflowsAreRefused) {
+  EXPECT_THAT(error_of({{"n_layer", 1000000}, {"d_model", 4000000}, {"n_head", 1}, {"head_dim", 4000000}}),
+              HasSubstr("more than a 64-bit count can hold"));
+  EXPECT_THAT(error_of({{"vocab_size", 4000000000000}, {"d_model", 4000000}}), HasSubstr("f.json: model: n_layer"));
+  EXPECT_EQ(error_of({{"n_layer", 96}, {"d_model", 12288}, {"n_head", 96}, {"head_dim", 128}}), "(no error)");  // GPT-3
+}

@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -385,6 +387,32 @@ TEST_F(Data, OnlyTheCurrentShardIsMappedAndNoFilesStayOpen) {
     EXPECT_EQ(count("maps"), 1);
     EXPECT_EQ(count("fd"), 0);
   }
+}
+
+// A shard truncated on disk while mapped faults (SIGBUS) on the next read of the lost
+// pages; the run must say which shard and what to do rather than die silently.
+TEST_F(Data, ReadingATruncatedMappedShardNamesTheShard) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const Tokens t = ramp(40000, 0);  // 80 KB: many pages
+  write_llmc(dir / "train_000.bin", t);
+  const auto shard = path("train_000.bin");
+  EXPECT_EXIT(
+      {
+        MappedShard m(inspect_shard(shard));
+        fs::resize_file(shard, 1024);  // keep the header, drop every token
+        volatile uint16_t last = m.tokens()[m.num_tokens() - 1];
+        (void)last;
+        std::_Exit(0);  // not reached
+      },
+      ::testing::ExitedWithCode(1),  // the child's SetUp makes its own folder: match the file name
+      "data shard /.*/train_000\\.bin: cannot read byte [0-9]+: the file was truncated");
+  // Faults elsewhere still end the process as before.
+  EXPECT_EXIT(
+      {
+        MappedShard m(inspect_shard(path("train_000.bin")));
+        std::raise(SIGBUS);
+      },
+      ::testing::KilledBySignal(SIGBUS), "");
 }
 
 TEST_F(Data, ValidationSetIsTheFirstSequencesInOrderSplitAcrossRanks) {

@@ -87,3 +87,39 @@ TEST(RunConfig, ShippedRunConfigsLoad) {
     EXPECT_NO_THROW(load_run_config(e.path().string())) << e.path();
   }
 }
+
+// `base` was accepted in a file's model section but refused by --set.
+TEST(RunConfig, ModelBaseCanBeSetLikeAnyKey) {
+  json j = kBase;
+  j["model"] = {{"base", "tiny"}, {"n_layer", 2}};
+  const auto path = write_tmp("set_base.json", j).string();
+  const auto gpt2 = load_model_config(test::source_path("configs/model/gpt2-124m.json"));
+  auto cfg = load_run_config(path, {"model.base=gpt2-124m", "train.seq_len=64"});
+  EXPECT_EQ(cfg.model.d_model, gpt2.d_model);  // from the new base
+  EXPECT_EQ(cfg.model.n_layer, 2);             // the file's override still applies
+  cfg = load_run_config(write_tmp("ref.json", kBase).string(), {"model.base=gpt2-124m", "model.n_layer=3"});
+  EXPECT_EQ(cfg.model.d_model, gpt2.d_model);
+  EXPECT_EQ(cfg.model.n_layer, 3);
+  EXPECT_THAT(error_of(kBase, {"model.base=no-such-model"}), HasSubstr("model config 'no-such-model': no such file"));
+}
+
+// "max_tokens 10 ..." from the validation set, naming no key.
+TEST(RunConfig, EvalTokensBelowOneBatchNameTheKey) {
+  EXPECT_THAT(error_of(kBase, {"train.eval_tokens=10"}),
+              HasSubstr("train.eval_tokens: 10 tokens is less than one validation batch of "
+                        "micro_batch*seq_len*world_size = 4*64*1 = 256 tokens"));
+  EXPECT_EQ(error_of(kBase, {"train.eval_tokens=256"}), "(no error)");
+  EXPECT_EQ(error_of(kBase, {"train.eval_tokens=0"}), "(no error)");
+}
+
+// `-c DIR` answered "basic_filebuf::underflow ... Is a directory".
+TEST(RunConfig, ADirectoryIsNotAConfigFile) {
+  const auto dir = fs::temp_directory_path() / "xsagpt_run_config_test";
+  fs::create_directories(dir);
+  try {
+    load_run_config(dir.string());
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), HasSubstr(dir.string() + ": is a directory, expected a JSON file"));
+  }
+}

@@ -1,0 +1,52 @@
+// Atomic whole-file writes (see atomic_file.h).
+#include "util/atomic_file.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace xsagpt {
+
+namespace fs = std::filesystem;
+
+std::string errno_message(const fs::path& path, const char* what) {
+  return fmt::format("{}: {}: {}", path.string(), what, std::strerror(errno));
+}
+
+void fsync_dir(const fs::path& dir) {
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+void write_file_atomic(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.string() + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw WriteError(errno_message(tmp, "cannot create"));
+  std::string error;
+  for (size_t done = 0; done < text.size() && error.empty();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = ENOSPC;
+      error = errno_message(path, "cannot write");
+    } else {
+      done += static_cast<size_t>(n);
+    }
+  }
+  if (error.empty() && ::fsync(fd) != 0) error = errno_message(path, "cannot write (fsync)");
+  if (::close(fd) != 0 && error.empty()) error = errno_message(path, "cannot write (close)");
+  if (error.empty() && ::rename(tmp.c_str(), path.c_str()) != 0) error = errno_message(path, "cannot rename the new file into place");
+  if (!error.empty()) {
+    ::unlink(tmp.c_str());
+    throw WriteError(error + (fs::exists(path) ? "; the previous file is unchanged" : ""));
+  }
+  fsync_dir(path.parent_path());
+}
+
+}  // namespace xsagpt

@@ -1,0 +1,379 @@
+// Nothing is lost: atomic writes that fail cleanly on a full disk, metrics that
+// never end mid-line, and a run directory that is checked before it is touched and
+// never mixes two runs. Write failures are injected with RLIMIT_FSIZE (writes past
+// the limit fail with EFBIG, as they would with ENOSPC on a full disk), so these
+// run without root; tests/python/test_nothing_lost.py fills a real tmpfs.
+#include "train/metrics.h"
+#include "train/run_dir.h"
+#include "util/torch_save.h"
+#include "helpers.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <csignal>
+#include <fstream>
+#include <sstream>
+#include <sys/resource.h>
+
+using namespace xsagpt;
+using ::testing::HasSubstr;
+using ::testing::Not;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Files written by this process may not grow past `bytes` while it lives.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    ::getrlimit(RLIMIT_FSIZE, &old_);
+    old_handler_ = std::signal(SIGXFSZ, SIG_IGN);  // a write past the limit then fails with EFBIG
+    rlimit l = old_;
+    l.rlim_cur = bytes;
+    ::setrlimit(RLIMIT_FSIZE, &l);
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &old_);
+    std::signal(SIGXFSZ, old_handler_);
+  }
+
+ private:
+  rlimit old_{};
+  void (*old_handler_)(int) = nullptr;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void spit(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+
+// std::filesystem::remove_all crashes in this binary (libtorch.so exports a broken copy).
+void remove_tree(const fs::path& p) {
+  if (fs::is_directory(p) && !fs::is_symlink(p)) {
+    std::vector<fs::path> children;
+    for (const auto& e : fs::directory_iterator(p)) children.push_back(e.path());
+    for (const auto& c : children) remove_tree(c);
+  }
+  fs::remove(p);
+}
+
+std::vector<std::string> names_in(const fs::path& dir) {
+  std::vector<std::string> out;
+  if (fs::is_directory(dir))
+    for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+template <class E, class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+class RunDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "xsagpt-test-rundir-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    tmp = tmpl;
+  }
+  void TearDown() override { remove_tree(tmp); }
+
+  RunConfig config(const fs::path& out, int64_t max_steps) const {
+    RunConfig c;
+    c.model = test::small_model("sa");
+    c.data.train = "unused/*.bin";
+    c.data.val = "unused/*.bin";
+    c.train.max_steps = max_steps;
+    c.out_dir = out.string();
+    return c;
+  }
+  // A small but real checkpoint of a run in `out` at `step`.
+  fs::path checkpoint(const fs::path& out, int64_t step, int64_t max_steps, double train_loss = NAN,
+                      double val_loss = NAN) const {
+    Checkpoint c;
+    c.step = step;
+    c.tokens = step * 100;
+    c.elapsed_s = 1.5 * static_cast<double>(step);
+    c.config = to_json(config(out, max_steps));
+    c.model["w"] = torch::full({4}, static_cast<float>(step));
+    c.loader = json::array({json::object()});
+    c.train_loss = train_loss;
+    c.val_loss = val_loss;
+    const auto path = checkpoint_path(out, step);
+    save_checkpoint(c, path);
+    return path;
+  }
+  void metrics_lines(const fs::path& out, int64_t last) const {
+    MetricsLog log(out / "metrics.jsonl");
+    for (int64_t s = 0; s <= last; ++s) {
+      log.write({{"step", s}, {"train_loss", 10.0 - static_cast<double>(s)}});
+      if (s % 4 == 0) log.write({{"step", s}, {"val_loss", 20.0 - static_cast<double>(s)}});
+    }
+  }
+
+  fs::path tmp;
+};
+
+}  // namespace
+
+// ---- atomic writes ------------------------------------------------------------
+
+TEST_F(RunDir, FailedAtomicWriteKeepsThePreviousFileAndLeavesNoTemporary) {
+  const auto f = tmp / "config.json";
+  write_file_atomic(f, "old\n");
+  const std::string big(4096, 'x');
+  std::string err;
+  {
+    FileSizeLimit limit(1000);
+    err = error_of<WriteError>([&] { write_file_atomic(f, big); });
+  }
+  EXPECT_THAT(err, HasSubstr(f.string() + ": cannot write: File too large"));
+  EXPECT_EQ(slurp(f), "old\n");
+  EXPECT_EQ(names_in(tmp), std::vector<std::string>{"config.json"});
+}
+
+// The stream writer threw again from its destructor on a short write: the program
+// died (std::terminate) with the partial .tmp left on the full disk.
+TEST_F(RunDir, CheckpointOnAFullDiskIsAnErrorNamingTheFileNotACrash) {
+  const auto f = checkpoint_path(tmp, 3);
+  torch_save(c10::IValue(torch::arange(8)), f);
+  const auto before = slurp(f);
+  std::string err;
+  {
+    FileSizeLimit limit(64 * 1024);
+    err = error_of<SaveError>([&] { torch_save(c10::IValue(torch::zeros({1 << 18})), f); });  // 1 MiB of floats
+  }
+  EXPECT_THAT(err, HasSubstr(f.string() + ": cannot write: File too large"));
+  EXPECT_THAT(err, HasSubstr("partial file was removed and nothing was replaced"));
+  EXPECT_EQ(names_in(f.parent_path()), std::vector<std::string>{f.filename().string()});
+  EXPECT_EQ(slurp(f), before);
+  EXPECT_TRUE(torch::equal(torch_load(f).toTensor(), torch::arange(8)));
+  // And through save_checkpoint, as the trainer calls it.
+  {
+    FileSizeLimit limit(64 * 1024);
+    Checkpoint c;
+    c.model["w"] = torch::zeros({1 << 18});
+    err = error_of<CheckpointError>([&] { save_checkpoint(c, checkpoint_path(tmp, 6)); });
+  }
+  EXPECT_THAT(err, HasSubstr(checkpoint_path(tmp, 6).string() + ": cannot write"));
+  EXPECT_EQ(names_in(f.parent_path()), std::vector<std::string>{f.filename().string()});
+}
+
+// ---- metrics.jsonl ------------------------------------------------------------
+
+// Write errors were ignored: later lines silently dropped, the file cut mid-line.
+TEST_F(RunDir, MetricsWriteFailureStopsWithANamedErrorAndLeavesWholeLines) {
+  const auto f = tmp / "metrics.jsonl";
+  std::string err;
+  int64_t written = 0;
+  {
+    FileSizeLimit limit(1000);
+    MetricsLog log(f);
+    err = error_of<MetricsError>([&] {
+      for (; written < 1000; ++written) log.write({{"step", written}, {"train_loss", 1.0 / 3.0}, {"lr", 6e-4}});
+    });
+  }
+  EXPECT_THAT(err, HasSubstr(f.string() + ": cannot write: File too large"));
+  EXPECT_THAT(err, HasSubstr("the run stops at step " + std::to_string(written)));
+  const auto text = slurp(f);
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.back(), '\n');
+  std::istringstream in(text);
+  int64_t n = 0;
+  for (std::string line; std::getline(in, line); ++n) EXPECT_EQ(json::parse(line)["step"], n);
+  EXPECT_EQ(n, written);  // every line reported written is there, whole
+}
+
+TEST_F(RunDir, MetricsHistoryIsRewrittenOnlyAtomically) {
+  const auto f = tmp / "metrics.jsonl";
+  metrics_lines(tmp, 9);
+  spit(f, slurp(f) + "{\"step\": 10, \"train_lo");  // a line cut off by a kill
+  const auto before = slurp(f);
+  std::string err;
+  {
+    FileSizeLimit limit(20);  // smaller than what is kept: the rewrite fails
+    err = error_of<MetricsError>([&] { truncate_metrics(f, 4); });
+  }
+  EXPECT_THAT(err, HasSubstr(f.string() + ": cannot write: File too large"));
+  EXPECT_EQ(slurp(f), before);
+  EXPECT_EQ(names_in(tmp), std::vector<std::string>{"metrics.jsonl"});
+
+  truncate_metrics(f, 4);
+  std::istringstream in(slurp(f));
+  std::vector<int64_t> steps;
+  for (std::string line; std::getline(in, line);) steps.push_back(json::parse(line)["step"]);
+  EXPECT_EQ(steps, (std::vector<int64_t>{0, 0, 1, 2, 3, 4, 4}));
+  EXPECT_EQ(losses_at_step(f, 4).train_loss.value_or(NAN), 6.0);
+  EXPECT_EQ(losses_at_step(f, 4).val_loss.value_or(NAN), 16.0);
+  EXPECT_FALSE(losses_at_step(f, 3).val_loss);
+}
+
+// ---- checkpoints --------------------------------------------------------------
+
+TEST_F(RunDir, CheckpointsAreListedByStepNumber) {
+  fs::create_directories(tmp / "checkpoints");
+  for (const char* n : {"step_100000000.pt", "step_00000005.pt", "step_99999999.pt", "other.pt", "step_x.pt",
+                        "step_00000007.pt.tmp"})
+    spit(tmp / "checkpoints" / n, "");
+  std::vector<int64_t> steps;
+  for (const auto& p : list_checkpoints(tmp)) steps.push_back(checkpoint_step(p));
+  EXPECT_EQ(steps, (std::vector<int64_t>{5, 99999999, 100000000}));
+}
+
+// ---- starting a run: decided and checked before anything is written ----------
+
+TEST_F(RunDir, AFreshStartNeverReusesADirectoryHoldingARun) {
+  const auto run = tmp / "run";
+  EXPECT_FALSE(open_run(config(run, 10), "", false, 1).start.clear);
+  checkpoint(run, 4, 10);
+  EXPECT_THAT(error_of<ConfigError>([&] { open_run(config(run, 10), "", false, 1); }),
+              HasSubstr("out_dir " + run.string() + " already holds a run (checkpoints up to step 4)"));
+  EXPECT_TRUE(open_run(config(run, 10), "", true, 1).start.clear);
+  EXPECT_TRUE(fs::exists(checkpoint_path(run, 4)));  // deciding wrote nothing
+}
+
+// --resume PATH into a directory with another run exited 0, cut that run's metrics,
+// overwrote its done.json and pruned the new checkpoints as "older".
+TEST_F(RunDir, ResumingAnotherRunsCheckpointIntoARunIsRefusedNamingBoth) {
+  const auto base = tmp / "base", mix = tmp / "mix";
+  const auto from = checkpoint(base, 5, 40);
+  for (int64_t s : {38, 39, 40}) checkpoint(mix, s, 40, 1.0, 2.0);
+  metrics_lines(mix, 41);
+  write_file_atomic(mix / "done.json", "{}\n");
+  const auto before = slurp(mix / "metrics.jsonl");
+
+  const auto err = error_of<ConfigError>([&] { open_run(config(mix, 12), from.string(), false, 1); });
+  EXPECT_THAT(err, HasSubstr("out_dir " + mix.string() + " already holds another run (checkpoints up to step 40"));
+  EXPECT_THAT(err, HasSubstr(from.string() + " is a checkpoint of " + base.string()));
+  EXPECT_THAT(err, HasSubstr("--overwrite"));
+
+  // With --overwrite: a clean continuation in which nothing of the other run remains.
+  const auto cfg = config(mix, 12);
+  auto run = open_run(cfg, from.string(), true, 1);
+  ASSERT_TRUE(run.checkpoint);
+  EXPECT_TRUE(run.start.clear);
+  EXPECT_EQ(slurp(mix / "metrics.jsonl"), before);  // still untouched
+  prepare_run_dir(mix, cfg, run.start);
+  EXPECT_EQ(names_in(mix), std::vector<std::string>{"config.json"});
+  EXPECT_EQ(read_json_file(mix / "config.json"), to_json(cfg));
+  EXPECT_TRUE(fs::exists(from));
+}
+
+TEST_F(RunDir, ResumingAnOlderCheckpointOfTheSameRunNeedsOverwriteThenDropsWhatFollowed) {
+  const auto run = tmp / "run";
+  for (int64_t s : {4, 8, 12}) checkpoint(run, s, 20);
+  metrics_lines(run, 13);
+  const auto err = error_of<ConfigError>(
+      [&] { open_run(config(run, 20), checkpoint_path(run, 4).string(), false, 1); });
+  EXPECT_THAT(err, HasSubstr("is step 4 of the run in " + run.string() + ", which has checkpoints up to step 12"));
+
+  const auto cfg = config(run, 20);
+  auto opening = open_run(cfg, checkpoint_path(run, 4).string(), true, 1);
+  EXPECT_TRUE(opening.start.rewind);
+  EXPECT_FALSE(opening.start.clear);
+  prepare_run_dir(run, cfg, opening.start);
+  EXPECT_EQ(names_in(run / "checkpoints"), std::vector<std::string>{"step_00000004.pt"});
+  std::istringstream in(slurp(run / "metrics.jsonl"));
+  int64_t last = -1;
+  for (std::string line; std::getline(in, line);) last = json::parse(line)["step"];
+  EXPECT_EQ(last, 4);
+
+  // The newest checkpoint (--resume auto, or its path) needs no flag.
+  EXPECT_EQ(open_run(cfg, "auto", false, 1).start.resume_step, 4);
+  EXPECT_FALSE(open_run(cfg, checkpoint_path(run, 4).string(), false, 1).start.rewind);
+}
+
+// A run killed between its final checkpoint and done.json could never be finished:
+// "already finished ... nan" and still no done.json.
+TEST_F(RunDir, AFinishedRunWithoutDoneJsonGetsOneWithItsRealLosses) {
+  const auto run = tmp / "run";
+  checkpoint(run, 12, 12, 3.25, 3.5);
+  metrics_lines(run, 12);
+  const auto cfg = config(run, 12);
+  auto opening = open_run(cfg, "auto", false, 1);
+  ASSERT_TRUE(opening.finished);
+  EXPECT_TRUE(opening.record_done);
+  close_finished_run(cfg, opening);
+  const auto done = read_json_file(run / "done.json");
+  EXPECT_EQ(done["step"], 12);
+  EXPECT_EQ(done["tokens"], 1200);
+  EXPECT_EQ(done["final_train_loss"], 3.25);  // from the checkpoint
+  EXPECT_EQ(done["final_val_loss"], 3.5);
+  EXPECT_EQ(done["wall_s"], 18.0);
+
+  // Done already: left as it is.
+  write_file_atomic(run / "done.json", R"({"step": 12, "final_train_loss": 1.0, "final_val_loss": 2.0})");
+  opening = open_run(cfg, "auto", false, 1);
+  EXPECT_FALSE(opening.record_done);
+  EXPECT_EQ(opening.finished->final_train_loss, 1.0);
+
+  // A checkpoint of an older version, without losses: they come from metrics.jsonl.
+  fs::remove(run / "done.json");
+  checkpoint(run, 12, 12);
+  opening = open_run(cfg, "auto", false, 1);
+  close_finished_run(cfg, opening);
+  EXPECT_EQ(read_json_file(run / "done.json")["final_train_loss"], 10.0 - 12);
+  EXPECT_EQ(read_json_file(run / "done.json")["final_val_loss"], 20.0 - 12);
+
+  // Another run's finished checkpoint into an empty directory: reported, nothing written.
+  const auto other = tmp / "other";
+  opening = open_run(config(other, 12), checkpoint_path(run, 12).string(), false, 1);
+  ASSERT_TRUE(opening.finished);
+  EXPECT_FALSE(opening.record_done);
+  close_finished_run(config(other, 12), opening);
+  EXPECT_FALSE(fs::exists(other));
+}
+
+// A failed resume deleted done.json and rewrote config.json with rejected settings.
+TEST_F(RunDir, APreparationThatFailsLeavesAFinishedRunFinished) {
+  const auto run = tmp / "run";
+  const auto cfg12 = config(run, 12);
+  checkpoint(run, 12, 12, 3.0, 3.0);
+  metrics_lines(run, 12);
+  prepare_run_dir(run, cfg12, RunStart{});
+  finish_run(run, {12, 1200, 3.0, 3.0, 18.0});
+  const auto done = slurp(run / "done.json"), config_json = slurp(run / "config.json");
+
+  const auto cfg20 = config(run, 20);
+  auto opening = open_run(cfg20, "auto", false, 1);
+  ASSERT_FALSE(opening.finished);
+  EXPECT_EQ(opening.start.resume_step, 12);
+  std::string err;
+  {
+    FileSizeLimit limit(100);  // the metrics history and config.json cannot be written
+    err = error_of<std::exception>([&] { prepare_run_dir(run, cfg20, opening.start); });
+  }
+  EXPECT_THAT(err, HasSubstr("File too large"));
+  EXPECT_EQ(slurp(run / "done.json"), done);
+  EXPECT_EQ(slurp(run / "config.json"), config_json);
+  EXPECT_THAT(names_in(run), Not(::testing::Contains(::testing::EndsWith(".tmp"))));
+
+  // Without the failure the resumed run is no longer done, and config.json is the new one.
+  prepare_run_dir(run, cfg20, opening.start);
+  EXPECT_FALSE(fs::exists(run / "done.json"));
+  EXPECT_EQ(read_json_file(run / "config.json")["train"]["max_steps"], 20);
+}
+
+TEST_F(RunDir, PreparingRemovesTemporariesOfAKilledSave) {
+  const auto run = tmp / "run";
+  checkpoint(run, 4, 10);
+  spit(run / "checkpoints" / "step_00000008.pt.tmp", "partial");
+  spit(run / "config.json.tmp", "partial");
+  spit(run / "notes.tmp", "the user's");
+  const auto cfg = config(run, 10);
+  prepare_run_dir(run, cfg, open_run(cfg, "auto", false, 1).start);
+  EXPECT_EQ(names_in(run / "checkpoints"), std::vector<std::string>{"step_00000004.pt"});
+  EXPECT_EQ(names_in(run), (std::vector<std::string>{"checkpoints", "config.json", "notes.tmp"}));
+}

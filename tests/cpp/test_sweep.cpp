@@ -1,0 +1,104 @@
+// Sweep files that try to escape: grid values that are paths, sweep keys of the
+// wrong type, and a plot command that must never go through a shell.
+#include "sweep/sweep.h"
+#include "util/spawn.h"
+#include "helpers.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+
+using namespace xsagpt;
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+namespace {
+
+class Sweeps : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "xsagpt-test-sweep-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    tmp = tmpl;
+    const json base = {{"model", "tiny"},
+                       {"data", {{"train", "a/*.bin"}, {"val", "b/*.bin"}}},
+                       {"train", {{"seq_len", 64}, {"micro_batch", 4}, {"eval_tokens", 256}}},
+                       {"out_dir", "unused"}};
+    std::ofstream(tmp / "base.json") << base.dump();
+  }
+  void TearDown() override {
+    for (const auto& e : fs::recursive_directory_iterator(tmp)) files.push_back(e.path());
+    std::sort(files.rbegin(), files.rend());  // children before their folders
+    for (const auto& f : files) fs::remove(f);
+    fs::remove(tmp);
+  }
+  fs::path spec(const json& extra) const {
+    json j = {{"base", (tmp / "base.json").string()}, {"out_dir", (tmp / "sweep").string()}};
+    j.update(extra);
+    std::ofstream(tmp / "sweep.json") << j.dump();
+    return tmp / "sweep.json";
+  }
+  std::string error_of(const json& extra) const {
+    try {
+      load_sweep(spec(extra).string(), 1);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "(no error)";
+  }
+  fs::path tmp;
+  std::vector<fs::path> files;
+};
+
+}  // namespace
+
+// Grid values with '/' made nested run directories, and '..' left the sweep's.
+TEST_F(Sweeps, EveryPointIsOneDirectoryInsideTheSweep) {
+  auto s = load_sweep(spec({{"grid", {{"data.train", {"../../escaped/*.bin", "a/b/*.bin", "x%2Fy"}}}}}).string(), 1);
+  ASSERT_EQ(s.points.size(), 3u);
+  std::set<std::string> names;
+  for (const auto& p : s.points) {
+    const fs::path out = p.config.out_dir;
+    EXPECT_EQ(out.parent_path(), tmp / "sweep") << out;
+    EXPECT_EQ(out.filename().string(), p.name);
+    EXPECT_EQ(p.name.find('/'), std::string::npos) << p.name;
+    EXPECT_EQ(fs::weakly_canonical(out).parent_path(), fs::weakly_canonical(tmp / "sweep"));
+    names.insert(p.name);
+  }
+  EXPECT_TRUE(names.count("data.train=..%2F..%2Fescaped%2F*.bin"));
+  EXPECT_TRUE(names.count("data.train=x%252Fy"));  // '%' is escaped too: no two values share a name
+  EXPECT_EQ(s.points[0].values["data.train"], "../../escaped/*.bin");  // the value itself is unchanged
+  EXPECT_EQ(s.points[0].config.data.train, "../../escaped/*.bin");
+  EXPECT_EQ(safe_name_part("a\nb\\c"), "a%0Ab%5Cc");
+}
+
+TEST_F(Sweeps, BadSweepKeysNameTheFileAndTheKey) {
+  const auto file = (tmp / "sweep.json").string();
+  // Raw nlohmann type_error before.
+  EXPECT_THAT(error_of({{"grid", {{"train.lr", {1e-3}}}}, {"constant_batch_tokens", "yes"}}),
+              HasSubstr(file + ": constant_batch_tokens: expected true or false, got \"yes\""));
+  EXPECT_THAT(error_of({{"grid", {{"train.lr", {1e-3}}}}, {"set", {"train.seed=1", 5}}}),
+              HasSubstr(file + ": set: expected a list of \"section.key=value\" strings, got 5"));
+  EXPECT_THAT(error_of({{"grid", {{"train.lr", {1e-3, 0.001}}}}}),
+              HasSubstr("two points are both named train.lr=0.001"));
+  EXPECT_THAT(error_of({{"grid", {{"data.train", {std::string(300, 'a')}}}}}), HasSubstr("at most 200"));
+}
+
+// The plot step ran `std::system` with naive quoting: an out_dir of
+// o'; touch INJECTED; echo ' ran the touch.
+TEST_F(Sweeps, ProgramsRunWithoutAShell) {
+  const std::string evil = (tmp / "o'; touch INJECTED; echo '").string();
+  const auto cwd = fs::current_path();
+  fs::current_path(tmp);
+  const int status = run_program({"touch", evil});
+  fs::current_path(cwd);
+  EXPECT_EQ(status, 0);
+  EXPECT_TRUE(fs::exists(evil));  // the argument reached the program as it is
+  EXPECT_FALSE(fs::exists(tmp / "INJECTED"));
+  EXPECT_EQ(run_program({"false"}), 1);
+  EXPECT_EQ(run_program({"no-such-program-xsagpt"}), -1);
+  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(shell_quote("/a/b.py"), "/a/b.py");
+}
