@@ -14,7 +14,8 @@
 - scripts/export.py writes safetensors the reference model loads back, and
   scripts/table2.py prints the paper's averages.
 Tiny GPT-2-vocabulary models (block_size 32, so truncation and several rolling
-windows happen on short texts), trained a few steps on the CPU.
+windows happen on short texts), trained a few steps; everything is computed on the
+CPU (--device cpu), also on a machine with a GPU, except where a test says otherwise.
 """
 import json
 import math
@@ -387,6 +388,31 @@ def test_lm_eval_end_to_end(runs, eval_report, xsagpt, gpt2_vocab_dir, build_dir
         for stop in ("\n", ".", "<|endoftext|>"):
             text = text.split(stop)[0]
         assert s["resps"][0][0] == text
+
+
+def test_bridge_from_python(runs, xsagpt, gpt2_vocab_dir, build_dir, monkeypatch):
+    """The model class used directly (lm_eval.simple_evaluate's route), sending requests in
+    several groups, with the device lm-eval passes when told nothing (cuda:0, which must work
+    on a machine without a GPU too; with one, the GPU's float32 is compared with the CPU's)."""
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    import lm_eval_xsagpt
+    from lm_eval.api.registry import get_model
+    assert get_model("xsagpt") is lm_eval_xsagpt.XsagptLM
+    monkeypatch.setattr(lm_eval_xsagpt, "GROUP", 3)  # 3 groups for 7 requests
+    lm = lm_eval_xsagpt.XsagptLM(checkpoint=str(runs["sa"]), device="cuda:0", binary=str(build_dir / "xsagpt"),
+                                 vocab=str(gpt2_vocab_dir), threads=1, precision="fp32")
+    try:
+        pairs = PAIRS[:7]
+        got = lm.loglikelihood([types.SimpleNamespace(args=p) for p in pairs], disable_tqdm=True)
+        rolled = lm.loglikelihood_rolling([types.SimpleNamespace(args=("In the beginning " * 20,))], disable_tqdm=True)
+    finally:
+        lm.engine.close()
+    want = score(xsagpt, runs["sa"], gpt2_vocab_dir, [{"context": c, "continuation": k} for c, k in pairs])
+    assert [lp for lp, _ in got] == pytest.approx([o["logprob"] for o in want], rel=1e-5, abs=1e-9)
+    if not torch.cuda.is_available():
+        assert [g for _, g in got] == [o["is_greedy"] for o in want]
+    (o,) = score(xsagpt, runs["sa"], gpt2_vocab_dir, [{"text": "In the beginning " * 20}])
+    assert rolled == pytest.approx([o["logprob"]], rel=1e-5)
 
 
 def test_export_round_trip(runs, reference, xsagpt, gpt2_vocab_dir, tmp_path, enc):
