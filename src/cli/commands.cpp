@@ -13,6 +13,8 @@ const std::vector<Command>& commands() {
       {"analyze", "per-layer attention statistics of a checkpoint (the paper's figure 1) as a table and JSON", analyze},
       {"bench", "time and memory of a block and a training step, XSA vs SA (the paper's figure 2)", bench},
       {"sample", "generate text from a checkpoint (temperature, top-k, key/value cache)", sample},
+      {"score", "log-likelihoods of texts as lm-evaluation-harness splits them (JSON lines in and out)", score},
+      {"eval", "multiple-choice accuracy (acc, acc_norm) on local task files; several checkpoints side by side", eval},
       {"tokenize", "GPT-2 token ids of a text as JSON, or the text of ids (--decode)", tokenize},
   };
   return all;

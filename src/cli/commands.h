@@ -23,6 +23,8 @@ int tokenize(int argc, char** argv);
 int analyze(int argc, char** argv);
 int bench(int argc, char** argv);
 int sample(int argc, char** argv);
+int score(int argc, char** argv);
+int eval(int argc, char** argv);
 
 const std::vector<Command>& commands();
 

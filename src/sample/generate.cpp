@@ -27,7 +27,7 @@ int64_t sample_token(const torch::Tensor& logits, const SampleOptions& opts, at:
 }
 
 std::vector<int64_t> generate(GPT& model, const std::vector<int64_t>& prompt, const SampleOptions& opts,
-                              const std::function<void(int64_t)>& on_token) {
+                              const std::function<void(int64_t)>& on_token, const std::function<bool()>& stop) {
   if (prompt.empty()) throw std::invalid_argument("generate: the prompt needs at least one token");
   if (opts.temperature < 0 || !std::isfinite(opts.temperature))
     throw std::invalid_argument("generate: temperature must be >= 0");
@@ -62,6 +62,7 @@ std::vector<int64_t> generate(GPT& model, const std::vector<int64_t>& prompt, co
     tokens.push_back(next);
     out.push_back(next);
     if (on_token) on_token(next);
+    if (stop && stop()) break;
   }
   return out;
 }

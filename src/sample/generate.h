@@ -31,9 +31,11 @@ struct SampleOptions {
 int64_t sample_token(const torch::Tensor& logits, const SampleOptions& opts, at::Generator& gen);
 
 // Continues `prompt` (at least one token) with up to max_new_tokens tokens, calling
-// on_token for each as soon as it is chosen; returns the new tokens. Puts the model
-// in eval mode.
+// on_token for each as soon as it is chosen; returns the new tokens. `stop`, when
+// given, is asked after each token (after on_token) and ends generation early by
+// returning true (stop strings, eval/generate_until.h). Puts the model in eval mode.
 std::vector<int64_t> generate(GPT& model, const std::vector<int64_t>& prompt, const SampleOptions& opts,
-                              const std::function<void(int64_t)>& on_token = {});
+                              const std::function<void(int64_t)>& on_token = {},
+                              const std::function<bool()>& stop = {});
 
 }  // namespace xsagpt

@@ -1,0 +1,197 @@
+// `xsagpt score`: the log-likelihood engine as a command. Reads JSON-lines requests
+// (eval/request_lines.h) from a file or stdin and writes one JSON line per request
+// to stdout, in order. Requests are read in groups (up to --group lines, or up to
+// an empty line, or the end of the input); each group is scored in batched passes
+// and its answers are written and flushed before the next is read, so a process
+// kept alive by the lm-evaluation-harness bridge (scripts/lm_eval_xsagpt.py)
+// answers each group it sends, ended by an empty line.
+#include "cli/commands.h"
+#include "config/schema.h"
+#include "eval/request_lines.h"
+#include "eval/request_split.h"
+#include "eval/scorer.h"
+#include "model/from_checkpoint.h"
+
+#include <cxxopts.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+
+namespace xsagpt::cli {
+
+namespace {
+
+struct Session {
+  GPT& model;
+  const Gpt2Tokenizer& tok;
+  eval::ScoreOptions opts;
+  bool rolling_only = false, show_tokens = false;
+  int64_t tokens_fed = 0;  // positions of the model's input windows, padding not counted
+  double seconds = 0;      // answering (splitting, scoring, writing), model loading and waiting not counted
+
+  static json ids(const std::vector<int64_t>& v) { return json(v); }
+
+  void answer(const std::vector<eval::LineRequest>& lines, std::ostream& out) {
+    const auto start = std::chrono::steady_clock::now();
+    const int64_t block = model->cfg.block_size;
+    std::vector<eval::TokenRequest> reqs;
+    std::vector<std::pair<size_t, size_t>> span(lines.size());  // [first, first+count) in reqs
+    for (size_t i = 0; i < lines.size(); ++i) {
+      const auto& l = lines[i];
+      span[i].first = reqs.size();
+      if (l.kind == eval::LineRequest::kPair) {
+        if (rolling_only)
+          throw ConfigError(l.where + ": --rolling expects {\"text\": str} lines, got a context/continuation pair");
+        reqs.push_back(eval::split_pair(tok, l.context, l.continuation));
+      } else if (l.kind == eval::LineRequest::kRolling) {
+        auto enc = tok.encode(l.text, SpecialTokens::kAllowed);
+        auto windows = eval::rolling_windows({enc.begin(), enc.end()}, tok.eot_id(), block);
+        reqs.insert(reqs.end(), windows.begin(), windows.end());
+      } else if (rolling_only) {
+        throw ConfigError(l.where + ": --rolling expects {\"text\": str} lines, got a generation request");
+      }
+      span[i].second = reqs.size() - span[i].first;
+    }
+    std::vector<eval::Score> scores;
+    try {
+      scores = eval::score_requests(model, reqs, opts);
+    } catch (const eval::RequestError& e) {
+      size_t line = 0;
+      while (line + 1 < lines.size() && span[line + 1].first <= e.index) ++line;
+      throw ConfigError(lines[line].where + ": " + e.what());
+    }
+    for (const auto& r : reqs)
+      if (!r.continuation.empty())
+        tokens_fed += std::min<int64_t>(static_cast<int64_t>(r.context.size() + r.continuation.size()), block + 1) - 1;
+    const bool bf16 = eval::use_bf16(opts.precision, model->parameters().front().device());
+    for (size_t i = 0; i < lines.size(); ++i) {
+      const auto& l = lines[i];
+      json o;
+      if (l.kind == eval::LineRequest::kGenerate) {
+        auto g = eval::generate_until(model, tok, l.generate, bf16);
+        o = {{"text", g.text}, {"n_tokens", g.n_tokens}};
+      } else {
+        double logprob = 0;
+        bool greedy = true;
+        int64_t n = 0;
+        json windows = json::array();
+        for (size_t k = span[i].first; k < span[i].first + span[i].second; ++k) {
+          logprob += scores[k].logprob;
+          greedy = greedy && scores[k].is_greedy;
+          n += scores[k].n_tokens;
+          if (show_tokens)
+            windows.push_back({{"context_ids", ids(reqs[k].context)}, {"continuation_ids", ids(reqs[k].continuation)}});
+        }
+        o = {{"logprob", logprob}, {"is_greedy", greedy}, {"n_tokens", n}};
+        if (show_tokens) {
+          if (l.kind == eval::LineRequest::kPair) {
+            o["context_ids"] = windows[0]["context_ids"];
+            o["continuation_ids"] = windows[0]["continuation_ids"];
+          } else {
+            o["windows"] = windows;
+          }
+        }
+      }
+      out << o.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+    }
+    out.flush();
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+};
+
+}  // namespace
+
+int score(int argc, char** argv) {
+  cxxopts::Options opts(
+      "xsagpt score",
+      "Log-likelihoods from a checkpoint (GPT-2 BPE), split and truncated as lm-evaluation-harness does.\n"
+      "Input: JSON lines, each one request:\n"
+      "  {\"context\": str, \"continuation\": str}   log p(continuation | context)\n"
+      "  {\"text\": str}                           log p(text) over rolling windows (loglikelihood_rolling)\n"
+      "  {\"prompt\": str, \"until\": [str], \"max_new_tokens\": int, \"temperature\": float, \"seed\": int}\n"
+      "                                          generated text up to the first stop string (generate_until)\n"
+      "Output: one JSON line per request, in order: {\"logprob\": float (natural log), \"is_greedy\": bool,\n"
+      "\"n_tokens\": int (continuation tokens scored)}, or {\"text\": str, \"n_tokens\": int} for a prompt.\n"
+      "Trailing whitespace of a context moves to the continuation; a context longer than the model's\n"
+      "window loses tokens on the left. An empty line answers the lines read so far (for a process\n"
+      "kept alive by a client).");
+  opts.add_options()
+    ("checkpoint", "checkpoint file, or a run directory (its newest checkpoint)", cxxopts::value<std::string>())
+    ("file", "JSON-lines input (default: stdin)", cxxopts::value<std::string>()->default_value("-"))
+    ("rolling", "every line is {\"text\": str}, scored whole (perplexity)")
+    ("tokens", "also print the token ids of each request as scored (context_ids/continuation_ids, or windows)")
+    ("b,batch-tokens", "tokens per forward pass (0: 16384 on a GPU, 4096 on the CPU)",
+     cxxopts::value<int64_t>()->default_value("0"))
+    ("group", "lines read before answering (an empty line answers earlier)",
+     cxxopts::value<int64_t>()->default_value("4096"))
+    ("precision", "auto (bf16 autocast on CUDA, fp32 on the CPU), bf16 or fp32",
+     cxxopts::value<std::string>()->default_value("auto"))
+    ("vocab", "directory with encoder.json and vocab.bpe (default: $XSAGPT_GPT2_VOCAB, else data/gpt2/)",
+     cxxopts::value<std::string>())
+    ("device", "auto, cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("auto"))
+    ("threads", "CPU intra-op threads (0: LibTorch's default)", cxxopts::value<int>()->default_value("0"))
+    ("h,help", "show this help");
+  opts.parse_positional({"checkpoint", "file"});
+  opts.positional_help("CHECKPOINT [FILE]");
+  auto args = opts.parse(argc, argv);
+  if (args.count("help")) { std::cout << opts.help() << "\n"; return 0; }
+  if (!args.count("checkpoint")) throw ConfigError("--checkpoint: required (a checkpoint file or a run directory)");
+  if (!args.unmatched().empty()) throw ConfigError("unexpected argument '" + args.unmatched()[0] + "'");
+  const int64_t group = args["group"].as<int64_t>();
+  if (group < 1) throw ConfigError("--group: must be >= 1");
+  if (args["batch-tokens"].as<int64_t>() < 0) throw ConfigError("--batch-tokens: must be >= 0 (0: the default)");
+  const auto precision = args["precision"].as<std::string>();
+  if (precision != "auto" && precision != "bf16" && precision != "fp32")
+    throw ConfigError("--precision: expected auto, bf16 or fp32, got \"" + precision + "\"");
+  if (args["threads"].as<int>() > 0) torch::set_num_threads(args["threads"].as<int>());
+
+  const auto file = args["file"].as<std::string>();
+  std::ifstream fin;
+  if (file != "-") {
+    fin.open(file, std::ios::binary);
+    if (!fin) throw ConfigError(file + ": cannot open");
+  }
+  std::istream& in = file == "-" ? std::cin : fin;
+  const std::string name = file == "-" ? "<stdin>" : file;
+
+  auto tok = Gpt2Tokenizer::load(args.count("vocab") ? args["vocab"].as<std::string>() : "");
+  auto trained = load_trained_model(args["checkpoint"].as<std::string>(),
+                                    resolve_device(args["device"].as<std::string>()));
+  if (trained.model->cfg.vocab_size < tok.vocab_size())
+    throw ConfigError(fmt::format("{}: model.vocab_size {} is smaller than GPT-2's {}, so the model was not trained "
+                                  "on GPT-2 tokens", trained.file.string(), trained.model->cfg.vocab_size,
+                                  tok.vocab_size()));
+  Session s{trained.model, tok, {args["batch-tokens"].as<int64_t>(), precision}, args.count("rolling") > 0,
+            args.count("tokens") > 0};
+  spdlog::info("{} (step {}): scoring requests from {}", trained.file.string(), trained.step, name);
+
+  std::vector<eval::LineRequest> lines;
+  std::string line;
+  size_t line_no = 0, answered = 0;
+  auto flush = [&] {
+    if (lines.empty()) return;
+    s.answer(lines, std::cout);
+    answered += lines.size();
+    lines.clear();
+  };
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) {
+      flush();
+      continue;
+    }
+    lines.push_back(eval::parse_request_line(line, fmt::format("{}:{}", name, line_no)));
+    if (static_cast<int64_t>(lines.size()) >= group) flush();
+  }
+  flush();
+  // scripts/bench_score.py reads this line.
+  spdlog::info("answered {} request(s): {} tokens through the model in {:.3f} s, {:.0f} tokens/s", answered,
+               s.tokens_fed, s.seconds, s.seconds > 0 ? static_cast<double>(s.tokens_fed) / s.seconds : 0.0);
+  return 0;
+}
+
+}  // namespace xsagpt::cli

@@ -1,0 +1,82 @@
+#include "eval/request_split.h"
+
+#include <stdexcept>
+
+namespace xsagpt::eval {
+
+// Python's str.isspace(): bidirectional class WS, B or S, or general category Zs.
+static bool python_space(char32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+size_t trailing_space_start(std::string_view s) {
+  size_t end = s.size();
+  while (end > 0) {
+    size_t start = end - 1;  // back to the lead byte of the last code point
+    while (start > 0 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+    const auto lead = static_cast<unsigned char>(s[start]);
+    const size_t len = end - start;
+    char32_t c = len == 1 ? lead : len == 2 ? lead & 0x1F : len == 3 ? lead & 0x0F : lead & 0x07;
+    for (size_t i = start + 1; i < end; ++i) c = (c << 6) | (static_cast<unsigned char>(s[i]) & 0x3F);
+    if (!python_space(c)) break;
+    end = start;
+  }
+  return end;
+}
+
+size_t code_points(std::string_view s) {
+  size_t n = 0;
+  for (char ch : s) n += (static_cast<unsigned char>(ch) & 0xC0) != 0x80;
+  return n;
+}
+
+static std::vector<int64_t> encode(const Gpt2Tokenizer& tok, std::string_view text) {
+  auto ids = tok.encode(text, SpecialTokens::kAllowed);
+  return {ids.begin(), ids.end()};
+}
+
+TokenRequest split_pair(const Gpt2Tokenizer& tok, std::string_view context, std::string_view continuation) {
+  const int64_t prefix = tok.eot_id();
+  std::string cont(continuation);
+  if (const size_t cut = trailing_space_start(context); cut < context.size()) {
+    cont.insert(0, context.substr(cut));
+    context = context.substr(0, cut);
+  }
+  TokenRequest r;
+  if (context.empty()) {
+    r.context = {prefix};
+    r.continuation = encode(tok, cont);
+    if (!r.continuation.empty() && r.continuation.front() == prefix) r.continuation.erase(r.continuation.begin());
+    return r;
+  }
+  auto whole = encode(tok, std::string(context) + cont);
+  r.context = encode(tok, context);
+  if (r.context.size() < whole.size())
+    r.continuation.assign(whole.begin() + static_cast<ptrdiff_t>(r.context.size()), whole.end());
+  return r;
+}
+
+std::vector<TokenRequest> rolling_windows(const std::vector<int64_t>& tokens, int64_t prefix_token, int64_t max_len) {
+  if (max_len < 1) throw std::invalid_argument("rolling_windows: max_len must be >= 1");
+  std::vector<TokenRequest> out;
+  const auto n = static_cast<int64_t>(tokens.size());
+  auto slice = [&](int64_t from, int64_t to) {
+    return std::vector<int64_t>(tokens.begin() + from, tokens.begin() + to);
+  };
+  if (n == 0) return out;
+  // The first window predicts its tokens from the prefix token and each other.
+  int64_t done = std::min(max_len, n);
+  out.push_back({{prefix_token}, slice(0, done)});
+  // Each later one predicts the next (up to) max_len tokens; its input is the
+  // max_len tokens before each of them, so the context is what precedes the
+  // predicted part inside that input.
+  while (done < n) {
+    const int64_t m = std::min(n - done, max_len), end = done + m;
+    out.push_back({slice(end - max_len - 1, end - m), slice(end - m, end)});
+    done = end;
+  }
+  return out;
+}
+
+}  // namespace xsagpt::eval
