@@ -13,7 +13,7 @@
 #include "model/from_checkpoint.h"
 #include "train/run_dir.h"
 
-#include <cxxopts.hpp>
+#include "cli/options.h"
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 

@@ -10,7 +10,7 @@
 #include "train/mfu.h"
 #include "train/run_dir.h"
 
-#include <cxxopts.hpp>
+#include "cli/options.h"
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>

@@ -7,7 +7,7 @@
 #include "config/schema.h"
 #include "data/loader.h"
 
-#include <cxxopts.hpp>
+#include "cli/options.h"
 #include <fmt/format.h>
 
 #include <chrono>

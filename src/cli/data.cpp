@@ -5,7 +5,7 @@
 #include "config/schema.h"
 #include "data/shard.h"
 
-#include <cxxopts.hpp>
+#include "cli/options.h"
 #include <fmt/format.h>
 
 #include <iostream>

@@ -12,7 +12,7 @@
 #include "eval/task_file.h"
 #include "model/from_checkpoint.h"
 
-#include <cxxopts.hpp>
+#include "cli/options.h"
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 

@@ -3,7 +3,7 @@
 #include "config/run_config.h"
 #include "model/counts.h"
 
-#include <cxxopts.hpp>
+#include "cli/options.h"
 #include <fmt/format.h>
 
 #include <iostream>

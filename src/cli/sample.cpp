@@ -9,7 +9,7 @@
 #include "tokenizer/gpt2_bpe.h"
 #include "tokenizer/utf8.h"
 
-#include <cxxopts.hpp>
+#include "cli/options.h"
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 

@@ -8,7 +8,7 @@
 #include "util/paths.h"
 #include "util/spawn.h"
 
-#include <cxxopts.hpp>
+#include "cli/options.h"
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 

@@ -5,7 +5,7 @@
 #include "config/schema.h"
 #include "tokenizer/gpt2_bpe.h"
 
-#include <cxxopts.hpp>
+#include "cli/options.h"
 #include <fmt/format.h>
 
 #include <cerrno>

@@ -4,7 +4,7 @@
 #include "dist/process_group.h"
 #include "train/trainer.h"
 
-#include <cxxopts.hpp>
+#include "cli/options.h"
 #include <spdlog/spdlog.h>
 
 #include <iostream>

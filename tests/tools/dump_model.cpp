@@ -23,7 +23,7 @@
 #include "util/ivalue_json.h"
 #include "util/torch_save.h"
 
-#include <cxxopts.hpp>
+#include "cli/options.h"
 #include <torch/torch.h>
 
 #include <cmath>
