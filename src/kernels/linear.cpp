@@ -44,10 +44,11 @@ torch::Tensor WeightCache::get(const torch::Tensor& param, c10::ScalarType dtype
   if (it == entries_.end()) {
     torch::NoGradGuard no_grad;
     it = entries_.emplace(param.unsafeGetTensorImpl(), Entry{param, param.detach().to(dtype), param._version()}).first;
-  } else if (it->second.version != param._version() || it->second.copy.scalar_type() != dtype) {
+  } else if (it->second.version != param._version() || it->second.copy.scalar_type() != dtype ||
+             it->second.copy.device() != param.device()) {
     torch::NoGradGuard no_grad;
     auto& e = it->second;
-    if (e.copy.scalar_type() != dtype) e.copy = param.detach().to(dtype);
+    if (e.copy.scalar_type() != dtype || e.copy.device() != param.device()) e.copy = param.detach().to(dtype);
     else e.copy.copy_(param.detach());
     e.version = param._version();
   }

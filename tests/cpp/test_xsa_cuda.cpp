@@ -29,11 +29,14 @@ struct Inputs {
 };
 
 // y: transposed view of a contiguous (B, T, H, D) tensor, as flash attention returns
-// it; v: the third chunk of a (B, T, 3 H D) projection, viewed as heads.
-Inputs model_layout(int64_t B, int64_t H, int64_t T, int64_t D, torch::ScalarType dtype) {
+// it; v: the third chunk of a (B, T, 3 H D) projection, viewed as heads. Misaligned:
+// both start one element into their buffers, so no row is 16-byte aligned and the
+// kernels take their element-by-element layout instead of 16-byte accesses.
+Inputs model_layout(int64_t B, int64_t H, int64_t T, int64_t D, torch::ScalarType dtype, bool misaligned = false) {
   auto opts = torch::TensorOptions().device(torch::kCUDA).dtype(dtype);
-  auto y = torch::randn({B, T, H, D}, opts).transpose(1, 2);
-  auto qkv = torch::randn({B, T, 3 * H * D}, opts);
+  const int64_t o = misaligned ? 1 : 0;
+  auto y = torch::randn({B, T, H * D + o}, opts).narrow(-1, o, H * D).view({B, T, H, D}).transpose(1, 2);
+  auto qkv = torch::randn({B, T, 3 * H * D + o}, opts).narrow(-1, o, 3 * H * D);
   auto v = qkv.chunk(3, -1)[2].view({B, T, H, D}).transpose(1, 2);
   v.select(2, 1).select(1, 0).zero_();  // one zero value vector: z = y there, gradients finite
   return {y, v};
@@ -53,9 +56,10 @@ TEST(XsaCuda, ForwardMatchesFloat64FormulaInEveryLayout) {
   torch::manual_seed(0);
   for (auto dtype : {torch::kFloat32, torch::kBFloat16})
     for (int64_t D : {64, 80, 128, 256})
-      for (bool gated : {false, true}) {
-        SCOPED_TRACE(fmt::format("dtype {}, D {}, gated {}", c10::toString(dtype), D, gated));
-        auto [y, v] = model_layout(2, 3, 37, D, dtype);
+      for (int variant = 0; variant < 3; ++variant) {  // plain, gated, misaligned
+        const bool gated = variant == 1, misaligned = variant == 2;
+        SCOPED_TRACE(fmt::format("dtype {}, D {}, gated {}, misaligned {}", c10::toString(dtype), D, gated, misaligned));
+        auto [y, v] = model_layout(2, 3, 37, D, dtype, misaligned);
         torch::Tensor gate;
         if (gated) gate = torch::tanh(torch::randn({3}, torch::kCUDA)).view({3, 1, 1});
         auto z = exclude_self_value_fused(y, v, 1e-6, gate);
@@ -63,7 +67,7 @@ TEST(XsaCuda, ForwardMatchesFloat64FormulaInEveryLayout) {
         EXPECT_TRUE(z.isfinite().all().item<bool>());
         EXPECT_LT(rel_err(z, reference_z(y, v, gate, 1e-6)), dtype == torch::kFloat32 ? 1e-6 : 1e-2);
         // z is laid out like y: back to (B, T, H*D) without a copy.
-        EXPECT_TRUE(z.transpose(1, 2).is_contiguous());
+        if (!misaligned) EXPECT_TRUE(z.transpose(1, 2).is_contiguous());
       }
 }
 
@@ -72,9 +76,10 @@ TEST(XsaCuda, BackwardMatchesFloat64Autograd) {
   torch::manual_seed(1);
   for (auto dtype : {torch::kFloat32, torch::kBFloat16})
     for (int64_t D : {64, 80, 256})
-      for (bool gated : {false, true}) {
-        SCOPED_TRACE(fmt::format("dtype {}, D {}, gated {}", c10::toString(dtype), D, gated));
-        auto [y0, v0] = model_layout(2, 3, 29, D, dtype);
+      for (int variant = 0; variant < 3; ++variant) {  // plain, gated, misaligned
+        const bool gated = variant == 1, misaligned = variant == 2;
+        SCOPED_TRACE(fmt::format("dtype {}, D {}, gated {}, misaligned {}", c10::toString(dtype), D, gated, misaligned));
+        auto [y0, v0] = model_layout(2, 3, 29, D, dtype, misaligned);
         auto y = y0.detach().requires_grad_(true), v = v0.detach().requires_grad_(true);
         torch::Tensor gate;
         if (gated) gate = (0.5 * torch::randn({3, 1, 1}, torch::kCUDA)).requires_grad_(true);
