@@ -1,0 +1,92 @@
+#include "train/progress.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+
+namespace xsagpt {
+
+namespace {
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  auto s = static_cast<int64_t>(seconds);
+  if (s >= 3600) return fmt::format("{}h{:02d}m", s / 3600, (s % 3600) / 60);
+  if (s >= 60) return fmt::format("{}m{:02d}s", s / 60, s % 60);
+  return fmt::format("{}s", s);
+}
+
+std::string human_rate(double x) {
+  if (x >= 1e6) return fmt::format("{:.2f}M", x / 1e6);
+  if (x >= 1e3) return fmt::format("{:.1f}K", x / 1e3);
+  return fmt::format("{:.0f}", x);
+}
+
+}  // namespace
+
+Progress::Progress(const RunConfig& cfg, DistContext& dist, torch::Device device, int64_t step_tokens,
+                   double flops_per_step, std::optional<double> peak_flops, double elapsed_before)
+    : cfg_(cfg),
+      dist_(dist),
+      metrics_(dist.is_main() ? MetricsLog(std::filesystem::path(cfg.out_dir) / "metrics.jsonl") : MetricsLog()),
+      step_tokens_(step_tokens),
+      flops_per_step_(flops_per_step),
+      peak_flops_(peak_flops),
+      elapsed_before_(elapsed_before) {
+  auto opts = torch::TensorOptions().device(device);
+  loss_sum_ = torch::zeros({}, opts.dtype(torch::kFloat32));
+  bad_step_ = torch::full({}, -1, opts.dtype(torch::kLong));
+}
+
+void Progress::record(int64_t step, const StepStats& stats) {
+  loss_sum_ += stats.loss;
+  grad_norm_ = stats.grad_norm;
+  bad_step_ = torch::where((bad_step_ < 0) & ~(torch::isfinite(stats.loss) & torch::isfinite(stats.grad_norm)),
+                           torch::full_like(bad_step_, step), bad_step_);
+  ++interval_steps_;
+}
+
+void Progress::check_finite() {
+  if (const auto bad = bad_step_.item<int64_t>(); bad >= 0)
+    throw std::runtime_error(fmt::format(
+        "loss or gradient norm is not finite at step {}; stopping. The last good checkpoint in {} is kept.", bad,
+        (std::filesystem::path(cfg_.out_dir) / "checkpoints").string()));
+}
+
+double Progress::elapsed() const {
+  return elapsed_before_ + std::chrono::duration<double>(Clock::now() - start_).count();
+}
+
+double Progress::log_train(int64_t step, int64_t tokens, double lr) {
+  check_finite();
+  const auto steps = static_cast<double>(std::max<int64_t>(1, interval_steps_));
+  const double loss = dist_.mean(loss_sum_).item<double>() / steps;
+  const double norm = grad_norm_.defined() ? grad_norm_.item<double>() : NAN;
+  const double dt = std::chrono::duration<double>(Clock::now() - interval_start_).count();
+  const double tok_s = steps * static_cast<double>(step_tokens_) / dt;
+  std::optional<double> mfu;
+  if (peak_flops_) mfu = flops_per_step_ * steps / dt / (*peak_flops_ * static_cast<double>(dist_.world_size()));
+  if (dist_.is_main()) {
+    const double eta = dt / steps * static_cast<double>(cfg_.train.max_steps - step);
+    spdlog::info("step {:>6}/{} | loss {:.4f} | lr {:.2e} | norm {:.3f} | {} tok/s | MFU {} | ETA {}", step,
+                 cfg_.train.max_steps, loss, lr, norm, human_rate(tok_s),
+                 mfu ? fmt::format("{:.1f}%", *mfu * 100) : "n/a", format_duration(eta));
+    metrics_.write({{"step", step}, {"tokens", tokens}, {"time_s", elapsed()}, {"train_loss", loss}, {"lr", lr},
+                    {"grad_norm", norm}, {"tokens_per_s", tok_s}, {"mfu", mfu ? json(*mfu) : json(nullptr)}});
+  }
+  loss_sum_.zero_();
+  interval_steps_ = 0;
+  interval_start_ = Clock::now();
+  return loss;
+}
+
+void Progress::log_val(int64_t step, int64_t tokens, double val_loss) {
+  if (dist_.is_main()) {
+    spdlog::info("step {:>6}/{} | val loss {:.4f}", step, cfg_.train.max_steps, val_loss);
+    metrics_.write({{"step", step}, {"tokens", tokens}, {"time_s", elapsed()}, {"val_loss", val_loss}});
+  }
+  pause();  // evaluation time is not training throughput
+}
+
+}  // namespace xsagpt

@@ -1,0 +1,106 @@
+#include "train/state.h"
+
+#include "model/from_checkpoint.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace xsagpt {
+
+namespace {
+
+LoaderOptions loader_options(const RunConfig& cfg, torch::Device device, DistContext& dist, bool val) {
+  LoaderOptions o;
+  o.pattern = val ? cfg.data.val : cfg.data.train;
+  o.batch_size = cfg.train.micro_batch;
+  o.seq_len = cfg.train.seq_len;
+  o.rank = dist.rank();
+  o.world_size = dist.world_size();
+  o.seed = static_cast<uint64_t>(cfg.train.seed);
+  o.shuffle = !val && cfg.data.shuffle;
+  o.vocab_size = cfg.model.vocab_size;
+  o.pin_memory = device.is_cuda();
+  return o;
+}
+
+GPT build_model(const RunConfig& cfg, const Runtime& rt, torch::Device device) {
+  torch::manual_seed(static_cast<uint64_t>(cfg.train.seed));  // the same initial weights on every rank
+  GPT model(cfg.model);
+  model->set_runtime(rt);
+  model->to(device);
+  model->train();
+  return model;
+}
+
+// The generator dropout and sampling draw from (a handle: copies share state).
+at::Generator default_generator(const torch::Device& device) { return at::globalContext().defaultGenerator(device); }
+
+}  // namespace
+
+TrainingState::TrainingState(const RunConfig& cfg, const Runtime& rt, torch::Device device, DistContext& dist)
+    : model(build_model(cfg, rt, device)),
+      loader(loader_options(cfg, device, dist, /*val=*/false)),
+      val(loader_options(cfg, device, dist, /*val=*/true), cfg.train.eval_tokens),
+      cfg_(cfg),
+      device_(device),
+      dist_(dist) {
+  const auto& t = cfg.train;
+  auto named = model->unique_named_parameters();
+  for (auto& [n, p] : named) params.push_back(p);
+  dist.broadcast(params);
+  model->parameters_changed();
+  sync = dist.gradient_sync(params);  // averages gradients over ranks
+  optimizer = std::make_unique<ShardedAdamW>(named, AdamWConfig{t.beta1, t.beta2, t.eps, t.weight_decay, t.adamw},
+                                             dist, t.shard_optimizer);
+}
+
+TrainingState::~TrainingState() = default;
+
+void TrainingState::restore(const Checkpoint& c, const std::string& file) {
+  TORCH_CHECK(!batches_, "TrainingState::restore: the batch thread has started");
+  load_weights(model, c.model, file);
+  model->parameters_changed();
+  optimizer->load_state(c.optimizer);
+  try {
+    loader.load_state(LoaderState::from_json(c.loader[dist_.rank()]));
+  } catch (const DataError& e) {
+    throw DataError(fmt::format("{}: {}", file, e.what()));
+  }
+  if (c.rng_cpu.defined()) default_generator(torch::kCPU).set_state(c.rng_cpu);
+  if (c.rng_cuda.defined() && device_.is_cuda()) default_generator(device_).set_state(c.rng_cuda);
+  step = c.step;
+  tokens = c.tokens;
+  elapsed_before = c.elapsed_s;
+  if (dist_.is_main()) spdlog::info("resumed from {} at step {}", file, step);
+}
+
+void TrainingState::start() { batches_ = std::make_unique<PrefetchingLoader>(loader); }
+
+std::pair<torch::Tensor, torch::Tensor> TrainingState::next_batch() {
+  auto [x, y] = batches_->next();
+  return {x.to(device_, /*non_blocking=*/true), y.to(device_, /*non_blocking=*/true)};
+}
+
+void TrainingState::save(const std::filesystem::path& run_dir, int64_t keep, double elapsed_s, double train_loss,
+                         double val_loss) {
+  dist_.check_replicated(params, "parameters");  // a diverged replica must not be saved
+  Checkpoint c;
+  c.step = step;
+  c.tokens = tokens;
+  c.elapsed_s = elapsed_s;
+  c.config = to_json(cfg_);
+  for (const auto& item : model->named_parameters()) c.model[item.key()] = item.value();
+  c.optimizer = optimizer->state();  // every rank takes part; complete on rank 0
+  c.loader = dist_.all_gather((batches_ ? batches_->state() : loader.state()).to_json());
+  c.rng_cpu = default_generator(torch::kCPU).get_state();
+  if (device_.is_cuda()) c.rng_cuda = default_generator(device_).get_state();
+  c.train_loss = train_loss;
+  c.val_loss = val_loss;
+  if (dist_.is_main()) {
+    save_checkpoint(c, checkpoint_path(run_dir, step));
+    prune_checkpoints(run_dir, keep);
+  }
+  dist_.barrier();
+}
+
+}  // namespace xsagpt
