@@ -2,12 +2,11 @@
 // the ATen path, on the CPU, where the kernels' ATen twins run: the same losses,
 // gradients and updates in float64 for every memory option and model variant, and
 // within bf16 noise when computing in bf16. (On CUDA: test_kernels_cuda.cpp.)
-#include "dist/context.h"
-#include <ATen/autocast_mode.h>
 #include "helpers.h"
 #include "model/gpt.h"
-#include "train/step.h"
-#include "train/zero.h"
+#include "step_rig.h"
+
+#include <ATen/autocast_mode.h>
 
 #include <gtest/gtest.h>
 
@@ -121,17 +120,11 @@ TEST(FastPath, TrainingStepsMatchTheAtenPathAndRefreshTheWeightCopies) {
     GPT m(cfg);
     m->to(torch::kFloat64);
     m->set_runtime(test::runtime("none", 3, kernels));
-    DistContext single;
-    auto named = m->unique_named_parameters();
-    std::vector<torch::Tensor> params;
-    for (auto& [n, p] : named) params.push_back(p);
-    ShardedAdamW opt(named, AdamWConfig{}, single, false);
-    auto sync = single.gradient_sync(params);
-    TrainStep step(m, opt, *sync, params, /*accumulation=*/2, /*grad_clip=*/1.0);
+    test::StepRig step(m, /*accumulation=*/2);
     size_t i = 0;
     std::vector<double> losses;
     for (int s = 0; s < 3; ++s) losses.push_back(step([&] { return data[i++]; }, 1e-2).loss.item<double>());
-    return std::pair{losses, params};
+    return std::pair{losses, step.params};
   };
   auto [la, pa] = train("aten");
   auto [lf, pf] = train("fused");
@@ -146,13 +139,7 @@ TEST(FastPath, WeightCopiesFollowTheOptimizer) {
   GPT m(cfg);
   m->set_runtime(test::runtime("none", 0, "weights", false, /*bf16=*/true));
   auto idx = torch::randint(0, cfg.vocab_size, {2, 8}, torch::kLong);
-  DistContext single;
-  auto named = m->unique_named_parameters();
-  std::vector<torch::Tensor> params;
-  for (auto& [n, p] : named) params.push_back(p);
-  ShardedAdamW opt(named, AdamWConfig{}, single, false);
-  auto sync = single.gradient_sync(params);
-  TrainStep step(m, opt, *sync, params, 1, 1.0);
+  test::StepRig step(m, 1);
   std::vector<double> losses;
   for (int s = 0; s < 4; ++s) losses.push_back(step([&] { return std::pair{idx, idx}; }, 3e-2).loss.item<double>());
   EXPECT_LT(losses.back(), losses.front() - 0.1);

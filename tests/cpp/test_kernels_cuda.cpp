@@ -2,7 +2,6 @@
 // CPU runs and test_kernels.cpp checks against autograd in float64), and the whole
 // model and training step with the fused kernels against the ATen path on a GPU.
 // These run on a machine with CUDA and skip elsewhere.
-#include "dist/context.h"
 #include "helpers.h"
 #include "kernels/add_norm.h"
 #include "kernels/add_norm_cuda.h"
@@ -14,9 +13,8 @@
 #include "kernels/rope_qkv_cuda.h"
 #include "model/gpt.h"
 #include "model/rope.h"
+#include "step_rig.h"
 #include "train/precision.h"
-#include "train/step.h"
-#include "train/zero.h"
 
 #include <gtest/gtest.h>
 
@@ -262,13 +260,7 @@ TEST(KernelsCuda, TrainingStepsFusedStayWithTheAtenPath) {
     GPT m(cfg);
     m->to(kCuda);
     m->set_runtime(test::runtime("none", 0, kernels, true, true));
-    DistContext single;
-    auto named = m->unique_named_parameters();
-    std::vector<torch::Tensor> params;
-    for (auto& [n, p] : named) params.push_back(p);
-    ShardedAdamW opt(named, AdamWConfig{}, single, false);
-    auto sync = single.gradient_sync(params);
-    TrainStep step(m, opt, *sync, params, 2, 1.0);
+    test::StepRig step(m, 2);
     size_t i = 0;
     double last = 0;
     for (int s = 0; s < 20; ++s) last = step([&] { return data[i++]; }, 3e-3).loss.item<double>();

@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from test_train import write_shard
+from shardio import write_shard
 
 SEQ = 32
 

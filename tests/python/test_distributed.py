@@ -17,14 +17,9 @@ import numpy as np
 import pytest
 import torch
 
-MAGIC, VERSION = 20240520, 1
+from shardio import write_shard
+
 TIMEOUT = 180
-
-
-def write_shard(path, tokens):
-    header = np.zeros(256, dtype="<i4")
-    header[:3] = (MAGIC, VERSION, len(tokens))
-    path.write_bytes(header.tobytes() + tokens.astype("<u2").tobytes())
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from test_train import write_shard
+from shardio import write_shard
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/, for reference/
 from reference.model import GPT  # noqa: E402
@@ -38,6 +38,7 @@ from reference.model import GPT  # noqa: E402
 tiktoken = pytest.importorskip("tiktoken")
 from tiktoken.load import data_gym_to_mergeable_bpe_ranks  # noqa: E402
 from tiktoken_ext.openai_public import r50k_pat_str  # noqa: E402
+pytest.importorskip("lm_eval", reason="lm-eval is not installed (requirements.txt has it; the GPU image may not)")
 from lm_eval.api.model import TemplateLM  # noqa: E402
 from lm_eval.utils import get_rolling_token_windows, make_disjoint_window  # noqa: E402
 

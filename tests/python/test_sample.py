@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from test_analyze import write_shard
+from shardio import write_shard
 
 tiktoken = pytest.importorskip("tiktoken")
 from tiktoken.load import data_gym_to_mergeable_bpe_ranks  # noqa: E402

@@ -14,15 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-MAGIC, VERSION = 20240520, 1
-
-
-def write_shard(path: pathlib.Path, tokens: np.ndarray) -> None:
-    header = np.zeros(256, dtype="<i4")
-    header[:3] = (MAGIC, VERSION, len(tokens))
-    with open(path, "wb") as f:
-        f.write(header.tobytes())
-        f.write(tokens.astype("<u2").tobytes())
+from shardio import write_shard
 
 
 @pytest.fixture(scope="module")
