@@ -29,7 +29,7 @@ def main() -> None:
                 r = json.loads(line)
                 torch_rows[(r["config"], r["batch"], r["seq_len"], r["attention"], r["mode"])] = r["tokens_per_s"]
 
-    print("| config | batch x T | variant | tokens/s | time / sa | memory / sa | MFU | PyTorch eager | "
+    print("| config | batch x T | variant | tokens/s | time / first | memory / first | MFU | PyTorch eager | "
           "PyTorch compiled | xsagpt / eager | xsagpt / compiled |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for path in args.xsagpt_json:
@@ -42,7 +42,7 @@ def main() -> None:
         options += [f"loss chunk {step['loss_chunk']}"] if step.get("loss_chunk") else []
         label = f"{cfg} ({', '.join(options)})" if options else cfg
         for v, r in step["results"].items():
-            attention = "sa" if v == "sa" else "xsa"
+            attention = "sa" if v.split("@")[0] == "sa" else "xsa"  # variants: NAME or NAME@KERNELS
             eager = torch_rows.get((cfg, B, T, attention, "eager"))
             compiled = torch_rows.get((cfg, B, T, attention, "compiled"))
             ratio = step.get("ratios", {}).get(v, {})

@@ -1,18 +1,27 @@
 #!/usr/bin/env bash
 # GPU session in one script: build against the machine's PyTorch, run the tests,
-# then the benchmarks issue 8 asks for, each as a stage so that one lease can take
+# then the GPU benchmarks (issue 12), each as a stage so that one lease can take
 # them in a few calls (a lent machine keeps build/ while it stays warm):
 #
-#   bash scripts/bench_gpu.sh build test block step pytorch memory summary
+#   bash scripts/bench_gpu.sh build test step kernels pytorch summary
+#   bash scripts/bench_gpu.sh parity train memory block
 #
 #   build    configure + build (Release, Hopper sm_90 unless TORCH_CUDA_ARCH_LIST is set)
-#   test     the C++ tests (the CUDA ones run here instead of skipping: the fused XSA
-#            kernels against float64, the SDPA backend flash attention must be, the model)
-#   block    `xsagpt bench` block grid: XSA vs SA time and memory, T 1024..8192
-#   step     training-step tokens/s and MFU of gpt2-124m (16x1024) and paper-0.7b (8x2048), SA and XSA
+#   test     the C++ tests (the CUDA ones run here instead of skipping: every fused kernel
+#            against its ATen twin and float64, the model and training step fused vs ATen,
+#            the SDPA backend flash attention must be) and the Python suite
+#   step     training-step tokens/s and MFU of gpt2-124m (16x1024) and paper-0.7b (8x2048),
+#            SA and XSA, today's ATen path (@aten, the baseline), the default (auto) and all
+#            fused kernels (@fused)
+#   kernels  what each fused kernel is worth alone (gpt2-124m 16x1024)
 #   pytorch  the same steps in PyTorch (tests/reference/model.py), eager and torch.compile
-#   memory   peak memory of a 1.4B and a 2.7B step at 8x2048, without and with block checkpointing
 #   summary  one table: xsagpt's steps against PyTorch eager and compiled (scripts/bench_compare.py)
+#   parity   400 steps of gpt2-124m on the KJV shards, aten vs fused: final val losses
+#            (needs data/kjv/shards in carry)
+#   train    `xsagpt train` with the shipped paper-0.7b run config (KJV shards) against the
+#            bench step of the same shape: tokens/s of the real loop vs the benchmark
+#   memory   peak memory of a 1.4B and a 2.7B step at 8x2048, without and with block checkpointing
+#   block    `xsagpt bench` block grid: XSA vs SA time and memory, T 1024..8192
 #
 # Logs and JSON go to out/gpu/ and, where the device tool's $OUT is set, a tarball
 # of them to $OUT/gpu-results.tgz. See docs/gpu-machine.md for the carry list.
@@ -42,9 +51,12 @@ stage_test() {
   log "C++ tests"
   ctest --test-dir build -j8 --output-on-failure >"$RES/ctest.log" 2>&1 || { tail -60 "$RES/ctest.log"; exit 1; }
   tail -3 "$RES/ctest.log"; grep -i skipped "$RES/ctest.log" || true
-  log "GPU tests in detail (fused XSA kernels, SDPA backend, model on CUDA)"
-  build/tests/xsagpt_tests --gtest_filter='XsaCuda*:SdpaBackend*:*OnCuda*' 2>&1 | grep -E "^head_dim|OK|FAILED|Failure|rel_err|Expected" \
-    | tee "$RES/gpu-tests.txt"
+  log "GPU tests in detail (fused kernels, SDPA backend, model and step on CUDA)"
+  build/tests/xsagpt_tests --gtest_filter='KernelsCuda*:XsaCuda*:SdpaBackend*:*OnCuda*' 2>&1 \
+    | grep -E "^head_dim|OK|FAILED|Failure|rel_err|Expected|Which|actual" | tee "$RES/gpu-tests.txt"
+  log "Python tests"
+  XSAGPT_BUILD_DIR=build "$PY" -m pytest -q -x tests/python >"$RES/pytest.log" 2>&1 || { tail -40 "$RES/pytest.log"; exit 1; }
+  tail -3 "$RES/pytest.log"
 }
 
 stage_block() {
@@ -52,13 +64,57 @@ stage_block() {
   $BIN bench --no-step --json "$RES/block.json" 2>"$RES/block.err" | tee "$RES/block.txt"
 }
 
+STEP_VARIANTS=sa@aten,sa,sa@fused,xsa@aten,xsa,xsa@fused
+
 stage_step() {
   log "training step, gpt2-124m"
-  $BIN bench --no-block --variants sa,xsa,xsa-fused --step-config gpt2-124m --step-batch 16 --step-seq-len 1024 --iters 20 \
+  $BIN bench --no-block --variants $STEP_VARIANTS --step-config gpt2-124m --step-batch 16 --step-seq-len 1024 --iters 20 \
     --json "$RES/step-124m.json" 2>"$RES/step-124m.err" | tee "$RES/step-124m.txt"
   log "training step, paper-0.7b"
-  $BIN bench --no-block --variants sa,xsa,xsa-fused --step-config paper-0.7b --step-batch 8 --step-seq-len 2048 --iters 10 \
+  $BIN bench --no-block --variants $STEP_VARIANTS --step-config paper-0.7b --step-batch 8 --step-seq-len 2048 --iters 10 \
     --json "$RES/step-0.7b.json" 2>"$RES/step-0.7b.err" | tee "$RES/step-0.7b.txt"
+}
+
+stage_kernels() {
+  log "each fused kernel alone, gpt2-124m 16x1024"
+  $BIN bench --no-block --step-config gpt2-124m --step-batch 16 --step-seq-len 1024 --iters 20 \
+    --variants sa@aten,sa@weights,sa@norm,sa@rope,sa@loss,sa@weights+norm,sa@fused,xsa@aten,xsa@xsa,xsa@fused \
+    --json "$RES/kernels-124m.json" 2>"$RES/kernels-124m.err" | tee "$RES/kernels-124m.txt"
+  log "chunked loss must cost nothing: gpt2-124m 16x1024, loss chunk 4096"
+  $BIN bench --no-block --step-config gpt2-124m --step-batch 16 --step-seq-len 1024 --iters 20 --step-loss-chunk 4096 \
+    --variants sa@aten,sa@fused --json "$RES/kernels-124m-chunk.json" 2>"$RES/kernels-124m-chunk.err" \
+    | tee "$RES/kernels-124m-chunk.txt"
+}
+
+stage_parity() {
+  [[ -f data/kjv/shards/val_000000.bin ]] || { echo "parity: data/kjv/shards missing (carry it)"; exit 1; }
+  for k in aten fused; do
+    log "400 steps of gpt2-124m on KJV, kernels $k"
+    $BIN train -c configs/runs/cpu-demo-sa.json --out "$RES/parity-$k" --overwrite --set model.base=gpt2-124m \
+      --set model.attention=xsa --set train.kernels=$k --set train.max_steps=400 --set train.seq_len=1024 \
+      --set train.micro_batch=16 --set train.lr=6e-4 --set train.warmup_steps=40 --set train.eval_interval=400 \
+      --set train.eval_tokens=65536 --set train.ckpt_interval=0 --set train.log_interval=50 \
+      2>&1 | grep -E "val loss|tok/s" | tail -4 | tee -a "$RES/parity.txt"
+  done
+  "$PY" - "$RES" <<'PYEOF' | tee -a "$RES/parity.txt"
+import json, pathlib, sys
+res = pathlib.Path(sys.argv[1])
+val = {k: json.loads((res / f"parity-{k}" / "done.json").read_text())["final_val_loss"] for k in ("aten", "fused")}
+print(f"final val loss: aten {val['aten']:.4f}, fused {val['fused']:.4f}, |diff| {abs(val['aten'] - val['fused']):.4f} (target <= 0.01)")
+PYEOF
+}
+
+stage_train() {
+  [[ -f data/kjv/shards/val_000000.bin ]] || { echo "train: data/kjv/shards missing (carry it)"; exit 1; }
+  log "xsagpt train, configs/runs/paper-0.7b.json on KJV (16 x 2048 x 16 accumulation, loss chunk 4096)"
+  $BIN train -c configs/runs/paper-0.7b.json --out "$RES/train-0.7b" --overwrite \
+    --set data.train='data/kjv/shards/train_*.bin' --set data.val='data/kjv/shards/val_*.bin' \
+    --set train.max_steps=12 --set train.log_interval=4 --set train.eval_interval=0 --set train.eval_tokens=32768 \
+    --set train.ckpt_interval=0 2>&1 | grep -E "kernels|step .*tok/s" | tee "$RES/train-0.7b.txt"
+  log "the bench step of the same shape"
+  $BIN bench --no-block --variants xsa --step-config paper-0.7b --step-batch 16 --step-seq-len 2048 --step-accum 16 \
+    --step-loss-chunk 4096 --warmup 1 --iters 3 --json "$RES/train-bench-0.7b.json" 2>"$RES/train-bench-0.7b.err" \
+    | tee -a "$RES/train-0.7b.txt"
 }
 
 stage_pytorch() {
@@ -76,7 +132,7 @@ stage_memory() {
   for cfg in paper-1.4b paper-2.7b; do
     for rc in none block; do
       log "memory $cfg checkpointing $rc"
-      $BIN bench --no-block --variants xsa --step-config $cfg --step-batch 8 --step-seq-len 2048 --warmup 1 --iters 3 \
+      $BIN bench --no-block --variants xsa@aten,xsa --step-config $cfg --step-batch 8 --step-seq-len 2048 --warmup 1 --iters 3 \
         --step-recompute $rc --step-loss-chunk 4096 --json "$RES/mem-$cfg-$rc.json" 2>"$RES/mem-$cfg-$rc.err" \
         | tail -3 | tee -a "$RES/memory.txt" || echo "$cfg $rc failed: $(tail -1 "$RES/mem-$cfg-$rc.err")"
     done
@@ -89,7 +145,7 @@ stage_summary() {
     | tee "$RES/summary.md"
 }
 
-[[ $# -gt 0 ]] || { sed -n '2,18p' "$0"; exit 2; }
+[[ $# -gt 0 ]] || { sed -n '2,27p' "$0"; exit 2; }
 for s in "$@"; do
   declare -F "stage_$s" >/dev/null || { echo "bench_gpu.sh: unknown stage '$s'" >&2; exit 2; }
   "stage_$s"
