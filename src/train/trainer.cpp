@@ -18,6 +18,7 @@
 #include "train/schedule.h"
 #include "train/signals.h"
 #include "train/zero.h"
+#include "util/device.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -30,15 +31,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-torch::Device pick_device(const std::string& want, const DistContext& dist) {
-  if (want == "cpu") return torch::kCPU;
-  if (want == "auto" && !torch::cuda::is_available()) return torch::kCPU;
-  if (!torch::cuda::is_available())
-    throw ConfigError("train.device: \"" + want + "\" asked for CUDA but no CUDA device is available");
-  if (want.rfind("cuda:", 0) == 0) return torch::Device(want);
-  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(dist.local_rank()));
-}
 
 std::string format_duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
@@ -65,7 +57,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   const int64_t world = dist.world_size();
   cfg.validate(world);
   // Checks that need the machine, also before anything is created on disk.
-  const auto device = pick_device(t.device, dist);
+  const auto device = resolve_device(t.device, "train.device", dist.local_rank());
   if (t.xsa_kernel == "fused" && !(device.is_cuda() && xsa_cuda_kernels_built()))
     throw ConfigError("train.xsa_kernel: \"fused\" needs a CUDA device and a CUDA build; this run is on " +
                       device.str() + (xsa_cuda_kernels_built() ? "" : " and the build has no CUDA kernels"));
@@ -90,7 +82,8 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   dist.barrier();
 
   // ---- device, precision, model, optimizer, data ---------------------------
-  if (t.threads > 0) torch::set_num_threads(static_cast<int>(t.threads));
+  setup_cpu_threads(t.threads);
+  if (dist.is_main() && !device.is_cuda()) spdlog::info("cpu: {}", cpu_threads_description());
   const bool bf16 = t.precision == "bf16" || (t.precision == "auto" && device.is_cuda());
   if (device.is_cuda()) {
     at::globalContext().setAllowTF32CuBLAS(true);
@@ -145,8 +138,8 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   const auto counts = count_params(cfg.model);
   const double flops_per_step = flops_per_token(cfg.model, t.seq_len) * static_cast<double>(step_tokens);
   std::optional<double> peak;
-  if (device.is_cuda()) peak = gpu_peak_flops(cuda_device_name(device), bf16);
-  if (const auto gpu_bytes = cuda_device_memory(device); gpu_bytes && dist.is_main()) {
+  if (device.is_cuda()) peak = gpu_peak_flops(device_name(device), bf16);
+  if (const auto gpu_bytes = device.is_cuda() ? device_memory(device) : std::nullopt; gpu_bytes && dist.is_main()) {
     const auto est = estimate_training_memory(cfg.model, t.micro_batch, t.seq_len,
                                               {bf16, t.activation_checkpointing, t.loss_chunk, t.shard_optimizer ? world : 1});
     if (const auto warning = memory_warning(cfg, est.total(), *gpu_bytes)) spdlog::warn("{}", *warning);
