@@ -57,7 +57,7 @@ class PrepareError(Exception):
 # ---- tokenizer ------------------------------------------------------------------
 
 def find_vocab_dir(explicit: str | None) -> pathlib.Path | None:
-    """GPT-2's encoder.json + vocab.bpe: --vocab-dir, $XSAGPT_GPT2_VOCAB, or data/gpt2/."""
+    """GPT-2's encoder.json + vocab.bpe: --vocab-dir, $XSAGPT_GPT2_VOCAB, or the shipped data/gpt2/."""
     if explicit:
         d = pathlib.Path(explicit)
         missing = [f for f in GPT2_FILES if not (d / f).is_file()]
@@ -78,7 +78,7 @@ def gpt2_encoding(vocab_dir: pathlib.Path | None) -> tiktoken.Encoding:
         except Exception as e:  # network errors come in many types
             raise PrepareError(f"could not get GPT-2's vocabulary from tiktoken ({type(e).__name__}: {e}); offline, "
                                "point --vocab-dir or $XSAGPT_GPT2_VOCAB at a folder with encoder.json and vocab.bpe, "
-                               "or put them in data/gpt2/") from None
+                               "or restore the project's data/gpt2/, which ships them") from None
     from tiktoken.load import data_gym_to_mergeable_bpe_ranks
     from tiktoken_ext.openai_public import ENDOFTEXT, r50k_pat_str  # tiktoken's own gpt2 definition
 
@@ -302,8 +302,9 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--max-shards", type=positive,
                         help="stop after this many shards (validation included); rerun without it to continue")
     common.add_argument("--vocab-dir",
-                        help="folder with GPT-2's encoder.json and vocab.bpe for offline use "
-                             "(default $XSAGPT_GPT2_VOCAB, then data/gpt2/; else tiktoken downloads them)")
+                        help="folder with GPT-2's encoder.json and vocab.bpe (default $XSAGPT_GPT2_VOCAB, "
+                             "then the project's data/gpt2/, which ships them; without either tiktoken "
+                             "downloads them)")
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)

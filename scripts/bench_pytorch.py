@@ -79,12 +79,16 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--compile", action="store_true", help="also time torch.compile")
+    ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                    help="auto: CUDA when present (bf16 autocast), else the CPU (fp32)")
     args = ap.parse_args()
     d = load_model_config(args.config)
     if args.attention:
         d["attention"] = args.attention
     cfg = GPTConfig.from_dict(d, args.config)
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = args.device if args.device != "auto" else "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        ap.error("--device cuda: no CUDA device is available")
     if device == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True

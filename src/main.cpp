@@ -2,6 +2,7 @@
 // self attention. This file only dispatches to the subcommands in src/cli/.
 #include "cli/commands.h"
 #include "config/schema.h"
+#include "util/device.h"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -22,6 +23,10 @@ int main(int argc, char** argv) {
     usage(argc < 2 ? std::cerr : std::cout);
     return argc < 2 ? 2 : 0;
   }
+  // The commands that compute with LibTorch on the CPU start OpenMP with xsagpt's
+  // wait defaults; this may execute the program again (util/device.h).
+  for (const char* computing : {"train", "sweep", "bench", "analyze", "sample", "score", "eval"})
+    if (!std::strcmp(argv[1], computing)) xsagpt::apply_openmp_defaults(argv);
   // Logs go to stderr; stdout carries only what a command outputs (tables, JSON).
   spdlog::set_default_logger(spdlog::stderr_color_mt("xsagpt"));
   spdlog::set_pattern("[%Y-%m-%d %H:%M:%S] [%^%l%$] %v");

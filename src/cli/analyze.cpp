@@ -11,6 +11,7 @@
 #include "config/schema.h"
 #include "data/loader.h"
 #include "model/from_checkpoint.h"
+#include "util/device.h"
 #include "train/run_dir.h"
 
 #include "cli/options.h"
@@ -43,7 +44,7 @@ int analyze(int argc, char** argv) {
     ("b,batch", "sequences per forward pass", cxxopts::value<int64_t>()->default_value("4"))
     ("o,out", "JSON output (default: analysis.json in the run directory)", cxxopts::value<std::string>())
     ("device", "auto, cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("auto"))
-    ("threads", "CPU intra-op threads (0: LibTorch's default)", cxxopts::value<int>()->default_value("0"))
+    ("threads", "CPU intra-op threads (0: LibTorch's default, one per physical core)", cxxopts::value<int>()->default_value("0"))
     ("h,help", "show this help");
   opts.parse_positional({"checkpoint"});
   opts.positional_help("CHECKPOINT");
@@ -55,8 +56,9 @@ int analyze(int argc, char** argv) {
   if (n_seq < 1) throw ConfigError("--sequences: must be >= 1");
   if (batch_arg < 1) throw ConfigError("--batch: must be >= 1");
 
-  if (args["threads"].as<int>() > 0) torch::set_num_threads(args["threads"].as<int>());
-  const auto device = resolve_device(args["device"].as<std::string>());
+  if (args["threads"].as<int>() < 0) throw ConfigError("--threads: must be >= 0 (0: the default)");
+  setup_cpu_threads(args["threads"].as<int>());
+  const auto device = resolve_device(args["device"].as<std::string>(), "--device");
   auto trained = load_trained_model(args["checkpoint"].as<std::string>(), device);
   const auto& mc = trained.model->cfg;
   const auto& cfg = trained.config;

@@ -9,17 +9,15 @@
 #include "kernels/common.h"
 #include "train/mfu.h"
 #include "train/run_dir.h"
+#include "util/device.h"
 
 #include "cli/options.h"
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <ctime>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -53,18 +51,9 @@ std::vector<std::string> str_list(const std::string& s) {
   return out;
 }
 
-std::string cpu_name() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown CPU";
-}
-
 std::string machine(const torch::Device& d) {
-  if (d.is_cuda()) return cuda_device_name(d);
-  return fmt::format("{} ({} hardware threads, {} torch threads)", cpu_name(), sysconf(_SC_NPROCESSORS_ONLN),
-                     torch::get_num_threads());
+  if (d.is_cuda()) return device_name(d);
+  return fmt::format("{} ({})", device_name(d), cpu_threads_description());
 }
 
 double mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
@@ -148,16 +137,17 @@ int bench(int argc, char** argv) {
     ("step-accum", "micro-batches per optimizer step in the training step (gradient accumulation)", cxxopts::value<int64_t>()->default_value("1"))
     ("no-step", "skip the training-step benchmark")
     ("no-block", "skip the block grid")
-    ("threads", "CPU intra-op threads (0: LibTorch's default)", cxxopts::value<int>()->default_value("0"))
+    ("threads", "CPU intra-op threads (0: LibTorch's default, one per physical core)", cxxopts::value<int>()->default_value("0"))
     ("json", "write the results to this JSON file", cxxopts::value<std::string>())
     ("h,help", "show this help");
   auto args = opts.parse(argc, argv);
   if (args.count("help")) { std::cout << opts.help() << "\n"; return 0; }
   if (!args.unmatched().empty()) throw ConfigError("unexpected argument '" + args.unmatched()[0] + "'");
 
-  if (args["threads"].as<int>() > 0) torch::set_num_threads(args["threads"].as<int>());
+  if (args["threads"].as<int>() < 0) throw ConfigError("--threads: must be >= 0 (0: the default)");
+  setup_cpu_threads(args["threads"].as<int>());
   BenchOptions o;
-  o.device = resolve_device(args["device"].as<std::string>());
+  o.device = resolve_device(args["device"].as<std::string>(), "--device");
   const bool gpu = o.device.is_cuda();
   const auto dtype = args["dtype"].as<std::string>();
   if (dtype != "auto" && dtype != "bf16" && dtype != "fp32") throw ConfigError("--dtype: expected auto, bf16 or fp32, got " + dtype);
@@ -244,7 +234,7 @@ int bench(int argc, char** argv) {
     add_results(j, row, table, o.variants, r);
     // Throughput and model FLOPs utilisation (6N + attention, model/counts.h)
     // against the dense peak of the GPU present (train/mfu.h); none on a CPU.
-    const auto peak = gpu ? gpu_peak_flops(cuda_device_name(o.device), o.runtime.bf16) : std::nullopt;
+    const auto peak = gpu ? gpu_peak_flops(device_name(o.device), o.runtime.bf16) : std::nullopt;
     std::string rates;
     for (const auto& v : o.variants) {
       const double tok_s = static_cast<double>(B * T * o.accumulation) / (r.at(v).median_ms / 1e3);

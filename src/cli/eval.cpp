@@ -11,6 +11,7 @@
 #include "eval/scorer.h"
 #include "eval/task_file.h"
 #include "model/from_checkpoint.h"
+#include "util/device.h"
 
 #include "cli/options.h"
 #include <fmt/format.h>
@@ -62,7 +63,7 @@ int eval(int argc, char** argv) {
     ("vocab", "directory with encoder.json and vocab.bpe (default: $XSAGPT_GPT2_VOCAB, else data/gpt2/)",
      cxxopts::value<std::string>())
     ("device", "auto, cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("auto"))
-    ("threads", "CPU intra-op threads (0: LibTorch's default)", cxxopts::value<int>()->default_value("0"))
+    ("threads", "CPU intra-op threads (0: LibTorch's default, one per physical core)", cxxopts::value<int>()->default_value("0"))
     ("h,help", "show this help");
   opts.parse_positional({"checkpoints"});
   opts.positional_help("CHECKPOINT... --task FILE.jsonl");
@@ -76,13 +77,14 @@ int eval(int argc, char** argv) {
   const auto precision = args["precision"].as<std::string>();
   if (precision != "auto" && precision != "bf16" && precision != "fp32")
     throw ConfigError("--precision: expected auto, bf16 or fp32, got \"" + precision + "\"");
-  if (args["threads"].as<int>() > 0) torch::set_num_threads(args["threads"].as<int>());
+  if (args["threads"].as<int>() < 0) throw ConfigError("--threads: must be >= 0 (0: the default)");
+  setup_cpu_threads(args["threads"].as<int>());
 
   // Everything that can be wrong with the input is found before a model is loaded.
   std::vector<fs::path> files;
   for (const auto& f : args["task"].as<std::vector<std::string>>()) files.emplace_back(f);
   const auto tasks = eval::read_task_files(files, args["limit"].as<int64_t>());
-  const auto device = resolve_device(args["device"].as<std::string>());
+  const auto device = resolve_device(args["device"].as<std::string>(), "--device");
   auto tok = Gpt2Tokenizer::load(args.count("vocab") ? args["vocab"].as<std::string>() : "");
 
   // The token requests do not depend on the model: one per ending, task by task.

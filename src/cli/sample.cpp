@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "config/schema.h"
 #include "model/from_checkpoint.h"
+#include "util/device.h"
 #include "sample/generate.h"
 #include "tokenizer/gpt2_bpe.h"
 #include "tokenizer/utf8.h"
@@ -50,7 +51,7 @@ int sample(int argc, char** argv) {
     ("vocab", "directory with encoder.json and vocab.bpe (default: $XSAGPT_GPT2_VOCAB, else data/gpt2/)",
      cxxopts::value<std::string>())
     ("device", "auto, cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("auto"))
-    ("threads", "CPU intra-op threads (0: LibTorch's default)", cxxopts::value<int>()->default_value("0"))
+    ("threads", "CPU intra-op threads (0: LibTorch's default, one per physical core)", cxxopts::value<int>()->default_value("0"))
     ("h,help", "show this help");
   opts.parse_positional({"checkpoint"});
   opts.positional_help("CHECKPOINT");
@@ -61,7 +62,8 @@ int sample(int argc, char** argv) {
   if (args.count("prompt") == args.count("prompt-ids"))
     throw ConfigError("give the prompt either as text (--prompt) or as token ids (--prompt-ids)");
 
-  if (args["threads"].as<int>() > 0) torch::set_num_threads(args["threads"].as<int>());
+  if (args["threads"].as<int>() < 0) throw ConfigError("--threads: must be >= 0 (0: the default)");
+  setup_cpu_threads(args["threads"].as<int>());
   SampleOptions so;
   so.max_new_tokens = args["max-new-tokens"].as<int64_t>();
   so.temperature = args["temperature"].as<double>();
@@ -77,7 +79,7 @@ int sample(int argc, char** argv) {
   std::optional<Gpt2Tokenizer> tok;
   if (need_tokenizer) tok = Gpt2Tokenizer::load(args.count("vocab") ? args["vocab"].as<std::string>() : "");
   auto trained = load_trained_model(args["checkpoint"].as<std::string>(),
-                                    resolve_device(args["device"].as<std::string>()));
+                                    resolve_device(args["device"].as<std::string>(), "--device"));
   const int64_t V = trained.model->cfg.vocab_size;
   if (tok) {
     if (V < tok->vocab_size())

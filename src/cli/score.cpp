@@ -11,6 +11,7 @@
 #include "eval/request_split.h"
 #include "eval/scorer.h"
 #include "model/from_checkpoint.h"
+#include "util/device.h"
 
 #include "cli/options.h"
 #include <fmt/format.h>
@@ -132,7 +133,7 @@ int score(int argc, char** argv) {
     ("vocab", "directory with encoder.json and vocab.bpe (default: $XSAGPT_GPT2_VOCAB, else data/gpt2/)",
      cxxopts::value<std::string>())
     ("device", "auto, cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("auto"))
-    ("threads", "CPU intra-op threads (0: LibTorch's default)", cxxopts::value<int>()->default_value("0"))
+    ("threads", "CPU intra-op threads (0: LibTorch's default, one per physical core)", cxxopts::value<int>()->default_value("0"))
     ("h,help", "show this help");
   opts.parse_positional({"checkpoint", "file"});
   opts.positional_help("CHECKPOINT [FILE]");
@@ -146,7 +147,8 @@ int score(int argc, char** argv) {
   const auto precision = args["precision"].as<std::string>();
   if (precision != "auto" && precision != "bf16" && precision != "fp32")
     throw ConfigError("--precision: expected auto, bf16 or fp32, got \"" + precision + "\"");
-  if (args["threads"].as<int>() > 0) torch::set_num_threads(args["threads"].as<int>());
+  if (args["threads"].as<int>() < 0) throw ConfigError("--threads: must be >= 0 (0: the default)");
+  setup_cpu_threads(args["threads"].as<int>());
 
   const auto file = args["file"].as<std::string>();
   std::ifstream fin;
@@ -159,7 +161,7 @@ int score(int argc, char** argv) {
 
   auto tok = Gpt2Tokenizer::load(args.count("vocab") ? args["vocab"].as<std::string>() : "");
   auto trained = load_trained_model(args["checkpoint"].as<std::string>(),
-                                    resolve_device(args["device"].as<std::string>()));
+                                    resolve_device(args["device"].as<std::string>(), "--device"));
   if (trained.model->cfg.vocab_size < tok.vocab_size())
     throw ConfigError(fmt::format("{}: model.vocab_size {} is smaller than GPT-2's {}, so the model was not trained "
                                   "on GPT-2 tokens", trained.file.string(), trained.model->cfg.vocab_size,

@@ -50,6 +50,22 @@ static void print_results(const json& summary) {
                              num(by_name[d["xsa"]], "final_val_loss"),
                              diff.is_number() ? fmt::format("{:+.4f}", diff.get<double>()) : "-");
   }
+  if (!summary.contains("over_seeds") || summary["over_seeds"]["differences"].empty()) return;
+  // Over seeds: each attention's mean final val loss with its standard deviation and
+  // the number of seeds, and XSA - SA as the mean +- sd of the per-seed differences.
+  auto mean_sd = [](const json& s, bool sign) {
+    if (!s["mean"].is_number()) return std::string("-");
+    const double mean = s["mean"].get<double>();
+    auto text = sign ? fmt::format("{:+.4f}", mean) : fmt::format("{:.4f}", mean);
+    text += s["std"].is_number() ? fmt::format(" ± {:.4f}", s["std"].get<double>()) : " ± -";
+    return text + fmt::format(" (n={})", s["n"].get<int64_t>());
+  };
+  std::cout << fmt::format("\n{:<32} {:>22} {:>22} {:>22}\n", "val loss over seeds (mean ± sd)", "SA", "XSA",
+                           "XSA - SA per seed");
+  for (const auto& d : summary["over_seeds"]["differences"])
+    std::cout << fmt::format("{:<32} {:>22} {:>22} {:>22}\n", d["values"].empty() ? "(final)" : d["values"].dump(),
+                             mean_sd(d["sa"], false), mean_sd(d["xsa"], false),
+                             mean_sd(d["xsa_minus_sa_by_seed"], true));
 }
 
 // Draws the sweep's figures with scripts/plot.py, run without a shell (the paths

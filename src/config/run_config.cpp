@@ -1,5 +1,6 @@
 #include "config/run_config.h"
 
+#include "util/device.h"
 
 #include <fmt/format.h>
 
@@ -44,8 +45,7 @@ void RunConfig::validate(int64_t world_size) const {
   if (t.keep_checkpoints < 1) fail("train.keep_checkpoints", "must be >= 1");
   if (t.precision != "auto" && t.precision != "bf16" && t.precision != "fp32")
     fail("train.precision", "expected \"auto\", \"bf16\" or \"fp32\", got \"" + t.precision + "\"");
-  if (t.device != "auto" && t.device != "cpu" && t.device.rfind("cuda", 0) != 0)
-    fail("train.device", "expected \"auto\", \"cpu\", \"cuda\" or \"cuda:N\", got \"" + t.device + "\"");
+  check_device_spec(t.device, "train.device");
   if (t.adamw != "auto" && t.adamw != "fused" && t.adamw != "torch")
     fail("train.adamw", "expected \"auto\", \"fused\" or \"torch\", got \"" + t.adamw + "\"");
   if (t.threads < 0) fail("train.threads", "must be >= 0");

@@ -9,19 +9,6 @@ namespace xsagpt {
 
 namespace fs = std::filesystem;
 
-torch::Device resolve_device(const std::string& want, const std::string& flag) {
-  const bool cuda = torch::cuda::is_available();
-  if (want == "cpu" || (want == "auto" && !cuda)) return torch::kCPU;
-  if (want != "auto" && want != "cuda" && want.rfind("cuda:", 0) != 0)
-    throw ConfigError(flag + ": expected auto, cpu, cuda or cuda:N, got \"" + want + "\"");
-  if (!cuda) throw ConfigError(flag + ": \"" + want + "\" asked for CUDA but no CUDA device is available");
-  try {
-    return want == "auto" ? torch::Device(torch::kCUDA, 0) : torch::Device(want);
-  } catch (const c10::Error&) {
-    throw ConfigError(flag + ": \"" + want + "\" is not a device");
-  }
-}
-
 void load_weights(GPT& model, const std::map<std::string, torch::Tensor>& weights, const std::string& file) {
   torch::NoGradGuard no_grad;
   for (auto& item : model->named_parameters()) {

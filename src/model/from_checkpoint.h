@@ -23,10 +23,6 @@ struct TrainedModel {
 // Throws CheckpointError / ConfigError naming the file.
 TrainedModel load_trained_model(const std::filesystem::path& path, torch::Device device);
 
-// The device a tool runs on: "auto" (CUDA if present), "cpu", "cuda" or "cuda:N";
-// ConfigError naming `flag` for anything else or CUDA that is not there.
-torch::Device resolve_device(const std::string& want, const std::string& flag = "--device");
-
 // Copies `weights` into the model's parameters by name; throws CheckpointError
 // naming `file` for a missing parameter or a shape mismatch.
 void load_weights(GPT& model, const std::map<std::string, torch::Tensor>& weights, const std::string& file);

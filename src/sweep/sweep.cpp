@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -107,6 +109,83 @@ Sweep load_sweep(const std::string& path, int64_t world_size) {
   return s;
 }
 
+namespace {
+
+constexpr const char* kSeedKey = "train.seed";
+
+// Mean, sample standard deviation (null below two values), min and max; nulls when empty.
+json spread(const std::vector<double>& xs) {
+  json j = {{"n", xs.size()}, {"mean", nullptr}, {"std", nullptr}, {"min", nullptr}, {"max", nullptr}};
+  if (xs.empty()) return j;
+  double sum = 0;
+  for (double x : xs) sum += x;
+  const double mean = sum / static_cast<double>(xs.size());
+  j["mean"] = mean;
+  j["min"] = *std::min_element(xs.begin(), xs.end());
+  j["max"] = *std::max_element(xs.begin(), xs.end());
+  if (xs.size() > 1) {
+    double ss = 0;
+    for (double x : xs) ss += (x - mean) * (x - mean);
+    j["std"] = std::sqrt(ss / static_cast<double>(xs.size() - 1));
+  }
+  return j;
+}
+
+json without(json values, const char* key) {
+  values.erase(key);
+  return values;
+}
+
+// With train.seed in the grid: the points that differ only in their seed form a
+// group, summarised by the mean and spread of their final val losses; and for SA
+// and XSA groups that differ only in attention, the XSA - SA difference of the
+// means with the spread of the per-seed (paired: same seed, same initial weights
+// and data order) differences. Only finished points count; n says how many.
+json over_seeds(const json& points, const json& diffs) {
+  json groups = json::array();
+  for (const auto& p : points) {
+    const json key = without(p["values"], kSeedKey);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const json& g) { return g["values"] == key; });
+    if (it == groups.end()) {
+      groups.push_back({{"values", key}, {"seeds", json::array()}, {"points", json::array()}});
+      it = groups.end() - 1;
+    }
+    (*it)["seeds"].push_back(p["values"][kSeedKey]);
+    (*it)["points"].push_back(p["name"]);
+  }
+  for (auto& g : groups) {
+    std::vector<double> vals;
+    for (const auto& name : g["points"])
+      for (const auto& p : points)
+        if (p["name"] == name && p["status"] == "done" && p.value("final_val_loss", json()).is_number())
+          vals.push_back(p["final_val_loss"].get<double>());
+    g["final_val_loss"] = spread(vals);
+  }
+  json pairs = json::array();
+  for (const auto& a : groups) {
+    for (const auto& b : groups) {
+      if (a["values"].value("model.attention", "") != "sa" || b["values"].value("model.attention", "") != "xsa") continue;
+      const json rest = without(a["values"], "model.attention");
+      if (rest != without(b["values"], "model.attention")) continue;
+      std::vector<double> paired;
+      for (const auto& d : diffs)
+        if (without(d["values"], kSeedKey) == rest && d["xsa_minus_sa_val_loss"].is_number())
+          paired.push_back(d["xsa_minus_sa_val_loss"].get<double>());
+      const auto& ma = a["final_val_loss"]["mean"];
+      const auto& mb = b["final_val_loss"]["mean"];
+      pairs.push_back({{"values", rest},
+                       {"sa", a["final_val_loss"]},
+                       {"xsa", b["final_val_loss"]},
+                       {"xsa_minus_sa_mean", ma.is_number() && mb.is_number() ? json(mb.get<double>() - ma.get<double>())
+                                                                              : json(nullptr)},
+                       {"xsa_minus_sa_by_seed", spread(paired)}});
+    }
+  }
+  return {{"groups", groups}, {"differences", pairs}};
+}
+
+}  // namespace
+
 json sweep_summary(const Sweep& sweep) {
   json points = json::array();
   for (const auto& p : sweep.points) {
@@ -139,7 +218,10 @@ json sweep_summary(const Sweep& sweep) {
       diffs.push_back(d);
     }
   }
-  return {{"keys", sweep.keys}, {"points", points}, {"differences", diffs}};
+  json out = {{"keys", sweep.keys}, {"points", points}, {"differences", diffs}};
+  if (std::find(sweep.keys.begin(), sweep.keys.end(), kSeedKey) != sweep.keys.end())
+    out["over_seeds"] = over_seeds(points, diffs);
+  return out;
 }
 
 void write_summary(const Sweep& sweep) {
@@ -160,6 +242,25 @@ void write_summary(const Sweep& sweep) {
     csv << "\n";
   }
   write_file_atomic(sweep.dir / "summary.csv", csv.str());
+
+  if (!summary.contains("over_seeds")) return;
+  // One row per group of seeds: the other keys' values, then the final val loss over the seeds.
+  std::vector<std::string> others;
+  for (const auto& k : sweep.keys)
+    if (k != kSeedKey) others.push_back(k);
+  std::ostringstream seeds;
+  for (const auto& k : others) seeds << k << ",";
+  seeds << "seeds,n_done,final_val_loss_mean,final_val_loss_std,final_val_loss_min,final_val_loss_max\n";
+  for (const auto& g : summary["over_seeds"]["groups"]) {
+    for (const auto& k : others) seeds << cell(g["values"][k]) << ",";
+    std::string list;
+    for (const auto& s : g["seeds"]) list += (list.empty() ? "" : " ") + value_text(s);
+    const auto& v = g["final_val_loss"];
+    seeds << '"' << list << '"' << "," << v["n"].get<int64_t>();
+    for (const char* k : {"mean", "std", "min", "max"}) seeds << "," << cell(v[k]);
+    seeds << "\n";
+  }
+  write_file_atomic(sweep.dir / "summary_seeds.csv", seeds.str());
 }
 
 }  // namespace xsagpt

@@ -43,7 +43,12 @@ std::string safe_name_part(const std::string& text);
 // Reads and expands a sweep file; every point is validated before anything runs.
 Sweep load_sweep(const std::string& path, int64_t world_size);
 
-// summary.json / summary.csv from the points' done.json files.
+// summary.json / summary.csv from the points' done.json files: per point its values,
+// status and final losses; for each SA/XSA pair differing only in attention, XSA - SA
+// val loss. With train.seed in the grid also "over_seeds" (and summary_seeds.csv):
+// every group of points differing only in the seed with the mean, sample standard
+// deviation, min and max of its final val losses, and per SA/XSA pair of groups the
+// difference of the means and the spread of the per-seed differences.
 json sweep_summary(const Sweep& sweep);
 void write_summary(const Sweep& sweep);
 

@@ -1,7 +1,8 @@
-// Finding GPT-2's vocabulary files (see find_gpt2_vocab_dir in gpt2_bpe.h). They
-// are not shipped with the code (OpenAI's license, 1.5 MB), so a user points at
-// them once, or keeps them in the project's data/gpt2/ where every command finds
-// them whether it runs from the project root, a subfolder, or the build folder.
+// Finding GPT-2's vocabulary files (see find_gpt2_vocab_dir in gpt2_bpe.h). The
+// project ships them in data/gpt2/ (with their MIT licences), where every command
+// finds them whether it runs from the project root, a subfolder, the build folder
+// or anywhere else (the executable's own location leads back to the project), so
+// tokenizing works offline; --vocab or XSAGPT_GPT2_VOCAB points elsewhere.
 #include "config/schema.h"
 #include "tokenizer/gpt2_bpe.h"
 
@@ -52,8 +53,7 @@ fs::path find_gpt2_vocab_dir(const std::string& explicit_dir) {
   }
   throw ConfigError(fmt::format(
       "GPT-2 vocabulary (encoder.json, vocab.bpe) not found: give its directory (--vocab), set XSAGPT_GPT2_VOCAB, "
-      "or put the files in the project's data/gpt2/ (looked in {}). They are at "
-      "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/", looked));
+      "or restore the project's data/gpt2/, which ships them (looked in {})", looked));
 }
 
 }  // namespace xsagpt

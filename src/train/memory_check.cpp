@@ -2,19 +2,7 @@
 
 #include <fmt/format.h>
 
-#ifdef XSAGPT_CUDA
-#include <ATen/cuda/CUDAContext.h>
-#endif
-
 namespace xsagpt {
-
-std::optional<double> cuda_device_memory(const torch::Device& device) {
-#ifdef XSAGPT_CUDA
-  if (device.is_cuda())
-    return static_cast<double>(at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index())->totalGlobalMem);
-#endif
-  return std::nullopt;
-}
 
 std::optional<std::string> memory_warning(const RunConfig& cfg, double estimate_bytes, double device_bytes) {
   if (estimate_bytes <= 0.95 * device_bytes) return std::nullopt;

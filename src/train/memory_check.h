@@ -15,9 +15,6 @@
 
 namespace xsagpt {
 
-// Total memory of a CUDA device in bytes; nullopt on a CPU or without CUDA.
-std::optional<double> cuda_device_memory(const torch::Device& device);
-
 // The warning for an estimate of `estimate_bytes` on a device of `device_bytes`,
 // or nullopt when it fits (with 5% left for the allocator and CUDA's own use).
 std::optional<std::string> memory_warning(const RunConfig& cfg, double estimate_bytes, double device_bytes);

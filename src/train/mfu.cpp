@@ -22,18 +22,3 @@ std::optional<double> gpu_peak_flops(const std::string& device_name, bool bf16) 
 }
 
 }  // namespace xsagpt
-
-#ifdef XSAGPT_CUDA
-#include <ATen/cuda/CUDAContext.h>
-#endif
-
-namespace xsagpt {
-
-std::string cuda_device_name(const torch::Device& device) {
-#ifdef XSAGPT_CUDA
-  if (device.is_cuda()) return at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index())->name;
-#endif
-  return "";
-}
-
-}  // namespace xsagpt

@@ -13,9 +13,3 @@ namespace xsagpt {
 std::optional<double> gpu_peak_flops(const std::string& device_name, bool bf16);
 
 }  // namespace xsagpt
-
-#include <torch/torch.h>
-namespace xsagpt {
-// The CUDA device's product name ("NVIDIA H100 80GB HBM3"); "" when built without CUDA.
-std::string cuda_device_name(const torch::Device& device);
-}  // namespace xsagpt

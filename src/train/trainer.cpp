@@ -11,6 +11,7 @@
 #include "train/signals.h"
 #include "train/state.h"
 #include "train/step.h"
+#include "util/device.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -19,21 +20,12 @@ namespace xsagpt {
 
 namespace {
 
-torch::Device pick_device(const std::string& want, const DistContext& dist) {
-  if (want == "cpu") return torch::kCPU;
-  if (want == "auto" && !torch::cuda::is_available()) return torch::kCPU;
-  if (!torch::cuda::is_available())
-    throw ConfigError("train.device: \"" + want + "\" asked for CUDA but no CUDA device is available");
-  if (want.rfind("cuda:", 0) == 0) return torch::Device(want);
-  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(dist.local_rank()));
-}
-
 // The start-up block of the log: what runs where, and whether it will fit.
 void announce(const RunConfig& cfg, const Runtime& rt, torch::Device device, const TrainingState& s,
               int64_t step_tokens, DistContext& dist) {
   const auto& t = cfg.train;
   const int64_t world = dist.world_size();
-  if (const auto gpu_bytes = cuda_device_memory(device)) {
+  if (const auto gpu_bytes = device.is_cuda() ? device_memory(device) : std::nullopt) {
     const auto est = estimate_training_memory(cfg.model, t.micro_batch, t.seq_len,
                                               memory_options(rt, t.shard_optimizer ? world : 1));
     if (const auto warning = memory_warning(cfg, est.total(), *gpu_bytes)) spdlog::warn("{}", *warning);
@@ -56,6 +48,7 @@ void announce(const RunConfig& cfg, const Runtime& rt, torch::Device device, con
   spdlog::info("kernels: {}{}", describe(rt.kernels),
                rt.kernels == Kernels{} || device.is_cuda() ? "" : " (their ATen twins: this run is not on CUDA)");
   spdlog::info("optimizer: {}", s.optimizer->summary());
+  if (!device.is_cuda()) spdlog::info("cpu: {}", cpu_threads_description());
   spdlog::info("validation: {} batches ({} tokens); run dir {}", s.val.num_batches(),
                s.val.num_sequences() * t.seq_len, cfg.out_dir);
 }
@@ -67,7 +60,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   const std::filesystem::path dir = cfg.out_dir;
   const int64_t world = dist.world_size();
   cfg.validate(world);
-  const auto device = pick_device(t.device, dist);
+  const auto device = resolve_device(t.device, "train.device", dist.local_rank());
   const Runtime rt = cfg.runtime(device.is_cuda());
 
   // Where to start: fresh, from a checkpoint, or a run already finished. Nothing is
@@ -78,7 +71,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     if (dist.is_main()) close_finished_run(cfg, run);
     return TrainResult{run.finished->step, true, run.finished->final_train_loss, run.finished->final_val_loss};
   }
-  if (t.threads > 0) torch::set_num_threads(static_cast<int>(t.threads));
+  setup_cpu_threads(t.threads);
   if (device.is_cuda()) {
     at::globalContext().setAllowTF32CuBLAS(true);
     at::globalContext().setAllowTF32CuDNN(true);
@@ -95,7 +88,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   if (dist.is_main()) announce(cfg, rt, device, s, step_tokens, dist);
   TrainStep train_step(s.model, *s.optimizer, *s.sync, s.params, accum, t.grad_clip);
   Progress progress(cfg, dist, device, step_tokens, flops_per_token(cfg.model, t.seq_len) * double(step_tokens),
-                    device.is_cuda() ? gpu_peak_flops(cuda_device_name(device), rt.bf16) : std::nullopt,
+                    device.is_cuda() ? gpu_peak_flops(device_name(device), rt.bf16) : std::nullopt,
                     s.elapsed_before);
   TrainResult result;
   auto save = [&] {

@@ -7,6 +7,12 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
+# xsagpt's OpenMP default, given here so that the binary's computing commands start
+# once instead of executing themselves again to apply it (util/device.h); the default
+# itself is tested with a clean environment in test_train.py.
+if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
+    os.environ["GOMP_SPINCOUNT"] = "10000"
+
 
 @pytest.fixture(scope="session")
 def repo_root() -> pathlib.Path:

@@ -84,7 +84,8 @@ def test_compare_table_matches_both_benchmarks(tmp_path, xsagpt, repo_root):
     theirs = tmp_path / "pytorch.jsonl"
     for attention in ("sa", "xsa"):
         proc = subprocess.run([sys.executable, repo_root / "scripts" / "bench_pytorch.py", "--config", str(model),
-                               "-b", "2", "-t", "16", "--steps", "2", "--warmup", "1", "--attention", attention],
+                               "-b", "2", "-t", "16", "--steps", "2", "--warmup", "1", "--attention", attention,
+                               "--device", "cpu"],
                               capture_output=True, text=True, check=True)
         with theirs.open("a") as f:
             f.write(proc.stdout)

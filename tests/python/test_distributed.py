@@ -49,7 +49,7 @@ def write_config(path, shards, **train):
         # lr 1e-3 keeps one process and two within 1e-5.
         "train": {"lr": 1e-3, "warmup_steps": 2, "max_steps": 6, "seq_len": 32, "micro_batch": 4,
                   "batch_tokens": 16 * 32, "log_interval": 1, "eval_interval": 3, "eval_tokens": 512,
-                  "ckpt_interval": 3, "threads": 1, **train},
+                  "ckpt_interval": 3, "device": "cpu", "threads": 1, **train},
     }
     path.write_text(json.dumps(cfg))
     return path
@@ -68,7 +68,8 @@ def worker_env(**extra):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("SLURM_", "TORCHELASTIC_")) and k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE",
                                                                           "MASTER_ADDR", "MASTER_PORT")}
-    env.update(OMP_NUM_THREADS="1", XSAGPT_DIST_TIMEOUT="30", **extra)
+    # CPU ranks on Gloo also where there are GPUs (NCCL would want one GPU per rank).
+    env.update(OMP_NUM_THREADS="1", XSAGPT_DIST_TIMEOUT="30", XSAGPT_DIST_BACKEND="gloo", **extra)
     return env
 
 

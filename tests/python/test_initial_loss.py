@@ -36,7 +36,8 @@ def train(xsagpt, tmp_path, shards, tie):
                   "n_head": 12, "head_dim": 64, "tie_embeddings": tie},
         "data": {"train": str(shards / "train_*.bin"), "val": str(shards / "val_*.bin")},
         "train": {"lr": 1e-3, "warmup_steps": 20, "max_steps": 200, "seq_len": 32, "micro_batch": 4,
-                  "log_interval": 1, "eval_interval": 200, "eval_tokens": 4096, "ckpt_interval": 0, "threads": 2},
+                  "log_interval": 1, "eval_interval": 200, "eval_tokens": 4096, "ckpt_interval": 0, "threads": 2,
+                  "device": "cpu"},  # the comparison is on the CPU, also where a GPU is present
         "out_dir": str(out),
     }
     path = tmp_path / f"{out.name}.json"

@@ -34,7 +34,7 @@ def train_tiny(tmp_path, xsagpt, vocab, attention="xsa", n_sink=0):
                   "n_head": 2, "head_dim": 16, "attention": attention, "n_sink": n_sink},
         "data": {"train": str(tmp_path / "train_*.bin"), "val": str(tmp_path / "val_*.bin")},
         "train": {"max_steps": 1, "warmup_steps": 0, "seq_len": 16, "micro_batch": 2, "eval_interval": 0,
-                  "eval_tokens": 64, "threads": 1},
+                  "eval_tokens": 64, "device": "cpu", "threads": 1},
         "out_dir": str(tmp_path / "run"),
     }
     (tmp_path / "cfg.json").write_text(json.dumps(cfg))

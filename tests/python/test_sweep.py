@@ -1,8 +1,10 @@
 """`xsagpt sweep` end to end: a 2 learning rates x SA/XSA grid on CPU runs to
 completion, summarises four points and two XSA-SA differences, is skipped on a
-second invocation, survives being killed midway, and plots."""
+second invocation, survives being killed midway, and plots; seeds in the grid give
+each attention's mean and spread; the shipped sweeps validate."""
 import json
 import signal
+import statistics
 import subprocess
 import time
 
@@ -106,3 +108,52 @@ def test_constant_batch_tokens_across_sequence_lengths(tmp_path, shards, xsagpt)
     got = {int(l.split("seq_len=")[1].split()[0]): (int(l.split("micro_batch=")[1].split()[0]),
                                                     int(l.split("accumulation=")[1].split()[0])) for l in rows}
     assert got == {8: (16, 2), 16: (8, 2), 32: (4, 2), 64: (2, 2)}  # 128 tokens per micro-batch, 256 per step
+
+
+def test_seeds_in_the_grid_give_each_attentions_mean_and_spread(tmp_path, shards, xsagpt):
+    base = run_config(tmp_path, shards, max_steps=3, eval_interval=0, ckpt_interval=0)
+    spec = {"base": str(base), "grid": {"model.attention": ["sa", "xsa"], "train.seed": [1, 2, 3]},
+            "out_dir": str(tmp_path / "sw")}
+    (tmp_path / "s.json").write_text(json.dumps(spec))
+    out = xsagpt("sweep", "-c", tmp_path / "s.json", "--no-plot").stdout
+    sw = tmp_path / "sw"
+    val = {(a, s): metrics(sw / f"model.attention={a},train.seed={s}", "val_loss")[3]
+           for a in ("sa", "xsa") for s in (1, 2, 3)}
+    assert len(set(val.values())) == 6, "the seeds must give different runs"
+    summary = json.loads((sw / "summary.json").read_text())["over_seeds"]
+    groups = {g["values"]["model.attention"]: g for g in summary["groups"]}
+    assert groups.keys() == {"sa", "xsa"}
+    for a, g in groups.items():
+        xs = [val[(a, s)] for s in (1, 2, 3)]
+        assert g["seeds"] == [1, 2, 3]
+        v = g["final_val_loss"]
+        assert v["n"] == 3 and v["min"] == min(xs) and v["max"] == max(xs)
+        assert v["mean"] == pytest.approx(statistics.mean(xs), abs=1e-12)
+        assert v["std"] == pytest.approx(statistics.stdev(xs), abs=1e-12)
+    (d,) = summary["differences"]
+    paired = [val[("xsa", s)] - val[("sa", s)] for s in (1, 2, 3)]
+    assert d["values"] == {}
+    assert d["xsa_minus_sa_mean"] == pytest.approx(statistics.mean(paired), abs=1e-12)
+    assert d["xsa_minus_sa_by_seed"]["std"] == pytest.approx(statistics.stdev(paired), abs=1e-12)
+    # The printed table and summary_seeds.csv carry the same figures.
+    sa = groups["sa"]["final_val_loss"]
+    assert f"{sa['mean']:.4f} ± {sa['std']:.4f} (n=3)" in out
+    assert f"{statistics.mean(paired):+.4f} ± {statistics.stdev(paired):.4f} (n=3)" in out
+    rows = (sw / "summary_seeds.csv").read_text().splitlines()
+    assert rows[0] == ("model.attention,seeds,n_done,final_val_loss_mean,final_val_loss_std,"
+                       "final_val_loss_min,final_val_loss_max")
+    cells = rows[1].split(",")
+    assert cells[:3] == ["sa", '"1 2 3"', "3"] and float(cells[3]) == pytest.approx(sa["mean"], abs=1e-12)
+
+
+def test_shipped_sweeps_validate(xsagpt, repo_root):
+    """Every sweep in configs/sweeps/ expands and validates on any machine (--dry-run asks
+    for no device); the GPU demo is GPT-2 124M, 400 steps of 16 x 1024, 2 seeds per attention."""
+    for spec in sorted((repo_root / "configs" / "sweeps").glob("*.json")):
+        proc = xsagpt("sweep", "-c", spec, "--dry-run", cwd=repo_root)
+        assert proc.stdout.startswith("sweep "), (spec, proc.stdout)
+    rows = [l for l in xsagpt("sweep", "-c", repo_root / "configs/sweeps/gpu-demo.json", "--dry-run",
+                              cwd=repo_root).stdout.splitlines() if l.startswith("  ")]
+    assert len(rows) == 4 and {r.split()[0] for r in rows} == {
+        f"model.attention={a},train.seed={s}" for a in ("sa", "xsa") for s in (1337, 1338)}
+    assert all("seq_len=1024 micro_batch=16 accumulation=1 steps=400" in r for r in rows)

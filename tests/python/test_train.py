@@ -41,7 +41,7 @@ def run_config(tmp_path, shards, **train):
         "data": {"train": str(shards / "train_*.bin"), "val": str(shards / "val_*.bin")},
         "train": {"lr": 1e-2, "warmup_steps": 2, "max_steps": 12, "seq_len": 32, "micro_batch": 4,
                   "log_interval": 1, "eval_interval": 4, "eval_tokens": 512, "ckpt_interval": 4,
-                  "threads": 1, **train},
+                  "device": "cpu", "threads": 1, **train},
         "out_dir": str(tmp_path / "run"),
     }
     path = tmp_path / f"cfg_{len(list(tmp_path.glob('cfg_*.json')))}.json"
@@ -79,6 +79,29 @@ def test_log_names_the_attention_kernel_torch_picks(tmp_path, shards, xsagpt):
     assert f"attention: SDPA backend {expected}" in proc.stderr
 
 
+def openmp_spin_counts(stderr):
+    """GOMP_SPINCOUNT as libgomp reports it at start-up under OMP_DISPLAY_ENV=verbose, once per
+    program image (xsagpt executes itself again to apply its default)."""
+    return [line.split("=")[1].strip().strip("'") for line in stderr.splitlines()
+            if line.strip().startswith("GOMP_SPINCOUNT =")]
+
+
+def test_openmp_threads_spin_briefly_unless_the_user_says_otherwise(tmp_path, shards, xsagpt):
+    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    env["OMP_DISPLAY_ENV"] = "verbose"
+    cfg = run_config(tmp_path, shards, max_steps=1)
+    proc = xsagpt("train", "-c", cfg, env=env)
+    assert openmp_spin_counts(proc.stderr) == ["300000", "10000"], proc.stderr  # OpenMP's default, then ours
+    assert "cpu: 1 torch threads of" in proc.stderr and "GOMP_SPINCOUNT=10000 (xsagpt's default)" in proc.stderr
+    # The user's choice stands, and commands that do no tensor work start once, as they are.
+    for extra, expected in (({"GOMP_SPINCOUNT": "300000"}, ["300000"]),
+                            ({"OMP_WAIT_POLICY": "active"}, ["30000000000"])):
+        proc = xsagpt("train", "-c", cfg, "--overwrite", env={**env, **extra})
+        assert openmp_spin_counts(proc.stderr) == expected, proc.stderr
+        assert f"{next(iter(extra))}={next(iter(extra.values()))}" in proc.stderr
+    assert openmp_spin_counts(xsagpt("info", "-c", "tiny", env=env).stderr) == ["300000"]
+
+
 def test_memory_options_do_not_change_training(tmp_path, shards, xsagpt):
     cfg = run_config(tmp_path, shards, max_steps=6)
     xsagpt("train", "-c", cfg, "--out", tmp_path / "plain")
@@ -86,6 +109,20 @@ def test_memory_options_do_not_change_training(tmp_path, shards, xsagpt):
            "--set", "train.loss_chunk=48")
     plain, lean = metrics(tmp_path / "plain"), metrics(tmp_path / "lean")
     assert plain.keys() == lean.keys() and all(abs(plain[s] - lean[s]) < 1e-4 for s in plain)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_run_follows_the_cpu_run(tmp_path, shards, xsagpt):
+    """The same run in float32 on the GPU (TF32 matmuls, other reduction orders) and on the
+    CPU: same initial weights and data, so the losses agree to well within 1%."""
+    cfg = run_config(tmp_path, shards, max_steps=6)
+    xsagpt("train", "-c", cfg, "--out", tmp_path / "cpu")
+    xsagpt("train", "-c", cfg, "--out", tmp_path / "gpu", "--set", "train.device=cuda",
+           "--set", "train.precision=fp32")
+    for kind in ("train_loss", "val_loss"):
+        cpu, gpu = metrics(tmp_path / "cpu", kind), metrics(tmp_path / "gpu", kind)
+        assert cpu.keys() == gpu.keys() and all(abs(cpu[s] - gpu[s]) < 0.02 for s in cpu), (kind, cpu, gpu)
+    assert metrics(tmp_path / "cpu")[6] < metrics(tmp_path / "cpu")[1] - 0.1  # it learned: not two idle runs
 
 
 def wait_for(predicate, proc, timeout=120):
@@ -153,9 +190,6 @@ def test_run_directory_is_never_silently_reused(tmp_path, shards, xsagpt):
     assert max(metrics(tmp_path / "run")) == 4
 
 
-NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
-
-
 @pytest.mark.parametrize("override,message", [
     ("train.lr=-1", "train.lr: must be > 0"),
     ("train.seq_len=100", "train.seq_len: must be in 1..64"),
@@ -165,7 +199,8 @@ NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine w
     ("train.max_steps=ten", "train.max_steps: expected an integer"),
     ("train.kernels=triton", "train.kernels"),
     ("train.kernels=rope,xla", 'unknown kernel "xla"'),
-    pytest.param("train.device=cuda", "train.device", marks=NO_GPU),
+    ("train.device=gpu", 'train.device: expected "auto", "cpu", "cuda" or "cuda:N"'),
+    ("train.device=cuda:99", "train.device"),  # no CUDA, or no GPU 99: refused either way
 ])
 def test_bad_config_exits_nonzero_naming_the_key(tmp_path, shards, xsagpt, override, message):
     cfg = run_config(tmp_path, shards)
@@ -230,7 +265,7 @@ def test_tiny_model_learns_real_text(tmp_path, kjv_shards, xsagpt, repo_root, at
     xsagpt("train", "-c", repo_root / "configs" / "runs" / "cpu-demo-sa.json", "--out", tmp_path / attention,
            "--set", f"model.attention={attention}", "--set", "model.d_model=64", "--set", "model.n_layer=2",
            "--set", "train.max_steps=60", "--set", "train.seq_len=64", "--set", "train.micro_batch=8", "--set", "train.eval_interval=60",
-           "--set", "train.eval_tokens=4096", "--set", "train.warmup_steps=10")
+           "--set", "train.eval_tokens=4096", "--set", "train.warmup_steps=10", "--set", "train.device=cpu")
     val = metrics(tmp_path / attention, "val_loss")
     assert abs(val[0] - math.log(50304)) < 0.3  # starts at chance
     assert val[60] < val[0] - 3.0, val  # and learns

@@ -1,0 +1,120 @@
+#include "util/device.h"
+
+#include "config/schema.h"
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#ifdef XSAGPT_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
+
+namespace xsagpt {
+
+namespace {
+
+// OpenMP wait policy. LibTorch's CPU kernels run on GNU OpenMP (the torch wheel's
+// libgomp), whose threads, when they reach the end of a parallel region first,
+// spin for GOMP_SPINCOUNT iterations (300,000 by default, about 3 ms) before they
+// sleep. With another job on the cores, the thread still working is descheduled
+// while its peer burns the core the two of them need, and every one of the
+// thousands of small parallel regions in a training step pays a scheduler slice.
+// A short spin keeps the unloaded speed (the next region usually starts within
+// it) and lets waiting threads give their core away under load; docs/benchmarks.md
+// has the figures. libgomp reads its settings once, in a constructor that runs
+// when the dynamic loader maps it (as a dependency of libtorch_cpu, before any of
+// our code), so a setenv in main() comes too late: the process executes itself
+// again with the variable set. A user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT is
+// left alone, and so are the commands that do no CPU tensor work.
+constexpr const char* kDefaultSpinCount = "10000";
+constexpr const char* kMarker = "XSAGPT_OPENMP_DEFAULTS";  // set with the default: a user's value is told apart
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      auto name = line.substr(line.find(':') + 1);
+      name.erase(0, name.find_first_not_of(' '));
+      return name;
+    }
+  return "unknown CPU";
+}
+
+}  // namespace
+
+void check_device_spec(const std::string& want, const std::string& key) {
+  if (want == "auto" || want == "cpu" || want == "cuda") return;
+  if (want.rfind("cuda:", 0) == 0 && want.size() > 5 && want.size() <= 8 &&
+      want.find_first_not_of("0123456789", 5) == std::string::npos)
+    return;
+  throw ConfigError(key + ": expected \"auto\", \"cpu\", \"cuda\" or \"cuda:N\", got \"" + want + "\"");
+}
+
+torch::Device resolve_device(const std::string& want, const std::string& key, int64_t local_rank) {
+  check_device_spec(want, key);
+  if (want == "cpu") return torch::kCPU;
+  const bool cuda = torch::cuda::is_available();
+  if (want == "auto" && !cuda) return torch::kCPU;
+  if (!cuda) throw ConfigError(key + ": \"" + want + "\" asked for CUDA but no CUDA device is available");
+  const int64_t index = want.rfind("cuda:", 0) == 0 ? std::stoll(want.substr(5)) : local_rank;
+  const auto count = static_cast<int64_t>(torch::cuda::device_count());
+  if (index >= count)
+    throw ConfigError(fmt::format("{}: \"{}\" needs CUDA device {}{}, but this process sees {} (0..{})", key, want,
+                                  index, want.rfind("cuda:", 0) == 0 ? "" : " (the local rank)", count, count - 1));
+  return {torch::kCUDA, static_cast<c10::DeviceIndex>(index)};
+}
+
+std::string device_name(const torch::Device& device) {
+#ifdef XSAGPT_CUDA
+  if (device.is_cuda()) return at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index())->name;
+#endif
+  if (device.is_cuda()) return "CUDA device (this build has no CUDA)";
+  return cpu_model_name();
+}
+
+std::optional<double> device_memory(const torch::Device& device) {
+#ifdef XSAGPT_CUDA
+  if (device.is_cuda())
+    return static_cast<double>(at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index())->totalGlobalMem);
+#endif
+  if (device.is_cuda()) return std::nullopt;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return std::nullopt;
+  return static_cast<double>(pages) * static_cast<double>(page);
+}
+
+void apply_openmp_defaults(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return;
+  if (setenv("GOMP_SPINCOUNT", kDefaultSpinCount, 1) != 0 || setenv(kMarker, "1", 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  // Only reached if the exec failed (no /proc): run on with OpenMP's own defaults.
+  unsetenv("GOMP_SPINCOUNT");
+  unsetenv(kMarker);
+}
+
+int setup_cpu_threads(int64_t requested) {
+  if (requested > 0) torch::set_num_threads(static_cast<int>(requested));
+  return torch::get_num_threads();
+}
+
+std::string cpu_threads_description() {
+  std::string wait;
+  const char* marker = std::getenv(kMarker);
+  if (marker && std::string(marker) == "1" && std::getenv("GOMP_SPINCOUNT"))
+    wait = fmt::format("GOMP_SPINCOUNT={} (xsagpt's default)", std::getenv("GOMP_SPINCOUNT"));
+  else if (const char* p = std::getenv("OMP_WAIT_POLICY"))
+    wait = fmt::format("OMP_WAIT_POLICY={}", p);
+  else if (const char* s = std::getenv("GOMP_SPINCOUNT"))
+    wait = fmt::format("GOMP_SPINCOUNT={}", s);
+  else
+    wait = "OpenMP's default wait policy";
+  return fmt::format("{} torch threads of {} hardware threads, {}", torch::get_num_threads(),
+                     sysconf(_SC_NPROCESSORS_ONLN), wait);
+}
+
+}  // namespace xsagpt
