@@ -10,10 +10,9 @@
 #include "eval/request_split.h"
 #include "eval/scorer.h"
 #include "eval/task_file.h"
-#include "model/from_checkpoint.h"
+#include "cli/scoring_options.h"
 #include "util/device.h"
 
-#include "cli/options.h"
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -55,16 +54,9 @@ int eval(int argc, char** argv) {
      cxxopts::value<std::vector<std::string>>())
     ("o,out", "write the JSON report here (the table then goes to stdout); default: JSON to stdout, table to stderr",
      cxxopts::value<std::string>())
-    ("limit", "use only the first N items of each task (0: all)", cxxopts::value<int64_t>()->default_value("0"))
-    ("b,batch-tokens", "tokens per forward pass (0: 16384 on a GPU, 4096 on the CPU)",
-     cxxopts::value<int64_t>()->default_value("0"))
-    ("precision", "auto (bf16 autocast on CUDA, fp32 on the CPU), bf16 or fp32",
-     cxxopts::value<std::string>()->default_value("auto"))
-    ("vocab", "directory with encoder.json and vocab.bpe (default: $XSAGPT_GPT2_VOCAB, else data/gpt2/)",
-     cxxopts::value<std::string>())
-    ("device", "auto, cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("auto"))
-    ("threads", "CPU intra-op threads (0: LibTorch's default, one per physical core)", cxxopts::value<int>()->default_value("0"))
-    ("h,help", "show this help");
+    ("limit", "use only the first N items of each task (0: all)", cxxopts::value<int64_t>()->default_value("0"));
+  add_scoring_options(opts);
+  opts.add_options()("h,help", "show this help");
   opts.parse_positional({"checkpoints"});
   opts.positional_help("CHECKPOINT... --task FILE.jsonl");
   auto args = opts.parse(argc, argv);
@@ -73,19 +65,14 @@ int eval(int argc, char** argv) {
   if (!args.count("task")) throw ConfigError("--task: required (a JSON-lines task file)");
   if (!args.unmatched().empty()) throw ConfigError("unexpected argument '" + args.unmatched()[0] + "'");
   if (args["limit"].as<int64_t>() < 0) throw ConfigError("--limit: must be >= 0 (0: all items)");
-  if (args["batch-tokens"].as<int64_t>() < 0) throw ConfigError("--batch-tokens: must be >= 0 (0: the default)");
-  const auto precision = args["precision"].as<std::string>();
-  if (precision != "auto" && precision != "bf16" && precision != "fp32")
-    throw ConfigError("--precision: expected auto, bf16 or fp32, got \"" + precision + "\"");
-  if (args["threads"].as<int>() < 0) throw ConfigError("--threads: must be >= 0 (0: the default)");
-  setup_cpu_threads(args["threads"].as<int>());
+  const auto scoring = read_scoring_options(args);
 
   // Everything that can be wrong with the input is found before a model is loaded.
   std::vector<fs::path> files;
   for (const auto& f : args["task"].as<std::vector<std::string>>()) files.emplace_back(f);
   const auto tasks = eval::read_task_files(files, args["limit"].as<int64_t>());
-  const auto device = resolve_device(args["device"].as<std::string>(), "--device");
-  auto tok = Gpt2Tokenizer::load(args.count("vocab") ? args["vocab"].as<std::string>() : "");
+  const auto device = resolve_device(scoring.device, "--device");
+  auto tok = Gpt2Tokenizer::load(scoring.vocab);
 
   // The token requests do not depend on the model: one per ending, task by task.
   std::vector<eval::TokenRequest> reqs;
@@ -105,15 +92,11 @@ int eval(int argc, char** argv) {
   const auto checkpoints = args["checkpoints"].as<std::vector<std::string>>();
   std::vector<eval::ModelEval> models;
   for (size_t m = 0; m < checkpoints.size(); ++m) {
-    auto trained = load_trained_model(checkpoints[m], device);
-    if (trained.model->cfg.vocab_size < tok.vocab_size())
-      throw ConfigError(fmt::format("{}: model.vocab_size {} is smaller than GPT-2's {}, so the model was not trained "
-                                    "on GPT-2 tokens", trained.file.string(), trained.model->cfg.vocab_size,
-                                    tok.vocab_size()));
+    auto trained = load_gpt2_model(checkpoints[m], device, tok);
     eval::Progress bar(fmt::format("[{}/{}] {}", m + 1, checkpoints.size(), checkpoints[m]));
     std::vector<eval::Score> scores;
     try {
-      scores = eval::score_requests(trained.model, reqs, {args["batch-tokens"].as<int64_t>(), precision},
+      scores = eval::score_requests(trained.model, reqs, scoring.score,
                                     [&](size_t done, size_t total) { bar.update(done, total); });
     } catch (const eval::RequestError& e) {
       bar.finish();

@@ -10,10 +10,9 @@
 #include "eval/request_lines.h"
 #include "eval/request_split.h"
 #include "eval/scorer.h"
-#include "model/from_checkpoint.h"
+#include "cli/scoring_options.h"
 #include "util/device.h"
 
-#include "cli/options.h"
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -124,17 +123,10 @@ int score(int argc, char** argv) {
     ("file", "JSON-lines input (default: stdin)", cxxopts::value<std::string>()->default_value("-"))
     ("rolling", "every line is {\"text\": str}, scored whole (perplexity)")
     ("tokens", "also print the token ids of each request as scored (context_ids/continuation_ids, or windows)")
-    ("b,batch-tokens", "tokens per forward pass (0: 16384 on a GPU, 4096 on the CPU)",
-     cxxopts::value<int64_t>()->default_value("0"))
     ("group", "lines read before answering (an empty line answers earlier)",
-     cxxopts::value<int64_t>()->default_value("4096"))
-    ("precision", "auto (bf16 autocast on CUDA, fp32 on the CPU), bf16 or fp32",
-     cxxopts::value<std::string>()->default_value("auto"))
-    ("vocab", "directory with encoder.json and vocab.bpe (default: $XSAGPT_GPT2_VOCAB, else data/gpt2/)",
-     cxxopts::value<std::string>())
-    ("device", "auto, cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("auto"))
-    ("threads", "CPU intra-op threads (0: LibTorch's default, one per physical core)", cxxopts::value<int>()->default_value("0"))
-    ("h,help", "show this help");
+     cxxopts::value<int64_t>()->default_value("4096"));
+  add_scoring_options(opts);
+  opts.add_options()("h,help", "show this help");
   opts.parse_positional({"checkpoint", "file"});
   opts.positional_help("CHECKPOINT [FILE]");
   auto args = opts.parse(argc, argv);
@@ -143,12 +135,7 @@ int score(int argc, char** argv) {
   if (!args.unmatched().empty()) throw ConfigError("unexpected argument '" + args.unmatched()[0] + "'");
   const int64_t group = args["group"].as<int64_t>();
   if (group < 1) throw ConfigError("--group: must be >= 1");
-  if (args["batch-tokens"].as<int64_t>() < 0) throw ConfigError("--batch-tokens: must be >= 0 (0: the default)");
-  const auto precision = args["precision"].as<std::string>();
-  if (precision != "auto" && precision != "bf16" && precision != "fp32")
-    throw ConfigError("--precision: expected auto, bf16 or fp32, got \"" + precision + "\"");
-  if (args["threads"].as<int>() < 0) throw ConfigError("--threads: must be >= 0 (0: the default)");
-  setup_cpu_threads(args["threads"].as<int>());
+  const auto scoring = read_scoring_options(args);
 
   const auto file = args["file"].as<std::string>();
   std::ifstream fin;
@@ -159,14 +146,9 @@ int score(int argc, char** argv) {
   std::istream& in = file == "-" ? std::cin : fin;
   const std::string name = file == "-" ? "<stdin>" : file;
 
-  auto tok = Gpt2Tokenizer::load(args.count("vocab") ? args["vocab"].as<std::string>() : "");
-  auto trained = load_trained_model(args["checkpoint"].as<std::string>(),
-                                    resolve_device(args["device"].as<std::string>(), "--device"));
-  if (trained.model->cfg.vocab_size < tok.vocab_size())
-    throw ConfigError(fmt::format("{}: model.vocab_size {} is smaller than GPT-2's {}, so the model was not trained "
-                                  "on GPT-2 tokens", trained.file.string(), trained.model->cfg.vocab_size,
-                                  tok.vocab_size()));
-  Session s{trained.model, tok, {args["batch-tokens"].as<int64_t>(), precision}, args.count("rolling") > 0,
+  auto tok = Gpt2Tokenizer::load(scoring.vocab);
+  auto trained = load_gpt2_model(args["checkpoint"].as<std::string>(), resolve_device(scoring.device, "--device"), tok);
+  Session s{trained.model, tok, scoring.score, args.count("rolling") > 0,
             args.count("tokens") > 0};
   spdlog::info("{} (step {}): scoring requests from {}", trained.file.string(), trained.step, name);
 

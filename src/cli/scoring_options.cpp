@@ -1,0 +1,47 @@
+#include "cli/scoring_options.h"
+
+#include "config/schema.h"
+#include "util/device.h"
+
+#include <fmt/format.h>
+
+namespace xsagpt::cli {
+
+void add_scoring_options(cxxopts::Options& opts) {
+  opts.add_options()
+    ("b,batch-tokens", "tokens per forward pass (0: 16384 on a GPU, 4096 on the CPU)",
+     cxxopts::value<int64_t>()->default_value("0"))
+    ("precision", "auto (bf16 autocast on CUDA, fp32 on the CPU), bf16 or fp32",
+     cxxopts::value<std::string>()->default_value("auto"))
+    ("vocab", "directory with encoder.json and vocab.bpe (default: $XSAGPT_GPT2_VOCAB, else data/gpt2/)",
+     cxxopts::value<std::string>())
+    ("device", "auto, cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("auto"))
+    ("threads", "CPU intra-op threads (0: LibTorch's default, one per physical core)",
+     cxxopts::value<int>()->default_value("0"));
+}
+
+ScoringArgs read_scoring_options(const cxxopts::ParseResult& args) {
+  ScoringArgs s;
+  s.score.batch_tokens = args["batch-tokens"].as<int64_t>();
+  if (s.score.batch_tokens < 0) throw ConfigError("--batch-tokens: must be >= 0 (0: the default)");
+  s.score.precision = args["precision"].as<std::string>();
+  if (s.score.precision != "auto" && s.score.precision != "bf16" && s.score.precision != "fp32")
+    throw ConfigError("--precision: expected auto, bf16 or fp32, got \"" + s.score.precision + "\"");
+  s.device = args["device"].as<std::string>();
+  check_device_spec(s.device, "--device");
+  if (args.count("vocab")) s.vocab = args["vocab"].as<std::string>();
+  if (args["threads"].as<int>() < 0) throw ConfigError("--threads: must be >= 0 (0: the default)");
+  setup_cpu_threads(args["threads"].as<int>());
+  return s;
+}
+
+TrainedModel load_gpt2_model(const std::string& checkpoint, torch::Device device, const Gpt2Tokenizer& tok) {
+  auto trained = load_trained_model(checkpoint, device);
+  if (trained.model->cfg.vocab_size < tok.vocab_size())
+    throw ConfigError(fmt::format("{}: model.vocab_size {} is smaller than GPT-2's {}, so the model was not trained "
+                                  "on GPT-2 tokens", trained.file.string(), trained.model->cfg.vocab_size,
+                                  tok.vocab_size()));
+  return trained;
+}
+
+}  // namespace xsagpt::cli
