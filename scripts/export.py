@@ -5,9 +5,10 @@
     .venv/bin/python scripts/export.py runs/X/checkpoints/step_00200000.pt --out share/xsa-1.4b --dtype bfloat16
 
 model.safetensors holds the parameters under their nanoGPT-style names
-(transformer.wte.weight, transformer.h.0.attn.c_attn.weight, ...). With a tied LM
-head (model.tie_embeddings, the default) lm_head.weight is the embedding matrix and
-is stored once, as transformer.wte.weight. No optimizer state, no RoPE tables (they
+(transformer.wte.weight, transformer.h.0.attn.c_attn.weight, ...) and the LM head
+as lm_head.weight; with a tied head (model.tie_embeddings true; the default is
+untied) lm_head.weight is the embedding matrix and is stored once, as
+transformer.wte.weight. No optimizer state, no RoPE tables (they
 follow from the config). config.json holds the model section of the run config
 under "model" (the architecture: sizes, "attention": "sa" or "xsa", ...) plus where
 the weights came from. Loading them back in PyTorch, with the architecture written
@@ -66,7 +67,7 @@ def export(ckpt_path: pathlib.Path, out: pathlib.Path, dtype: torch.dtype, force
             or not isinstance(ck["config"].get("model"), dict):
         sys.exit(f"{ckpt_path}: not an xsagpt checkpoint (expected 'model' weights and config.model)")
     model_cfg = ck["config"]["model"]
-    tied = model_cfg.get("tie_embeddings", True)
+    tied = model_cfg.get("tie_embeddings", False)
     tensors = {}
     for name, t in ck["model"].items():
         if name in DERIVED or (tied and name == "lm_head.weight"):

@@ -425,7 +425,7 @@ def test_export_round_trip(runs, reference, xsagpt, gpt2_vocab_dir, tmp_path, en
     config = json.loads((out / "config.json").read_text())
     ck = torch.load(newest_checkpoint(runs["xsa"]), weights_only=True)
     assert config["model"] == ck["config"]["model"] and config["step"] == ck["step"]
-    assert "lm_head.weight" not in state  # tied: stored once
+    assert not config["model"]["tie_embeddings"] and "lm_head.weight" in state  # the default, untied head
     for name, t in state.items():
         assert torch.equal(t, ck["model"][name]), name
     # Loaded back as README and the script's docstring say, it scores what xsagpt scores.
