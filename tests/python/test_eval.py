@@ -100,14 +100,17 @@ def lm_eval_split(enc, context, continuation):
     return SplitOnly(enc).loglikelihood([types.SimpleNamespace(args=(context, continuation))], disable_tqdm=True)[0]
 
 
-def train_run(tmp, xsagpt, enc, attention, n_sink=0):
+def train_run(tmp, xsagpt, enc, attention, n_sink=0, tie=True):
     text = (TASKS / "tiny_text.jsonl").read_text() + (TASKS / "tiny_mc.jsonl").read_text()
     toks = np.array(enc.encode(text * 8), dtype=np.int64)
     for name in ("train_000001.bin", "val_000000.bin"):
         write_shard(tmp / name, toks)
     cfg = {
         "model": {"base": "tiny", "vocab_size": 50304, "block_size": BLOCK, "n_layer": 2, "d_model": 32,
-                  "n_head": 2, "head_dim": 16, "attention": attention, "n_sink": n_sink},
+                  "n_head": 2, "head_dim": 16, "attention": attention, "n_sink": n_sink,
+                  # Tied: an untied zero-initialised head gives every token unseen in
+                  # training the same logit, and endings made of them exactly tied scores.
+                  "tie_embeddings": tie},
         "data": {"train": str(tmp / "train_*.bin"), "val": str(tmp / "val_*.bin")},
         "train": {"max_steps": 12, "warmup_steps": 0, "lr": 1e-2, "seq_len": BLOCK, "micro_batch": 4,
                   "eval_interval": 0, "eval_tokens": 128, "threads": 1, "seed": 7},
@@ -418,6 +421,15 @@ def test_bridge_from_python(runs, xsagpt, gpt2_vocab_dir, build_dir, monkeypatch
 
 def test_export_round_trip(runs, reference, xsagpt, gpt2_vocab_dir, tmp_path, enc):
     safetensors = pytest.importorskip("safetensors.torch")
+    # An untied head (the default) is exported as lm_head.weight of its own.
+    (tmp_path / "untied").mkdir()
+    untied = train_run(tmp_path / "untied", xsagpt, enc, "xsa", tie=False)
+    subprocess.run([sys.executable, ROOT / "scripts" / "export.py", untied, "--out", tmp_path / "untied_export"],
+                   check=True, capture_output=True)
+    ck = torch.load(newest_checkpoint(untied), weights_only=True)
+    state = safetensors.load_file(tmp_path / "untied_export" / "model.safetensors")
+    assert state.keys() == ck["model"].keys() - {"rope_cos", "rope_sin"}
+    assert not torch.equal(state["lm_head.weight"], state["transformer.wte.weight"])
     out = tmp_path / "export"
     cmd = [sys.executable, ROOT / "scripts" / "export.py", runs["xsa"], "--out", out]
     subprocess.run(cmd, check=True, capture_output=True)
@@ -425,7 +437,7 @@ def test_export_round_trip(runs, reference, xsagpt, gpt2_vocab_dir, tmp_path, en
     config = json.loads((out / "config.json").read_text())
     ck = torch.load(newest_checkpoint(runs["xsa"]), weights_only=True)
     assert config["model"] == ck["config"]["model"] and config["step"] == ck["step"]
-    assert not config["model"]["tie_embeddings"] and "lm_head.weight" in state  # the default, untied head
+    assert config["model"]["tie_embeddings"] and "lm_head.weight" not in state  # tied: stored once
     for name, t in state.items():
         assert torch.equal(t, ck["model"][name]), name
     # Loaded back as README and the script's docstring say, it scores what xsagpt scores.

@@ -54,8 +54,7 @@ def test_sharded_run_equals_unsharded_bit_for_bit(runs):
     assert_same_run(runs["two"], runs["sharded"])
     # The checkpoint holds every parameter's full state, assembled on rank 0.
     c = ckpt(runs["sharded"], 6)
-    unique = {k for k in c["model"] if k != "lm_head.weight"}  # tied to transformer.wte.weight
-    assert c["optimizer"]["exp_avg"].keys() == unique
+    assert c["optimizer"]["exp_avg"].keys() == c["model"].keys()  # the default head is untied: its own parameter
     assert all(t.item() == 6 for t in c["optimizer"]["step"].values())
     assert "parameters: identical on all 2 ranks" in runs["logs"]["sharded"]
 
@@ -75,7 +74,7 @@ def to_bytes(text):
 
 
 def test_log_shows_the_state_each_rank_holds(runs):
-    n_params = sum(t.numel() for k, t in ckpt(runs["two"], 6)["model"].items() if k != "lm_head.weight")
+    n_params = sum(t.numel() for t in ckpt(runs["two"], 6)["model"].values())  # untied head: all are parameters
     full = 8 * n_params  # exp_avg and exp_avg_sq in float32
     m = re.search(r"AdamW state sharded over 2 ranks \(ZeRO-1\): (\S+ \S+), (\S+ \S+) on ranks 0\.\.1, "
                   r"instead of (\S+ \S+) on each", runs["logs"]["sharded"])
