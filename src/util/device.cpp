@@ -19,18 +19,19 @@ namespace {
 
 // OpenMP wait policy. LibTorch's CPU kernels run on GNU OpenMP (the torch wheel's
 // libgomp), whose threads, when they reach the end of a parallel region first,
-// spin for GOMP_SPINCOUNT iterations (300,000 by default, about 3 ms) before they
-// sleep. With another job on the cores, the thread still working is descheduled
-// while its peer burns the core the two of them need, and every one of the
-// thousands of small parallel regions in a training step pays a scheduler slice.
-// A short spin keeps the unloaded speed (the next region usually starts within
-// it) and lets waiting threads give their core away under load; docs/benchmarks.md
-// has the figures. libgomp reads its settings once, in a constructor that runs
-// when the dynamic loader maps it (as a dependency of libtorch_cpu, before any of
-// our code), so a setenv in main() comes too late: the process executes itself
-// again with the variable set. A user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT is
-// left alone, and so are the commands that do no CPU tensor work.
-constexpr const char* kDefaultSpinCount = "10000";
+// spin before they sleep (GOMP_SPINCOUNT, 300,000 iterations by default). With
+// another job on the cores, the thread still working is descheduled while its
+// peer burns the core the two of them need, and each of the thousands of small
+// parallel regions in a step pays for it: two such runs side by side on 2 cores
+// ran 3x slower than with one thread each. A shorter spin (10,000) did not help;
+// sleeping at once (OMP_WAIT_POLICY=passive) did, at little cost on an idle
+// machine (docs/benchmarks.md, scripts/bench_threads.sh). libgomp reads its
+// settings once, in a constructor that runs when the dynamic loader maps it (as a
+// dependency of libtorch_cpu, before any of our code), so a setenv in main() comes
+// too late: the process executes itself again with the variable set. A user's own
+// OMP_WAIT_POLICY or GOMP_SPINCOUNT is left alone, and so are the commands that do
+// no CPU tensor work.
+constexpr const char* kWaitPolicy = "passive";
 constexpr const char* kMarker = "XSAGPT_OPENMP_DEFAULTS";  // set with the default: a user's value is told apart
 
 std::string cpu_model_name() {
@@ -90,10 +91,10 @@ std::optional<double> device_memory(const torch::Device& device) {
 
 void apply_openmp_defaults(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return;
-  if (setenv("GOMP_SPINCOUNT", kDefaultSpinCount, 1) != 0 || setenv(kMarker, "1", 1) != 0) return;
+  if (setenv("OMP_WAIT_POLICY", kWaitPolicy, 1) != 0 || setenv(kMarker, "1", 1) != 0) return;
   execv("/proc/self/exe", argv);
   // Only reached if the exec failed (no /proc): run on with OpenMP's own defaults.
-  unsetenv("GOMP_SPINCOUNT");
+  unsetenv("OMP_WAIT_POLICY");
   unsetenv(kMarker);
 }
 
@@ -105,8 +106,8 @@ int setup_cpu_threads(int64_t requested) {
 std::string cpu_threads_description() {
   std::string wait;
   const char* marker = std::getenv(kMarker);
-  if (marker && std::string(marker) == "1" && std::getenv("GOMP_SPINCOUNT"))
-    wait = fmt::format("GOMP_SPINCOUNT={} (xsagpt's default)", std::getenv("GOMP_SPINCOUNT"));
+  if (marker && std::string(marker) == "1" && std::getenv("OMP_WAIT_POLICY"))
+    wait = fmt::format("OMP_WAIT_POLICY={} (xsagpt's default)", std::getenv("OMP_WAIT_POLICY"));
   else if (const char* p = std::getenv("OMP_WAIT_POLICY"))
     wait = fmt::format("OMP_WAIT_POLICY={}", p);
   else if (const char* s = std::getenv("GOMP_SPINCOUNT"))

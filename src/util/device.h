@@ -34,11 +34,11 @@ std::string device_name(const torch::Device& device);
 std::optional<double> device_memory(const torch::Device& device);
 
 // First thing in main() for the commands that compute on the CPU: unless the
-// user set OMP_WAIT_POLICY or GOMP_SPINCOUNT, idle OpenMP threads spin briefly and
-// then sleep (GOMP_SPINCOUNT=10000) instead of spinning for ~3 ms, which made two
-// threads 40x slower than one on a 2-core machine shared with another job. OpenMP
-// reads this before main() runs, so the process executes itself again with the
-// variable set (same PID and arguments); it returns when nothing is to be done.
+// user set OMP_WAIT_POLICY or GOMP_SPINCOUNT, idle OpenMP threads sleep at once
+// (OMP_WAIT_POLICY=passive) instead of spinning for ~3 ms, which made two runs
+// sharing 2 cores 3x slower than one thread each. OpenMP reads this before main()
+// runs, so the process executes itself again with the variable set (same PID and
+// arguments); it returns when nothing is to be done.
 void apply_openmp_defaults(char** argv);
 
 // LibTorch's intra-op CPU threads: `requested` > 0 sets that many; 0 keeps the
@@ -46,7 +46,7 @@ void apply_openmp_defaults(char** argv);
 int setup_cpu_threads(int64_t requested);
 
 // One line for logs and benchmark records: threads in use, hardware threads and
-// the OpenMP wait settings, e.g. "2 torch threads of 2 hardware threads, GOMP_SPINCOUNT=10000 (xsagpt's default)".
+// the OpenMP wait settings, e.g. "2 torch threads of 2 hardware threads, OMP_WAIT_POLICY=passive (xsagpt's default)".
 std::string cpu_threads_description();
 
 }  // namespace xsagpt

@@ -11,7 +11,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 # once instead of executing themselves again to apply it (util/device.h); the default
 # itself is tested with a clean environment in test_train.py.
 if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
-    os.environ["GOMP_SPINCOUNT"] = "10000"
+    os.environ["OMP_WAIT_POLICY"] = "passive"
 
 
 @pytest.fixture(scope="session")
