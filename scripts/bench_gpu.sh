@@ -64,7 +64,7 @@ stage_block() {
   $BIN bench --no-step --json "$RES/block.json" 2>"$RES/block.err" | tee "$RES/block.txt"
 }
 
-STEP_VARIANTS=sa@aten,sa,sa@fused,xsa@aten,xsa,xsa@fused
+STEP_VARIANTS=sa@aten,sa,sa@fused,xsa@aten,xsa,xsa@xsa_wide,xsa@fused
 
 stage_step() {
   log "training step, gpt2-124m"
@@ -78,7 +78,7 @@ stage_step() {
 stage_kernels() {
   log "each fused kernel alone, gpt2-124m 16x1024"
   $BIN bench --no-block --step-config gpt2-124m --step-batch 16 --step-seq-len 1024 --iters 20 \
-    --variants sa@aten,sa@weights,sa@norm,sa@rope,sa@loss,sa@weights+norm,sa@fused,xsa@aten,xsa@xsa,xsa@fused \
+    --variants sa@aten,sa@weights,sa@norm,sa@rope,sa@loss,sa@weights+norm,sa@fused,xsa@aten,xsa@xsa,xsa@xsa_wide,xsa@fused \
     --json "$RES/kernels-124m.json" 2>"$RES/kernels-124m.err" | tee "$RES/kernels-124m.txt"
   log "chunked loss must cost nothing: gpt2-124m 16x1024, loss chunk 4096"
   $BIN bench --no-block --step-config gpt2-124m --step-batch 16 --step-seq-len 1024 --iters 20 --step-loss-chunk 4096 \

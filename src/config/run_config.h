@@ -87,7 +87,8 @@ struct TrainConfig {
       "fused implementations in place of ATen ops (src/kernels/): \"auto\" (those validated on a GPU: xsa on "
       "CUDA, none on CPU), \"aten\" (none), \"fused\" (all) or a comma-separated list of weights (bf16 weight "
       "copies made once per optimizer step, no autocast), norm (residual add + LayerNorm), rope (qkv split + RoPE), "
-      "xsa (XSA step), loss (LM-head cross-entropy with its gradient in forward). CUDA kernels on CUDA, the same "
+      "xsa (XSA step), xsa_wide (the XSA kernels with 16-byte vector accesses), loss (LM-head cross-entropy with its "
+      "gradient in forward). CUDA kernels on CUDA, the same "
       "arithmetic in ATen elsewhere");
     v("shard_optimizer", s.shard_optimizer,
       "with several ranks, each keeps AdamW state for (and updates) only its share of the parameters "

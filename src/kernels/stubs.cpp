@@ -16,10 +16,12 @@ namespace {
 [[noreturn]] void not_built() { TORCH_CHECK(false, "xsagpt was built without its CUDA kernels"); }
 }  // namespace
 
-torch::Tensor xsa_forward_cuda(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, double) { not_built(); }
+torch::Tensor xsa_forward_cuda(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, double, bool) {
+  not_built();
+}
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> xsa_backward_cuda(const torch::Tensor&, const torch::Tensor&,
                                                                           const torch::Tensor&, const torch::Tensor&,
-                                                                          double) {
+                                                                          double, bool) {
   not_built();
 }
 void rope_qkv_forward_cuda(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, torch::Tensor&,

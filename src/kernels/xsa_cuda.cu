@@ -5,11 +5,13 @@
 // output), v (a strided view into the fused qkv projection) and the gradient are
 // read in place. A row (b, h, t) belongs to a group of LANES lanes of one warp
 // (32 / LANES rows per warp); lane l of the group handles elements l*VEC.. in steps
-// of LANES*VEC, so a group's loads cover consecutive addresses. Where every row
-// start is 16-byte aligned (the usual case), VEC elements move as one 16-byte access
+// of LANES*VEC, so a group's loads cover consecutive addresses. With `wide`
+// (train.kernels "xsa_wide", not yet run on a GPU) and every row start 16-byte
+// aligned (the usual case), VEC elements move as one 16-byte access
 // and LANES is the smallest power of two covering the row (8 lanes for bf16 D = 64),
-// which keeps the kernels at memory bandwidth for the paper's head sizes; otherwise
-// VEC = 1 and LANES = 32 (one warp per row, element by element). The row is read
+// which should keep the kernels at memory bandwidth for the paper's head sizes;
+// otherwise VEC = 1 and LANES = 32 (one warp per row, element by element: the form
+// the H100 validated, and the default "xsa"). The row is read
 // twice (once for the dot products, once for the outputs); the second read hits L1.
 #include "kernels/common.cuh"
 #include "kernels/xsa_cuda.h"
@@ -169,14 +171,14 @@ dim3 grid_for(const Rows& r) {
   return dim3(static_cast<unsigned>((r.n + kRowsPerBlock - 1) / kRowsPerBlock));
 }
 
-// Calls f(VEC, LANES) as integral constants: 16-byte accesses and the fewest lanes
-// that cover a row when every tensor's rows start 16-byte aligned, else one
-// element at a time over a whole warp.
+// Calls f(VEC, LANES) as integral constants: with `wide`, 16-byte accesses and the
+// fewest lanes that cover a row when every tensor's rows start 16-byte aligned;
+// otherwise one element at a time over a whole warp.
 template <typename T, typename F>
-void with_layout(int D, std::initializer_list<const torch::Tensor*> tensors, F&& f) {
+void with_layout(bool wide, int D, std::initializer_list<const torch::Tensor*> tensors, F&& f) {
   constexpr int kVec = 16 / sizeof(T) < 1 ? 1 : 16 / sizeof(T);
   using std::integral_constant;
-  bool wide = D % kVec == 0;
+  wide = wide && D % kVec == 0;
   for (const auto* t : tensors)
     wide = wide && cuda::aligned_for<T, kVec>({t->const_data_ptr()}) && t->stride(0) % kVec == 0 &&
            t->stride(1) % kVec == 0 && t->stride(2) % kVec == 0;
@@ -191,7 +193,7 @@ void with_layout(int D, std::initializer_list<const torch::Tensor*> tensors, F&&
 }  // namespace
 
 torch::Tensor xsa_forward_cuda(const torch::Tensor& y_in, const torch::Tensor& v_in, const torch::Tensor& gate,
-                               double eps) {
+                               double eps, bool wide) {
   check_inputs(y_in, v_in, gate);
   const c10::cuda::CUDAGuard guard(y_in.device());
   const auto y = rows_contiguous(y_in), v = rows_contiguous(v_in);
@@ -201,7 +203,7 @@ torch::Tensor xsa_forward_cuda(const torch::Tensor& y_in, const torch::Tensor& v
   auto stream = at::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, y.scalar_type(), "xsa_forward_cuda", [&] {
     using Acc = at::opmath_type<scalar_t>;
-    with_layout<scalar_t>(r.D, {&y, &v, &z}, [&](auto vec, auto lanes) {
+    with_layout<scalar_t>(wide, r.D, {&y, &v, &z}, [&](auto vec, auto lanes) {
       constexpr int VEC = decltype(vec)::value, LANES = decltype(lanes)::value;
       xsa_forward_kernel<scalar_t, Acc, VEC, LANES><<<grid_for<LANES>(r), kWarp * kWarpsPerBlock, 0, stream>>>(
           y.const_data_ptr<scalar_t>(), v.const_data_ptr<scalar_t>(), z.mutable_data_ptr<scalar_t>(),
@@ -216,7 +218,8 @@ torch::Tensor xsa_forward_cuda(const torch::Tensor& y_in, const torch::Tensor& v
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> xsa_backward_cuda(const torch::Tensor& y_in,
                                                                           const torch::Tensor& v_in,
                                                                           const torch::Tensor& g_in,
-                                                                          const torch::Tensor& gate, double eps) {
+                                                                          const torch::Tensor& gate, double eps,
+                                                                          bool wide) {
   check_inputs(y_in, v_in, gate);
   TORCH_CHECK(g_in.sizes() == y_in.sizes() && g_in.device() == y_in.device(), "XSA kernel: grad_z must match y");
   const c10::cuda::CUDAGuard guard(y_in.device());
@@ -230,7 +233,7 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> xsa_backward_cuda(const 
   auto stream = at::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, y.scalar_type(), "xsa_backward_cuda", [&] {
     using Acc = at::opmath_type<scalar_t>;
-    with_layout<scalar_t>(r.D, {&y, &v, &g, &dy, &dv}, [&](auto vec, auto lanes) {
+    with_layout<scalar_t>(wide, r.D, {&y, &v, &g, &dy, &dv}, [&](auto vec, auto lanes) {
       constexpr int VEC = decltype(vec)::value, LANES = decltype(lanes)::value;
       xsa_backward_kernel<scalar_t, Acc, VEC, LANES><<<grid_for<LANES>(r), kWarp * kWarpsPerBlock, 0, stream>>>(
           y.const_data_ptr<scalar_t>(), v.const_data_ptr<scalar_t>(), g.const_data_ptr<scalar_t>(),

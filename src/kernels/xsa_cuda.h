@@ -23,13 +23,17 @@
 namespace xsagpt {
 
 // y, v: (B, H, T, D) CUDA tensors of one floating dtype, last dim contiguous;
-// gate: undefined or float32 with H elements (one per head).
-torch::Tensor xsa_forward_cuda(const torch::Tensor& y, const torch::Tensor& v, const torch::Tensor& gate, double eps);
+// gate: undefined or float32 with H elements (one per head). `wide`: 16-byte vector
+// accesses where every row is aligned for them (train.kernels "xsa_wide"); else one
+// element at a time over a warp per row, the form validated on an H100.
+torch::Tensor xsa_forward_cuda(const torch::Tensor& y, const torch::Tensor& v, const torch::Tensor& gate, double eps,
+                               bool wide = false);
 
 // Returns dy, dv and, with a gate, the per-row gate terms (B, H, T) in float32.
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> xsa_backward_cuda(const torch::Tensor& y,
                                                                           const torch::Tensor& v,
                                                                           const torch::Tensor& grad_z,
-                                                                          const torch::Tensor& gate, double eps);
+                                                                          const torch::Tensor& gate, double eps,
+                                                                          bool wide = false);
 
 }  // namespace xsagpt

@@ -31,7 +31,7 @@ Kernels parse_kernels(const std::string& spec, bool cuda, const std::string& key
     if (cuda) k.xsa = XsaImpl::fused;
     return k;
   }
-  if (spec == "fused") return Kernels{true, true, true, true, XsaImpl::fused};
+  if (spec == "fused") return Kernels{true, true, true, true, XsaImpl::fused_wide};
   std::stringstream ss(spec);
   std::string name;
   bool any = false;
@@ -40,19 +40,20 @@ Kernels parse_kernels(const std::string& spec, bool cuda, const std::string& key
     if (name == "weights") k.weights = true;
     else if (name == "norm") k.norm = true;
     else if (name == "rope") k.rope = true;
-    else if (name == "xsa") k.xsa = XsaImpl::fused;
+    else if (name == "xsa") k.xsa = k.xsa == XsaImpl::fused_wide ? k.xsa : XsaImpl::fused;
+    else if (name == "xsa_wide") k.xsa = XsaImpl::fused_wide;  // XSA's kernels, vectorised
     else if (name == "loss") k.loss = true;
     else
       throw ConfigError(key + ": unknown kernel \"" + name +
                         "\" (expected \"auto\", \"aten\", \"fused\" or a comma-separated list of weights, norm, "
-                        "rope, xsa, loss), got \"" + spec + "\"");
+                        "rope, xsa, xsa_wide, loss), got \"" + spec + "\"");
   }
   if (!any) throw ConfigError(key + ": expected \"auto\", \"aten\", \"fused\" or a list of kernels, got \"\"");
   return k;
 }
 
 std::string describe(const Kernels& k) {
-  const bool on[] = {k.weights, k.norm, k.rope, k.xsa == XsaImpl::fused, k.loss};
+  const bool on[] = {k.weights, k.norm, k.rope, k.xsa == XsaImpl::fused, k.xsa == XsaImpl::fused_wide, k.loss};
   std::string out;
   for (size_t i = 0; i < std::size(kKernelNames); ++i)
     if (on[i]) out += (out.empty() ? "" : ",") + std::string(kKernelNames[i]);

@@ -15,8 +15,10 @@ namespace xsagpt {
 enum class Recompute { none, mlp, block };
 
 // XSA's step (model/xsa.h): the custom autograd function on ATen ops, the same
-// function as two CUDA kernels, or composed of ordinary ops (bench's "before").
-enum class XsaImpl { ops, fused, composed };
+// function as two CUDA kernels (element by element over a warp per row: the form
+// validated on an H100), the same kernels with 16-byte vector accesses (not yet
+// run on a GPU), or composed of ordinary ops (bench's "before").
+enum class XsaImpl { ops, fused, fused_wide, composed };
 
 // The fused implementations that replace ATen ops (src/kernels/), by train.kernels
 // name. Each is a custom autograd function with a CUDA kernel and an ATen twin of
@@ -26,13 +28,13 @@ struct Kernels {
   bool norm = false;     // each residual add fused into the LayerNorm that follows it (kernels/add_norm.h)
   bool rope = false;     // q, k, v split into heads and RoPE in one pass (kernels/rope_qkv.h)
   bool loss = false;     // LM-head cross-entropy with its gradient made in the forward pass (kernels/lm_head_loss.h)
-  XsaImpl xsa = XsaImpl::ops;  // "xsa": XsaImpl::fused (kernels/xsa_cuda.h)
+  XsaImpl xsa = XsaImpl::ops;  // "xsa": XsaImpl::fused, "xsa_wide": XsaImpl::fused_wide (kernels/xsa_cuda.h)
 
   bool operator==(const Kernels&) const = default;
 };
 
 // The names train.kernels takes, in the order describe() lists them.
-inline constexpr const char* kKernelNames[] = {"weights", "norm", "rope", "xsa", "loss"};
+inline constexpr const char* kKernelNames[] = {"weights", "norm", "rope", "xsa", "xsa_wide", "loss"};
 
 // train.activation_checkpointing: "none", "mlp" or "block"; ConfigError naming `key` otherwise.
 Recompute parse_recompute(const std::string& mode, const std::string& key = "train.activation_checkpointing");

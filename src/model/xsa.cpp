@@ -26,25 +26,26 @@ torch::Tensor rowdot(const torch::Tensor& x, const torch::Tensor& w) { return (x
 //     dL/dy = g - gate q v,     dL/dv = gate (2 p q v - q y - p g)   (no 2pq term below eps)
 // so neither pass materialises v^, and every full-size tensor it writes is a result.
 //
-// With `fused`, CUDA inputs go through the kernels of xsa_cuda.h instead (the same
-// formulas, one pass each way); they take the gate as one float32 per head.
+// With a kernel (1: element by element, 2: 16-byte vectors), CUDA inputs go through
+// the kernels of xsa_cuda.h instead (the same formulas, one pass each way); they
+// take the gate as one float32 per head.
 torch::Tensor gate_per_head(const torch::Tensor& gate, int64_t n_head) {
   return gate.defined() && gate.numel() == n_head ? gate.reshape({-1}).to(torch::kFloat32).contiguous() : gate;
 }
 
-bool use_kernels(bool fused, const torch::Tensor& y, const torch::Tensor& v, const torch::Tensor& gate) {
-  return fused && use_cuda_kernel(y) && y.dim() == 4 && y.scalar_type() == v.scalar_type() &&
+bool use_kernels(int64_t kernel, const torch::Tensor& y, const torch::Tensor& v, const torch::Tensor& gate) {
+  return kernel > 0 && use_cuda_kernel(y) && y.dim() == 4 && y.scalar_type() == v.scalar_type() &&
          y.device() == v.device() && (!gate.defined() || gate.numel() == y.size(1));
 }
 
 struct ExcludeSelfValue : torch::autograd::Function<ExcludeSelfValue> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& y, const torch::Tensor& v,
-                               const std::optional<torch::Tensor>& gate, double eps, bool fused) {
+                               const std::optional<torch::Tensor>& gate, double eps, int64_t kernel) {
     ctx->save_for_backward({y, v, gate.value_or(torch::Tensor())});
     ctx->saved_data["eps"] = eps;
-    ctx->saved_data["fused"] = fused;
-    if (use_kernels(fused, y, v, gate.value_or(torch::Tensor())))
-      return xsa_forward_cuda(y, v, gate_per_head(gate.value_or(torch::Tensor()), y.size(1)), eps);
+    ctx->saved_data["kernel"] = kernel;
+    if (use_kernels(kernel, y, v, gate.value_or(torch::Tensor())))
+      return xsa_forward_cuda(y, v, gate_per_head(gate.value_or(torch::Tensor()), y.size(1)), eps, kernel == 2);
     const auto ct = compute_type(y);
     auto yf = y.to(ct), vf = v.to(ct);
     auto p = rowdot(yf, vf) / rowdot(vf, vf).clamp_min(eps * eps);
@@ -56,8 +57,9 @@ struct ExcludeSelfValue : torch::autograd::Function<ExcludeSelfValue> {
     const auto saved = ctx->get_saved_variables();
     const auto &y = saved[0], &v = saved[1], &gate = saved[2];
     const double eps = ctx->saved_data["eps"].toDouble();
-    if (use_kernels(ctx->saved_data["fused"].toBool(), y, v, gate)) {
-      auto [dy, dv, dgate_rows] = xsa_backward_cuda(y, v, grad_out[0], gate_per_head(gate, y.size(1)), eps);
+    const int64_t kernel = ctx->saved_data["kernel"].toInt();
+    if (use_kernels(kernel, y, v, gate)) {
+      auto [dy, dv, dgate_rows] = xsa_backward_cuda(y, v, grad_out[0], gate_per_head(gate, y.size(1)), eps, kernel == 2);
       torch::Tensor dgate;
       if (gate.defined()) dgate = at::sum_to(dgate_rows.unsqueeze(-1), gate.sizes()).to(gate.scalar_type());
       return {dy, dv, dgate, torch::Tensor(), torch::Tensor()};
@@ -82,23 +84,23 @@ struct ExcludeSelfValue : torch::autograd::Function<ExcludeSelfValue> {
 };
 
 torch::Tensor apply_exclude_self_value(const torch::Tensor& y, const torch::Tensor& v, double eps,
-                                       const torch::Tensor& gate, bool fused) {
+                                       const torch::Tensor& gate, int64_t kernel) {
   check_shapes(y, v);
   std::optional<torch::Tensor> g;
   if (gate.defined()) g = gate;
-  return ExcludeSelfValue::apply(y, v, g, eps, fused);
+  return ExcludeSelfValue::apply(y, v, g, eps, kernel);
 }
 
 }  // namespace
 
 torch::Tensor exclude_self_value(const torch::Tensor& y, const torch::Tensor& v, double eps,
                                  const torch::Tensor& gate) {
-  return apply_exclude_self_value(y, v, eps, gate, /*fused=*/false);
+  return apply_exclude_self_value(y, v, eps, gate, /*kernel=*/0);
 }
 
 torch::Tensor exclude_self_value_fused(const torch::Tensor& y, const torch::Tensor& v, double eps,
-                                       const torch::Tensor& gate) {
-  return apply_exclude_self_value(y, v, eps, gate, /*fused=*/true);
+                                       const torch::Tensor& gate, bool wide) {
+  return apply_exclude_self_value(y, v, eps, gate, /*kernel=*/wide ? 2 : 1);
 }
 
 torch::Tensor exclude_self_value_autograd(const torch::Tensor& y, const torch::Tensor& v, double eps,

@@ -37,9 +37,10 @@ torch::Tensor exclude_self_value(const torch::Tensor& y, const torch::Tensor& v,
 
 // The same function whose forward and backward run as two fused CUDA kernels
 // (kernels/xsa_cuda.h) when y is on a CUDA device and the build has them; elsewhere
-// exactly exclude_self_value. Selected by train.kernels "xsa" (the default on CUDA).
+// exactly exclude_self_value. Selected by train.kernels "xsa" (the default on CUDA);
+// `wide` (train.kernels "xsa_wide") lets the kernels move 16-byte vectors.
 torch::Tensor exclude_self_value_fused(const torch::Tensor& y, const torch::Tensor& v, double eps,
-                                       const torch::Tensor& gate = {});
+                                       const torch::Tensor& gate = {}, bool wide = false);
 
 // The same map written with ordinary differentiable ops: the reference the custom
 // backward is tested against, and the "before" that `xsagpt bench` measures.

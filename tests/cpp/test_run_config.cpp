@@ -123,3 +123,27 @@ TEST(RunConfig, ADirectoryIsNotAConfigFile) {
     EXPECT_THAT(e.what(), HasSubstr(dir.string() + ": is a directory, expected a JSON file"));
   }
 }
+
+// train.kernels: "auto" is the kernels a GPU has validated (XSA's element-by-element
+// kernels on CUDA, nothing elsewhere); "fused" is every kernel, the vectorised XSA
+// kernels included; a list names them; describe() gives back what parse_kernels reads.
+TEST(RunConfig, KernelNamesParseAndRoundTrip) {
+  EXPECT_EQ(parse_kernels("auto", /*cuda=*/false), Kernels{});
+  Kernels xsa_only;
+  xsa_only.xsa = XsaImpl::fused;
+  EXPECT_EQ(parse_kernels("auto", /*cuda=*/true), xsa_only);
+  EXPECT_EQ(parse_kernels("aten", true), Kernels{});
+  EXPECT_EQ(parse_kernels("fused", false), (Kernels{true, true, true, true, XsaImpl::fused_wide}));
+  EXPECT_EQ(parse_kernels("xsa,xsa_wide", false).xsa, XsaImpl::fused_wide);
+  EXPECT_EQ(parse_kernels("xsa_wide,xsa", false).xsa, XsaImpl::fused_wide);
+  EXPECT_EQ(describe(Kernels{}), "aten");
+  for (const char* spec : {"weights", "norm", "rope", "xsa", "xsa_wide", "loss", "weights,norm,rope,xsa_wide,loss",
+                           "norm,xsa"})
+    EXPECT_EQ(describe(parse_kernels(spec, true)), spec);
+  try {
+    parse_kernels("xsa,wide", true);
+    ADD_FAILURE() << "an unknown kernel name was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("train.kernels: unknown kernel \"wide\""));
+  }
+}

@@ -54,79 +54,86 @@ torch::Tensor reference_z(const torch::Tensor& y, const torch::Tensor& v, const 
 TEST(XsaCuda, ForwardMatchesFloat64FormulaInEveryLayout) {
   if (skip()) GTEST_SKIP() << "no CUDA device or no CUDA kernels in this build";
   torch::manual_seed(0);
-  for (auto dtype : {torch::kFloat32, torch::kBFloat16})
-    for (int64_t D : {64, 80, 128, 256})
-      for (int variant = 0; variant < 3; ++variant) {  // plain, gated, misaligned
-        const bool gated = variant == 1, misaligned = variant == 2;
-        SCOPED_TRACE(fmt::format("dtype {}, D {}, gated {}, misaligned {}", c10::toString(dtype), D, gated, misaligned));
-        auto [y, v] = model_layout(2, 3, 37, D, dtype, misaligned);
-        torch::Tensor gate;
-        if (gated) gate = torch::tanh(torch::randn({3}, torch::kCUDA)).view({3, 1, 1});
-        auto z = exclude_self_value_fused(y, v, 1e-6, gate);
-        EXPECT_EQ(z.scalar_type(), dtype);
-        EXPECT_TRUE(z.isfinite().all().item<bool>());
-        EXPECT_LT(rel_err(z, reference_z(y, v, gate, 1e-6)), dtype == torch::kFloat32 ? 1e-6 : 1e-2);
-        // z is laid out like y: back to (B, T, H*D) without a copy.
-        if (!misaligned) EXPECT_TRUE(z.transpose(1, 2).is_contiguous());
-      }
+  for (bool wide : {false, true})  // "xsa" (element by element) and "xsa_wide" (16-byte vectors)
+    for (auto dtype : {torch::kFloat32, torch::kBFloat16})
+      for (int64_t D : {64, 80, 128, 256})
+        for (int variant = 0; variant < 3; ++variant) {  // plain, gated, misaligned
+          const bool gated = variant == 1, misaligned = variant == 2;
+          SCOPED_TRACE(fmt::format("wide {}, dtype {}, D {}, gated {}, misaligned {}", wide, c10::toString(dtype), D,
+                                   gated, misaligned));
+          auto [y, v] = model_layout(2, 3, 37, D, dtype, misaligned);
+          torch::Tensor gate;
+          if (gated) gate = torch::tanh(torch::randn({3}, torch::kCUDA)).view({3, 1, 1});
+          auto z = exclude_self_value_fused(y, v, 1e-6, gate, wide);
+          EXPECT_EQ(z.scalar_type(), dtype);
+          EXPECT_TRUE(z.isfinite().all().item<bool>());
+          EXPECT_LT(rel_err(z, reference_z(y, v, gate, 1e-6)), dtype == torch::kFloat32 ? 1e-6 : 1e-2);
+          // z is laid out like y: back to (B, T, H*D) without a copy.
+          if (!misaligned) EXPECT_TRUE(z.transpose(1, 2).is_contiguous());
+        }
 }
 
 TEST(XsaCuda, BackwardMatchesFloat64Autograd) {
   if (skip()) GTEST_SKIP() << "no CUDA device or no CUDA kernels in this build";
   torch::manual_seed(1);
-  for (auto dtype : {torch::kFloat32, torch::kBFloat16})
-    for (int64_t D : {64, 80, 256})
-      for (int variant = 0; variant < 3; ++variant) {  // plain, gated, misaligned
-        const bool gated = variant == 1, misaligned = variant == 2;
-        SCOPED_TRACE(fmt::format("dtype {}, D {}, gated {}, misaligned {}", c10::toString(dtype), D, gated, misaligned));
-        auto [y0, v0] = model_layout(2, 3, 29, D, dtype, misaligned);
-        auto y = y0.detach().requires_grad_(true), v = v0.detach().requires_grad_(true);
-        torch::Tensor gate;
-        if (gated) gate = (0.5 * torch::randn({3, 1, 1}, torch::kCUDA)).requires_grad_(true);
-        auto g = torch::randn(y.sizes(), y.options());
-        exclude_self_value_fused(y, v, 1e-6, gated ? torch::tanh(gate) : torch::Tensor()).backward(g);
+  for (bool wide : {false, true})
+    for (auto dtype : {torch::kFloat32, torch::kBFloat16})
+      for (int64_t D : {64, 80, 256})
+        for (int variant = 0; variant < 3; ++variant) {  // plain, gated, misaligned
+          const bool gated = variant == 1, misaligned = variant == 2;
+          SCOPED_TRACE(fmt::format("wide {}, dtype {}, D {}, gated {}, misaligned {}", wide, c10::toString(dtype), D,
+                                   gated, misaligned));
+          auto [y0, v0] = model_layout(2, 3, 29, D, dtype, misaligned);
+          auto y = y0.detach().requires_grad_(true), v = v0.detach().requires_grad_(true);
+          torch::Tensor gate;
+          if (gated) gate = (0.5 * torch::randn({3, 1, 1}, torch::kCUDA)).requires_grad_(true);
+          auto g = torch::randn(y.sizes(), y.options());
+          exclude_self_value_fused(y, v, 1e-6, gated ? torch::tanh(gate) : torch::Tensor(), wide).backward(g);
 
-        auto y64 = y0.detach().cpu().to(torch::kFloat64).requires_grad_(true);
-        auto v64 = v0.detach().cpu().to(torch::kFloat64).requires_grad_(true);
-        torch::Tensor gate64;
-        if (gated) gate64 = gate.detach().cpu().to(torch::kFloat64).requires_grad_(true);
-        exclude_self_value_autograd(y64, v64, 1e-6, gated ? torch::tanh(gate64) : torch::Tensor())
-            .backward(g.cpu().to(torch::kFloat64));
-        const double tol = dtype == torch::kFloat32 ? 1e-5 : 2e-2;
-        EXPECT_LT(rel_err(y.grad(), y64.grad()), tol);
-        EXPECT_LT(rel_err(v.grad(), v64.grad()), tol);
-        if (gated) {
-          EXPECT_LT(rel_err(gate.grad(), gate64.grad()), tol);
+          auto y64 = y0.detach().cpu().to(torch::kFloat64).requires_grad_(true);
+          auto v64 = v0.detach().cpu().to(torch::kFloat64).requires_grad_(true);
+          torch::Tensor gate64;
+          if (gated) gate64 = gate.detach().cpu().to(torch::kFloat64).requires_grad_(true);
+          exclude_self_value_autograd(y64, v64, 1e-6, gated ? torch::tanh(gate64) : torch::Tensor())
+              .backward(g.cpu().to(torch::kFloat64));
+          const double tol = dtype == torch::kFloat32 ? 1e-5 : 2e-2;
+          EXPECT_LT(rel_err(y.grad(), y64.grad()), tol);
+          EXPECT_LT(rel_err(v.grad(), v64.grad()), tol);
+          if (gated) {
+            EXPECT_LT(rel_err(gate.grad(), gate64.grad()), tol);
+          }
         }
-      }
 }
 
-// The whole model with train.xsa_kernel "fused" against "ops" on the same GPU.
+// The whole model with train.kernels "xsa" and "xsa_wide" against ATen's ops on the same GPU.
 TEST(XsaCuda, ModelWithFusedKernelsMatchesOps) {
   if (skip()) GTEST_SKIP() << "no CUDA device or no CUDA kernels in this build";
-  auto cfg = test::small_model("xsa");
-  cfg.dropout = 0.0;
-  cfg.xsa_gate = "xsa";
-  torch::manual_seed(2);
-  GPT ops(cfg), fused(cfg);
-  {
-    torch::NoGradGuard g;
-    auto src = ops->named_parameters();
-    for (auto& p : fused->named_parameters()) p.value().copy_(src[p.key()]);
-  }
-  ops->to(torch::kCUDA);
-  fused->to(torch::kCUDA);
-  fused->set_runtime(test::runtime("none", 0, "xsa", /*cuda=*/true));
-  auto idx = torch::randint(0, cfg.vocab_size, {3, cfg.block_size}, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kLong));
-  auto lo = ops->forward(idx, idx).loss, lf = fused->forward(idx, idx).loss;
-  lo.backward();
-  lf.backward();
-  EXPECT_NEAR(lo.item<double>(), lf.item<double>(), 1e-5);
-  auto po = ops->named_parameters();
-  for (const auto& p : fused->named_parameters()) {
-    SCOPED_TRACE(p.key());
-    ASSERT_TRUE(p.value().grad().defined());
-    EXPECT_TRUE(torch::allclose(p.value().grad(), po[p.key()].grad(), 1e-4, 1e-6));
+  for (const char* kernels : {"xsa", "xsa_wide"}) {
+    SCOPED_TRACE(kernels);
+    auto cfg = test::small_model("xsa");
+    cfg.dropout = 0.0;
+    cfg.xsa_gate = "xsa";
+    torch::manual_seed(2);
+    GPT ops(cfg), fused(cfg);
+    {
+      torch::NoGradGuard g;
+      auto src = ops->named_parameters();
+      for (auto& p : fused->named_parameters()) p.value().copy_(src[p.key()]);
+    }
+    ops->to(torch::kCUDA);
+    fused->to(torch::kCUDA);
+    fused->set_runtime(test::runtime("none", 0, kernels, /*cuda=*/true));
+    auto idx = torch::randint(0, cfg.vocab_size, {3, cfg.block_size}, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kLong));
+    auto lo = ops->forward(idx, idx).loss, lf = fused->forward(idx, idx).loss;
+    lo.backward();
+    lf.backward();
+    EXPECT_NEAR(lo.item<double>(), lf.item<double>(), 1e-5);
+    auto po = ops->named_parameters();
+    for (const auto& p : fused->named_parameters()) {
+      SCOPED_TRACE(p.key());
+      ASSERT_TRUE(p.value().grad().defined());
+      EXPECT_TRUE(torch::allclose(p.value().grad(), po[p.key()].grad(), 1e-4, 1e-6));
+    }
   }
 }
 
