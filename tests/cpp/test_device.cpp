@@ -67,7 +67,9 @@ TEST(Device, CpuNameAndMemoryAreWhatTheKernelReports) {
   std::string line, model;
   while (std::getline(cpuinfo, line) && model.empty())
     if (line.find("model name") == 0) model = line.substr(line.find(": ") + 2);
-  if (!model.empty()) EXPECT_EQ(device_name(torch::kCPU), model);
+  if (!model.empty()) {
+    EXPECT_EQ(device_name(torch::kCPU), model);
+  }
   double mem_kib = 0;
   while (std::getline(meminfo, line))
     if (line.find("MemTotal:") == 0) std::istringstream(line.substr(9)) >> mem_kib;

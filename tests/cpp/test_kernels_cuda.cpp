@@ -88,7 +88,9 @@ TEST(KernelsCuda, AddNormForwardAndBackwardEqualTheAtenTwin) {
         auto rx = torch::empty_like(x), rh = torch::empty_like(h), rm = torch::empty_like(mean), rr = torch::empty_like(rstd);
         add_norm_forward_aten(x, branch, w, b, 1e-5, rx, rh, rm, rr);
         const auto xo = branch_on ? x_out : x;
-        if (branch_on) EXPECT_LT(rel_err(x_out, rx), 1e-6);
+        if (branch_on) {
+          EXPECT_LT(rel_err(x_out, rx), 1e-6);
+        }
         EXPECT_LT(rel_err(h, rh), tol_for(dtype));
         EXPECT_LT(rel_err(mean, rm), 1e-5);
         EXPECT_LT(rel_err(rstd, rr), 1e-5);
@@ -101,7 +103,9 @@ TEST(KernelsCuda, AddNormForwardAndBackwardEqualTheAtenTwin) {
         auto rdw = torch::empty_like(w), rdb = torch::empty_like(b);
         add_norm_backward_aten(dh, dx_out, xo, mean, rstd, w, rdx, rdb_, rdw, rdb);
         EXPECT_LT(rel_err(dx, rdx), 1e-5);
-        if (branch_on) EXPECT_LT(rel_err(dbranch, rdb_), tol_for(dtype));
+        if (branch_on) {
+          EXPECT_LT(rel_err(dbranch, rdb_), tol_for(dtype));
+        }
         EXPECT_LT(rel_err(dw, rdw), 1e-5);
         EXPECT_LT(rel_err(db, rdb), 1e-5);
         // Without the stream's gradient (the last norm, ln_f) and without a bias.

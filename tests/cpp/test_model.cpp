@@ -196,7 +196,9 @@ TEST(Model, EveryShippedWidthStartsAtLogVocabWithGradientNormOfOrderOne) {
       const double log_v = std::log(static_cast<double>(cfg.vocab_size));
       if (tie) {  // the documented alternative: each token predicts itself with a logit of 0.012-0.02 d_model,
         const double self_logit = 0.012 * static_cast<double>(cfg.d_model);  // which dominates from d ~1000
-        if (self_logit > log_v + 1) EXPECT_GT(loss.item<double>(), self_logit);
+        if (self_logit > log_v + 1) {
+          EXPECT_GT(loss.item<double>(), self_logit);
+        }
         continue;
       }
       EXPECT_NEAR(loss.item<double>(), log_v, 0.5);

@@ -100,7 +100,9 @@ TEST(AdamW, WeightDecayLeavesNormsAlone) {
   }
   opt.step(0.1);
   for (auto& [n, p] : m->unique_named_parameters()) {
-    if (decays(p)) EXPECT_TRUE(torch::allclose(p, before[n] * (1 - 0.1 * 0.5))) << n;
+    if (decays(p)) {
+      EXPECT_TRUE(torch::allclose(p, before[n] * (1 - 0.1 * 0.5))) << n;
+    }
     else EXPECT_TRUE(torch::equal(p, before[n])) << n;
   }
 }

@@ -69,7 +69,9 @@ TEST(XsaCuda, ForwardMatchesFloat64FormulaInEveryLayout) {
           EXPECT_TRUE(z.isfinite().all().item<bool>());
           EXPECT_LT(rel_err(z, reference_z(y, v, gate, 1e-6)), dtype == torch::kFloat32 ? 1e-6 : 1e-2);
           // z is laid out like y: back to (B, T, H*D) without a copy.
-          if (!misaligned) EXPECT_TRUE(z.transpose(1, 2).is_contiguous());
+          if (!misaligned) {
+            EXPECT_TRUE(z.transpose(1, 2).is_contiguous());
+          }
         }
 }
 
