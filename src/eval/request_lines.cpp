@@ -1,6 +1,7 @@
 #include "eval/request_lines.h"
 
 #include "config/schema.h"
+#include "eval/json_line.h"
 
 #include <fmt/format.h>
 
@@ -9,13 +10,7 @@
 namespace xsagpt::eval {
 
 LineRequest parse_request_line(const std::string& line, const std::string& where) {
-  json j;
-  try {
-    j = json::parse(line);
-  } catch (const json::parse_error& e) {
-    throw ConfigError(fmt::format("{}: malformed JSON: {}", where, e.what()));
-  }
-  if (!j.is_object()) throw ConfigError(fmt::format("{}: expected a JSON object, got {}", where, schema::show(j)));
+  json j = parse_object_line(line, where);  // not const: operator[] on a missing key reads null
   auto str = [&](const char* key) {
     if (!j[key].is_string())
       throw ConfigError(fmt::format("{}: \"{}\": expected a string, got {}", where, key, schema::show(j[key])));

@@ -1,6 +1,7 @@
 #include "eval/task_file.h"
 
 #include "config/schema.h"
+#include "eval/json_line.h"
 
 #include <fmt/format.h>
 
@@ -12,13 +13,7 @@ namespace xsagpt::eval {
 namespace fs = std::filesystem;
 
 static McItem parse_item(const std::string& line, const std::string& where, std::string& name) {
-  json j;
-  try {
-    j = json::parse(line);
-  } catch (const json::parse_error& e) {
-    throw ConfigError(fmt::format("{}: malformed JSON: {}", where, e.what()));
-  }
-  if (!j.is_object()) throw ConfigError(fmt::format("{}: expected a JSON object, got {}", where, schema::show(j)));
+  json j = parse_object_line(line, where);  // not const: operator[] on a missing key reads null
   auto need = [&](const char* key) -> const json& {
     if (!j.contains(key))
       throw ConfigError(fmt::format("{}: missing key \"{}\" (an item is {{\"context\": str, \"endings\": [str, ...], "

@@ -36,8 +36,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/, 
 from reference.model import GPT  # noqa: E402
 
 tiktoken = pytest.importorskip("tiktoken")
-from tiktoken.load import data_gym_to_mergeable_bpe_ranks  # noqa: E402
-from tiktoken_ext.openai_public import r50k_pat_str  # noqa: E402
+from gpt2_tiktoken import EOT_ID, gpt2_encoding  # noqa: E402
 pytest.importorskip("lm_eval", reason="lm-eval is not installed (requirements.txt has it; the GPU image may not)")
 from lm_eval.api.model import TemplateLM  # noqa: E402
 from lm_eval.utils import get_rolling_token_windows, make_disjoint_window  # noqa: E402
@@ -45,7 +44,7 @@ from lm_eval.utils import get_rolling_token_windows, make_disjoint_window  # noq
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TASKS = ROOT / "tests" / "lm_eval_tasks"
 BLOCK = 32
-EOT = 50256
+EOT = EOT_ID
 
 PAIRS = [
     ("The capital of France is", " Paris"),
@@ -65,10 +64,7 @@ PAIRS = [
 
 @pytest.fixture(scope="module")
 def enc(gpt2_vocab_dir):
-    ranks = data_gym_to_mergeable_bpe_ranks(vocab_bpe_file=str(gpt2_vocab_dir / "vocab.bpe"),
-                                            encoder_json_file=str(gpt2_vocab_dir / "encoder.json"))
-    return tiktoken.Encoding("gpt2-local", pat_str=r50k_pat_str, mergeable_ranks=ranks,
-                             special_tokens={"<|endoftext|>": EOT}, explicit_n_vocab=50257)
+    return gpt2_encoding(gpt2_vocab_dir)
 
 
 class SplitOnly(TemplateLM):

@@ -10,18 +10,14 @@ import pytest
 from shardio import write_shard
 
 tiktoken = pytest.importorskip("tiktoken")
-from tiktoken.load import data_gym_to_mergeable_bpe_ranks  # noqa: E402
-from tiktoken_ext.openai_public import r50k_pat_str  # noqa: E402
+from gpt2_tiktoken import gpt2_encoding  # noqa: E402
 
 PROMPT = "The naïve café served 3 crêpes ✓ and"
 
 
 @pytest.fixture(scope="module")
 def enc(gpt2_vocab_dir):
-    ranks = data_gym_to_mergeable_bpe_ranks(vocab_bpe_file=str(gpt2_vocab_dir / "vocab.bpe"),
-                                            encoder_json_file=str(gpt2_vocab_dir / "encoder.json"))
-    return tiktoken.Encoding("gpt2-local", pat_str=r50k_pat_str, mergeable_ranks=ranks,
-                             special_tokens={"<|endoftext|>": 50256}, explicit_n_vocab=50257)
+    return gpt2_encoding(gpt2_vocab_dir)
 
 
 def train_tiny(tmp_path, xsagpt, vocab, attention="xsa", n_sink=0):

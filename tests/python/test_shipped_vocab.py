@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 
+from gpt2_tiktoken import gpt2_encoding
 from test_prepare import PREPARE, read_shard, shard_files
 from test_sample import gpt2_run  # noqa: F401  (fixture)
 
@@ -57,13 +58,7 @@ def test_shipped_files_pass_tiktokens_own_hash_check_offline(shipped, tmp_path):
 
 @pytest.fixture(scope="module")
 def reference(shipped):
-    import tiktoken
-    from tiktoken.load import data_gym_to_mergeable_bpe_ranks
-    from tiktoken_ext.openai_public import r50k_pat_str
-    ranks = data_gym_to_mergeable_bpe_ranks(vocab_bpe_file=str(shipped / "vocab.bpe"),
-                                            encoder_json_file=str(shipped / "encoder.json"))
-    return tiktoken.Encoding("gpt2-shipped", pat_str=r50k_pat_str, mergeable_ranks=ranks,
-                             special_tokens={"<|endoftext|>": 50256}, explicit_n_vocab=50257)
+    return gpt2_encoding(shipped, "gpt2-shipped")
 
 
 def test_prepare_finds_the_shipped_vocabulary_offline(tmp_path, reference):
