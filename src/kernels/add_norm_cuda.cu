@@ -12,6 +12,7 @@
 #include "kernels/common.cuh"
 
 #include <ATen/Dispatch.h>
+#include <ATen/ops/empty.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -134,7 +135,7 @@ __global__ void add_norm_backward_kernel(const L* __restrict__ dh, const float* 
     }
 }
 
-void check_rows(const torch::Tensor& t, const char* what, int64_t N, int64_t d) {
+void check_rows(const at::Tensor& t, const char* what, int64_t N, int64_t d) {
   TORCH_CHECK(t.dim() == 2 && t.size(0) == N && t.size(1) == d && t.is_contiguous(), "add_norm kernel: ", what,
               " must be contiguous (", N, ", ", d, "), got ", t.sizes());
 }
@@ -149,9 +150,9 @@ bool vec_ok(int64_t d, std::initializer_list<const void*> ptrs) {
 
 }  // namespace
 
-void add_norm_forward_cuda(const torch::Tensor& x, const torch::Tensor& branch, const torch::Tensor& weight,
-                           const torch::Tensor& bias, double eps, torch::Tensor& x_out, torch::Tensor& h,
-                           torch::Tensor& mean, torch::Tensor& rstd) {
+void add_norm_forward_cuda(const at::Tensor& x, const at::Tensor& branch, const at::Tensor& weight,
+                           const at::Tensor& bias, double eps, at::Tensor& x_out, at::Tensor& h,
+                           at::Tensor& mean, at::Tensor& rstd) {
   const auto N = x.size(0), d = x.size(1);
   check_rows(x, "x", N, d);
   check_rows(h, "h", N, d);
@@ -160,7 +161,7 @@ void add_norm_forward_cuda(const torch::Tensor& x, const torch::Tensor& branch, 
     check_rows(x_out, "x_out", N, d);
     TORCH_CHECK(branch.scalar_type() == h.scalar_type(), "add_norm kernel: branch and h must share a dtype");
   }
-  TORCH_CHECK(x.scalar_type() == torch::kFloat && weight.scalar_type() == torch::kFloat,
+  TORCH_CHECK(x.scalar_type() == at::kFloat && weight.scalar_type() == at::kFloat,
               "add_norm kernel: x and weight must be float32");
   if (N == 0) return;
   const c10::cuda::CUDAGuard guard(x.device());
@@ -186,9 +187,9 @@ void add_norm_forward_cuda(const torch::Tensor& x, const torch::Tensor& branch, 
   });
 }
 
-void add_norm_backward_cuda(const torch::Tensor& dh, const torch::Tensor& dx_out, const torch::Tensor& x_out,
-                            const torch::Tensor& mean, const torch::Tensor& rstd, const torch::Tensor& weight,
-                            torch::Tensor& dx, torch::Tensor& dbranch, torch::Tensor& dweight, torch::Tensor& dbias) {
+void add_norm_backward_cuda(const at::Tensor& dh, const at::Tensor& dx_out, const at::Tensor& x_out,
+                            const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& weight,
+                            at::Tensor& dx, at::Tensor& dbranch, at::Tensor& dweight, at::Tensor& dbias) {
   const auto N = x_out.size(0), d = x_out.size(1);
   check_rows(dh, "dh", N, d);
   check_rows(x_out, "x_out", N, d);
@@ -209,8 +210,8 @@ void add_norm_backward_cuda(const torch::Tensor& dh, const torch::Tensor& dx_out
                                                                 2 * static_cast<int64_t>(prop->multiProcessorCount)));
   const int64_t total_warps = blocks * warps;
   const int64_t rows_per_warp = (N + total_warps - 1) / total_warps;
-  auto dw_part = torch::empty({total_warps, d}, x_out.options());
-  auto db_part = dbias.defined() ? torch::empty({total_warps, d}, x_out.options()) : torch::Tensor();
+  auto dw_part = at::empty({total_warps, d}, x_out.options());
+  auto db_part = dbias.defined() ? at::empty({total_warps, d}, x_out.options()) : at::Tensor();
   const size_t smem = static_cast<size_t>(warps * per_warp);
   auto stream = at::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dh.scalar_type(), "add_norm_backward_cuda", [&] {

@@ -10,10 +10,9 @@
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
-namespace xsagpt {
+#include "kernels/built.h"
 
-// Whether this build has the CUDA kernels (a CUDA LibTorch and nvcc).
-bool cuda_kernels_built();
+namespace xsagpt {
 
 // The rule every op follows: the kernel for CUDA tensors when built, else ATen.
 inline bool use_cuda_kernel(const torch::Tensor& t) { return t.is_cuda() && cuda_kernels_built(); }

@@ -80,16 +80,16 @@ __global__ void cross_entropy_rows_kernel(T* __restrict__ logits, const int64_t*
 
 }  // namespace
 
-void cross_entropy_rows_cuda(torch::Tensor& logits, const torch::Tensor& targets, const torch::Tensor& inv_count,
-                             torch::Tensor& losses, bool write_grad) {
+void cross_entropy_rows_cuda(at::Tensor& logits, const at::Tensor& targets, const at::Tensor& inv_count,
+                             at::Tensor& losses, bool write_grad) {
   TORCH_CHECK(logits.dim() == 2 && logits.is_contiguous() && logits.is_cuda(),
               "cross_entropy_rows kernel: logits must be a contiguous CUDA matrix");
   const auto n = logits.size(0), V = logits.size(1);
-  TORCH_CHECK(targets.scalar_type() == torch::kLong && targets.numel() == n && targets.is_contiguous(),
+  TORCH_CHECK(targets.scalar_type() == at::kLong && targets.numel() == n && targets.is_contiguous(),
               "cross_entropy_rows kernel: targets must be contiguous int64 (n)");
-  TORCH_CHECK(losses.scalar_type() == torch::kFloat && losses.numel() == n && losses.is_contiguous(),
+  TORCH_CHECK(losses.scalar_type() == at::kFloat && losses.numel() == n && losses.is_contiguous(),
               "cross_entropy_rows kernel: losses must be contiguous float32 (n)");
-  TORCH_CHECK(inv_count.scalar_type() == torch::kFloat && inv_count.numel() == 1,
+  TORCH_CHECK(inv_count.scalar_type() == at::kFloat && inv_count.numel() == 1,
               "cross_entropy_rows kernel: inv_count must be one float32");
   if (n == 0) return;
   const c10::cuda::CUDAGuard guard(logits.device());

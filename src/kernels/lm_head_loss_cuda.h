@@ -2,7 +2,7 @@
 // rows and, in the same pass, the logits' gradient written over them.
 #pragma once
 
-#include <torch/torch.h>
+#include <ATen/core/Tensor.h>
 
 namespace xsagpt {
 
@@ -12,7 +12,7 @@ namespace xsagpt {
 // for ignored rows. With write_grad, each row is replaced by the gradient of
 // sum(losses) * inv_count: (softmax(row) - onehot(target)) * inv_count, zeros for
 // ignored rows.
-void cross_entropy_rows_cuda(torch::Tensor& logits, const torch::Tensor& targets, const torch::Tensor& inv_count,
-                             torch::Tensor& losses, bool write_grad);
+void cross_entropy_rows_cuda(at::Tensor& logits, const at::Tensor& targets, const at::Tensor& inv_count,
+                             at::Tensor& losses, bool write_grad);
 
 }  // namespace xsagpt

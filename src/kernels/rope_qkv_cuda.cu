@@ -73,26 +73,26 @@ __global__ void rope_qkv_kernel(const T* __restrict__ q_in, const T* __restrict_
   store_vec<T, VEC>(vout + s.half, load_vec<T, VEC>(vin + s.half));
 }
 
-Layout layout_of(const torch::Tensor& x) {  // x: (B, T, H, D)
+Layout layout_of(const at::Tensor& x) {  // x: (B, T, H, D)
   TORCH_CHECK(x.dim() == 4 && x.stride(3) == 1, "rope_qkv kernel: expected (B, T, H, D) with contiguous last dim");
   return {x.stride(0), x.stride(1), x.stride(2)};
 }
 
 // (B, T, 3*H*D) packed -> the (B, T, H, D) view of part `which`.
-torch::Tensor part(const torch::Tensor& qkv, int64_t which, int64_t H, int64_t D) {
+at::Tensor part(const at::Tensor& qkv, int64_t which, int64_t H, int64_t D) {
   return qkv.narrow(-1, which * H * D, H * D).view({qkv.size(0), qkv.size(1), H, D});
 }
 
-void launch(const torch::Tensor& qi, const torch::Tensor& ki, const torch::Tensor& vi, torch::Tensor qo,
-            torch::Tensor ko, torch::Tensor vo, const torch::Tensor& cos, const torch::Tensor& sin, float sign) {
-  TORCH_CHECK(cos.scalar_type() == torch::kFloat && sin.scalar_type() == torch::kFloat && cos.is_contiguous() &&
+void launch(const at::Tensor& qi, const at::Tensor& ki, const at::Tensor& vi, at::Tensor qo,
+            at::Tensor ko, at::Tensor vo, const at::Tensor& cos, const at::Tensor& sin, float sign) {
+  TORCH_CHECK(cos.scalar_type() == at::kFloat && sin.scalar_type() == at::kFloat && cos.is_contiguous() &&
                   sin.is_contiguous() && cos.device() == qi.device(),
               "rope_qkv kernel: cos/sin must be contiguous float32 on the tensors' device");
   const c10::cuda::CUDAGuard guard(qi.device());
   const Shape s{qi.size(0), qi.size(1), qi.size(2), static_cast<int>(qi.size(3) / 2)};
   const int64_t pairs = s.B * s.T * s.H * s.half;
   if (pairs == 0) return;
-  const std::vector<torch::Tensor> all{qi, ki, vi, qo, ko, vo};
+  const std::vector<at::Tensor> all{qi, ki, vi, qo, ko, vo};
   auto stream = at::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, qi.scalar_type(), "rope_qkv_cuda", [&] {
     constexpr int kVec = 16 / sizeof(scalar_t) < 4 ? 16 / sizeof(scalar_t) : 4;
@@ -119,14 +119,14 @@ void launch(const torch::Tensor& qi, const torch::Tensor& ki, const torch::Tenso
 
 }  // namespace
 
-void rope_qkv_forward_cuda(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin,
-                           torch::Tensor& q, torch::Tensor& k, torch::Tensor& v) {
+void rope_qkv_forward_cuda(const at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin,
+                           at::Tensor& q, at::Tensor& k, at::Tensor& v) {
   const auto H = q.size(2), D = q.size(3);
   launch(part(qkv, 0, H, D), part(qkv, 1, H, D), part(qkv, 2, H, D), q, k, v, cos, sin, 1.0f);
 }
 
-void rope_qkv_backward_cuda(const torch::Tensor& dq, const torch::Tensor& dk, const torch::Tensor& dv,
-                            const torch::Tensor& cos, const torch::Tensor& sin, torch::Tensor& dqkv) {
+void rope_qkv_backward_cuda(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
+                            const at::Tensor& cos, const at::Tensor& sin, at::Tensor& dqkv) {
   const auto H = dq.size(2), D = dq.size(3);
   launch(dq, dk, dv, part(dqkv, 0, H, D), part(dqkv, 1, H, D), part(dqkv, 2, H, D), cos, sin, -1.0f);
 }

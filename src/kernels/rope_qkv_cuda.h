@@ -2,18 +2,18 @@
 // one (position, head) for q, k and v, rotating q and k.
 #pragma once
 
-#include <torch/torch.h>
+#include <ATen/core/Tensor.h>
 
 namespace xsagpt {
 
 // qkv: (B, T, 3*H*D), last dim contiguous; cos, sin: (T, D/2) float32 contiguous on
 // qkv's device. Writes q, k (rotated) and v: (B, T, H, D) contiguous, qkv's dtype.
-void rope_qkv_forward_cuda(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin,
-                           torch::Tensor& q, torch::Tensor& k, torch::Tensor& v);
+void rope_qkv_forward_cuda(const at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin,
+                           at::Tensor& q, at::Tensor& k, at::Tensor& v);
 
 // dq, dk, dv: (B, T, H, D), last dim contiguous, other strides free. Writes dqkv
 // (B, T, 3*H*D) contiguous: q and k rotated back (by -angle), v copied.
-void rope_qkv_backward_cuda(const torch::Tensor& dq, const torch::Tensor& dk, const torch::Tensor& dv,
-                            const torch::Tensor& cos, const torch::Tensor& sin, torch::Tensor& dqkv);
+void rope_qkv_backward_cuda(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
+                            const at::Tensor& cos, const at::Tensor& sin, at::Tensor& dqkv);
 
 }  // namespace xsagpt

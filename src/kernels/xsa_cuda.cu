@@ -17,6 +17,8 @@
 #include "kernels/xsa_cuda.h"
 
 #include <ATen/Dispatch.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/OpMathType.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -47,7 +49,7 @@ struct RowStrides {
   }
 };
 
-RowStrides strides_of(const torch::Tensor& x) { return {x.stride(0), x.stride(1), x.stride(2)}; }
+RowStrides strides_of(const at::Tensor& x) { return {x.stride(0), x.stride(1), x.stride(2)}; }
 
 // Sum over the LANES lanes of a row's group (xor offsets below LANES stay inside it).
 template <int LANES, typename Acc>
@@ -148,20 +150,20 @@ __global__ void xsa_backward_kernel(const T* __restrict__ y, const T* __restrict
   if (dgate_rows && lane == 0) dgate_rows[row] = static_cast<float>(-p * q * n2);
 }
 
-void check_inputs(const torch::Tensor& y, const torch::Tensor& v, const torch::Tensor& gate) {
+void check_inputs(const at::Tensor& y, const at::Tensor& v, const at::Tensor& gate) {
   TORCH_CHECK(y.is_cuda() && v.is_cuda() && y.device() == v.device(), "XSA kernel: y and v must be on one CUDA device");
   TORCH_CHECK(y.dim() == 4 && y.sizes() == v.sizes(), "XSA kernel: y and v must be (B, H, T, D) of one shape, got ",
               y.sizes(), " and ", v.sizes());
   TORCH_CHECK(y.scalar_type() == v.scalar_type(), "XSA kernel: y and v must have one dtype");
-  TORCH_CHECK(!gate.defined() || (gate.scalar_type() == torch::kFloat32 && gate.numel() == y.size(1) &&
+  TORCH_CHECK(!gate.defined() || (gate.scalar_type() == at::kFloat && gate.numel() == y.size(1) &&
                                   gate.is_contiguous() && gate.device() == y.device()),
               "XSA kernel: the gate must be float32 with one contiguous element per head");
 }
 
 // The last dim contiguous, as the kernels index it; other strides are free.
-torch::Tensor rows_contiguous(const torch::Tensor& x) { return x.stride(-1) == 1 ? x : x.contiguous(); }
+at::Tensor rows_contiguous(const at::Tensor& x) { return x.stride(-1) == 1 ? x : x.contiguous(); }
 
-Rows rows_of(const torch::Tensor& y) {
+Rows rows_of(const at::Tensor& y) {
   return {y.size(0) * y.size(1) * y.size(2), y.size(1), y.size(2), static_cast<int>(y.size(3))};
 }
 
@@ -175,7 +177,7 @@ dim3 grid_for(const Rows& r) {
 // fewest lanes that cover a row when every tensor's rows start 16-byte aligned;
 // otherwise one element at a time over a whole warp.
 template <typename T, typename F>
-void with_layout(bool wide, int D, std::initializer_list<const torch::Tensor*> tensors, F&& f) {
+void with_layout(bool wide, int D, std::initializer_list<const at::Tensor*> tensors, F&& f) {
   constexpr int kVec = 16 / sizeof(T) < 1 ? 1 : 16 / sizeof(T);
   using std::integral_constant;
   wide = wide && D % kVec == 0;
@@ -192,12 +194,12 @@ void with_layout(bool wide, int D, std::initializer_list<const torch::Tensor*> t
 
 }  // namespace
 
-torch::Tensor xsa_forward_cuda(const torch::Tensor& y_in, const torch::Tensor& v_in, const torch::Tensor& gate,
+at::Tensor xsa_forward_cuda(const at::Tensor& y_in, const at::Tensor& v_in, const at::Tensor& gate,
                                double eps, bool wide) {
   check_inputs(y_in, v_in, gate);
   const c10::cuda::CUDAGuard guard(y_in.device());
   const auto y = rows_contiguous(y_in), v = rows_contiguous(v_in);
-  auto z = torch::empty_like(y);  // y's strides (dense y), so z can be transposed back without a copy
+  auto z = at::empty_like(y);  // y's strides (dense y), so z can be transposed back without a copy
   const Rows r = rows_of(y);
   if (r.n == 0) return z;
   auto stream = at::cuda::getCurrentCUDAStream();
@@ -215,20 +217,20 @@ torch::Tensor xsa_forward_cuda(const torch::Tensor& y_in, const torch::Tensor& v
   return z;
 }
 
-std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> xsa_backward_cuda(const torch::Tensor& y_in,
-                                                                          const torch::Tensor& v_in,
-                                                                          const torch::Tensor& g_in,
-                                                                          const torch::Tensor& gate, double eps,
+std::tuple<at::Tensor, at::Tensor, at::Tensor> xsa_backward_cuda(const at::Tensor& y_in,
+                                                                          const at::Tensor& v_in,
+                                                                          const at::Tensor& g_in,
+                                                                          const at::Tensor& gate, double eps,
                                                                           bool wide) {
   check_inputs(y_in, v_in, gate);
   TORCH_CHECK(g_in.sizes() == y_in.sizes() && g_in.device() == y_in.device(), "XSA kernel: grad_z must match y");
   const c10::cuda::CUDAGuard guard(y_in.device());
   const auto y = rows_contiguous(y_in), v = rows_contiguous(v_in);
   const auto g = rows_contiguous(g_in.to(y.scalar_type()));
-  auto dy = torch::empty_like(g), dv = torch::empty_like(v);
+  auto dy = at::empty_like(g), dv = at::empty_like(v);
   const Rows r = rows_of(y);
-  torch::Tensor dgate_rows;
-  if (gate.defined()) dgate_rows = torch::empty({y.size(0), y.size(1), y.size(2)}, y.options().dtype(torch::kFloat32));
+  at::Tensor dgate_rows;
+  if (gate.defined()) dgate_rows = at::empty({y.size(0), y.size(1), y.size(2)}, y.options().dtype(at::kFloat));
   if (r.n == 0) return {dy, dv, gate.defined() ? dgate_rows.zero_() : dgate_rows};
   auto stream = at::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, y.scalar_type(), "xsa_backward_cuda", [&] {

@@ -16,7 +16,7 @@
 //     dgate_row = -p q n^2          (summed over batch and positions by the caller)
 #pragma once
 
-#include <torch/torch.h>
+#include <ATen/core/Tensor.h>
 
 #include <tuple>
 
@@ -26,14 +26,14 @@ namespace xsagpt {
 // gate: undefined or float32 with H elements (one per head). `wide`: 16-byte vector
 // accesses where every row is aligned for them (train.kernels "xsa_wide"); else one
 // element at a time over a warp per row, the form validated on an H100.
-torch::Tensor xsa_forward_cuda(const torch::Tensor& y, const torch::Tensor& v, const torch::Tensor& gate, double eps,
+at::Tensor xsa_forward_cuda(const at::Tensor& y, const at::Tensor& v, const at::Tensor& gate, double eps,
                                bool wide = false);
 
 // Returns dy, dv and, with a gate, the per-row gate terms (B, H, T) in float32.
-std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> xsa_backward_cuda(const torch::Tensor& y,
-                                                                          const torch::Tensor& v,
-                                                                          const torch::Tensor& grad_z,
-                                                                          const torch::Tensor& gate, double eps,
+std::tuple<at::Tensor, at::Tensor, at::Tensor> xsa_backward_cuda(const at::Tensor& y,
+                                                                          const at::Tensor& v,
+                                                                          const at::Tensor& grad_z,
+                                                                          const at::Tensor& gate, double eps,
                                                                           bool wide = false);
 
 }  // namespace xsagpt
