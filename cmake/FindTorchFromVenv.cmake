@@ -20,10 +20,24 @@ if(NOT Torch_DIR)
   endif()
 endif()
 
-# Only compile device code for the architectures we run on unless told otherwise;
-# PyTorch's cmake ignores CMAKE_CUDA_ARCHITECTURES and reads TORCH_CUDA_ARCH_LIST.
+# Device code is compiled for TORCH_CUDA_ARCH_LIST (PyTorch's cmake turns it into
+# -gencode flags and ignores CMAKE_CUDA_ARCHITECTURES). Unless it is set, that is the
+# GPUs this machine has (nvidia-smi), so a GPU build compiles each kernel once;
+# a machine without a GPU compiles for Hopper (sm_90, the H100/H200 the paper sizes
+# target) so the kernels still build and link and nothing rots unseen. Set e.g.
+# TORCH_CUDA_ARCH_LIST="8.0;9.0" to build on a login node for other GPUs.
 if(NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST} AND NOT TORCH_CUDA_ARCH_LIST)
-  set(TORCH_CUDA_ARCH_LIST "8.0;9.0")
+  set(TORCH_CUDA_ARCH_LIST "9.0")
+  find_program(XSAGPT_NVIDIA_SMI nvidia-smi)
+  if(XSAGPT_NVIDIA_SMI)
+    execute_process(COMMAND "${XSAGPT_NVIDIA_SMI}" --query-gpu=compute_cap --format=csv,noheader
+                    OUTPUT_VARIABLE _caps RESULT_VARIABLE _smi_rc ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(_smi_rc EQUAL 0 AND _caps MATCHES "^[0-9]")
+      string(REPLACE "\n" ";" _caps "${_caps}")
+      list(REMOVE_DUPLICATES _caps)
+      set(TORCH_CUDA_ARCH_LIST "${_caps}")
+    endif()
+  endif()
 endif()
 
 find_package(Torch REQUIRED)

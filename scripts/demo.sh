@@ -15,7 +15,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-bash scripts/setup.sh
+bash scripts/setup.sh --target xsagpt  # the demo runs only the binary; tests build with the test command
 build="${XSAGPT_BUILD_DIR:-build}"
 case "${XSAGPT_DEMO:-auto}" in
   cpu) demo=cpu ;;

@@ -2,19 +2,37 @@
 # Installs what xsagpt needs and builds it: Debian packages, the project's .venv
 # (LibTorch comes from the pinned torch wheel), then a Release build in build/.
 # Idempotent: each step is skipped when what it makes is already up to date.
+#   bash scripts/setup.sh [--eval] [--target NAME]...
+#   --eval             also install requirements-eval.txt (lm-eval, ~0.5 GB: pandas,
+#                      scipy, scikit-learn, pyarrow); the test command and
+#                      scripts/lm_eval_xsagpt.py ask for it, the demo does not
+#   --target NAME      build only NAME (repeatable; e.g. xsagpt: what the demo runs);
+#                      default: everything, the test binaries included
 #   XSAGPT_BUILD_DIR   build folder (default build)
 #   XSAGPT_NO_APT=1    never call apt-get (e.g. machines where nothing can be installed)
 #   XSAGPT_PYTHON      python for .venv creation (default python3)
 #   CMAKE_PREFIX_PATH  use another LibTorch instead of the wheel
+# Compiles through ccache when it is installed (it is one of the packages below), so
+# a second checkout on the same machine builds in a fraction of the time.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 build="${XSAGPT_BUILD_DIR:-build}"
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+eval_extra=0
+targets=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --eval) eval_extra=1 ;;
+    --target) [ $# -ge 2 ] || { echo "setup.sh: --target needs a name" >&2; exit 2; }; targets+=("$2"); shift ;;
+    *) echo "setup.sh: unknown argument '$1' (expected --eval or --target NAME)" >&2; exit 2 ;;
+  esac
+  shift
+done
 
 # 1. Debian packages: header-only/dev libraries, the offline corpus, tooling.
 apt_pkgs=(cmake ninja-build g++ libcxxopts-dev nlohmann-json3-dev libspdlog-dev libgtest-dev
-          libpcre2-dev libgloo-dev bible-kjv python3-venv)
+          libpcre2-dev libgloo-dev bible-kjv python3-venv ccache)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
@@ -47,6 +65,14 @@ if [ "$(cat .venv/.requirements.sha256 2>/dev/null)" != "$req_hash" ]; then
 else
   say ".venv up to date ($(.venv/bin/python -c 'import torch; print("torch", torch.__version__)'))"
 fi
+if [ "$eval_extra" = 1 ]; then
+  eval_hash="$(sha256sum requirements-eval.txt | cut -d' ' -f1)"
+  if [ "$(cat .venv/.requirements-eval.sha256 2>/dev/null)" != "$eval_hash" ]; then
+    say "installing requirements-eval.txt into .venv (lm-eval for downstream evaluation)"
+    .venv/bin/python -m pip install -q -r requirements-eval.txt
+    echo "$eval_hash" > .venv/.requirements-eval.sha256
+  fi
+fi
 
 # 3. Configure once, then build incrementally.
 if [ ! -f "$build/CMakeCache.txt" ]; then
@@ -54,6 +80,12 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -Wno-dev >"$root/.cmake-configure.log" 2>&1 \
     || { cat "$root/.cmake-configure.log"; exit 1; }
 fi
-say "building $build/ with $(nproc) jobs"
-cmake --build "$build" -j"$(nproc)"
+if grep -q '^XSAGPT_CCACHE_PROGRAM:FILEPATH=/' "$build/CMakeCache.txt" 2>/dev/null; then
+  say "building $build/ with $(nproc) jobs through ccache (hits: objects another checkout here already compiled)"
+else
+  say "building $build/ with $(nproc) jobs"
+fi
+target_args=()
+for t in "${targets[@]}"; do target_args+=(--target "$t"); done
+cmake --build "$build" -j"$(nproc)" "${target_args[@]}"
 say "ready: $build/xsagpt"
