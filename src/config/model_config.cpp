@@ -24,6 +24,11 @@ bool ModelConfig::uses_xsa(int64_t layer) const {
   return false;
 }
 
+std::string ModelConfig::resolved_head_init() const {
+  if (head_init != "auto") return head_init;
+  return tie_embeddings ? "normal" : "zero";
+}
+
 void ModelConfig::validate(const std::string& where) const {
   auto positive = [&](const char* key, double value) {
     if (!(value > 0)) throw ConfigError(where + "." + key + ": must be > 0, got " + json(value).dump());
@@ -62,6 +67,14 @@ void ModelConfig::validate(const std::string& where) const {
   } else if (!xsa_layers.is_null()) {
     throw ConfigError(xk + ": expected null, a list of layer indices or \"last N\", got " + xsa_layers.dump());
   }
+  if (head_init != "auto" && head_init != "zero" && head_init != "normal" && head_init != "zero_norm" && head_init != "scaled")
+    throw ConfigError(where + ".head_init: expected \"auto\", \"zero\", \"normal\", \"zero_norm\" or \"scaled\", got \"" +
+                      head_init + "\"");
+  if (tie_embeddings && head_init == "zero")
+    throw ConfigError(where + ".head_init: \"zero\" needs tie_embeddings=false (a zero shared matrix would also "
+                      "zero the token embedding); use \"zero_norm\" or \"scaled\" to start a tied head near ln(vocab)");
+  if (!tie_embeddings && head_init == "scaled")
+    throw ConfigError(where + ".head_init: \"scaled\" shrinks the shared embedding and needs tie_embeddings=true");
   if (n_sink < 0) throw ConfigError(where + ".n_sink: must be >= 0, got " + std::to_string(n_sink));
   // Parameter counts, FLOPs and tensor sizes are int64 products of these sizes; a
   // model whose count does not fit (about 9.2e18) is refused rather than wrapped

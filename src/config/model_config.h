@@ -24,6 +24,7 @@ struct ModelConfig {
   bool bias = false;
   double dropout = 0.0;
   bool tie_embeddings = false;
+  std::string head_init = "auto";
   double norm_eps = 1e-5;
   double xsa_eps = 1e-6;
 
@@ -52,11 +53,18 @@ struct ModelConfig {
     v("tie_embeddings", s.tie_embeddings,
       "LM head shares the token embedding matrix (nanoGPT). Default false: the head is its own matrix, "
       "initialised to zero, so every model starts at loss ln(vocab_size); tied, the post-embedding LayerNorm "
-      "starts it about 0.02*d_model nats higher (each token predicts itself)");
+      "starts it about 0.02*d_model nats higher (each token predicts itself) unless head_init calibrates it");
+    v("head_init", s.head_init,
+      "how the LM head starts (docs/lm-head-study.md): \"auto\" (\"zero\" untied, \"normal\" tied), \"zero\" (untied only: a zero matrix, loss ln(vocab) "
+      "at step 0), \"normal\" (N(0, 0.02): the untied matrix, or tied, nanoGPT's shared embedding), "
+      "\"zero_norm\" (ln_f's gain starts at 0: logits 0 at step 0, tied or untied) or \"scaled\" (tied only: "
+      "the shared matrix starts at N(0, 0.5/d_model), so each token's self-prediction starts at 0.5 nats)");
     v("norm_eps", s.norm_eps, "LayerNorm epsilon");
     v("xsa_eps", s.xsa_eps, "floor on ||v|| when normalising the value vector in XSA");
   }
 
+  // head_init with "auto" resolved for this tying.
+  std::string resolved_head_init() const;
   int64_t inner_dim() const { return n_head * head_dim; }
   int64_t mlp_dim() const { return static_cast<int64_t>(mlp_ratio * static_cast<double>(d_model)); }
   // Whether layer `i` applies the XSA step (false everywhere for attention=sa).

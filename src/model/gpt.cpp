@@ -53,19 +53,25 @@ void GPTImpl::init_weights() {
   // nanoGPT: N(0, 0.02) everywhere, residual projections scaled by 1/sqrt(2 n_layer)
   // so the residual stream's variance does not grow with depth.
   const double proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(cfg.n_layer));
-  for (auto& item : named_parameters(/*recurse=*/true)) {
-    const auto& name = item.key();
-    auto& p = item.value();
+  const std::string init = cfg.resolved_head_init();
+  // Each tensor once: a tied head is wte itself, initialised as the embedding.
+  for (auto& [name, p] : unique_named_parameters()) {
     if (name.ends_with(".bias")) {
       p.zero_();
     } else if (name.ends_with(".xsa_gate")) {
       p.fill_(cfg.xsa_gate == "xsa" ? kXsaGateInitXsa : 0.0);
+    } else if (name == "transformer.ln_f.weight" && init == "zero_norm") {
+      p.zero_();  // logits = 0 at the start; the gain's own gradient is not zero, so it grows
     } else if (name.find("ln_") != std::string::npos) {
       p.fill_(1.0);
     } else if (name.ends_with("c_proj.weight")) {
       p.normal_(0.0, proj_std);
-    } else if (name == "lm_head.weight" && !cfg.tie_embeddings) {
+    } else if (name == "lm_head.weight" && !cfg.tie_embeddings && init == "zero") {
       p.zero_();  // uniform predictions at the start: loss ln(vocab) at any width (see gpt.h)
+    } else if (name == "transformer.wte.weight" && cfg.tie_embeddings && init == "scaled") {
+      // Behind ln_e, the embedding's scale matters only to the tied head, where a
+      // token's self-logit starts at LN(e).e ~ std * d_model: 0.5 nats here.
+      p.normal_(0.0, 0.5 / static_cast<double>(cfg.d_model));
     } else {
       p.normal_(0.0, 0.02);  // wte, sink, c_attn, c_fc
     }
