@@ -1,6 +1,7 @@
 // What `xsagpt eval` reports for one or several checkpoints: JSON with each model's
-// acc / acc_norm / n per task and their averages over tasks (unweighted, as the
-// paper's "Avg"), plus XSA - SA differences; and the same as a side-by-side table.
+// acc / acc_norm (with lm-eval's standard errors) / n per task and their averages
+// over tasks (unweighted, as the paper's "Avg"), plus XSA - SA differences; and the
+// same as a side-by-side table. A standard error over fewer than two items is null.
 //
 // XSA models are paired with SA ones as sweeps pair them: equal model configs
 // apart from the attention keys (attention, xsa_layers, xsa_gate). An XSA model
@@ -8,8 +9,11 @@
 //
 //   {"tasks": [name, ...],
 //    "models": [{"checkpoint", "file", "step", "attention", "model": config.model,
-//                "results": {task: {"acc", "acc_norm", "n"}}, "average": {"acc", "acc_norm"}}],
-//    "differences": [{"sa": i, "xsa": j, "results": {task: {"acc", "acc_norm"}}, "average": {...}}]}
+//                "results": {task: {"acc", "acc_stderr", "acc_norm", "acc_norm_stderr", "n"}},
+//                "average": {"acc", "acc_stderr", "acc_norm", "acc_norm_stderr"}}],
+//    "differences": [{"sa": i, "xsa": j, "results": {task: {"acc", "acc_stderr", ...}}, "average": {...}}]}
+// Greedy (LAMBADA-shaped) tasks have no acc_norm and add "perplexity"; the acc_norm
+// average is over the tasks that have it.
 #pragma once
 
 #include "config/schema.h"

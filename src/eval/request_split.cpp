@@ -1,5 +1,7 @@
 #include "eval/request_split.h"
 
+#include <nlohmann/json.hpp>
+
 #include <stdexcept>
 
 namespace xsagpt::eval {
@@ -36,7 +38,20 @@ static std::vector<int64_t> encode(const Gpt2Tokenizer& tok, std::string_view te
   return {ids.begin(), ids.end()};
 }
 
+static void refuse_empty(const TokenRequest& r, std::string_view context, std::string_view continuation) {
+  if (!r.continuation.empty()) return;
+  if (continuation.empty())
+    throw SplitError("the continuation is empty: there is nothing to score (lm-eval refuses such a request)");
+  throw SplitError("the continuation " + nlohmann::json(std::string(continuation)).dump() +
+                   " has no tokens of its own: GPT-2's BPE merges it into the context " +
+                   (context.empty() ? std::string("(the end-of-text token)")
+                                    : nlohmann::json(std::string(context.substr(context.size() > 24 ? context.size() - 24 : 0))).dump() +
+                                          " (its end)") +
+                   ", so the context's tokens already cover it (lm-eval refuses such a request)");
+}
+
 TokenRequest split_pair(const Gpt2Tokenizer& tok, std::string_view context, std::string_view continuation) {
+  const std::string_view given_context = context, given_continuation = continuation;
   const int64_t prefix = tok.eot_id();
   std::string cont(continuation);
   if (const size_t cut = trailing_space_start(context); cut < context.size()) {
@@ -48,12 +63,14 @@ TokenRequest split_pair(const Gpt2Tokenizer& tok, std::string_view context, std:
     r.context = {prefix};
     r.continuation = encode(tok, cont);
     if (!r.continuation.empty() && r.continuation.front() == prefix) r.continuation.erase(r.continuation.begin());
+    refuse_empty(r, given_context, given_continuation);
     return r;
   }
   auto whole = encode(tok, std::string(context) + cont);
   r.context = encode(tok, context);
   if (r.context.size() < whole.size())
     r.continuation.assign(whole.begin() + static_cast<ptrdiff_t>(r.context.size()), whole.end());
+  refuse_empty(r, given_context, given_continuation);
   return r;
 }
 
