@@ -467,11 +467,31 @@ def test_export_round_trip(runs, reference, xsagpt, gpt2_vocab_dir, tmp_path, en
     assert config["model"]["tie_embeddings"] and "lm_head.weight" not in state  # tied: stored once
     for name, t in state.items():
         assert torch.equal(t, ck["model"][name]), name
-    # Loaded back as README and the script's docstring say, it scores what xsagpt scores.
-    model = GPT.from_checkpoint_dict({"model": state, "config": config}).double().eval()
-    ctx, cont = lm_eval_split(enc, *PAIRS[-1])
-    (o,) = score(xsagpt, runs["xsa"], gpt2_vocab_dir, [{"context": PAIRS[-1][0], "continuation": PAIRS[-1][1]}])
-    assert o["logprob"] == pytest.approx(ref_score(model, ctx, cont)[0], rel=1e-5)
+    # Self-describing: the conventions are in config.json and in the safetensors metadata.
+    conv = config["conventions"]
+    assert conv["rope"]["layout"] == "rotate_half" and conv["mlp"]["activation"] == "gelu_exact"
+    assert conv["vocab"] == {"padded": 50304, "real": 50257, "tokenizer": "gpt2", "softmax_over": "padded"}
+    assert conv["xsa"]["layers"] == [0, 1] and conv["tied_embeddings"] and conv["n_sink"] == 1
+    from safetensors import safe_open
+    with safe_open(out / "model.safetensors", "pt") as f:
+        meta = f.metadata()
+    assert meta["xsagpt.rope.theta"] == json.dumps(conv["rope"]["theta"]) and meta["xsagpt.xsa.eps"] == "1e-06"
+    assert json.loads(meta["xsagpt.model"]) == config["model"]
+    # Files as the user's umask makes them (this process's umask; safetensors alone writes 0600).
+    umask = os.umask(0)
+    os.umask(umask)
+    for f in ("model.safetensors", "config.json"):
+        assert (out / f).stat().st_mode & 0o777 == 0o666 & ~umask, f
+    # Rebuilt from the export alone by scripts/load_export.py (plain PyTorch, float32 like the C++
+    # model on the CPU), it reproduces `xsagpt score` within 1e-4, tied (sink, XSA) and untied.
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from load_export import load_export, logprob
+    for run, folder in ((runs["xsa"], out), (untied, tmp_path / "untied_export")):
+        model = load_export(folder)
+        got = score(xsagpt, run, gpt2_vocab_dir, [{"context": c, "continuation": k} for c, k in PAIRS], "--tokens")
+        assert len({round(o["logprob"], 3) for o in got}) > 3  # distinct, non-trivial scores
+        for o in got:
+            assert logprob(model, o["context_ids"], o["continuation_ids"]) == pytest.approx(o["logprob"], abs=1e-4)
     # An existing export is kept unless --force; bfloat16 halves it.
     before = (out / "model.safetensors").stat().st_mtime_ns
     proc = subprocess.run(cmd + ["--dtype", "bfloat16"], capture_output=True, text=True)
@@ -480,6 +500,15 @@ def test_export_round_trip(runs, reference, xsagpt, gpt2_vocab_dir, tmp_path, en
     subprocess.run(cmd + ["--dtype", "bfloat16", "--force"], check=True, capture_output=True)
     assert safetensors.load_file(out / "model.safetensors")["transformer.wte.weight"].dtype == torch.bfloat16
     assert not list(out.glob("*.tmp"))
+    # Non-finite weights are not exported; the good export stays.
+    bad_ck = torch.load(newest_checkpoint(runs["xsa"]), weights_only=True)
+    bad_ck["model"]["transformer.h.1.mlp.c_fc.weight"][0, 0] = float("nan")
+    torch.save(bad_ck, tmp_path / "nan.pt")
+    before = (out / "model.safetensors").read_bytes()
+    proc = subprocess.run([sys.executable, ROOT / "scripts" / "export.py", tmp_path / "nan.pt", "--out", out, "--force"],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0 and "transformer.h.1.mlp.c_fc.weight holds non-finite values" in proc.stderr
+    assert (out / "model.safetensors").read_bytes() == before
 
 
 def test_table2_seeds_errors_and_paired_difference(tmp_path):
