@@ -663,6 +663,13 @@ def test_table2_tasks_match_lm_eval(runs, xsagpt, gpt2_vocab_dir, build_dir, tmp
             args = s["arguments"]  # {"gen_args_0": {"arg_0": context, "arg_1": continuation}, ...}
             got = [[args[f"gen_args_{k}"]["arg_0"], args[f"gen_args_{k}"]["arg_1"]] for k in range(len(args))]
             assert got == want, (task, s["doc_id"])
+            # No near-tie that a different batching of the same requests could resolve otherwise.
+            lls = np.array([float(r[0][0]) for r in s["resps"]])
+            if len(lls) > 1:
+                lens = np.array([float(len(c)) for c in (it.get("endings") or it["contexts"])])
+                for v in (lls, lls / lens):
+                    top = np.sort(v)[::-1]
+                    assert top[0] - top[1] > 1e-4, (task, s["doc_id"])
         # The numbers.
         assert ours[name]["acc"] == lm[name]["acc,none"], task
         assert ours[name]["acc_stderr"] == pytest.approx(lm[name]["acc_stderr,none"]), task
