@@ -96,10 +96,11 @@ def rows_from_file(label: str | None, path: pathlib.Path) -> list[dict]:
         for i, m in enumerate(data["models"]):
             scores = {t: {k: (_stderr(v) if k.endswith("_stderr") else v) for k, v in r.items()}
                       for t, r in m["results"].items()}
-            cfg = run_config(m["file"]) if m.get("file") else None
+            cfg = run_config(m["file"]) if m.get("seed") is None and m.get("file") else None
             rows.append({"label": (f"{label} [{i + 1}]" if len(data["models"]) > 1 else label) if label
                          else m["checkpoint"], "attention": m.get("attention"), "model": m.get("model"),
-                         "seed": (cfg or {}).get("train", {}).get("seed"), "scores": scores, "file": path})
+                         "seed": m.get("seed", (cfg or {}).get("train", {}).get("seed")) if m.get("seed") is not None
+                         else (cfg or {}).get("train", {}).get("seed"), "scores": scores, "file": path})
         return rows
     if "results" not in data:
         sys.exit(f"{path}: neither lm-eval results (a 'results' key) nor an xsagpt eval report")

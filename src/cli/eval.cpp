@@ -129,6 +129,7 @@ int eval(int argc, char** argv) {
     me.file = trained.file.string();
     me.step = trained.step;
     me.model = trained.config["model"];
+    me.seed = trained.config.contains("train") ? trained.config["train"].value("seed", json(nullptr)) : json(nullptr);
     size_t k = 0;
     for (const auto& t : tasks) {
       std::vector<std::vector<eval::ChoiceScore>> per_item;

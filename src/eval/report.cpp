@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <optional>
+#include <set>
 
 namespace xsagpt::eval {
 
@@ -57,6 +59,7 @@ json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelE
     }
     report["models"].push_back({{"checkpoint", m.checkpoint}, {"file", m.file}, {"step", m.step},
                                 {"attention", m.model.value("attention", std::string("sa"))}, {"model", m.model},
+                                {"seed", m.seed},
                                 {"results", results}, {"average", average}});
   }
   const auto& ms = report["models"];
@@ -75,16 +78,21 @@ json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelE
     }
     return d;
   };
+  std::set<size_t> used;
   for (size_t j = 0; j < ms.size(); ++j) {
     if (ms[j]["attention"] != "xsa") continue;
-    std::optional<size_t> partner;
+    std::vector<size_t> alike;  // SA models of the same config: seeds of one model
     for (size_t i : sa)
-      if (without_attention_keys(ms[i]["model"]) == without_attention_keys(ms[j]["model"])) {
-        partner = i;
-        break;
-      }
+      if (without_attention_keys(ms[i]["model"]) == without_attention_keys(ms[j]["model"])) alike.push_back(i);
+    std::optional<size_t> partner;
+    for (size_t i : alike)
+      if (!partner && !ms[j]["seed"].is_null() && ms[i]["seed"] == ms[j]["seed"]) partner = i;
+    for (size_t i : alike)
+      if (!partner && !used.count(i)) partner = i;
+    if (!partner && !alike.empty()) partner = alike.front();
     if (!partner && sa.size() == 1) partner = sa.front();
     if (!partner) continue;
+    used.insert(*partner);
     json d = {{"sa", *partner}, {"xsa", j}, {"results", json::object()}};
     for (const auto& t : tasks) d["results"][t] = difference(ms[*partner]["results"][t], ms[j]["results"][t]);
     d["average"] = difference(ms[*partner]["average"], ms[j]["average"]);

@@ -304,7 +304,7 @@ def test_eval_accuracy_matches_reference(eval_report, reference, enc):
     report, table, named = eval_report
     assert report["tasks"] == ["tiny_mc", "other"]
     for m, kind in zip(report["models"], ("sa", "xsa")):
-        assert m["attention"] == kind
+        assert m["attention"] == kind and m["seed"] == 7  # train.seed of train_run, for pairing seeds
         for task, path in (("tiny_mc", TASKS / "tiny_mc.jsonl"), ("other", named)):
             items = mc_items(path)
             acc, acc_norm, margin, acc_se = reference_accuracy(reference[kind], enc, items)
