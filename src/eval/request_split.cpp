@@ -38,15 +38,21 @@ static std::vector<int64_t> encode(const Gpt2Tokenizer& tok, std::string_view te
   return {ids.begin(), ids.end()};
 }
 
+// The last few characters of `s`, cut at a code point boundary (for messages).
+static std::string tail_of(std::string_view s, size_t bytes) {
+  size_t start = s.size() > bytes ? s.size() - bytes : 0;
+  while (start > 0 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+  return std::string(s.substr(start));
+}
+
 static void refuse_empty(const TokenRequest& r, std::string_view context, std::string_view continuation) {
   if (!r.continuation.empty()) return;
   if (continuation.empty())
     throw SplitError("the continuation is empty: there is nothing to score (lm-eval refuses such a request)");
+  const std::string where = context.empty() ? std::string("(the end-of-text token)")
+                                            : nlohmann::json(tail_of(context, 24)).dump() + " (its end)";
   throw SplitError("the continuation " + nlohmann::json(std::string(continuation)).dump() +
-                   " has no tokens of its own: GPT-2's BPE merges it into the context " +
-                   (context.empty() ? std::string("(the end-of-text token)")
-                                    : nlohmann::json(std::string(context.substr(context.size() > 24 ? context.size() - 24 : 0))).dump() +
-                                          " (its end)") +
+                   " has no tokens of its own: GPT-2's BPE merges it into the context " + where +
                    ", so the context's tokens already cover it (lm-eval refuses such a request)");
 }
 
