@@ -16,7 +16,7 @@ class and then runs the harness's own command line; use it wherever you would ty
 
     .venv/bin/python scripts/lm_eval_xsagpt.py --model xsagpt --model_args checkpoint=runs/X \
         --tasks arc_easy,boolq,hellaswag,lambada_openai,openbookqa,piqa,social_iqa,winogrande \
-        --output_path results/X
+        --output_path results/    # -> results/X/results_<date>.json, named after the run
 
 From Python, `import lm_eval_xsagpt` (with scripts/ on sys.path) registers the model
 for lm_eval.simple_evaluate(model="xsagpt", model_args="checkpoint=...", ...), or pass
@@ -58,6 +58,36 @@ def run_model_config(checkpoint: str) -> dict | None:
         if cand.is_file():
             return json.loads(cand.read_text()).get("model")
     return None
+
+
+def run_name(checkpoint: str) -> str:
+    """What a result folder is called: the run directory's name, plus the step file's stem
+    when a single checkpoint file inside it was given."""
+    p = pathlib.Path(checkpoint).resolve()
+    if p.is_file() and p.parent.name == "checkpoints":
+        return f"{p.parent.parent.name}-{p.stem}"
+    return p.stem if p.is_file() else p.name
+
+
+def _name_results_after_the_run() -> None:
+    """lm-eval names the folder under --output_path from model_args' pretrained=/model=/path=
+    keys, else randomly; with checkpoint= it is named after the run instead."""
+    from lm_eval.loggers.evaluation_tracker import GeneralConfigTracker
+    original = GeneralConfigTracker._get_model_name
+
+    def named(model_args):
+        if isinstance(model_args, str):
+            args = dict(kv.split("=", 1) for kv in model_args.split(",") if "=" in kv)
+        else:
+            args = dict(model_args or {})
+        if args.get("checkpoint"):
+            return run_name(str(args["checkpoint"]))
+        return original(model_args)
+
+    GeneralConfigTracker._get_model_name = staticmethod(named)
+
+
+_name_results_after_the_run()
 
 
 class ScoreError(RuntimeError):

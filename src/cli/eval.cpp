@@ -1,5 +1,5 @@
-// `xsagpt eval`: multiple-choice accuracy of one or more checkpoints on tasks in
-// local JSON-lines files (eval/task_file.h), scored like lm-evaluation-harness
+// `xsagpt eval`: zero-shot accuracy of one or more checkpoints on tasks in local
+// JSON-lines files (eval/task_file.h), scored like lm-evaluation-harness
 // (eval/request_split.h, eval/scorer.h, eval/metrics.h). Writes the JSON report
 // (eval/report.h) and a table with the models side by side and XSA - SA.
 #include "cli/commands.h"
@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 
@@ -41,16 +42,22 @@ static void write_atomically(const fs::path& path, const std::string& text) {
 int eval(int argc, char** argv) {
   cxxopts::Options opts(
       "xsagpt eval",
-      "Multiple-choice accuracy of checkpoints on local tasks, as lm-evaluation-harness scores them.\n"
-      "A task file holds one item per line: {\"context\": str, \"endings\": [str, ...], \"label\": int,\n"
-      "\"name\": str (optional; default: the file's stem)}. Each ending is scored as written as the\n"
-      "continuation of the context (so \" Paris\", with its space). Per task: acc (highest summed\n"
-      "log-probability), acc_norm (the same divided by the ending's length in characters) and n.\n"
-      "Several checkpoints are compared side by side, with XSA - SA for SA/XSA pairs.");
+      "Zero-shot accuracy of checkpoints on local tasks, computed as lm-evaluation-harness 0.4.13 computes it.\n"
+      "A task file holds one item per line, as lm-eval renders a document (docs/evaluation.md):\n"
+      "  {\"context\": str, \"endings\": [str, ...], \"label\": int}        multiple choice (ARC, HellaSwag, ...)\n"
+      "  {\"contexts\": [str, ...], \"continuation\": str, \"label\": int}  partial scoring (WinoGrande)\n"
+      "  {\"context\": str, \"continuation\": str}                       greedy loglikelihood (LAMBADA)\n"
+      "plus \"name\" (the task; default: the file's stem) and \"target_delimiter\" (default \" \"). The context\n"
+      "has no trailing space and the endings no leading one: choice k is scored as log p(target_delimiter +\n"
+      "ending | context), trailing context whitespace moved to the continuation; a file in the old form (\" Paris\")\n"
+      "is refused. Per task: acc (highest summed log-probability; for greedy items: every continuation token\n"
+      "is the argmax), acc_norm (the same after dividing by the choice's length in characters, without the\n"
+      "delimiter), each with lm-eval's standard error (sample std / sqrt(n)), and n. Several checkpoints are\n"
+      "compared side by side, with XSA - SA for SA/XSA pairs.");
   opts.add_options()
     ("checkpoints", "checkpoint files or run directories (their newest checkpoint)",
      cxxopts::value<std::vector<std::string>>())
-    ("t,task", "task file(s), JSON lines (repeat the option or separate with commas)",
+    ("t,task", "task file(s), JSON lines (repeat the option, or separate files with commas)",
      cxxopts::value<std::vector<std::string>>())
     ("o,out", "write the JSON report here (the table then goes to stdout); default: JSON to stdout, table to stderr",
      cxxopts::value<std::string>())
@@ -69,21 +76,35 @@ int eval(int argc, char** argv) {
 
   // Everything that can be wrong with the input is found before a model is loaded.
   std::vector<fs::path> files;
-  for (const auto& f : args["task"].as<std::vector<std::string>>()) files.emplace_back(f);
+  for (const auto& arg : args["task"].as<std::vector<std::string>>())
+    for (size_t start = 0; start <= arg.size();) {  // "a.jsonl,b.jsonl" is two files
+      const size_t comma = std::min(arg.find(',', start), arg.size());
+      if (comma > start) files.emplace_back(arg.substr(start, comma - start));
+      start = comma + 1;
+    }
+  if (files.empty()) throw ConfigError("--task: no file named");
   const auto tasks = eval::read_task_files(files, args["limit"].as<int64_t>());
   const auto device = resolve_device(scoring.device, "--device");
   auto tok = Gpt2Tokenizer::load(scoring.vocab);
 
-  // The token requests do not depend on the model: one per ending, task by task.
+  // The token requests do not depend on the model: one per choice, task by task.
+  // What lm-eval would refuse is refused here, naming the line, before a model is loaded.
   std::vector<eval::TokenRequest> reqs;
   std::vector<std::string> req_where, task_names;
   for (const auto& t : tasks) {
     task_names.push_back(t.name);
-    for (const auto& item : t.items)
-      for (size_t k = 0; k < item.endings.size(); ++k) {
-        reqs.push_back(eval::split_pair(tok, item.context, item.endings[k]));
-        req_where.push_back(fmt::format("{}: ending {}", item.where, k));
+    for (const auto& item : t.items) {
+      const auto pairs = item.requests();
+      for (size_t k = 0; k < pairs.size(); ++k) {
+        const auto where = pairs.size() > 1 ? fmt::format("{}: choice {}", item.where, k) : item.where;
+        try {
+          reqs.push_back(eval::split_pair(tok, pairs[k].first, pairs[k].second));
+        } catch (const eval::SplitError& e) {
+          throw ConfigError(where + ": " + e.what());
+        }
+        req_where.push_back(where);
       }
+    }
   }
   size_t n_items = 0;
   for (const auto& t : tasks) n_items += t.items.size();
@@ -108,14 +129,16 @@ int eval(int argc, char** argv) {
     me.file = trained.file.string();
     me.step = trained.step;
     me.model = trained.config["model"];
+    me.seed = trained.config.contains("train") ? trained.config["train"].value("seed", json(nullptr)) : json(nullptr);
     size_t k = 0;
     for (const auto& t : tasks) {
-      std::vector<std::vector<double>> lp;
+      std::vector<std::vector<eval::ChoiceScore>> per_item;
       for (const auto& item : t.items) {
-        lp.emplace_back();
-        for (size_t e = 0; e < item.endings.size(); ++e) lp.back().push_back(scores[k++].logprob);
+        per_item.emplace_back();
+        for (size_t e = 0; e < item.requests().size(); ++e, ++k)
+          per_item.back().push_back({scores[k].logprob, scores[k].is_greedy});
       }
-      me.results.push_back(eval::multiple_choice_metrics(t, lp));
+      me.results.push_back(eval::task_metrics(t, per_item));
     }
     models.push_back(std::move(me));
   }

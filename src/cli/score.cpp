@@ -45,7 +45,11 @@ struct Session {
       if (l.kind == eval::LineRequest::kPair) {
         if (rolling_only)
           throw ConfigError(l.where + ": --rolling expects {\"text\": str} lines, got a context/continuation pair");
-        reqs.push_back(eval::split_pair(tok, l.context, l.continuation));
+        try {
+          reqs.push_back(eval::split_pair(tok, l.context, l.continuation));
+        } catch (const eval::SplitError& e) {
+          throw ConfigError(l.where + ": " + e.what());
+        }
       } else if (l.kind == eval::LineRequest::kRolling) {
         auto enc = tok.encode(l.text, SpecialTokens::kAllowed);
         auto windows = eval::rolling_windows({enc.begin(), enc.end()}, tok.eot_id(), block);
@@ -116,8 +120,9 @@ int score(int argc, char** argv) {
       "Output: one JSON line per request, in order: {\"logprob\": float (natural log), \"is_greedy\": bool,\n"
       "\"n_tokens\": int (continuation tokens scored)}, or {\"text\": str, \"n_tokens\": int} for a prompt.\n"
       "Trailing whitespace of a context moves to the continuation; a context longer than the model's\n"
-      "window loses tokens on the left. An empty line answers the lines read so far (for a process\n"
-      "kept alive by a client).");
+      "window loses tokens on the left. A continuation with no tokens of its own (empty, or merged by BPE\n"
+      "into the context: \"hell\" + \"o\") is refused, naming the line, as lm-eval refuses it.\n"
+      "An empty line answers the lines read so far (for a process kept alive by a client).");
   opts.add_options()
     ("checkpoint", "checkpoint file, or a run directory (its newest checkpoint)", cxxopts::value<std::string>())
     ("file", "JSON-lines input (default: stdin)", cxxopts::value<std::string>()->default_value("-"))

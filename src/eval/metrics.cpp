@@ -2,6 +2,8 @@
 
 #include "eval/request_split.h"
 
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace xsagpt::eval {
@@ -13,25 +15,55 @@ static size_t first_argmax(const std::vector<double>& v) {
   return best;
 }
 
-TaskMetrics multiple_choice_metrics(const McTask& task, const std::vector<std::vector<double>>& logprobs) {
-  if (logprobs.size() != task.items.size())
-    throw std::invalid_argument("multiple_choice_metrics: one list of log-probabilities per item expected");
-  TaskMetrics m;
+static double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+}
+
+double mean_stderr(const std::vector<double>& values) {
+  const auto n = static_cast<double>(values.size());
+  if (values.size() < 2) return std::numeric_limits<double>::quiet_NaN();
+  const double mu = mean(values);
+  double ss = 0;
+  for (double x : values) ss += (x - mu) * (x - mu);
+  return std::sqrt(ss / (n - 1)) / std::sqrt(n);
+}
+
+TaskMetrics task_metrics(const McTask& task, const std::vector<std::vector<ChoiceScore>>& scores) {
+  if (scores.size() != task.items.size())
+    throw std::invalid_argument("task_metrics: one list of scores per item expected");
+  std::vector<double> acc, acc_norm, ll;
   for (size_t i = 0; i < task.items.size(); ++i) {
     const auto& item = task.items[i];
-    const auto& lp = logprobs[i];
-    if (lp.size() != item.endings.size())
-      throw std::invalid_argument("multiple_choice_metrics: one log-probability per ending expected");
-    std::vector<double> norm(lp.size());
-    for (size_t k = 0; k < lp.size(); ++k) norm[k] = lp[k] / static_cast<double>(code_points(item.endings[k]));
+    const auto& s = scores[i];
+    if (s.size() != item.requests().size()) throw std::invalid_argument("task_metrics: one score per request expected");
+    if (item.shape == ItemShape::kGreedy) {
+      acc.push_back(s[0].is_greedy ? 1.0 : 0.0);
+      ll.push_back(s[0].logprob);
+      continue;
+    }
+    const auto& choices = item.choices();
+    std::vector<double> lp(s.size()), norm(s.size());
+    for (size_t k = 0; k < s.size(); ++k) {
+      lp[k] = s[k].logprob;
+      norm[k] = s[k].logprob / static_cast<double>(code_points(choices[k]));
+    }
     const auto label = static_cast<size_t>(item.label);
-    m.acc += first_argmax(lp) == label;
-    m.acc_norm += first_argmax(norm) == label;
+    acc.push_back(first_argmax(lp) == label ? 1.0 : 0.0);
+    acc_norm.push_back(first_argmax(norm) == label ? 1.0 : 0.0);
   }
+  TaskMetrics m;
   m.n = static_cast<int64_t>(task.items.size());
-  if (m.n > 0) {
-    m.acc /= static_cast<double>(m.n);
-    m.acc_norm /= static_cast<double>(m.n);
+  m.acc = mean(acc);
+  m.acc_stderr = mean_stderr(acc);
+  if (task.shape == ItemShape::kGreedy) {
+    m.has_perplexity = true;
+    m.perplexity = std::exp(-mean(ll));
+  } else {
+    m.has_norm = true;
+    m.acc_norm = mean(acc_norm);
+    m.acc_norm_stderr = mean_stderr(acc_norm);
   }
   return m;
 }

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <optional>
+#include <set>
+
 namespace xsagpt::eval {
 
 static json without_attention_keys(json model) {
@@ -9,50 +13,100 @@ static json without_attention_keys(json model) {
   return model;
 }
 
-static json metric_pair(double acc, double acc_norm) { return {{"acc", acc}, {"acc_norm", acc_norm}}; }
+// NaN (a standard error over fewer than two items) is JSON's null.
+static json number(double v) { return std::isnan(v) ? json(nullptr) : json(v); }
+static double value(const json& v) { return v.is_number() ? v.get<double>() : std::nan(""); }
+
+// Standard error of a sum or difference of independent estimates.
+static double combined(const std::vector<double>& se) {
+  double s = 0;
+  for (double x : se) s += x * x;
+  return std::sqrt(s);
+}
+
+static const char* const kMetrics[] = {"acc", "acc_norm"};
 
 json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelEval>& models) {
   json report = {{"tasks", tasks}, {"models", json::array()}, {"differences", json::array()}};
   for (const auto& m : models) {
     json results = json::object();
-    double acc = 0, acc_norm = 0;
     for (size_t t = 0; t < tasks.size(); ++t) {
       const auto& r = m.results.at(t);
-      results[tasks[t]] = {{"acc", r.acc}, {"acc_norm", r.acc_norm}, {"n", r.n}};
-      acc += r.acc;
-      acc_norm += r.acc_norm;
+      json o = {{"acc", r.acc}, {"acc_stderr", number(r.acc_stderr)}};
+      if (r.has_norm) {
+        o["acc_norm"] = r.acc_norm;
+        o["acc_norm_stderr"] = number(r.acc_norm_stderr);
+      }
+      if (r.has_perplexity) o["perplexity"] = r.perplexity;
+      o["n"] = r.n;
+      results[tasks[t]] = o;
     }
-    const double n = std::max<double>(1, static_cast<double>(tasks.size()));
+    // The paper's unweighted mean over tasks (acc_norm over the tasks that have it);
+    // its standard error treats the tasks as independent samples.
+    json average = json::object();
+    for (const char* k : kMetrics) {
+      double sum = 0;
+      std::vector<double> se;
+      for (const auto& t : tasks)
+        if (results[t].contains(k)) {
+          sum += results[t][k].get<double>();
+          se.push_back(value(results[t][std::string(k) + "_stderr"]));
+        }
+      if (se.empty()) continue;
+      const auto n = static_cast<double>(se.size());
+      average[k] = sum / n;
+      average[std::string(k) + "_stderr"] = number(combined(se) / n);
+    }
     report["models"].push_back({{"checkpoint", m.checkpoint}, {"file", m.file}, {"step", m.step},
                                 {"attention", m.model.value("attention", std::string("sa"))}, {"model", m.model},
-                                {"results", results}, {"average", metric_pair(acc / n, acc_norm / n)}});
+                                {"seed", m.seed},
+                                {"results", results}, {"average", average}});
   }
   const auto& ms = report["models"];
   std::vector<size_t> sa;
   for (size_t i = 0; i < ms.size(); ++i)
     if (ms[i]["attention"] == "sa") sa.push_back(i);
+  // XSA - SA, with the standard error of a difference of independent estimates
+  // (an upper bound for the paired one on the same items).
+  auto difference = [](const json& a, const json& b) {
+    json d = json::object();
+    for (const char* k : kMetrics) {
+      if (!a.contains(k) || !b.contains(k)) continue;
+      const std::string se = std::string(k) + "_stderr";
+      d[k] = b[k].get<double>() - a[k].get<double>();
+      d[se] = number(combined({value(a[se]), value(b[se])}));
+    }
+    return d;
+  };
+  std::set<size_t> used;
   for (size_t j = 0; j < ms.size(); ++j) {
     if (ms[j]["attention"] != "xsa") continue;
-    std::optional<size_t> partner;
+    std::vector<size_t> alike;  // SA models of the same config: seeds of one model
     for (size_t i : sa)
-      if (without_attention_keys(ms[i]["model"]) == without_attention_keys(ms[j]["model"])) {
-        partner = i;
-        break;
-      }
+      if (without_attention_keys(ms[i]["model"]) == without_attention_keys(ms[j]["model"])) alike.push_back(i);
+    std::optional<size_t> partner;
+    for (size_t i : alike)
+      if (!partner && !ms[j]["seed"].is_null() && ms[i]["seed"] == ms[j]["seed"]) partner = i;
+    for (size_t i : alike)
+      if (!partner && !used.count(i)) partner = i;
+    if (!partner && !alike.empty()) partner = alike.front();
     if (!partner && sa.size() == 1) partner = sa.front();
     if (!partner) continue;
+    used.insert(*partner);
     json d = {{"sa", *partner}, {"xsa", j}, {"results", json::object()}};
-    for (const auto& t : tasks) {
-      const auto &a = ms[*partner]["results"][t], &b = ms[j]["results"][t];
-      d["results"][t] = metric_pair(b["acc"].get<double>() - a["acc"].get<double>(),
-                                    b["acc_norm"].get<double>() - a["acc_norm"].get<double>());
-    }
-    const auto &a = ms[*partner]["average"], &b = ms[j]["average"];
-    d["average"] = metric_pair(b["acc"].get<double>() - a["acc"].get<double>(),
-                               b["acc_norm"].get<double>() - a["acc_norm"].get<double>());
+    for (const auto& t : tasks) d["results"][t] = difference(ms[*partner]["results"][t], ms[j]["results"][t]);
+    d["average"] = difference(ms[*partner]["average"], ms[j]["average"]);
     report["differences"].push_back(d);
   }
   return report;
+}
+
+static std::string cell(const json& o, const char* k, bool sign) {
+  if (!o.contains(k)) return "-";
+  const auto se = o.value(std::string(k) + "_stderr", json(nullptr));
+  const double x = o[k].get<double>();
+  const auto v = sign ? fmt::format("{:+.4f}", x) : fmt::format("{:.4f}", x);
+  return se.is_number() ? fmt::format("{}±{:.4f}", v, se.get<double>()) : v;
 }
 
 std::string eval_table(const json& report) {
@@ -65,27 +119,31 @@ std::string eval_table(const json& report) {
   size_t name_w = 8;
   for (const auto& t : report["tasks"]) name_w = std::max(name_w, t.get<std::string>().size());
   std::string head = fmt::format("\n{:<{}} {:>6}", "task", name_w, "n");
-  for (size_t i = 0; i < ms.size(); ++i) head += fmt::format(" {:>10} {:>10}", fmt::format("[{}] acc", i + 1),
-                                                             fmt::format("[{}] norm", i + 1));
+  for (size_t i = 0; i < ms.size(); ++i)
+    head += fmt::format(" {:>15} {:>15}", fmt::format("[{}] acc", i + 1), fmt::format("[{}] norm", i + 1));
   for (const auto& d : ds) {
     const auto label = fmt::format("[{}]-[{}]", d["xsa"].get<size_t>() + 1, d["sa"].get<size_t>() + 1);
-    head += fmt::format(" {:>12} {:>12}", label + " acc", label + " norm");
+    head += fmt::format(" {:>16} {:>16}", label + " acc", label + " norm");
   }
   out += head + "\n";
-  auto row = [&](const std::string& name, const std::string& n, auto&& model_cell, auto&& diff_cell) {
+  auto row = [&](const std::string& name, const std::string& n, auto&& model_of, auto&& diff_of) {
     std::string line = fmt::format("{:<{}} {:>6}", name, name_w, n);
-    for (const auto& m : ms) line += fmt::format(" {:>10.4f} {:>10.4f}", model_cell(m, "acc"), model_cell(m, "acc_norm"));
-    for (const auto& d : ds) line += fmt::format(" {:>+12.4f} {:>+12.4f}", diff_cell(d, "acc"), diff_cell(d, "acc_norm"));
+    for (const auto& m : ms)
+      line += fmt::format(" {:>15} {:>15}", cell(model_of(m), "acc", false), cell(model_of(m), "acc_norm", false));
+    for (const auto& d : ds)
+      line += fmt::format(" {:>16} {:>16}", cell(diff_of(d), "acc", true), cell(diff_of(d), "acc_norm", true));
     out += line + "\n";
   };
   for (const auto& tj : report["tasks"]) {
     const auto t = tj.get<std::string>();
     const auto n = ms.empty() ? std::string("-") : std::to_string(ms[0]["results"][t]["n"].get<int64_t>());
-    row(t, n, [&](const json& m, const char* k) { return m["results"][t][k].get<double>(); },
-        [&](const json& d, const char* k) { return d["results"][t][k].get<double>(); });
+    row(t, n, [&](const json& m) -> const json& { return m["results"][t]; },
+        [&](const json& d) -> const json& { return d["results"][t]; });
   }
-  row("average", "", [](const json& m, const char* k) { return m["average"][k].get<double>(); },
-      [](const json& d, const char* k) { return d["average"][k].get<double>(); });
+  row("average", "", [](const json& m) -> const json& { return m["average"]; },
+      [](const json& d) -> const json& { return d["average"]; });
+  out += "± one standard error (lm-eval's: sample std / sqrt(n)); differences and averages treat their parts as "
+         "independent\n";
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "eval/request_split.h"
 
+#include <nlohmann/json.hpp>
+
 #include <stdexcept>
 
 namespace xsagpt::eval {
@@ -36,7 +38,26 @@ static std::vector<int64_t> encode(const Gpt2Tokenizer& tok, std::string_view te
   return {ids.begin(), ids.end()};
 }
 
+// The last few characters of `s`, cut at a code point boundary (for messages).
+static std::string tail_of(std::string_view s, size_t bytes) {
+  size_t start = s.size() > bytes ? s.size() - bytes : 0;
+  while (start > 0 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+  return std::string(s.substr(start));
+}
+
+static void refuse_empty(const TokenRequest& r, std::string_view context, std::string_view continuation) {
+  if (!r.continuation.empty()) return;
+  if (continuation.empty())
+    throw SplitError("the continuation is empty: there is nothing to score (lm-eval refuses such a request)");
+  const std::string where = context.empty() ? std::string("(the end-of-text token)")
+                                            : nlohmann::json(tail_of(context, 24)).dump() + " (its end)";
+  throw SplitError("the continuation " + nlohmann::json(std::string(continuation)).dump() +
+                   " has no tokens of its own: GPT-2's BPE merges it into the context " + where +
+                   ", so the context's tokens already cover it (lm-eval refuses such a request)");
+}
+
 TokenRequest split_pair(const Gpt2Tokenizer& tok, std::string_view context, std::string_view continuation) {
+  const std::string_view given_context = context, given_continuation = continuation;
   const int64_t prefix = tok.eot_id();
   std::string cont(continuation);
   if (const size_t cut = trailing_space_start(context); cut < context.size()) {
@@ -48,12 +69,14 @@ TokenRequest split_pair(const Gpt2Tokenizer& tok, std::string_view context, std:
     r.context = {prefix};
     r.continuation = encode(tok, cont);
     if (!r.continuation.empty() && r.continuation.front() == prefix) r.continuation.erase(r.continuation.begin());
+    refuse_empty(r, given_context, given_continuation);
     return r;
   }
   auto whole = encode(tok, std::string(context) + cont);
   r.context = encode(tok, context);
   if (r.context.size() < whole.size())
     r.continuation.assign(whole.begin() + static_cast<ptrdiff_t>(r.context.size()), whole.end());
+  refuse_empty(r, given_context, given_continuation);
   return r;
 }
 

@@ -9,6 +9,10 @@
 //     encoding of the context alone, and the continuation's tokens are whatever
 //     follows that many tokens in the joint encoding (BPE may merge across the
 //     boundary; the harness accepts that, so do we);
+//   - a pair whose continuation gets no tokens of its own (an empty continuation,
+//     or one BPE merges whole into the context's last token: "hell" + "o") is
+//     refused with a SplitError, as the harness's Hugging Face model refuses it
+//     (an assertion there), rather than scored as log-probability 0;
 //   - an empty context becomes the end-of-text token (the "prefix token"), unless
 //     the continuation itself starts with it.
 // A whole text (loglikelihood_rolling): its tokens are cut into windows that each
@@ -23,6 +27,7 @@
 #include "tokenizer/gpt2_bpe.h"
 
 #include <cstdint>
+#include <stdexcept>
 #include <string_view>
 #include <vector>
 
@@ -41,10 +46,16 @@ size_t trailing_space_start(std::string_view s);
 // Number of code points in valid UTF-8 text (Python's len of the str).
 size_t code_points(std::string_view s);
 
+// A pair the harness would refuse; the message says why (the caller adds where).
+struct SplitError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
 // The harness's split of a (context, continuation) pair. Literal "<|endoftext|>"
 // in the text is the special token, as GPT-2's tokenizer in the harness reads it.
 // A context that is only whitespace is treated as empty after the move (the
-// harness would leave the first continuation token unconditioned there).
+// harness would leave the first continuation token unconditioned there). Throws
+// SplitError when the continuation has no tokens of its own.
 TokenRequest split_pair(const Gpt2Tokenizer& tok, std::string_view context, std::string_view continuation);
 
 // The disjoint rolling windows over `tokens` for a model that sees max_len tokens;
