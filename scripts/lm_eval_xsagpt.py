@@ -38,9 +38,29 @@ import pathlib
 import subprocess
 import sys
 
-from lm_eval.api.model import LM
-from lm_eval.api.registry import register_model
-import lm_eval.models  # noqa: F401  the built-in models first: the registry loads them only while empty
+
+def _ensure_lm_eval() -> None:
+    """lm-eval is an extra (requirements-eval.txt, ~0.5 GB) that the demo does not
+    install: on first use, install it into this Python, saying so, or explain."""
+    try:
+        import lm_eval  # noqa: F401
+        return
+    except ImportError:
+        pass
+    req = pathlib.Path(__file__).resolve().parents[1] / "requirements-eval.txt"
+    print(f"lm_eval_xsagpt: lm-eval is not installed in {sys.executable}; installing {req.name} "
+          "(lm-eval 0.4.13 and its ~0.5 GB of dependencies; once) ...", file=sys.stderr)
+    rc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-r", str(req)]).returncode
+    if rc != 0:
+        sys.exit(f"lm_eval_xsagpt: installing {req} failed (pip exit {rc}); install it by hand with "
+                 f"`bash scripts/setup.sh --eval` or `{sys.executable} -m pip install -r {req}`")
+
+
+_ensure_lm_eval()
+
+from lm_eval.api.model import LM  # noqa: E402
+from lm_eval.api.registry import register_model  # noqa: E402
+import lm_eval.models  # noqa: F401,E402  the built-in models first: the registry loads them only while empty
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 eval_logger = logging.getLogger("lm_eval_xsagpt")

@@ -41,7 +41,7 @@ from reference.model import GPT  # noqa: E402
 
 tiktoken = pytest.importorskip("tiktoken")
 from gpt2_tiktoken import EOT_ID, gpt2_encoding  # noqa: E402
-pytest.importorskip("lm_eval", reason="lm-eval is not installed (requirements.txt has it; the GPU image may not)")
+pytest.importorskip("lm_eval", reason="lm-eval is not installed (requirements-eval.txt; scripts/setup.sh --eval, which the test command runs)")
 from lm_eval.api.model import TemplateLM  # noqa: E402
 from lm_eval.utils import get_rolling_token_windows, make_disjoint_window  # noqa: E402
 
