@@ -208,27 +208,28 @@ TEST(FastPath, Bf16TrainingStepsWithTheWeightCacheFollowAutocast) {
   auto train = [&](const std::string& kernels) {
     torch::manual_seed(22);
     GPT m(cfg);
-    test::randomize_head(m);
+    test::randomize_head(m, 0.1);
     m->set_runtime(test::runtime("none", 0, kernels, false, /*bf16=*/true));
     test::StepRig step(m, /*accumulation=*/3);
     size_t i = 0;
     Trained t;
-    for (int s = 0; s < 6; ++s) t.losses.push_back(step([&] { return data[i++]; }, 1e-2).loss.item<double>());
+    for (int s = 0; s < 6; ++s) t.losses.push_back(step([&] { return data[i++]; }, 3e-3).loss.item<double>());
     t.params = step.params;
     for (auto& p : t.params) p = p.detach().clone();
     return t;
   };
   const auto aten = train("aten"), fused = train("fused");
-  // It learns (each step moves the loss by much more than the tolerance below)...
-  ASSERT_LT(aten.losses.back(), aten.losses.front() - 0.3);
-  // ...and both paths take the same steps, within bf16 rounding.
-  for (size_t s = 0; s < aten.losses.size(); ++s) EXPECT_NEAR(fused.losses[s], aten.losses[s], 0.02) << "step " << s;
+  // It learns, each step moving the loss by 0.2 or more (measured: 0.23..0.41)...
+  for (size_t s = 1; s < aten.losses.size(); ++s) ASSERT_LT(aten.losses[s], aten.losses[s - 1] - 0.1) << "step " << s;
+  // ...and both paths take the same steps within bf16 rounding (measured: 0.0016 at
+  // most; a step taken with stale weight copies is a whole step's 0.2 off).
+  for (size_t s = 0; s < aten.losses.size(); ++s) EXPECT_NEAR(fused.losses[s], aten.losses[s], 0.01) << "step " << s;
   double diff = 0, moved = 0;
   for (size_t k = 0; k < aten.params.size(); ++k) {
     diff += (fused.params[k] - aten.params[k]).pow(2).sum().item<double>();
     moved += aten.params[k].pow(2).sum().item<double>();
   }
-  EXPECT_LT(std::sqrt(diff / moved), 0.02);
+  EXPECT_LT(std::sqrt(diff / moved), 0.02);  // measured: 0.0036
 }
 
 // Resume with the weight cache on: a run saved after two steps and continued in a

@@ -300,7 +300,7 @@ TEST(LMHeadLoss, TargetsOutsideTheVocabularyAreRejectedAndOnlyMinusOneIsIgnored)
   auto h = torch::randn({4, 3}, f64), w = torch::randn({5, 3}, f64);
   for (int64_t bad : {5, 6, -2}) {
     SCOPED_TRACE(bad);
-    auto t = torch::tensor({0, 1, bad, 2}, torch::kLong);
+    auto t = torch::tensor(std::vector<int64_t>{0, 1, bad, 2});
     EXPECT_THROW(lm_head_loss(h, w, w, t, 0), c10::Error);
   }
   auto t = torch::tensor({0, 1, -1, 2}, torch::kLong);
