@@ -19,7 +19,6 @@
 
 #include <mutex>
 #include <set>
-#include <type_traits>
 #include <utility>
 
 namespace xsagpt {
@@ -155,6 +154,12 @@ void check_vector(const at::Tensor& t, const char* what, int64_t d, const at::De
   TORCH_CHECK(t.device() == device, "add_norm kernel: ", what, " is on ", t.device(), ", expected ", device);
 }
 
+// A type carried as a value into a generic lambda (std::type_identity is C++20).
+template <typename T>
+struct TypeTag {
+  using type = T;
+};
+
 // Shared memory the backward needs per warp: a weight and a bias partial per column.
 int64_t backward_smem_per_warp(int64_t d) { return 2 * d * static_cast<int64_t>(sizeof(float)); }
 
@@ -220,8 +225,8 @@ void add_norm_forward_cuda(const at::Tensor& x, const at::Tensor& branch, const 
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     };
     auto with_branch_type = [&](auto vec_tag) {
-      if (branch.defined() && branch.scalar_type() == at::kFloat) run(vec_tag, std::type_identity<float>{});
-      else run(vec_tag, std::type_identity<L>{});
+      if (branch.defined() && branch.scalar_type() == at::kFloat) run(vec_tag, TypeTag<float>{});
+      else run(vec_tag, TypeTag<L>{});
     };
     if (wide) with_branch_type(std::integral_constant<int, 4>{});
     else with_branch_type(std::integral_constant<int, 1>{});
