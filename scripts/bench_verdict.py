@@ -105,7 +105,7 @@ def main() -> None:
     table = ["| kernel | tests | loss Δ | speed ratio | verdict |", "|---|---|---|---|---|"] + rows
     print("\n".join(table))
 
-    gpu = (res / "gpu.txt").read_text().strip() if (res / "gpu.txt").exists() else "unknown"
+    gpu = "; ".join((res / "gpu.txt").read_text().split("\n")).strip("; ") if (res / "gpu.txt").exists() else "unknown"
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     md = [f"### Fused kernels: the verdict{' (CPU dry run: nothing decided)' if args.dry_run else ''}", "",
           f"{datetime.date.today().isoformat()}, commit {commit or 'unknown'}. Machine: {gpu}.",
