@@ -3,9 +3,19 @@
 # then the GPU benchmarks (issue 12), each as a stage so that one lease can take
 # them in a few calls (a lent machine keeps build/ while it stays warm):
 #
+#   bash scripts/bench_gpu.sh verdict                 the one command that decides (below)
+#   bash scripts/bench_gpu.sh verdict --cpu-dry-run   the same stages at tiny sizes on a CPU
 #   bash scripts/bench_gpu.sh build test step kernels pytorch summary
 #   bash scripts/bench_gpu.sh parity train memory block
 #
+#   verdict  build; the CUDA tests; 200 steps of gpt2-124m (XSA) on the KJV shards with
+#            each fused kernel alone and with `fused`, against `aten` with the same seed
+#            (final val loss, largest parameter difference, tokens/s, ratio); the step
+#            benchmark of aten/auto/fused at 124M 16x1024 and 0.7B 8x2048, SA and XSA,
+#            beside PyTorch eager and torch.compile; then one table, kernel | tests |
+#            loss delta | speed ratio | verdict (scripts/bench_verdict.py), also written
+#            to out/gpu/verdict.md. Needs data/kjv/shards (carry it). With --cpu-dry-run:
+#            out/gpu-dry-run/, the tiny model, 20 steps, CUDA tests skipped, no decision.
 #   build    configure + build (Release, Hopper sm_90 unless TORCH_CUDA_ARCH_LIST is set)
 #   test     the C++ tests (the CUDA ones run here instead of skipping: every fused kernel
 #            against its ATen twin and float64, the model and training step fused vs ATen,
@@ -27,11 +37,20 @@
 # of them to $OUT/gpu-results.tgz. See docs/gpu-machine.md for the carry list.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+DRY=0
+stages=()
+for a in "$@"; do
+  if [[ $a == --cpu-dry-run ]]; then DRY=1; else stages+=("$a"); fi
+done
 RES=out/gpu
+[[ $DRY == 1 ]] && RES=out/gpu-dry-run
 mkdir -p "$RES"
 BIN=build/xsagpt
 PY=${PYTHON:-python3}
-export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
+[[ $DRY == 1 && -z ${PYTHON:-} && -x .venv/bin/python ]] && PY=.venv/bin/python
+# Hopper only on the GPU machine; a dry run keeps the local build's configuration (a
+# different arch list would recompile every CUDA unit of build/).
+[[ $DRY == 1 ]] || export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
 
 log() { printf '\n=== %s  %s\n' "$(date +%H:%M:%S)" "$*"; }
 finish() { [[ -n ${OUT:-} ]] && tar czf "$OUT/gpu-results.tgz" -C out gpu || true; }
@@ -145,8 +164,98 @@ stage_summary() {
     | tee "$RES/summary.md"
 }
 
-[[ $# -gt 0 ]] || { sed -n '2,27p' "$0"; exit 2; }
-for s in "$@"; do
+VERDICT_KERNELS=weights,norm,rope,loss,xsa,xsa_wide,fused
+
+verdict_build() {
+  if [[ $DRY == 1 ]]; then
+    log "machine (CPU dry run)"
+    echo "CPU dry run: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores" | tee "$RES/gpu.txt"
+  else
+    log "machine"
+    nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | tee "$RES/gpu.txt"
+  fi
+  "$PY" -c 'import torch; print("torch", torch.__version__, torch.version.cuda)' | tee -a "$RES/gpu.txt"
+  log "build (xsagpt, xsagpt_tests)"
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -Wno-dev \
+    >"$RES/configure.log" 2>&1 || { tail -30 "$RES/configure.log"; exit 1; }
+  cmake --build build -j"$(nproc)" --target xsagpt xsagpt_tests >"$RES/build.log" 2>&1 \
+    || { grep -m20 -A5 error "$RES/build.log"; exit 1; }
+}
+
+# The CUDA tests, all of them, into cuda-tests.json; a failure is recorded, not fatal:
+# the table says which kernels it touches.
+verdict_tests() {
+  log "CUDA tests (KernelsCuda.*, XsaCuda.*)"
+  build/tests/xsagpt_tests --gtest_filter='KernelsCuda.*:XsaCuda.*' --gtest_output="json:$RES/cuda-tests.json" \
+    >"$RES/cuda-tests.log" 2>&1 || echo "some CUDA tests FAILED: see $RES/cuda-tests.log"
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) *\] [0-9]+ test|^\[  FAILED  \] [A-Z]" "$RES/cuda-tests.log" || true
+}
+
+# 200 steps (dry run: 20 of the tiny model) for aten and each kernel set, same seed.
+verdict_parity() {
+  [[ -f data/kjv/shards/val_000000.bin ]] || { echo "verdict: data/kjv/shards missing (carry it)"; exit 1; }
+  local size
+  if [[ $DRY == 1 ]]; then
+    size=(--set model.base=tiny --set train.max_steps=20 --set train.seq_len=64 --set train.micro_batch=4
+          --set train.warmup_steps=2 --set train.lr=3e-3 --set train.eval_interval=20 --set train.eval_tokens=2048
+          --set train.log_interval=5)
+  else
+    size=(--set model.base=gpt2-124m --set train.max_steps=200 --set train.seq_len=1024 --set train.micro_batch=16
+          --set train.warmup_steps=20 --set train.lr=6e-4 --set train.eval_interval=200 --set train.eval_tokens=65536
+          --set train.log_interval=25)
+  fi
+  for k in aten ${VERDICT_KERNELS//,/ }; do
+    log "parity run, kernels $k"
+    $BIN train -c configs/runs/cpu-demo-sa.json --out "$RES/parity-$k" --overwrite --set model.attention=xsa \
+      --set train.kernels=$k --set train.ckpt_interval=0 --set train.keep_checkpoints=1 "${size[@]}" \
+      >"$RES/parity-$k.log" 2>&1 || { tail -20 "$RES/parity-$k.log"; exit 1; }
+    grep -E "val loss" "$RES/parity-$k.log" | tail -1 || true
+  done
+}
+
+verdict_step() {
+  local v=sa@aten,sa,sa@fused,xsa@aten,xsa,xsa@fused
+  rm -f "$RES/pytorch.jsonl" "$RES"/step-*.json
+  if [[ $DRY == 1 ]]; then
+    log "training step, tiny 2x64 (dry run)"
+    $BIN bench --no-block --variants $v --step-config tiny --step-batch 2 --step-seq-len 64 --warmup 1 --iters 2 \
+      --json "$RES/step-tiny.json" 2>"$RES/step-tiny.err" | tee "$RES/step-tiny.txt"
+    for a in sa xsa; do
+      log "PyTorch tiny $a (eager, torch.compile)"
+      "$PY" scripts/bench_pytorch.py --config tiny -b 2 -t 64 --attention $a --steps 2 --warmup 1 --compile \
+        | tee -a "$RES/pytorch.jsonl"
+    done
+  else
+    log "training step, gpt2-124m 16x1024"
+    $BIN bench --no-block --variants $v --step-config gpt2-124m --step-batch 16 --step-seq-len 1024 --iters 20 \
+      --json "$RES/step-124m.json" 2>"$RES/step-124m.err" | tee "$RES/step-124m.txt"
+    log "training step, paper-0.7b 8x2048"
+    $BIN bench --no-block --variants $v --step-config paper-0.7b --step-batch 8 --step-seq-len 2048 --iters 10 \
+      --json "$RES/step-0.7b.json" 2>"$RES/step-0.7b.err" | tee "$RES/step-0.7b.txt"
+    for a in sa xsa; do
+      log "PyTorch gpt2-124m $a"
+      "$PY" scripts/bench_pytorch.py --config gpt2-124m -b 16 -t 1024 --attention $a --compile | tee -a "$RES/pytorch.jsonl"
+      log "PyTorch paper-0.7b $a"
+      "$PY" scripts/bench_pytorch.py --config paper-0.7b -b 8 -t 2048 --attention $a --steps 10 --compile \
+        | tee -a "$RES/pytorch.jsonl"
+    done
+  fi
+  "$PY" scripts/bench_compare.py "$RES"/step-*.json --pytorch "$RES/pytorch.jsonl" | tee "$RES/summary.md"
+}
+
+stage_verdict() {
+  local t0=$SECONDS
+  verdict_build
+  verdict_tests
+  verdict_parity
+  verdict_step
+  log "verdict"
+  "$PY" scripts/bench_verdict.py "$RES" --kernels $VERDICT_KERNELS $([[ $DRY == 1 ]] && echo --dry-run)
+  echo "verdict took $((SECONDS - t0)) s"
+}
+
+[[ ${#stages[@]} -gt 0 ]] || { sed -n '2,38p' "$0"; exit 2; }
+for s in "${stages[@]}"; do
   declare -F "stage_$s" >/dev/null || { echo "bench_gpu.sh: unknown stage '$s'" >&2; exit 2; }
   "stage_$s"
 done

@@ -27,8 +27,13 @@ struct AddNorm : torch::autograd::Function<AddNorm> {
     const auto N = x2.size(0);
     const auto b = bias.value_or(torch::Tensor());
     const bool kernel = kernel_for(x2, weight, b, out);
+    // The branch is added in float32 on both paths, whatever its dtype: the kernel
+    // reads float32 or the compute dtype as they come, anything else is widened.
     torch::Tensor br;
-    if (branch) br = branch->reshape({-1, d}).to(kernel ? out : branch->scalar_type()).contiguous();
+    if (branch) {
+      const auto bt = branch->scalar_type();
+      br = branch->reshape({-1, d}).to(kernel && bt != out ? x2.scalar_type() : bt).contiguous();
+    }
     auto h = torch::empty({N, d}, x2.options().dtype(out));
     auto mean = torch::empty({N}, x2.options()), rstd = torch::empty({N}, x2.options());
     auto x_out = branch ? torch::empty_like(x2) : x2;
@@ -59,9 +64,13 @@ struct AddNorm : torch::autograd::Function<AddNorm> {
     if (!dh.defined()) {  // only x_out was used: the norm contributes nothing
       dx = dx_out;
     } else {
-      const bool kernel = ctx->saved_data["kernel"].toBool();
+      // Rows too wide for the kernel's shared memory (d above ~29K) take the twin.
+      const bool kernel = ctx->saved_data["kernel"].toBool() && add_norm_backward_cuda_fits(d);
       dx = torch::empty_like(x_out);
-      if (has_branch) dbranch = torch::empty({N, d}, dh.options());
+      // A branch in dh's dtype gets its gradient written by the same pass; any other
+      // (float32) is x's gradient itself, taken from dx below without a rounding.
+      if (has_branch && branch_dtype == static_cast<int64_t>(dh.scalar_type()) && dh.scalar_type() != x_out.scalar_type())
+        dbranch = torch::empty({N, d}, dh.options());
       dw = torch::empty_like(weight);
       if (has_bias) db = torch::empty_like(weight);
       if (kernel) add_norm_backward_cuda(dh, dx_out, x_out, mean, rstd, weight, dx, dbranch, dw, db);

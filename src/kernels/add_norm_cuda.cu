@@ -17,6 +17,10 @@
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <mutex>
+#include <set>
+#include <utility>
+
 namespace xsagpt {
 
 namespace {
@@ -25,8 +29,9 @@ using namespace xsagpt::cuda;
 
 constexpr int kFwdWarps = 8;  // rows per forward block
 
-template <typename L, int VEC>
-__global__ void add_norm_forward_kernel(const float* __restrict__ x, const L* __restrict__ branch,
+// B: the branch's dtype, float32 or L; either way it is added in float32.
+template <typename L, typename B, int VEC>
+__global__ void add_norm_forward_kernel(const float* __restrict__ x, const B* __restrict__ branch,
                                         const float* __restrict__ weight, const float* __restrict__ bias,
                                         float* x_out, L* __restrict__ h, float* __restrict__ mean,
                                         float* __restrict__ rstd, int64_t N, int d, float eps) {
@@ -39,7 +44,7 @@ __global__ void add_norm_forward_kernel(const float* __restrict__ x, const L* __
   for (int c = lane * VEC; c < d; c += kWarp * VEC) {
     auto v = load_vec<float, VEC>(xr + c);
     if (branch) {
-      const auto b = load_vec<L, VEC>(branch + row * d + c);
+      const auto b = load_vec<B, VEC>(branch + row * d + c);
 #pragma unroll
       for (int j = 0; j < VEC; ++j) v.v[j] += static_cast<float>(b.v[j]);
       store_vec<float, VEC>(xo + c, v);  // read back below by this same thread
@@ -135,9 +140,37 @@ __global__ void add_norm_backward_kernel(const L* __restrict__ dh, const float* 
     }
 }
 
-void check_rows(const at::Tensor& t, const char* what, int64_t N, int64_t d) {
+void check_rows(const at::Tensor& t, const char* what, int64_t N, int64_t d, const at::Device& device) {
   TORCH_CHECK(t.dim() == 2 && t.size(0) == N && t.size(1) == d && t.is_contiguous(), "add_norm kernel: ", what,
               " must be contiguous (", N, ", ", d, "), got ", t.sizes());
+  TORCH_CHECK(t.device() == device, "add_norm kernel: ", what, " is on ", t.device(), ", expected ", device);
+}
+
+// weight and bias are read as plain float32 arrays of d elements on x's device.
+void check_vector(const at::Tensor& t, const char* what, int64_t d, const at::Device& device) {
+  TORCH_CHECK(t.dim() == 1 && t.size(0) == d && t.is_contiguous() && t.scalar_type() == at::kFloat,
+              "add_norm kernel: ", what, " must be a contiguous float32 (", d, "), got ", t.scalar_type(), " ",
+              t.sizes(), t.is_contiguous() ? "" : " (not contiguous)");
+  TORCH_CHECK(t.device() == device, "add_norm kernel: ", what, " is on ", t.device(), ", expected ", device);
+}
+
+// A type carried as a value into a generic lambda (std::type_identity is C++20).
+template <typename T>
+struct TypeTag {
+  using type = T;
+};
+
+// Shared memory the backward needs per warp: a weight and a bias partial per column.
+int64_t backward_smem_per_warp(int64_t d) { return 2 * d * static_cast<int64_t>(sizeof(float)); }
+
+// Lets `kernel` use the device's opt-in shared memory: once per kernel and device
+// (the attribute stays set), not on every launch.
+void allow_large_smem(const void* kernel, int device, int bytes) {
+  static std::mutex m;
+  static std::set<std::pair<const void*, int>> done;
+  const std::lock_guard<std::mutex> lock(m);
+  if (!done.insert({kernel, device}).second) return;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
 }
 
 template <typename L>
@@ -153,16 +186,24 @@ bool vec_ok(int64_t d, std::initializer_list<const void*> ptrs) {
 void add_norm_forward_cuda(const at::Tensor& x, const at::Tensor& branch, const at::Tensor& weight,
                            const at::Tensor& bias, double eps, at::Tensor& x_out, at::Tensor& h,
                            at::Tensor& mean, at::Tensor& rstd) {
+  TORCH_CHECK(x.dim() == 2, "add_norm kernel: x must be (N, d), got ", x.sizes());
   const auto N = x.size(0), d = x.size(1);
-  check_rows(x, "x", N, d);
-  check_rows(h, "h", N, d);
+  const auto dev = x.device();
+  check_rows(x, "x", N, d, dev);
+  check_rows(h, "h", N, d, dev);
+  check_vector(weight, "weight", d, dev);
+  if (bias.defined()) check_vector(bias, "bias", d, dev);
+  check_vector(mean, "mean", N, dev);
+  check_vector(rstd, "rstd", N, dev);
   if (branch.defined()) {
-    check_rows(branch, "branch", N, d);
-    check_rows(x_out, "x_out", N, d);
-    TORCH_CHECK(branch.scalar_type() == h.scalar_type(), "add_norm kernel: branch and h must share a dtype");
+    check_rows(branch, "branch", N, d, dev);
+    check_rows(x_out, "x_out", N, d, dev);
+    TORCH_CHECK(branch.scalar_type() == h.scalar_type() || branch.scalar_type() == at::kFloat,
+                "add_norm kernel: branch must be float32 or h's dtype ", h.scalar_type(), ", got ",
+                branch.scalar_type());
+    TORCH_CHECK(x_out.scalar_type() == at::kFloat, "add_norm kernel: x_out must be float32");
   }
-  TORCH_CHECK(x.scalar_type() == at::kFloat && weight.scalar_type() == at::kFloat,
-              "add_norm kernel: x and weight must be float32");
+  TORCH_CHECK(x.scalar_type() == at::kFloat, "add_norm kernel: x must be float32");
   if (N == 0) return;
   const c10::cuda::CUDAGuard guard(x.device());
   auto stream = at::cuda::getCurrentCUDAStream();
@@ -172,39 +213,61 @@ void add_norm_forward_cuda(const at::Tensor& x, const at::Tensor& branch, const 
     const bool wide = vec_ok<L>(d, {x.const_data_ptr(), branch.defined() ? branch.const_data_ptr() : nullptr,
                                     weight.const_data_ptr(), x_out.const_data_ptr(), h.const_data_ptr()}) &&
                       aligned_for<L, 4>({h.const_data_ptr(), branch.defined() ? branch.const_data_ptr() : nullptr});
-    auto run = [&](auto vec_tag) {
+    auto run = [&](auto vec_tag, auto branch_tag) {
       constexpr int V = decltype(vec_tag)::value;
-      add_norm_forward_kernel<L, V><<<grid, block, 0, stream>>>(
-          x.const_data_ptr<float>(), branch.defined() ? branch.const_data_ptr<L>() : nullptr,
+      using B = typename decltype(branch_tag)::type;
+      add_norm_forward_kernel<L, B, V><<<grid, block, 0, stream>>>(
+          x.const_data_ptr<float>(), branch.defined() ? branch.const_data_ptr<B>() : nullptr,
           weight.const_data_ptr<float>(), bias.defined() ? bias.const_data_ptr<float>() : nullptr,
           branch.defined() ? x_out.mutable_data_ptr<float>() : nullptr, h.mutable_data_ptr<L>(),
           mean.mutable_data_ptr<float>(), rstd.mutable_data_ptr<float>(), N, static_cast<int>(d),
           static_cast<float>(eps));
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     };
-    if (wide) run(std::integral_constant<int, 4>{});
-    else run(std::integral_constant<int, 1>{});
+    auto with_branch_type = [&](auto vec_tag) {
+      if (branch.defined() && branch.scalar_type() == at::kFloat) run(vec_tag, TypeTag<float>{});
+      else run(vec_tag, TypeTag<L>{});
+    };
+    if (wide) with_branch_type(std::integral_constant<int, 4>{});
+    else with_branch_type(std::integral_constant<int, 1>{});
   });
+}
+
+bool add_norm_backward_cuda_fits(int64_t d) {
+  return backward_smem_per_warp(d) <= static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin);
 }
 
 void add_norm_backward_cuda(const at::Tensor& dh, const at::Tensor& dx_out, const at::Tensor& x_out,
                             const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& weight,
                             at::Tensor& dx, at::Tensor& dbranch, at::Tensor& dweight, at::Tensor& dbias) {
+  TORCH_CHECK(x_out.dim() == 2, "add_norm kernel: x_out must be (N, d), got ", x_out.sizes());
   const auto N = x_out.size(0), d = x_out.size(1);
-  check_rows(dh, "dh", N, d);
-  check_rows(x_out, "x_out", N, d);
-  check_rows(dx, "dx", N, d);
-  if (dx_out.defined()) check_rows(dx_out, "dx_out", N, d);
+  const auto dev = x_out.device();
+  check_rows(dh, "dh", N, d, dev);
+  check_rows(x_out, "x_out", N, d, dev);
+  check_rows(dx, "dx", N, d, dev);
+  check_vector(weight, "weight", d, dev);
+  check_vector(dweight, "dweight", d, dev);
+  if (dbias.defined()) check_vector(dbias, "dbias", d, dev);
+  check_vector(mean, "mean", N, dev);
+  check_vector(rstd, "rstd", N, dev);
+  TORCH_CHECK(x_out.scalar_type() == at::kFloat && dx.scalar_type() == at::kFloat,
+              "add_norm kernel: x_out and dx must be float32");
+  if (dx_out.defined()) {
+    check_rows(dx_out, "dx_out", N, d, dev);
+    TORCH_CHECK(dx_out.scalar_type() == at::kFloat, "add_norm kernel: dx_out must be float32");
+  }
   if (dbranch.defined()) {
-    check_rows(dbranch, "dbranch", N, d);
+    check_rows(dbranch, "dbranch", N, d, dev);
     TORCH_CHECK(dbranch.scalar_type() == dh.scalar_type(), "add_norm kernel: dbranch and dh must share a dtype");
   }
   const c10::cuda::CUDAGuard guard(x_out.device());
   const auto* prop = at::cuda::getCurrentDeviceProperties();
-  const int64_t per_warp = 2 * d * static_cast<int64_t>(sizeof(float));
+  const int64_t per_warp = backward_smem_per_warp(d);
   const int64_t max_smem = static_cast<int64_t>(prop->sharedMemPerBlockOptin);
   TORCH_CHECK(per_warp <= max_smem, "add_norm kernel: d = ", d, " needs ", per_warp,
-              " bytes of shared memory per warp; the device has ", max_smem);
+              " bytes of shared memory per warp; the device has ", max_smem,
+              " (add_norm_backward_cuda_fits(d) is false: use the ATen twin)");
   const int warps = static_cast<int>(std::min<int64_t>(4, max_smem / per_warp));
   const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>((N + warps - 1) / warps,
                                                                 2 * static_cast<int64_t>(prop->multiProcessorCount)));
@@ -222,8 +285,7 @@ void add_norm_backward_cuda(const at::Tensor& dh, const at::Tensor& dx_out, cons
     auto run = [&](auto vec_tag) {
       constexpr int V = decltype(vec_tag)::value;
       auto kernel = add_norm_backward_kernel<L, V>;
-      if (smem > 48 * 1024)
-        C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+      if (smem > 48 * 1024) allow_large_smem(reinterpret_cast<const void*>(kernel), x_out.get_device(), static_cast<int>(max_smem));
       kernel<<<static_cast<unsigned>(blocks), warps * kWarp, smem, stream>>>(
           dh.const_data_ptr<L>(), dx_out.defined() ? dx_out.const_data_ptr<float>() : nullptr,
           x_out.const_data_ptr<float>(), mean.const_data_ptr<float>(), rstd.const_data_ptr<float>(),

@@ -5,8 +5,8 @@
 
 namespace xsagpt {
 
-// x: (N, d) float32 contiguous; branch: (N, d) contiguous in h's dtype, or
-// undefined; weight (d) float32, bias (d) float32 or undefined. Writes x_out =
+// x: (N, d) float32 contiguous; branch: (N, d) contiguous, float32 or h's dtype
+// (added in float32 either way), or undefined; weight (d) float32, bias (d) float32 or undefined. Writes x_out =
 // x + branch (float32; not written without a branch), h = (x_out - mean) * rstd *
 // weight + bias in h's dtype (float32, bf16 or half), and mean, rstd (N) float32.
 void add_norm_forward_cuda(const at::Tensor& x, const at::Tensor& branch, const at::Tensor& weight,
@@ -17,6 +17,11 @@ void add_norm_forward_cuda(const at::Tensor& x, const at::Tensor& branch, const 
 // undefined; x_out, mean, rstd, weight as in forward. Writes dx (N, d) float32
 // (the gradient of x and, with a branch, of x_out's other input), dbranch in its
 // dtype when defined, dweight (d) and, when defined, dbias (d), float32.
+// Whether the backward kernel can run at width d on the current device: it keeps
+// 2 d floats of shared memory per warp (d up to about 29K on an H100). Wider rows
+// take the ATen twin.
+bool add_norm_backward_cuda_fits(int64_t d);
+
 void add_norm_backward_cuda(const at::Tensor& dh, const at::Tensor& dx_out, const at::Tensor& x_out,
                             const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& weight,
                             at::Tensor& dx, at::Tensor& dbranch, at::Tensor& dweight, at::Tensor& dbias);

@@ -12,16 +12,23 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 struct LMHeadLoss : torch::autograd::Function<LMHeadLoss> {
+  // grad: whether the caller records a graph (decided before apply: inside forward
+  // grad mode is off, and a parameter keeps requires_grad() under NoGradGuard, so
+  // only the caller can tell evaluation from training).
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& hidden, const torch::Tensor& weight,
-                               const torch::Tensor& weight_c, const torch::Tensor& targets, int64_t chunk) {
+                               const torch::Tensor& weight_c, const torch::Tensor& targets, int64_t chunk, bool grad) {
     const auto compute = weight_c.scalar_type();
     const auto acc = at::toOpMathType(compute);  // float32, or float64 for float64
     const auto h = hidden.to(compute).contiguous();
     const auto N = h.size(0), V = weight_c.size(0);
     chunk = chunk > 0 ? std::min(chunk, N) : N;
-    const bool grad = hidden.requires_grad() || weight.requires_grad();
     const bool kernel = use_cuda_kernel(h) && compute != torch::kDouble;
 
+    // ATen's rule (cross_entropy with ignore_index -1): -1 is ignored, any other
+    // target outside [0, V) is an error. Checked on the device without a sync, as
+    // ATen's CUDA loss does (a device-side assert); on the CPU it throws here.
+    at::_assert_async(((targets >= -1) & (targets < V)).all(),
+                      "lm_head_loss: every target must be in [0, vocab_size) or -1 (ignored)");
     auto valid = targets != -1;
     auto inv_count = valid.sum().clamp_min(1).to(acc).reciprocal();  // on the device: no sync
     auto losses = torch::empty({N}, h.options().dtype(acc));
@@ -55,11 +62,16 @@ struct LMHeadLoss : torch::autograd::Function<LMHeadLoss> {
     auto &dh = saved[0], &dw = saved[1];
     const auto& g = grad_out[0];
     // forward made the gradients of the loss itself; scale them by the incoming
-    // gradient (1 / accumulation steps in training), in place.
-    dh.mul_(g.to(dh.scalar_type()));
-    dw.mul_(g.to(dw.scalar_type()));
+    // gradient (1 / accumulation steps in training). The scale stays float32 (or
+    // float64): cast to bf16 first, 1/3 would become 0.33398 for everything below
+    // the head. Out of place, so a second backward (retain_graph) scales the
+    // saved gradients once again, not twice.
     const auto hidden_dtype = static_cast<c10::ScalarType>(ctx->saved_data["hidden_dtype"].toInt());
-    return {dh.to(hidden_dtype), dw, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    const auto acc = at::toOpMathType(dh.scalar_type());
+    const auto scale = g.to(acc);
+    // Multiplied in float32 explicitly: ATen would cast a 0-dim device tensor to bf16.
+    auto dhs = (dh.to(acc) * scale).to(hidden_dtype);  // one rounding, of the exact product; dh itself untouched
+    return {dhs, dw * scale.to(dw.scalar_type()), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -70,7 +82,7 @@ void cross_entropy_rows_aten(torch::Tensor& logits, const torch::Tensor& targets
   const auto acc = losses.scalar_type();
   const auto lf = logits.to(acc);
   const auto valid = (targets != -1).to(acc);
-  const auto t = targets.clamp_min(0).unsqueeze(1);
+  const auto t = targets.clamp(0, logits.size(1) - 1).unsqueeze(1);  // ignored rows read column 0, then count 0
   losses.copy_((torch::logsumexp(lf, -1) - lf.gather(1, t).squeeze(1)) * valid);
   if (!write_grad) return;
   auto g = torch::softmax(lf, -1);
@@ -86,8 +98,9 @@ torch::Tensor lm_head_loss(const torch::Tensor& hidden, const torch::Tensor& wei
               "lm_head_loss: expected hidden (N, d), weight (V, d), targets (N); got ", hidden.sizes(), ", ",
               weight_c.sizes(), ", ", targets.sizes());
   TORCH_CHECK(chunk >= 0, "lm_head_loss: chunk must be >= 0");
+  const bool grad = torch::GradMode::is_enabled() && (hidden.requires_grad() || weight.requires_grad());
   auto guard = no_autocast();
-  return LMHeadLoss::apply(hidden, weight, weight_c, targets, chunk);
+  return LMHeadLoss::apply(hidden, weight, weight_c, targets, chunk, grad);
 }
 
 }  // namespace xsagpt

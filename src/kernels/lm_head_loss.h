@@ -9,7 +9,8 @@
 // scales what forward made), and no float32 copy of the logits ever exists: over
 // a 50K vocabulary those copies and their softmax are most of an eager step's
 // non-matmul time. Chunking therefore costs nothing; the chunk bounds memory.
-// Without grad (evaluation) only the losses are computed.
+// Without grad (evaluation, or grad mode off) only the losses are computed: one GEMM
+// per chunk and no gradient buffers.
 #pragma once
 
 #include <torch/torch.h>
@@ -18,7 +19,9 @@ namespace xsagpt {
 
 // hidden: (N, d); weight: (V, d), the parameter (its gradient comes in its dtype);
 // weight_c: the same matrix in the compute dtype (weight itself, or a cached copy,
-// kernels/linear.h); hidden is cast to it. targets: int64 (N), -1 = ignored.
+// kernels/linear.h); hidden is cast to it. targets: int64 (N) in [0, V), -1 =
+// ignored; any other value is an error, as in ATen's cross_entropy (thrown on the
+// CPU, a device-side assert on CUDA, so no step waits for the check).
 // Returns the mean over non-ignored targets of -log softmax(hidden @ weight^T)[target]
 // (float32, or float64 for float64 inputs). chunk: rows at a time (0: all).
 torch::Tensor lm_head_loss(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& weight_c,

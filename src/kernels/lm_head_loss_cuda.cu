@@ -41,7 +41,11 @@ __global__ void cross_entropy_rows_kernel(T* __restrict__ logits, const int64_t*
   __shared__ float target_logit;
   const int64_t row = blockIdx.x;
   T* x = logits + row * V;
-  const int64_t target = targets[row];
+  // -1 is ignored (as the count of inv_count and the ATen twin have it); a target
+  // outside [0, V) otherwise has already failed lm_head_loss's device-side check,
+  // and is treated as ignored here so that no thread reads past its row.
+  const int64_t raw = targets[row];
+  const int64_t target = raw >= 0 && raw < V ? raw : -1;
   if (threadIdx.x == 0) target_logit = target >= 0 ? static_cast<float>(x[target]) : 0.0f;
 
   MaxSum acc{-INFINITY, 0.0f};

@@ -1,6 +1,7 @@
 // The learnable per-head XSA gate z = y - tanh(alpha) (y.v^) v^: exact at both
 // ends, learnable from both, excluded from weight decay, gradients checked.
 #include "helpers.h"
+#include "live_head.h"
 #include "model/counts.h"
 #include "model/gpt.h"
 #include "model/xsa.h"
@@ -42,12 +43,14 @@ TEST(Gate, AtTheXsaEndEqualsPlainXsaExactlyWithGradients) {
   torch::manual_seed(0);
   GPT plain(small_model("xsa"));
   GPT gate(gated("xsa"));
+  test::randomize_head(plain);  // copied below; a zero head leaves every gradient below it 0
   copy_shared(gate, plain);
   auto idx = torch::randint(0, 64, {2, 20}, torch::kLong), tgt = torch::randint(0, 64, {2, 20}, torch::kLong);
   auto a = plain->forward(idx, tgt), b = gate->forward(idx, tgt);
   EXPECT_TRUE(torch::equal(a.logits, b.logits));
   a.loss.backward();
   b.loss.backward();
+  test::assert_live(test::gradients(plain));
   auto gp = gate->named_parameters();
   for (const auto& p : plain->named_parameters())
     EXPECT_TRUE(torch::equal(p.value().grad(), gp[p.key()].grad())) << p.key();

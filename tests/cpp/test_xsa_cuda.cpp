@@ -6,6 +6,7 @@
 // float32 and bf16. Skipped without a CUDA device.
 #include "config/model_config.h"
 #include "helpers.h"
+#include "live_head.h"
 #include "model/gpt.h"
 #include "model/xsa.h"
 #include "kernels/common.h"
@@ -80,7 +81,7 @@ TEST(XsaCuda, BackwardMatchesFloat64Autograd) {
   torch::manual_seed(1);
   for (bool wide : {false, true})
     for (auto dtype : {torch::kFloat32, torch::kBFloat16})
-      for (int64_t D : {64, 80, 256})
+      for (int64_t D : {64, 80, 128, 256})
         for (int variant = 0; variant < 3; ++variant) {  // plain, gated, misaligned
           const bool gated = variant == 1, misaligned = variant == 2;
           SCOPED_TRACE(fmt::format("wide {}, dtype {}, D {}, gated {}, misaligned {}", wide, c10::toString(dtype), D,
@@ -115,8 +116,10 @@ TEST(XsaCuda, ModelWithFusedKernelsMatchesOps) {
     auto cfg = test::small_model("xsa");
     cfg.dropout = 0.0;
     cfg.xsa_gate = "xsa";
+    cfg.n_sink = 2;
     torch::manual_seed(2);
     GPT ops(cfg), fused(cfg);
+    test::randomize_head(ops);  // copied below; a zero head leaves every gradient below it 0
     {
       torch::NoGradGuard g;
       auto src = ops->named_parameters();
@@ -130,6 +133,7 @@ TEST(XsaCuda, ModelWithFusedKernelsMatchesOps) {
     lo.backward();
     lf.backward();
     EXPECT_NEAR(lo.item<double>(), lf.item<double>(), 1e-5);
+    test::assert_live(test::gradients(ops));  // the gate and sinks included
     auto po = ops->named_parameters();
     for (const auto& p : fused->named_parameters()) {
       SCOPED_TRACE(p.key());
