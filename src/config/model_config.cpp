@@ -24,11 +24,6 @@ bool ModelConfig::uses_xsa(int64_t layer) const {
   return false;
 }
 
-std::string ModelConfig::resolved_head_init() const {
-  if (head_init != "auto") return head_init;
-  return tie_embeddings ? "normal" : "zero";
-}
-
 void ModelConfig::validate(const std::string& where) const {
   auto positive = [&](const char* key, double value) {
     if (!(value > 0)) throw ConfigError(where + "." + key + ": must be > 0, got " + json(value).dump());
@@ -67,8 +62,8 @@ void ModelConfig::validate(const std::string& where) const {
   } else if (!xsa_layers.is_null()) {
     throw ConfigError(xk + ": expected null, a list of layer indices or \"last N\", got " + xsa_layers.dump());
   }
-  if (head_init != "auto" && head_init != "zero" && head_init != "normal" && head_init != "zero_norm" && head_init != "scaled")
-    throw ConfigError(where + ".head_init: expected \"auto\", \"zero\", \"normal\", \"zero_norm\" or \"scaled\", got \"" +
+  if (head_init != "zero" && head_init != "normal" && head_init != "zero_norm" && head_init != "scaled")
+    throw ConfigError(where + ".head_init: expected \"normal\", \"zero\", \"zero_norm\" or \"scaled\", got \"" +
                       head_init + "\"");
   if (tie_embeddings && head_init == "zero")
     throw ConfigError(where + ".head_init: \"zero\" needs tie_embeddings=false (a zero shared matrix would also "

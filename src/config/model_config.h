@@ -24,7 +24,7 @@ struct ModelConfig {
   bool bias = false;
   double dropout = 0.0;
   bool tie_embeddings = false;
-  std::string head_init = "auto";
+  std::string head_init = "normal";
   double norm_eps = 1e-5;
   double xsa_eps = 1e-6;
 
@@ -51,20 +51,18 @@ struct ModelConfig {
     v("bias", s.bias, "biases in Linear and LayerNorm layers");
     v("dropout", s.dropout, "dropout probability (embedding, attention output, MLP output)");
     v("tie_embeddings", s.tie_embeddings,
-      "LM head shares the token embedding matrix (nanoGPT). Default false: the head is its own matrix, "
-      "initialised to zero, so every model starts at loss ln(vocab_size); tied, the post-embedding LayerNorm "
-      "starts it about 0.02*d_model nats higher (each token predicts itself) unless head_init calibrates it");
+      "LM head shares the token embedding matrix (nanoGPT). Default false: the head is its own matrix "
+      "(docs/lm-head-study.md: it trained best on both corpora measured)");
     v("head_init", s.head_init,
-      "how the LM head starts (docs/lm-head-study.md): \"auto\" (\"zero\" untied, \"normal\" tied), \"zero\" (untied only: a zero matrix, loss ln(vocab) "
-      "at step 0), \"normal\" (N(0, 0.02): the untied matrix, or tied, nanoGPT's shared embedding), "
-      "\"zero_norm\" (ln_f's gain starts at 0: logits 0 at step 0, tied or untied) or \"scaled\" (tied only: "
-      "the shared matrix starts at N(0, 0.5/d_model), so each token's self-prediction starts at 0.5 nats)");
+      "how the LM head starts (docs/lm-head-study.md): \"normal\" (untied: N(0, min(0.02, 0.5/sqrt(d_model))), "
+      "logits of std <= 0.5 at any width, so the loss starts within ~0.13 nats of ln(vocab); tied: nanoGPT's "
+      "N(0, 0.02) embedding, which behind ln_e starts ~0.02*d_model nats above it), \"zero\" (untied only: a zero "
+      "matrix, exactly ln(vocab)), \"zero_norm\" (ln_f's gain starts at 0: exactly ln(vocab), tied or untied) or "
+      "\"scaled\" (tied only: the shared matrix starts at N(0, 0.5/d_model), self-prediction 0.5 nats)");
     v("norm_eps", s.norm_eps, "LayerNorm epsilon");
     v("xsa_eps", s.xsa_eps, "floor on ||v|| when normalising the value vector in XSA");
   }
 
-  // head_init with "auto" resolved for this tying.
-  std::string resolved_head_init() const;
   int64_t inner_dim() const { return n_head * head_dim; }
   int64_t mlp_dim() const { return static_cast<int64_t>(mlp_ratio * static_cast<double>(d_model)); }
   // Whether layer `i` applies the XSA step (false everywhere for attention=sa).

@@ -6,6 +6,7 @@
 #include "model/rope.h"
 #include "model/xsa.h"
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_set>
 
@@ -53,7 +54,7 @@ void GPTImpl::init_weights() {
   // nanoGPT: N(0, 0.02) everywhere, residual projections scaled by 1/sqrt(2 n_layer)
   // so the residual stream's variance does not grow with depth.
   const double proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(cfg.n_layer));
-  const std::string init = cfg.resolved_head_init();
+  const std::string& init = cfg.head_init;
   // Each tensor once: a tied head is wte itself, initialised as the embedding.
   for (auto& [name, p] : unique_named_parameters()) {
     if (name.ends_with(".bias")) {
@@ -66,8 +67,12 @@ void GPTImpl::init_weights() {
       p.fill_(1.0);
     } else if (name.ends_with("c_proj.weight")) {
       p.normal_(0.0, proj_std);
-    } else if (name == "lm_head.weight" && !cfg.tie_embeddings && init == "zero") {
-      p.zero_();  // uniform predictions at the start: loss ln(vocab) at any width (see gpt.h)
+    } else if (name == "lm_head.weight" && !cfg.tie_embeddings) {
+      if (init == "zero") {
+        p.zero_();  // uniform predictions at the start: loss ln(vocab) at any width
+      } else {  // nanoGPT's 0.02, capped so the logits of ln_f's unit-variance output have std <= 0.5
+        p.normal_(0.0, std::min(0.02, 0.5 / std::sqrt(static_cast<double>(cfg.d_model))));
+      }
     } else if (name == "transformer.wte.weight" && cfg.tie_embeddings && init == "scaled") {
       // Behind ln_e, the embedding's scale matters only to the tied head, where a
       // token's self-logit starts at LN(e).e ~ std * d_model: 0.5 nats here.

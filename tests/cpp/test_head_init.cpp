@@ -39,9 +39,11 @@ TEST(HeadInit, EachModeStartsWhereItsConstructionSaysAtEveryShippedWidth) {
     EXPECT_NEAR(step0_loss(cfg, false, "zero", idx, targets), log_v, 1e-4);
     EXPECT_NEAR(step0_loss(cfg, true, "zero_norm", idx, targets), log_v, 1e-4);
     EXPECT_NEAR(step0_loss(cfg, false, "zero_norm", idx, targets), log_v, 1e-4);
-    // Small logits: within half a nat of uniform at every width.
+    // Small logits: the tied "scaled" self-logit is 0.5 nats; the default untied "normal"
+    // head's logits have std <= 0.5 (excess ~std^2/2 <= 0.13), where an uncapped 0.02
+    // would start 0.51 nats high at d_model 2560.
     EXPECT_NEAR(step0_loss(cfg, true, "scaled", idx, targets), log_v, 0.5);
-    EXPECT_NEAR(step0_loss(cfg, false, "normal", idx, targets), log_v, 0.5);
+    EXPECT_NEAR(step0_loss(cfg, false, "normal", idx, targets), log_v, 0.25);
     // nanoGPT's tied head: each token's self-logit ~0.012-0.02 d_model dominates once it
     // passes ln V; below that (tiny) it barely shows.
     const double tied = step0_loss(cfg, true, "normal", idx, targets);
@@ -92,7 +94,7 @@ TEST(HeadInit, ImpossibleCombinationsAreRefusedNamingTheKey) {
   ModelConfig ok;
   for (bool tie : {false, true}) {
     ok.tie_embeddings = tie;
-    for (const char* init : {"auto", "normal", "zero_norm"}) {
+    for (const char* init : {"normal", "zero_norm"}) {
       ok.head_init = init;
       EXPECT_NO_THROW(ok.validate()) << tie << " " << init;
     }

@@ -47,6 +47,7 @@ class GPTConfig:
     bias: bool = False
     dropout: float = 0.0
     tie_embeddings: bool = False
+    head_init: str = "normal"
     norm_eps: float = 1e-5
     xsa_eps: float = 1e-6
     xsa_gate: str = "off"  # "off" | "sa" | "xsa": learnable per-head tanh(alpha) on the XSA term
@@ -231,7 +232,10 @@ class GPT(nn.Module):
             elif name.endswith("c_proj.weight"):
                 p.normal_(0.0, 0.02 / math.sqrt(2 * self.cfg.n_layer))
             elif name == "lm_head.weight" and not self.cfg.tie_embeddings:
-                p.zero_()
+                if self.cfg.head_init == "zero":
+                    p.zero_()
+                else:  # xsagpt's untied "normal": nanoGPT's 0.02, capped at logit std 0.5
+                    p.normal_(0.0, min(0.02, 0.5 / math.sqrt(self.cfg.d_model)))
             else:
                 p.normal_(0.0, 0.02)
 
