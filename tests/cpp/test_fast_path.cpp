@@ -183,6 +183,7 @@ ModelConfig bf16_model() {
   cfg.d_model = 64;
   cfg.xsa_gate = "sa";
   cfg.n_sink = 1;
+  cfg.head_init = "zero";  // no draws for the head before randomize_head: the trajectory measured below
   return cfg;
 }
 
