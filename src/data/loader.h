@@ -129,6 +129,7 @@ class ValidationSet {
   int64_t num_batches() const { return num_batches_; }
   int64_t num_sequences() const { return num_batches_ * opts_.batch_size * opts_.world_size; }  // all ranks
   std::pair<torch::Tensor, torch::Tensor> batch(int64_t i) const;
+  const std::vector<ShardInfo>& shards() const { return shards_; }
 
  private:
   struct Seq {

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <atomic>
 #include <bit>
 #include <cerrno>
@@ -238,6 +240,24 @@ void MappedShard::unmap() {
   }
   base_ = nullptr;
   tokens_ = nullptr;
+}
+
+void check_token_ids(const ShardInfo& info, int64_t vocab_size) {
+  if (vocab_size > 0xffff) return;  // every uint16 id fits
+  const MappedShard m(info);
+  const uint16_t* t = m.tokens();
+  const auto limit = static_cast<uint16_t>(vocab_size);
+  constexpr int64_t kBlock = 1 << 16;  // a branch per block, not per token: the max loop vectorises
+  for (int64_t start = 0; start < m.num_tokens(); start += kBlock) {
+    const int64_t end = std::min(m.num_tokens(), start + kBlock);
+    uint16_t mx = 0;
+    for (int64_t i = start; i < end; ++i) mx = std::max(mx, t[i]);
+    if (mx < limit) continue;
+    int64_t at = start;
+    while (t[at] < limit) ++at;
+    throw DataError(fmt::format("{}: token id {} at token offset {} (byte {}) is >= vocab_size {}", info.path, t[at],
+                                at, info.header_bytes + 2 * at, vocab_size));
+  }
 }
 
 }  // namespace xsagpt

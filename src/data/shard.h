@@ -54,6 +54,12 @@ std::vector<std::string> expand_patterns(const std::string& patterns);
 // Reads and checks the header (or size, for raw files) of one shard.
 ShardInfo inspect_shard(const std::string& path);
 
+// Throws DataError naming the first token id >= vocab_size (file, token offset and
+// byte), reading the whole shard: the trainer calls it on every shard before it
+// writes anything, so bad data never stops a run half way (or after a resume has
+// begun to change a finished run).
+void check_token_ids(const ShardInfo& info, int64_t vocab_size);
+
 // A read-only memory map of one shard's tokens. Move-only; unmapped on destruction.
 class MappedShard {
  public:
