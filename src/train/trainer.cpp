@@ -105,6 +105,20 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     if (!lock.held() && !std::filesystem::is_directory(dir)) lock = lock_new_run_dir(dir);
     metrics_path = prepare_run_dir(dir, cfg, run.start);
   }
+  // However this session ends, what it staged is committed if a checkpoint of it
+  // landed, else removed: a failed resume leaves the run exactly as it was.
+  struct StagedCleanup {
+    std::filesystem::path dir;
+    bool main;
+    ~StagedCleanup() {
+      if (!main) return;
+      try {
+        recover_staged_run(dir);
+      } catch (const std::exception& e) {
+        spdlog::warn("{}: {}", dir.string(), e.what());
+      }
+    }
+  } staged_cleanup{dir, dist.is_main()};
   dist.barrier();
 
   const int64_t accum = cfg.accumulation_steps(world);
