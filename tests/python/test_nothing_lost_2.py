@@ -298,3 +298,41 @@ def test_15_more_sinks_than_positions_is_refused(tmp_path, shards, xsagpt):
     proc = xsagpt("train", "-c", cfg, "--set", "model.n_sink=100000", check=False)
     # Before: accepted; 7 GB and a 6-minute step.
     assert proc.returncode == 2 and "n_sink: 100000 sinks is more than block_size (64)" in proc.stderr
+
+
+# ---- 9: shards are immutable while a run uses them -------------------------------------
+
+def rewrite_in_place(shard: pathlib.Path):
+    """Other tokens, the same size, the same inode (what `cp new old` or an editor does)."""
+    header = 1024
+    n = (shard.stat().st_size - header) // 2
+    with open(shard, "r+b") as f:
+        f.seek(header)
+        f.write(((np.arange(n) * 7 + 3) % 256).astype("<u2").tobytes())
+
+
+def test_9_a_shard_rewritten_in_place_at_the_same_size_is_detected(tmp_path, shards, xsagpt, build_dir):
+    data = tmp_path / "data"
+    shutil.copytree(shards, data)
+    cfg = cpu_config(tmp_path, data, max_steps=100000, ckpt_interval=5, eval_interval=0)
+    run = tmp_path / "run"
+    proc = start_training(build_dir, "-c", cfg)
+    assert wait_for(lambda: (run / "checkpoints").exists() and ckpt_steps(run), proc)
+    size = (data / "train_000001.bin").stat().st_size
+    rewrite_in_place(data / "train_000001.bin")
+    assert (data / "train_000001.bin").stat().st_size == size
+    _, err = proc.communicate(timeout=120)
+    # Before: the run went on reading the new tokens, without a word.
+    assert proc.returncode == 1, err
+    assert f"data shard {data / 'train_000001.bin'}: modified" in err and "--resume auto" in err
+    # And at resume, by the content fingerprint the checkpoint holds.
+    cfg = cpu_config(tmp_path, data, max_steps=4, ckpt_interval=4)
+    xsagpt("train", "-c", cfg, "--out", tmp_path / "short")
+    rewrite_in_place(data / "train_000002.bin")
+    before = snapshot(tmp_path / "short")
+    proc = xsagpt("train", "-c", cfg, "--out", tmp_path / "short", "--resume", "auto", "--set", "train.max_steps=8",
+                  check=False)
+    # Before: the resume digest (names and token counts) matched and the run went on.
+    assert proc.returncode == 1
+    assert f"data shard {data / 'train_000002.bin'} holds other tokens than when the checkpoint was saved" in proc.stderr
+    assert snapshot(tmp_path / "short") == before
