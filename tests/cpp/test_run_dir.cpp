@@ -266,7 +266,7 @@ TEST_F(RunDir, ResumingAnotherRunsCheckpointIntoARunIsRefusedNamingBoth) {
   EXPECT_TRUE(run.start.clear);
   EXPECT_EQ(slurp(mix / "metrics.jsonl"), before);  // still untouched
   prepare_run_dir(mix, cfg, run.start);
-  EXPECT_EQ(names_in(mix), std::vector<std::string>{"config.json"});
+  EXPECT_EQ(names_in(mix), (std::vector<std::string>{"config.json", "run.json"}));  // run.json: the run's id
   EXPECT_EQ(read_json_file(mix / "config.json"), to_json(cfg));
   EXPECT_TRUE(fs::exists(from));
 }
@@ -391,5 +391,6 @@ TEST_F(RunDir, PreparingRemovesTemporariesOfAKilledSave) {
   EXPECT_EQ(names_in(run), (std::vector<std::string>{"checkpoints", "config.json.staged", "metrics.jsonl.staged",
                                                      "notes.tmp", "staged.json"}));
   commit_staged_run(run);
-  EXPECT_EQ(names_in(run), (std::vector<std::string>{"checkpoints", "config.json", "metrics.jsonl", "notes.tmp"}));
+  EXPECT_EQ(names_in(run),
+            (std::vector<std::string>{"checkpoints", "config.json", "metrics.jsonl", "notes.tmp", "run.json"}));
 }
