@@ -4,6 +4,7 @@
 #include "dist/process_group.h"
 #include "sweep/sweep.h"
 #include "train/run_dir.h"
+#include "train/signals.h"
 #include "train/trainer.h"
 #include "util/paths.h"
 #include "util/spawn.h"
@@ -88,13 +89,16 @@ static bool plot(const fs::path& dir) {
 }
 
 int sweep(int argc, char** argv) {
+  ignore_broken_pipes();  // a console that goes away never kills a run (train/signals.h)
   cxxopts::Options opts("xsagpt sweep",
                         "Run a grid of training runs (e.g. learning rate x attention), restartably, and write "
                         "summary.json/summary.csv with the XSA - SA val-loss differences.");
   opts.add_options()
     ("c,config", "sweep file (see configs/sweeps/)", cxxopts::value<std::string>())
     ("dry-run", "print the grid and the resolved runs without training")
-    ("force", "continue in a sweep directory made from a different sweep file")
+    ("force", "continue in a sweep directory made from a different sweep file; points whose resolved run "
+              "config changed are run again from the start (their old results are discarded)")
+    ("retry-failed", "run the points that failed before again (without it a rerun leaves them failed)")
     ("no-plot", "do not draw figures at the end")
     ("h,help", "show this help");
   auto args = opts.parse(argc, argv);
@@ -115,14 +119,64 @@ int sweep(int argc, char** argv) {
     write_file_atomic(spec_file, sweep.spec.dump(2) + "\n");
   }
 
+  const bool force = args.count("force") > 0, retry = args.count("retry-failed") > 0;
+  // A point whose directory was made with another resolved config (the sweep's set,
+  // its base file or a default changed) is stale: refused, or with --force rerun.
+  std::vector<bool> stale(sweep.points.size(), false);
+  for (size_t i = 0; i < sweep.points.size(); ++i) {
+    const fs::path saved = fs::path(sweep.points[i].config.out_dir) / "config.json";
+    if (!fs::exists(saved)) continue;
+    json was;
+    try {
+      was = read_json_file(saved);
+    } catch (const ConfigError&) {  // unreadable: not the config this point needs
+    }
+    if (was == to_json(sweep.points[i].config)) continue;
+    if (!force)
+      throw ConfigError(fmt::format("{}: point {} was run with another config than the sweep now resolves ({}); "
+                                    "use another out_dir, or --force to run the changed points again",
+                                    sweep.dir.string(), sweep.points[i].name, saved.string()));
+    stale[i] = true;
+  }
+
+  std::vector<std::string> failed;
   for (size_t i = 0; i < sweep.points.size(); ++i) {
     const auto& p = sweep.points[i];
-    if (fs::exists(fs::path(p.config.out_dir) / "done.json")) {
-      if (dist.is_main()) spdlog::info("[{}/{}] {}: finished, skipping", i + 1, sweep.points.size(), p.name);
+    const auto tag = fmt::format("[{}/{}] {}", i + 1, sweep.points.size(), p.name);
+    if (!stale[i] && fs::exists(fs::path(p.config.out_dir) / "done.json")) {
+      if (dist.is_main()) spdlog::info("{}: finished, skipping", tag);
       continue;
     }
-    if (dist.is_main()) spdlog::info("[{}/{}] {}", i + 1, sweep.points.size(), p.name);
-    auto result = train(p.config, TrainOptions{"auto", false}, dist);
+    if (!stale[i] && !retry) {
+      if (const auto failure = point_failure(p)) {
+        if (dist.is_main())
+          spdlog::warn("{}: failed before ({}), skipping; --retry-failed runs it again", tag,
+                       failure->value("error", json("unknown")).get<std::string>());
+        failed.push_back(p.name);
+        continue;
+      }
+    }
+    if (dist.is_main()) spdlog::info("{}{}", tag, stale[i] ? ": its config changed, running it again" : "");
+    if (dist.is_main()) fs::remove(failure_file(p));  // retried: its new outcome replaces the old record
+    TrainResult result;
+    try {
+      // A stale point starts over (--overwrite); any other continues what it has.
+      result = train(p.config, stale[i] ? TrainOptions{"", true} : TrainOptions{"auto", false}, dist);
+    } catch (const std::exception& e) {
+      // One point's failure (a diverging learning rate, bad data, out of memory) is
+      // that point's result: recorded, and the queue goes on.
+      const std::string what = e.what();
+      if (dist.is_main()) {
+        spdlog::error("{}: failed: {}", tag, what);
+        record_failure(p, what);
+        write_summary(sweep);
+      }
+      failed.push_back(p.name);
+      // On several ranks one rank's failure may leave the others waiting in a
+      // collective: the sweep stops there rather than guess.
+      if (dist.world_size() > 1) throw;
+      continue;
+    }
     if (dist.is_main()) write_summary(sweep);
     if (!result.finished) {
       if (dist.is_main()) spdlog::warn("sweep interrupted; run the same command again to continue");
@@ -134,8 +188,11 @@ int sweep(int argc, char** argv) {
     print_results(sweep_summary(sweep));
     std::cout << fmt::format("summary: {}\n", (sweep.dir / "summary.json").string());
     if (!args.count("no-plot") && plot(sweep.dir)) std::cout << fmt::format("figures: {}\n", (sweep.dir / "plots").string());
+    if (!failed.empty())
+      spdlog::error("{} of {} point(s) failed: {} (each reason in summary.json and its failed.json); "
+                    "--retry-failed runs them again", failed.size(), sweep.points.size(), fmt::join(failed, "; "));
   }
-  return 0;
+  return failed.empty() ? 0 : 1;
 }
 
 }  // namespace xsagpt::cli

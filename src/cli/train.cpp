@@ -2,6 +2,7 @@
 #include "cli/commands.h"
 #include "config/run_config.h"
 #include "dist/process_group.h"
+#include "train/signals.h"
 #include "train/trainer.h"
 
 #include "cli/options.h"
@@ -12,6 +13,7 @@
 namespace xsagpt::cli {
 
 int train(int argc, char** argv) {
+  ignore_broken_pipes();  // a console that goes away never kills a run (train/signals.h)
   cxxopts::Options opts("xsagpt train",
                         "Train a GPT with SA or XSA attention from a run config (see configs/runs/ and "
                         "`xsagpt config` for every key).");

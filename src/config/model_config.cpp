@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <set>
 
 namespace xsagpt {
 
@@ -71,6 +72,11 @@ void ModelConfig::validate(const std::string& where) const {
   if (!tie_embeddings && head_init == "scaled")
     throw ConfigError(where + ".head_init: \"scaled\" shrinks the shared embedding and needs tie_embeddings=true");
   if (n_sink < 0) throw ConfigError(where + ".n_sink: must be >= 0, got " + std::to_string(n_sink));
+  // Every query attends to every sink: more sinks than positions is a typo, and a
+  // large count makes each step's attention n_sink times wider than the sequence.
+  if (n_sink > block_size)
+    throw ConfigError(fmt::format("{}.n_sink: {} sinks is more than block_size ({}); use a few (e.g. 1-4)", where,
+                                  n_sink, block_size));
   // Parameter counts, FLOPs and tensor sizes are int64 products of these sizes; a
   // model whose count does not fit (about 9.2e18) is refused rather than wrapped
   // around into negative numbers. The bound is computed in double, generously.
@@ -107,8 +113,28 @@ json read_json_file(const fs::path& path) {
   if (fs::is_directory(path, ec)) throw ConfigError(path.string() + ": is a directory, expected a JSON file");
   std::ifstream in(path);
   if (!in) throw ConfigError(path.string() + ": cannot open: " + std::strerror(errno));
+  // JSON objects keep the last of two equal keys; a config with "lr" twice would
+  // silently train with the second, so a repeated key is an error naming it.
+  std::vector<std::pair<std::string, std::set<std::string>>> open;  // per open object: its name, its keys
+  std::string last_key = "(top level)";
+  const json::parser_callback_t no_duplicates = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      open.push_back({open.empty() ? std::string("(top level)") : last_key, {}});
+    } else if (event == json::parse_event_t::object_end) {
+      if (!open.empty()) open.pop_back();
+    } else if (event == json::parse_event_t::key && !open.empty()) {
+      last_key = parsed.get<std::string>();
+      if (!open.back().second.insert(last_key).second)
+        throw ConfigError(fmt::format("{}: key \"{}\" appears twice in {}; JSON would keep only the last one, so "
+                                      "remove the one you do not mean",
+                                      path.string(), last_key, open.size() == 1 ? "the top-level object" : "\"" + open.back().first + "\""));
+    }
+    return true;
+  };
   try {
-    return json::parse(in, nullptr, true, /*ignore_comments=*/true);
+    return json::parse(in, no_duplicates, true, /*ignore_comments=*/true);
+  } catch (const ConfigError&) {
+    throw;
   } catch (const json::parse_error& e) {
     throw ConfigError(path.string() + ": not valid JSON (" + e.what() + ")");
   } catch (const std::exception& e) {  // a read error of the stream itself

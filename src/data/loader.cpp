@@ -104,7 +104,8 @@ std::vector<int64_t> permutation(int64_t n, uint64_t key) {
 json LoaderState::to_json() const {
   return {{"epoch", epoch},           {"shard", shard},          {"sequence", sequence},
           {"seed", seed},             {"shuffle", shuffle},      {"seq_len", seq_len},
-          {"num_shards", num_shards}, {"num_tokens", num_tokens}, {"shards_digest", shards_digest}};
+          {"num_shards", num_shards}, {"num_tokens", num_tokens}, {"shards_digest", shards_digest},
+          {"shard_fingerprints", shard_fingerprints}};
 }
 
 LoaderState LoaderState::from_json(const json& j) {
@@ -128,6 +129,7 @@ LoaderState LoaderState::from_json(const json& j) {
   get("num_shards", s.num_shards);
   get("num_tokens", s.num_tokens);
   get("shards_digest", s.shards_digest);
+  if (j.contains("shard_fingerprints")) get("shard_fingerprints", s.shard_fingerprints);
   return s;
 }
 
@@ -165,6 +167,9 @@ void DataLoader::advance(Pos& p, int64_t n) {
     if (++p.shard == static_cast<int64_t>(shards_.size())) {
       p.shard = 0;
       ++p.epoch;
+      // An epoch boundary: every shard is read again from here, so each must still
+      // be the file the run opened (data/shard.h).
+      for (const auto& f : shards_) check_unchanged(f);
     }
   }
 }
@@ -217,6 +222,7 @@ LoaderState DataLoader::state() const {
   s.num_shards = static_cast<int64_t>(shards_.size());
   s.num_tokens = num_tokens_;
   s.shards_digest = digest_;
+  for (const auto& f : shards_) s.shard_fingerprints.push_back(f.fingerprint);
   return s;
 }
 
@@ -227,6 +233,14 @@ void DataLoader::load_state(const LoaderState& s) {
     bad(fmt::format("saved over {} shards holding {} tokens (digest {}), but '{}' matches {} shards holding {} tokens "
                     "(digest {})",
                     s.num_shards, s.num_tokens, s.shards_digest, opts_.pattern, shards_.size(), num_tokens_, digest_));
+  if (!s.shard_fingerprints.empty()) {
+    if (s.shard_fingerprints.size() != shards_.size()) bad("saved with another number of shard fingerprints");
+    for (size_t i = 0; i < shards_.size(); ++i)
+      if (s.shard_fingerprints[i] != shards_[i].fingerprint)
+        bad(fmt::format("data shard {} holds other tokens than when the checkpoint was saved (same size, content "
+                        "fingerprint {} then, {} now): rewritten in place? Restore it, or start a new run on the "
+                        "new data", shards_[i].path, s.shard_fingerprints[i], shards_[i].fingerprint));
+  }
   if (s.seed != opts_.seed) bad(fmt::format("saved with seed {}, this loader has {}", s.seed, opts_.seed));
   if (s.shuffle != opts_.shuffle) bad(fmt::format("saved with shuffle={}, this loader has {}", s.shuffle, opts_.shuffle));
   if (s.epoch < 0 || s.shard < 0 || s.shard >= s.num_shards)

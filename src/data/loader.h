@@ -73,6 +73,9 @@ struct LoaderState {
   int64_t num_shards = 0;
   int64_t num_tokens = 0;
   std::string shards_digest;  // FNV-1a of the shards' file names and token counts
+  // Each shard's content fingerprint (data/shard.h); empty in checkpoints of older
+  // versions, which are then not checked for same-size rewrites.
+  std::vector<std::string> shard_fingerprints;
 
   json to_json() const;
   static LoaderState from_json(const json& j);  // DataError on a missing or mistyped key
@@ -129,6 +132,7 @@ class ValidationSet {
   int64_t num_batches() const { return num_batches_; }
   int64_t num_sequences() const { return num_batches_ * opts_.batch_size * opts_.world_size; }  // all ranks
   std::pair<torch::Tensor, torch::Tensor> batch(int64_t i) const;
+  const std::vector<ShardInfo>& shards() const { return shards_; }
 
  private:
   struct Seq {

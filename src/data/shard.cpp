@@ -1,7 +1,11 @@
 // Shard discovery, format detection and memory mapping (format notes in shard.h).
 #include "data/shard.h"
 
+#include "util/zip_check.h"
+
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include <atomic>
 #include <bit>
@@ -11,6 +15,7 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <vector>
 
 #include <fcntl.h>
 #include <glob.h>
@@ -156,6 +161,8 @@ ShardInfo inspect_shard(const std::string& path) {
 
   ShardInfo info;
   info.path = path;
+  info.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  info.fingerprint = shard_fingerprint(path);
   if (got >= 4 && header[0] == kLlmcMagic) {
     if (got < kLlmcHeaderBytes)
       throw DataError(fmt::format("{}: llm.c shard truncated: {} bytes, shorter than its {}-byte header", path, size,
@@ -238,6 +245,59 @@ void MappedShard::unmap() {
   }
   base_ = nullptr;
   tokens_ = nullptr;
+}
+
+void check_token_ids(const ShardInfo& info, int64_t vocab_size) {
+  if (vocab_size > 0xffff) return;  // every uint16 id fits
+  const MappedShard m(info);
+  const uint16_t* t = m.tokens();
+  const auto limit = static_cast<uint16_t>(vocab_size);
+  constexpr int64_t kBlock = 1 << 16;  // a branch per block, not per token: the max loop vectorises
+  for (int64_t start = 0; start < m.num_tokens(); start += kBlock) {
+    const int64_t end = std::min(m.num_tokens(), start + kBlock);
+    uint16_t mx = 0;
+    for (int64_t i = start; i < end; ++i) mx = std::max(mx, t[i]);
+    if (mx < limit) continue;
+    int64_t at = start;
+    while (t[at] < limit) ++at;
+    throw DataError(fmt::format("{}: token id {} at token offset {} (byte {}) is >= vocab_size {}", info.path, t[at],
+                                at, info.header_bytes + 2 * at, vocab_size));
+  }
+}
+
+std::string shard_fingerprint(const std::string& path) {
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0) throw DataError(sys_error(path, "open"));
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0) throw DataError(sys_error(path, "stat"));
+  const int64_t size = st.st_size;
+  uint32_t crc = crc32(0, &size, sizeof size);
+  constexpr int64_t kBlock = 4096, kBlocks = 16;
+  std::vector<char> buf(kBlock);
+  for (int64_t k = 0; k < kBlocks; ++k) {
+    const int64_t at = size <= kBlock ? 0 : (size - kBlock) * k / (kBlocks - 1);
+    const ssize_t n = ::pread(f.fd, buf.data(), kBlock, at);
+    if (n < 0) throw DataError(sys_error(path, "read"));
+    crc = crc32(crc, buf.data(), static_cast<size_t>(n));
+    if (size <= kBlock) break;
+  }
+  return fmt::format("{:08x}", crc);
+}
+
+void check_unchanged(const ShardInfo& info) {
+  struct stat st {};
+  if (::stat(info.path.c_str(), &st) != 0) throw DataError(sys_error(info.path, "stat"));
+  const int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  const int64_t size = info.header_bytes + 2 * info.num_tokens;
+  std::string what;
+  if (st.st_size != size) what = fmt::format("{} bytes now, {} when the run opened it", static_cast<int64_t>(st.st_size), size);
+  else if (mtime != info.mtime_ns) what = "modified (mtime changed) since the run opened it";
+  else if (shard_fingerprint(info.path) != info.fingerprint) what = "its content changed since the run opened it";
+  if (!what.empty())
+    throw DataError(fmt::format("data shard {}: {}. Shards must not change while a run uses them (write a new "
+                                "file and rename it over the old one, as data/prepare.py does, between runs); "
+                                "restore it, then --resume auto",
+                                info.path, what));
 }
 
 }  // namespace xsagpt

@@ -44,7 +44,21 @@ struct ShardInfo {
   ShardFormat format = ShardFormat::Raw;
   int64_t header_bytes = 0;  // where the tokens start
   int64_t num_tokens = 0;
+  // What the shard was when inspected, to notice a rewrite (same size included):
+  int64_t mtime_ns = 0;
+  std::string fingerprint;  // shard_fingerprint()
 };
+
+// A cheap content digest: CRC-32 over the file size and 16 blocks of 4 KiB spread
+// evenly over the file (first and last included). Reading 64 KiB costs nothing at
+// start; it catches a shard regenerated or replaced by other data at the same size,
+// not an edit that touches none of the sampled blocks (the mtime check while a run
+// reads the shard catches those).
+std::string shard_fingerprint(const std::string& path);
+
+// Throws DataError when the shard's size, mtime or fingerprint differ from `info`'s:
+// the file changed on disk since the run opened it.
+void check_unchanged(const ShardInfo& info);
 
 // Files matched by one or more glob patterns separated by ','. Each pattern's
 // matches are sorted; patterns keep their order; a file matched twice is listed
@@ -53,6 +67,12 @@ std::vector<std::string> expand_patterns(const std::string& patterns);
 
 // Reads and checks the header (or size, for raw files) of one shard.
 ShardInfo inspect_shard(const std::string& path);
+
+// Throws DataError naming the first token id >= vocab_size (file, token offset and
+// byte), reading the whole shard: the trainer calls it on every shard before it
+// writes anything, so bad data never stops a run half way (or after a resume has
+// begun to change a finished run).
+void check_token_ids(const ShardInfo& info, int64_t vocab_size);
 
 // A read-only memory map of one shard's tokens. Move-only; unmapped on destruction.
 class MappedShard {

@@ -16,6 +16,38 @@ namespace fs = std::filesystem;
 
 static std::string value_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
+// CSV (RFC 4180): a quote inside a quoted field is doubled; a field holding a comma,
+// a quote or a line break is quoted, so a value can never add a column or a row.
+static std::string csv_quoted(const std::string& text) {
+  std::string out;
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out;
+}
+
+static std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  return '"' + csv_quoted(text) + '"';
+}
+
+std::filesystem::path failure_file(const SweepPoint& p) { return fs::path(p.config.out_dir) / "failed.json"; }
+
+std::optional<json> point_failure(const SweepPoint& p) {
+  const auto file = failure_file(p);
+  if (!fs::exists(file)) return std::nullopt;
+  try {
+    auto j = read_json_file(file);
+    if (j.is_object()) return j;
+  } catch (const ConfigError&) {  // a failure record cut short still says the point failed
+  }
+  return json{{"error", "unknown (" + file.string() + " is unreadable)"}};
+}
+
+void record_failure(const SweepPoint& p, const std::string& error) {
+  const fs::path dir = p.config.out_dir;
+  fs::create_directories(dir);
+  write_file_atomic(failure_file(p), json{{"error", error}, {"config", to_json(p.config)}}.dump(2) + "\n");
+}
+
 std::string safe_name_part(const std::string& text) {
   std::string out;
   for (unsigned char c : text) {
@@ -100,6 +132,17 @@ Sweep load_sweep(const std::string& path, int64_t world_size) {
       p.config = load_run_config(base.string(), p.overrides, world_size);
     } catch (const ConfigError& e) {
       throw ConfigError(fmt::format("{}: point {}: {}", path, p.name, e.what()));
+    }
+    // Two grid values can spell one setting (1 and 1.0, 1e-3 and 0.001): the same run
+    // twice would count as two seeds or two learning rates.
+    json resolved = to_json(p.config);
+    resolved.erase("out_dir");
+    for (const auto& other : s.points) {
+      json theirs = to_json(other.config);
+      theirs.erase("out_dir");
+      if (theirs == resolved)
+        throw ConfigError(fmt::format("{}: grid: points {} and {} resolve to the same run config (a value listed "
+                                      "twice in two spellings?); list each setting once", path, other.name, p.name));
     }
     s.points.push_back(std::move(p));
     size_t a = axes.size();
@@ -195,6 +238,9 @@ json sweep_summary(const Sweep& sweep) {
       auto done = read_json_file(dir / "done.json");
       e["status"] = "done";
       for (const char* k : {"final_train_loss", "final_val_loss", "tokens", "wall_s", "step"}) e[k] = done.value(k, json());
+    } else if (const auto failure = point_failure(p)) {
+      e["status"] = "failed";
+      e["error"] = failure->value("error", json("unknown"));
     } else {
       e["status"] = fs::exists(dir / "config.json") ? "running" : "pending";
     }
@@ -229,16 +275,16 @@ void write_summary(const Sweep& sweep) {
   write_file_atomic(sweep.dir / "summary.json", summary.dump(2) + "\n");
   std::ostringstream csv;
   csv << "name";
-  for (const auto& k : sweep.keys) csv << "," << k;
-  csv << ",status,final_train_loss,final_val_loss,tokens,wall_s\n";
-  auto cell = [](const json& v) { return v.is_null() ? std::string() : value_text(v); };
+  for (const auto& k : sweep.keys) csv << "," << csv_field(k);
+  csv << ",status,final_train_loss,final_val_loss,tokens,wall_s";
+  auto cell = [](const json& v) { return v.is_null() ? std::string() : csv_field(value_text(v)); };
+  csv << ",error\n";
   for (const auto& p : summary["points"]) {
-    std::string quoted;  // CSV: a quote inside a quoted field is doubled
-    for (char c : p["name"].get<std::string>()) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-    csv << '"' << quoted << '"';
+    csv << '"' << csv_quoted(p["name"].get<std::string>()) << '"';  // always quoted: names hold ',' between keys
     for (const auto& k : sweep.keys) csv << "," << cell(p["values"][k]);
     csv << "," << p["status"].get<std::string>();
-    for (const char* k : {"final_train_loss", "final_val_loss", "tokens", "wall_s"}) csv << "," << cell(p.value(k, json()));
+    for (const char* k : {"final_train_loss", "final_val_loss", "tokens", "wall_s", "error"})
+      csv << "," << cell(p.value(k, json()));
     csv << "\n";
   }
   write_file_atomic(sweep.dir / "summary.csv", csv.str());
@@ -249,14 +295,14 @@ void write_summary(const Sweep& sweep) {
   for (const auto& k : sweep.keys)
     if (k != kSeedKey) others.push_back(k);
   std::ostringstream seeds;
-  for (const auto& k : others) seeds << k << ",";
+  for (const auto& k : others) seeds << csv_field(k) << ",";
   seeds << "seeds,n_done,final_val_loss_mean,final_val_loss_std,final_val_loss_min,final_val_loss_max\n";
   for (const auto& g : summary["over_seeds"]["groups"]) {
     for (const auto& k : others) seeds << cell(g["values"][k]) << ",";
     std::string list;
     for (const auto& s : g["seeds"]) list += (list.empty() ? "" : " ") + value_text(s);
     const auto& v = g["final_val_loss"];
-    seeds << '"' << list << '"' << "," << v["n"].get<int64_t>();
+    seeds << '"' << csv_quoted(list) << '"' << "," << v["n"].get<int64_t>();
     for (const char* k : {"mean", "std", "min", "max"}) seeds << "," << cell(v[k]);
     seeds << "\n";
   }

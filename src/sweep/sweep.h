@@ -16,6 +16,7 @@
 #include "config/run_config.h"
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,8 +44,16 @@ std::string safe_name_part(const std::string& text);
 // Reads and expands a sweep file; every point is validated before anything runs.
 Sweep load_sweep(const std::string& path, int64_t world_size);
 
+// A sweep is a queue of independent jobs: a point that fails (divergence, bad data,
+// out of memory) gets out_dir/failed.json with the error and the resolved config it
+// failed with, and the sweep goes on with the next point. A rerun leaves failed points
+// alone unless asked to retry them (xsagpt sweep --retry-failed).
+std::filesystem::path failure_file(const SweepPoint& p);
+std::optional<json> point_failure(const SweepPoint& p);  // failed.json's contents, if the point failed
+void record_failure(const SweepPoint& p, const std::string& error);
+
 // summary.json / summary.csv from the points' done.json files: per point its values,
-// status and final losses; for each SA/XSA pair differing only in attention, XSA - SA
+// status (done, failed with its error, running, pending) and final losses; for each SA/XSA pair differing only in attention, XSA - SA
 // val loss. With train.seed in the grid also "over_seeds" (and summary_seeds.csv):
 // every group of points differing only in the seed with the mean, sample standard
 // deviation, min and max of its final val losses, and per SA/XSA pair of groups the

@@ -3,6 +3,7 @@
 #include "util/ivalue_json.h"
 
 #include "util/torch_save.h"
+#include "util/zip_check.h"
 
 #include <fmt/format.h>
 
@@ -51,6 +52,7 @@ void save_checkpoint(const Checkpoint& c, const fs::path& path) {
   d.insert("rng", rng);
   d.insert("train_loss", c.train_loss);
   d.insert("val_loss", c.val_loss);
+  d.insert("run_id", c.run_id);
 
   try {
     torch_save(c10::IValue(d), path);
@@ -66,6 +68,7 @@ Checkpoint load_checkpoint(const fs::path& path) {
   if (!fs::is_regular_file(path)) throw CheckpointError(name + ": no such checkpoint file");
   IValue root;
   try {
+    if (is_torch_archive(path)) verify_archive_crcs(path);  // other files get the messages below (truncated, foreign)
     root = torch_load(path);
   } catch (const c10::Error& e) {
     if (is_torch_archive(path))
@@ -102,10 +105,35 @@ Checkpoint load_checkpoint(const fs::path& path) {
     if (rng.contains("cuda")) c.rng_cuda = rng.at("cuda").toTensor();
     if (d.contains("train_loss")) c.train_loss = d.at("train_loss").toDouble();
     if (d.contains("val_loss")) c.val_loss = d.at("val_loss").toDouble();
+    if (d.contains("run_id")) c.run_id = d.at("run_id").toStringRef();
   } catch (const c10::Error& e) {
     throw CheckpointError(name + ": malformed checkpoint: " + e.what_without_backtrace());
   }
+  for (const auto& [what, tensors] : {std::pair{"model", &c.model}, std::pair{"optimizer.exp_avg", &c.optimizer.exp_avg},
+                                      std::pair{"optimizer.exp_avg_sq", &c.optimizer.exp_avg_sq}})
+    if (const auto bad = first_non_finite(*tensors, what))
+      throw CheckpointError(fmt::format("{}: {} holds NaN or infinite values: the run had diverged when it was saved; "
+                                        "use an earlier checkpoint", name, *bad));
   return c;
+}
+
+std::optional<std::string> first_non_finite(const std::map<std::string, torch::Tensor>& tensors, const std::string& what) {
+  for (const auto& [k, t] : tensors)
+    if (t.defined() && t.is_floating_point() && !torch::isfinite(t).all().item<bool>()) return what + "." + k;
+  return std::nullopt;
+}
+
+void verify_archive_crcs(const fs::path& path) {
+  std::optional<std::string> mismatch;
+  try {
+    mismatch = zip_crc_mismatch(path);
+  } catch (const std::exception& e) {
+    throw CheckpointError(fmt::format("{}: {}", path.string(), e.what()));
+  }
+  if (mismatch)
+    throw CheckpointError(fmt::format("{}: corrupt checkpoint, its bytes changed since it was written: {}. Use "
+                                      "an earlier checkpoint",
+                                      path.string(), *mismatch));
 }
 
 fs::path checkpoint_path(const fs::path& run_dir, int64_t step) {
@@ -130,6 +158,12 @@ std::vector<fs::path> list_checkpoints(const fs::path& run_dir) {
   std::sort(out.begin(), out.end(),
             [](const fs::path& a, const fs::path& b) { return checkpoint_step(a) < checkpoint_step(b); });
   return out;
+}
+
+std::string last_good_checkpoint(const fs::path& run_dir) {
+  const auto all = list_checkpoints(run_dir);
+  if (all.empty()) return fmt::format("No checkpoint was saved in {}: the run has nothing to resume from.", run_dir.string());
+  return fmt::format("The last good checkpoint, {}, is kept.", all.back().string());
 }
 
 void prune_checkpoints(const fs::path& run_dir, int64_t keep) {

@@ -12,7 +12,15 @@
 //   "elapsed_s": training wall time so far,
 //   "train_loss", "val_loss": the last ones logged (NaN before the first), so a
 //     checkpoint of the final step holds the run's final losses (done.json can be
-//     rewritten from it after a kill between the last save and done.json).
+//     rewritten from it after a kill between the last save and done.json),
+//   "run_id": the run it belongs to (made when the run started, out_dir/run.json),
+//     so a checkpoint copied in from another run is never taken for one of its own.
+//
+// A checkpoint proves itself on load: every record's CRC-32 in the zip archive is
+// checked against its bytes (PyTorch's reader does not), and every weight and
+// optimizer moment must be finite. A checkpoint failing either is refused by every
+// command that reads one (train --resume, sample, score, eval, analyze), naming the
+// file. Weights that are not finite are never saved in the first place.
 // Tensors stream to disk one by one (a 2.7B model never needs a second copy in
 // memory). Writes go to a temporary file that is flushed and renamed over the
 // target, so a crash or full disk mid-save leaves earlier checkpoints intact.
@@ -41,7 +49,16 @@ struct Checkpoint {
   nlohmann::json loader = nlohmann::json::array();
   torch::Tensor rng_cpu, rng_cuda;
   double train_loss = NAN, val_loss = NAN;  // absent in checkpoints of older versions: NaN
+  std::string run_id;                       // absent in checkpoints of older versions: ""
 };
+
+// The first tensor of `tensors` (named "<what>.<name>") holding a NaN or an infinity,
+// or nullopt when all are finite.
+std::optional<std::string> first_non_finite(const std::map<std::string, torch::Tensor>& tensors, const std::string& what);
+
+// Checks every record of a zip archive against the CRC-32 its directory holds;
+// throws CheckpointError naming the file and the record.
+void verify_archive_crcs(const std::filesystem::path& path);
 
 struct CheckpointError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -55,6 +72,9 @@ std::filesystem::path checkpoint_path(const std::filesystem::path& run_dir, int6
 int64_t checkpoint_step(const std::filesystem::path& file);
 // Checkpoints in run_dir/checkpoints, oldest (lowest step) first.
 std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path& run_dir);
+// For messages after a failure: "The last good checkpoint, <path>, is kept." naming
+// the newest one (each was checked finite when saved), or that there is none.
+std::string last_good_checkpoint(const std::filesystem::path& run_dir);
 // Deletes all but the newest `keep`.
 void prune_checkpoints(const std::filesystem::path& run_dir, int64_t keep);
 

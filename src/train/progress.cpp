@@ -1,5 +1,7 @@
 #include "train/progress.h"
 
+#include "train/checkpoint.h"
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -26,10 +28,11 @@ std::string human_rate(double x) {
 }  // namespace
 
 Progress::Progress(const RunConfig& cfg, DistContext& dist, torch::Device device, int64_t step_tokens,
-                   double flops_per_step, std::optional<double> peak_flops, double elapsed_before)
+                   double flops_per_step, std::optional<double> peak_flops, double elapsed_before,
+                   const std::filesystem::path& metrics_path)
     : cfg_(cfg),
       dist_(dist),
-      metrics_(dist.is_main() ? MetricsLog(std::filesystem::path(cfg.out_dir) / "metrics.jsonl") : MetricsLog()),
+      metrics_(dist.is_main() ? MetricsLog(metrics_path) : MetricsLog()),
       step_tokens_(step_tokens),
       flops_per_step_(flops_per_step),
       peak_flops_(peak_flops),
@@ -50,8 +53,7 @@ void Progress::record(int64_t step, const StepStats& stats) {
 void Progress::check_finite() {
   if (const auto bad = bad_step_.item<int64_t>(); bad >= 0)
     throw std::runtime_error(fmt::format(
-        "loss or gradient norm is not finite at step {}; stopping. The last good checkpoint in {} is kept.", bad,
-        (std::filesystem::path(cfg_.out_dir) / "checkpoints").string()));
+        "loss or gradient norm is not finite at step {}; stopping. {}", bad, last_good_checkpoint(cfg_.out_dir)));
 }
 
 double Progress::elapsed() const {

@@ -22,9 +22,10 @@ class Progress {
  public:
   // step_tokens: tokens per optimizer step over all ranks; flops_per_step and
   // peak_flops (per rank, none off GPUs) give the MFU; elapsed_before: training
-  // time of earlier sessions of the run.
+  // time of earlier sessions of the run; metrics_path: the file metrics lines are
+  // appended to (rank 0; a resumed run's is staged, train/run_dir.h).
   Progress(const RunConfig& cfg, DistContext& dist, torch::Device device, int64_t step_tokens, double flops_per_step,
-           std::optional<double> peak_flops, double elapsed_before);
+           std::optional<double> peak_flops, double elapsed_before, const std::filesystem::path& metrics_path);
 
   // A finished optimizer step (its number, counting from 1).
   void record(int64_t step, const StepStats& stats);

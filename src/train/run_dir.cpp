@@ -7,6 +7,15 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
+#include <chrono>
+#include <ctime>
+#include <random>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+#include <utility>
+
 namespace xsagpt {
 
 namespace fs = std::filesystem;
@@ -59,6 +68,28 @@ std::string loss_text(double x) { return std::isfinite(x) ? fmt::format("{:.4f}"
 
 }  // namespace
 
+std::string recorded_run_id(const fs::path& dir) {
+  if (!fs::exists(dir / "run.json")) return "";
+  try {
+    const auto j = read_json_file(dir / "run.json");
+    if (j.is_object() && j.value("run_id", json()).is_string()) return j["run_id"].get<std::string>();
+  } catch (const ConfigError&) {  // unreadable: treated as unknown
+  }
+  return "";
+}
+
+namespace {
+
+// 128 random bits from the kernel, as hex: unique across runs, hosts and restarts.
+std::string new_run_id() {
+  std::random_device rd;
+  std::string id;
+  for (int i = 0; i < 4; ++i) id += fmt::format("{:08x}", static_cast<uint32_t>(rd()));
+  return id;
+}
+
+}  // namespace
+
 json RunSummary::to_json() const {
   auto num = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
   return {{"step", step},
@@ -94,6 +125,7 @@ RunOpening open_run(const RunConfig& cfg, const std::string& resume, bool overwr
                                     "--overwrite to start over, or choose another --out",
                                     dir.string(), describe_run(dir)));
     s.clear = holds;
+    s.run_id = new_run_id();
     return run;
   }
   if (resume == "auto") {
@@ -103,6 +135,7 @@ RunOpening open_run(const RunConfig& cfg, const std::string& resume, bool overwr
         spdlog::warn("{}: no checkpoint to resume; starting the run from the beginning", dir.string());
         s.clear = true;
       }
+      s.run_id = new_run_id();
       return run;
     }
     s.checkpoint = all.back();
@@ -118,9 +151,24 @@ RunOpening open_run(const RunConfig& cfg, const std::string& resume, bool overwr
         "{}: saved by {} rank(s) but this run has world size {}; resume with the same number of processes", file,
         ck.loader.size(), world_size));
   s.resume_step = ck.step;
+  if (const auto named = checkpoint_step(*s.checkpoint); named >= 0 && named != ck.step)
+    throw CheckpointError(fmt::format("{}: its name says step {} but it holds step {} (renamed or copied over "
+                                      "another?); resume from it by a name that matches",
+                                      file, named, ck.step));
 
-  // Whose run is it? Only the directory's own checkpoints continue the run it holds.
-  const bool own = same_dir(s.checkpoint->parent_path(), dir / "checkpoints");
+  // Whose run is it? Only the directory's own checkpoints continue the run it holds:
+  // those in out_dir/checkpoints (also by a symbolic link) that carry its run id.
+  std::error_code ec;
+  const auto real = fs::weakly_canonical(*s.checkpoint, ec);
+  const bool own = same_dir(s.checkpoint->parent_path(), dir / "checkpoints") ||
+                   (!ec && same_dir(real.parent_path(), dir / "checkpoints"));
+  const auto dir_id = recorded_run_id(dir);
+  if (own && !dir_id.empty() && !ck.run_id.empty() && ck.run_id != dir_id)
+    throw CheckpointError(fmt::format(
+        "{} lies in {}/checkpoints but belongs to another run (its run id {}, the directory's {} in run.json): "
+        "copied in from elsewhere? Move it out, or resume it into its own --out",
+        file, dir.string(), ck.run_id, dir_id));
+  s.run_id = !ck.run_id.empty() ? ck.run_id : !dir_id.empty() && own ? dir_id : new_run_id();
   if (!own && holds) {
     if (!overwrite)
       throw ConfigError(fmt::format(
@@ -184,25 +232,105 @@ void close_finished_run(const RunConfig& cfg, const RunOpening& run) {
   }
 }
 
-void prepare_run_dir(const fs::path& dir, const RunConfig& cfg, const RunStart& start) {
+namespace {
+
+constexpr const char* kStagedMarker = "staged.json";
+constexpr const char* kStagedConfig = "config.json.staged";
+constexpr const char* kStagedMetrics = "metrics.jsonl.staged";
+
+void remove_staged(const fs::path& dir) {
+  fs::remove(dir / kStagedMarker);  // first: without it the staged files are only leftovers
+  for (const char* name : {kStagedConfig, kStagedMetrics}) fs::remove(dir / name);
+  for (const char* name : {"staged.json.tmp", "config.json.staged.tmp", "metrics.jsonl.staged.tmp"}) fs::remove(dir / name);
+}
+
+void rename_into_place(const fs::path& from, const fs::path& to) {
+  if (!fs::exists(from)) return;
+  if (::rename(from.c_str(), to.c_str()) != 0)
+    throw WriteError(errno_message(to, "cannot rename the staged file into place"));
+}
+
+}  // namespace
+
+void commit_staged_run(const fs::path& dir) {
+  if (!fs::exists(dir / kStagedMarker)) return;
+  rename_into_place(dir / kStagedConfig, dir / "config.json");
+  rename_into_place(dir / kStagedMetrics, dir / "metrics.jsonl");
+  if (!fs::exists(dir / "run.json")) {  // a new directory, or one of an older version
+    json marker;
+    try {
+      marker = read_json_file(dir / kStagedMarker);
+    } catch (const ConfigError&) {
+    }
+    if (marker.is_object() && marker.value("run_id", json()).is_string() && !marker["run_id"].get<std::string>().empty())
+      write_file_atomic(dir / "run.json", json{{"run_id", marker["run_id"]}}.dump() + "\n");
+  }
+  fs::remove(dir / "done.json");  // a resumed run is not done until it finishes
+  fsync_dir(dir);
+  fs::remove(dir / kStagedMarker);
+  fsync_dir(dir);
+}
+
+void recover_staged_run(const fs::path& dir) {
+  if (!fs::exists(dir / kStagedMarker)) {
+    remove_staged(dir);
+    return;
+  }
+  int64_t from = -1;
+  try {
+    const auto marker = read_json_file(dir / kStagedMarker);
+    if (marker.is_object() && marker.value("from_step", json()).is_number_integer())
+      from = marker["from_step"].get<int64_t>();
+  } catch (const ConfigError&) {  // unreadable: treated as never committed
+  }
+  const auto all = list_checkpoints(dir);
+  if (from >= 0 && !all.empty() && checkpoint_step(all.back()) > from) {
+    spdlog::warn("{}: completing the previous session's commit (killed after its checkpoint at step {})", dir.string(),
+                 checkpoint_step(all.back()));
+    commit_staged_run(dir);
+  } else {
+    remove_staged(dir);
+  }
+}
+
+fs::path prepare_run_dir(const fs::path& dir, const RunConfig& cfg, const RunStart& start) {
   fs::create_directories(dir);
   // Temporary files of a save that was killed (atomic writes go through <name>.tmp).
   for (const char* name : {"config.json.tmp", "done.json.tmp", "metrics.jsonl.tmp"}) fs::remove(dir / name);
+  remove_staged(dir);
   if (fs::is_directory(dir / "checkpoints"))
     for (const auto& e : fs::directory_iterator(dir / "checkpoints"))
       if (e.path().extension() == ".tmp" && checkpoint_step(e.path().stem()) >= 0) fs::remove(e.path());
   if (start.clear) {
-    for (const char* name : {"metrics.jsonl", "done.json", "config.json"}) fs::remove(dir / name);
+    for (const char* name : {"metrics.jsonl", "done.json", "config.json", "run.json"}) fs::remove(dir / name);
     fs::remove_all(dir / "checkpoints");
   }
-  if (start.checkpoint) {
-    truncate_metrics(dir / "metrics.jsonl", start.resume_step);
-    if (start.rewind)
-      for (const auto& f : list_checkpoints(dir))
-        if (checkpoint_step(f) > start.resume_step) fs::remove(f);
+  if (!start.checkpoint || start.clear) {  // nothing of a run to keep: written in place
+    if (!start.run_id.empty()) write_file_atomic(dir / "run.json", json{{"run_id", start.run_id}}.dump() + "\n");
+    write_file_atomic(dir / "config.json", to_json(cfg).dump(2) + "\n");
+    return dir / "metrics.jsonl";
   }
-  write_file_atomic(dir / "config.json", to_json(cfg).dump(2) + "\n");
-  if (start.checkpoint) fs::remove(dir / "done.json");  // a resumed run is not done until it finishes
+  if (start.rewind)  // asked for with --overwrite
+    for (const auto& f : list_checkpoints(dir))
+      if (checkpoint_step(f) > start.resume_step) fs::remove(f);
+  try {
+    if (fs::exists(dir / "metrics.jsonl")) {
+      fs::copy_file(dir / "metrics.jsonl", dir / kStagedMetrics, fs::copy_options::overwrite_existing);
+      truncate_metrics(dir / kStagedMetrics, start.resume_step);
+    } else {
+      write_file_atomic(dir / kStagedMetrics, "");
+    }
+    write_file_atomic(dir / kStagedConfig, to_json(cfg).dump(2) + "\n");
+    write_file_atomic(dir / kStagedMarker, json{{"from_step", start.resume_step}, {"run_id", start.run_id}}.dump() + "\n");
+  } catch (const fs::filesystem_error& e) {
+    remove_staged(dir);
+    throw WriteError(fmt::format("{}: cannot stage the resumed run's metrics: {}; the run is unchanged",
+                                 dir.string(), e.code().message()));
+  } catch (...) {
+    remove_staged(dir);
+    throw;
+  }
+  return dir / kStagedMetrics;
 }
 
 void check_resume_compatible(const RunConfig& cfg, const json& saved, const std::string& file) {
@@ -227,6 +355,75 @@ void check_resume_compatible(const RunConfig& cfg, const json& saved, const std:
 
 void finish_run(const fs::path& dir, const RunSummary& summary) {
   write_file_atomic(dir / "done.json", summary.to_json().dump(2) + "\n");
+}
+
+namespace {
+
+std::string host_name() {
+  char buf[256] = {};
+  return ::gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("unknown host");
+}
+
+}  // namespace
+
+RunDirLock::RunDirLock(const fs::path& dir) {
+  const fs::path file = dir / ".lock";
+  const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw ConfigError(errno_message(file, "cannot open the run directory's lock file"));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    if (err != EWOULDBLOCK && err != EINTR) {
+      ::close(fd);
+      errno = err;
+      spdlog::warn("{}; two trainers in {} would not be detected", errno_message(file, "cannot lock"), dir.string());
+      return;
+    }
+    std::string text(4096, '\0');
+    const ssize_t n = ::pread(fd, text.data(), text.size(), 0);
+    ::close(fd);
+    text.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    const auto holder = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    std::string who = "another process";
+    if (holder.is_object() && holder.contains("pid") && holder.contains("host"))
+      who = fmt::format("pid {} on host {}{}", holder["pid"].dump(), holder["host"].is_string() ? holder["host"].get<std::string>() : holder["host"].dump(),
+                        holder.contains("since") && holder["since"].is_string() ? ", since " + holder["since"].get<std::string>() : "");
+    throw ConfigError(fmt::format("out_dir {} is in use: {} trains in it (it holds {}). Wait for it to finish, or "
+                                  "stop it (it saves a checkpoint) and continue with --resume auto",
+                                  dir.string(), who, file.string()));
+  }
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char since[32] = {};
+  std::strftime(since, sizeof since, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  const std::string text = json{{"pid", ::getpid()}, {"host", host_name()}, {"since", since}}.dump() + "\n";
+  // Best effort: the lock, not this text, is what keeps a second trainer out.
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, text.data(), text.size(), 0) < 0)
+    spdlog::warn("{} (the lock is held; a second trainer's message will not name this one)",
+                 errno_message(file, "cannot record the lock's holder"));
+  fd_ = fd;
+}
+
+RunDirLock::RunDirLock(RunDirLock&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+
+RunDirLock& RunDirLock::operator=(RunDirLock&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(o.fd_, -1);
+  }
+  return *this;
+}
+
+RunDirLock::~RunDirLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the only descriptor releases the flock
+}
+
+RunDirLock lock_new_run_dir(const fs::path& dir) {
+  fs::create_directories(dir);
+  RunDirLock lock(dir);
+  if (holds_run(dir))
+    throw ConfigError(fmt::format("out_dir {} was created by another trainer while this one was starting ({}); "
+                                  "nothing was changed: rerun with --resume auto to continue it, or choose another --out",
+                                  dir.string(), describe_run(dir)));
+  return lock;
 }
 
 }  // namespace xsagpt

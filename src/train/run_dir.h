@@ -9,6 +9,9 @@
 //   out_dir/metrics.jsonl   see train/metrics.h
 //   out_dir/checkpoints/    see train/checkpoint.h
 //   out_dir/done.json       written once the run reached train.max_steps
+//   out_dir/run.json        {"run_id": ...}, made at a fresh start; every checkpoint
+//                           carries it, and --resume auto refuses one that does not
+//   out_dir/.lock           see RunDirLock
 //
 // A directory that already holds a run is never silently reused, and two runs are
 // never mixed in one: a checkpoint belongs to the run in out_dir only when it lies
@@ -32,7 +35,11 @@ struct RunStart {
   int64_t resume_step = -1;                         // that checkpoint's step
   bool clear = false;   // remove the previous run's files first
   bool rewind = false;  // remove the run's checkpoints past resume_step (resuming an older one)
+  std::string run_id;   // the run's id: new for a fresh start, else the resumed checkpoint's
 };
+
+// out_dir/run.json's run id, "" where there is none (a run of an older version).
+std::string recorded_run_id(const std::filesystem::path& dir);
 
 // done.json: what the sweep summaries and the "already finished" message read.
 struct RunSummary {
@@ -61,13 +68,28 @@ RunOpening open_run(const RunConfig& cfg, const std::string& resume, bool overwr
 // record_done says, writes done.json (finishing is idempotent).
 void close_finished_run(const RunConfig& cfg, const RunOpening& run);
 
-// Creates the directory and makes it hold exactly what the run continues from:
-// clears it or drops what followed the resumed checkpoint (metrics lines, with
-// rewind also checkpoints), removes temporary files of a killed save, then writes
-// config.json and, for a resumed run, removes done.json, in that order, so a
-// failure (e.g. a full disk) leaves a finished run finished. Call it only once
-// everything that can be checked passed.
-void prepare_run_dir(const std::filesystem::path& dir, const RunConfig& cfg, const RunStart& start);
+// Creates the directory and makes it hold what the run continues from: clears it
+// (with rewind drops the checkpoints past the resumed one), removes temporary files
+// of a killed save, and writes config.json. Call it only once everything that can
+// be checked passed. Returns the file the run appends its metrics to.
+//
+// A resumed run is staged: its config goes to config.json.staged and its metrics
+// history (cut at the resumed step) to metrics.jsonl.staged, and staged.json marks
+// them complete; config.json, metrics.jsonl and done.json stay as they were until
+// the session's first checkpoint lands and commit_staged_run() renames the staged
+// files into place and removes done.json. A resume that fails at any point before
+// that (bad data, divergence, a full disk, a kill) leaves a finished run exactly as
+// it was, and an unfinished one with its checkpoints and metrics.
+std::filesystem::path prepare_run_dir(const std::filesystem::path& dir, const RunConfig& cfg, const RunStart& start);
+
+// After a checkpoint landed: commits what prepare_run_dir staged (nothing if nothing
+// is staged). Each step can be repeated, so a kill half way is completed later.
+void commit_staged_run(const std::filesystem::path& dir);
+
+// At start, under the lock: a session killed between its first checkpoint and the
+// commit is committed now (its checkpoint is newer than the step it resumed from);
+// staged files of a session that never reached a checkpoint are removed.
+void recover_staged_run(const std::filesystem::path& dir);
 
 // A checkpoint's config must describe the same model; train/data changes are
 // allowed (e.g. a longer max_steps) and logged.
@@ -75,5 +97,35 @@ void check_resume_compatible(const RunConfig& cfg, const json& saved, const std:
 
 // Writes done.json (atomically).
 void finish_run(const std::filesystem::path& dir, const RunSummary& summary);
+
+// One owner per run directory: an advisory lock (flock) on out_dir/.lock, held by
+// `train` from before it reads the directory until it returns, and released by the
+// kernel whatever way the process ends (kill -9 included). The file holds the
+// holder's pid, host and start time, for the message a second trainer gets.
+// On NFS Linux turns flock into an NFS byte-range lock, so the lock holds across
+// machines where the server supports locking (NFSv4, NFSv3 with lockd); a mount
+// with `nolock` (or a file system without locks) makes it local to one machine. A
+// file system that refuses locks altogether gets a warning, and the run goes on
+// unprotected.
+class RunDirLock {
+ public:
+  RunDirLock() = default;
+  // Locks `dir` (which must exist); throws ConfigError naming the holder when another
+  // process has it.
+  explicit RunDirLock(const std::filesystem::path& dir);
+  RunDirLock(RunDirLock&& o) noexcept;
+  RunDirLock& operator=(RunDirLock&& o) noexcept;
+  RunDirLock(const RunDirLock&) = delete;
+  RunDirLock& operator=(const RunDirLock&) = delete;
+  ~RunDirLock();
+  bool held() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+// For a directory that did not exist when open_run decided how to start: creates it,
+// locks it, and throws ConfigError if another trainer filled it in the meantime.
+RunDirLock lock_new_run_dir(const std::filesystem::path& dir);
 
 }  // namespace xsagpt

@@ -18,6 +18,17 @@ void install_stop_handlers() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);  // the terminal or ssh session went away: save, like a preemption
+  ignore_broken_pipes();
+}
+
+void ignore_broken_pipes() {
+  // A console write to a closed pipe then fails with EPIPE, which the loggers drop,
+  // instead of killing the process; files are written with their own error checks.
+  struct sigaction sa {};
+  sa.sa_handler = SIG_IGN;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGPIPE, &sa, nullptr);
 }
 
 bool stop_requested() { return g_signal.load() != 0; }

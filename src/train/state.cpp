@@ -5,6 +5,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
 namespace xsagpt {
 
 namespace {
@@ -44,6 +48,7 @@ TrainingState::TrainingState(const RunConfig& cfg, const Runtime& rt, torch::Dev
       cfg_(cfg),
       device_(device),
       dist_(dist) {
+  check_data(cfg.model.vocab_size);
   const auto& t = cfg.train;
   auto named = model->unique_named_parameters();
   for (auto& [n, p] : named) params.push_back(p);
@@ -55,6 +60,31 @@ TrainingState::TrainingState(const RunConfig& cfg, const Runtime& rt, torch::Dev
 }
 
 TrainingState::~TrainingState() = default;
+
+void TrainingState::check_data(int64_t vocab_size) const {
+  std::vector<const ShardInfo*> all;
+  for (const auto& s : loader.shards()) all.push_back(&s);
+  for (const auto& s : val.shards()) all.push_back(&s);
+  // Shards are read from disk (or the page cache) in parallel; the first error in
+  // file order is the one reported.
+  const size_t workers = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+  std::vector<std::string> errors(all.size());
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (size_t w = 0; w < std::min(workers, all.size()); ++w)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < all.size();) {
+        try {
+          check_token_ids(*all[i], vocab_size);
+        } catch (const std::exception& e) {
+          errors[i] = e.what();
+        }
+      }
+    });
+  for (auto& th : pool) th.join();
+  for (const auto& e : errors)
+    if (!e.empty()) throw DataError(e + " (found before training: nothing was written or changed)");
+}
 
 void TrainingState::restore(const Checkpoint& c, const std::string& file) {
   TORCH_CHECK(!batches_, "TrainingState::restore: the batch thread has started");
@@ -96,6 +126,12 @@ void TrainingState::save(const std::filesystem::path& run_dir, int64_t keep, dou
   if (device_.is_cuda()) c.rng_cuda = default_generator(device_).get_state();
   c.train_loss = train_loss;
   c.val_loss = val_loss;
+  c.run_id = run_id;
+  // The loss of a step is computed before its update: an update that made the
+  // weights NaN or infinite shows only here, and such weights are never saved.
+  if (const auto bad = first_non_finite(c.model, "model"))
+    throw std::runtime_error(fmt::format("{} is not finite after step {}; not saved. {}", *bad, step,
+                                         last_good_checkpoint(run_dir)));
   if (dist_.is_main()) {
     save_checkpoint(c, checkpoint_path(run_dir, step));
     prune_checkpoints(run_dir, keep);

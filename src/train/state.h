@@ -45,9 +45,12 @@ class TrainingState {
   DataLoader loader;
   ValidationSet val;
   int64_t step = 0, tokens = 0;
+  std::string run_id;  // written into every checkpoint (train/run_dir.h)
   double elapsed_before = 0;  // training time of the sessions before this one
 
  private:
+  // Every token id of every train and val shard against the vocabulary (DataError).
+  void check_data(int64_t vocab_size) const;
   const RunConfig& cfg_;
   torch::Device device_;
   DistContext& dist_;

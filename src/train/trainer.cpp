@@ -66,6 +66,25 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   // Where to start: fresh, from a checkpoint, or a run already finished. Nothing is
   // written to the run directory until the model, the data and the checkpoint's
   // state have all been set up without error (train/run_dir.h).
+  // One trainer per run directory (train/run_dir.h): locked before it is read, so no
+  // second trainer decides from a state the first is changing. A directory that does
+  // not exist yet is locked when it is made, after every check.
+  RunDirLock lock;
+  {
+    std::string busy;
+    if (dist.is_main() && std::filesystem::is_directory(dir)) {
+      try {
+        lock = RunDirLock(dir);
+      } catch (const ConfigError& e) {
+        busy = e.what();
+      }
+    }
+    if (dist.any(!busy.empty()))
+      throw ConfigError(busy.empty() ? fmt::format("out_dir {} is in use by another trainer (see rank 0)", cfg.out_dir)
+                                     : busy);
+  }
+  if (dist.is_main() && lock.held()) recover_staged_run(dir);  // a session killed before its commit
+  dist.barrier();
   auto run = open_run(cfg, opts.resume, opts.overwrite, world);
   if (run.finished) {
     if (dist.is_main()) close_finished_run(cfg, run);
@@ -77,10 +96,29 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     at::globalContext().setAllowTF32CuDNN(true);
   }
   TrainingState s(cfg, rt, device, dist);  // model, AdamW and data, the same on every rank
+  s.run_id = run.start.run_id;
   if (run.checkpoint) s.restore(*run.checkpoint, run.start.checkpoint->string());
   run.checkpoint.reset();  // free the host copy of the weights
   dist.barrier();          // every rank has read the run directory and passed every check
-  if (dist.is_main()) prepare_run_dir(dir, cfg, run.start);
+  std::filesystem::path metrics_path;
+  if (dist.is_main()) {
+    if (!lock.held() && !std::filesystem::is_directory(dir)) lock = lock_new_run_dir(dir);
+    metrics_path = prepare_run_dir(dir, cfg, run.start);
+  }
+  // However this session ends, what it staged is committed if a checkpoint of it
+  // landed, else removed: a failed resume leaves the run exactly as it was.
+  struct StagedCleanup {
+    std::filesystem::path dir;
+    bool main;
+    ~StagedCleanup() {
+      if (!main) return;
+      try {
+        recover_staged_run(dir);
+      } catch (const std::exception& e) {
+        spdlog::warn("{}: {}", dir.string(), e.what());
+      }
+    }
+  } staged_cleanup{dir, dist.is_main()};
   dist.barrier();
 
   const int64_t accum = cfg.accumulation_steps(world);
@@ -89,12 +127,15 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   TrainStep train_step(s.model, *s.optimizer, *s.sync, s.params, accum, t.grad_clip);
   Progress progress(cfg, dist, device, step_tokens, flops_per_token(cfg.model, t.seq_len) * double(step_tokens),
                     device.is_cuda() ? gpu_peak_flops(device_name(device), rt.bf16) : std::nullopt,
-                    s.elapsed_before);
+                    s.elapsed_before, metrics_path);
   TrainResult result;
   auto save = [&] {
     progress.check_finite();  // checkpoints only from finite states
     s.save(dir, t.keep_checkpoints, progress.elapsed(), result.final_train_loss, result.final_val_loss);
-    if (dist.is_main()) spdlog::info("saved {}", checkpoint_path(dir, s.step).string());
+    if (dist.is_main()) {
+      commit_staged_run(dir);  // a resumed run replaces the finished one only from here on
+      spdlog::info("saved {}", checkpoint_path(dir, s.step).string());
+    }
     progress.pause();
   };
   s.start();

@@ -266,7 +266,7 @@ TEST_F(RunDir, ResumingAnotherRunsCheckpointIntoARunIsRefusedNamingBoth) {
   EXPECT_TRUE(run.start.clear);
   EXPECT_EQ(slurp(mix / "metrics.jsonl"), before);  // still untouched
   prepare_run_dir(mix, cfg, run.start);
-  EXPECT_EQ(names_in(mix), std::vector<std::string>{"config.json"});
+  EXPECT_EQ(names_in(mix), (std::vector<std::string>{"config.json", "run.json"}));  // run.json: the run's id
   EXPECT_EQ(read_json_file(mix / "config.json"), to_json(cfg));
   EXPECT_TRUE(fs::exists(from));
 }
@@ -283,8 +283,11 @@ TEST_F(RunDir, ResumingAnOlderCheckpointOfTheSameRunNeedsOverwriteThenDropsWhatF
   auto opening = open_run(cfg, checkpoint_path(run, 4).string(), true, 1);
   EXPECT_TRUE(opening.start.rewind);
   EXPECT_FALSE(opening.start.clear);
+  const auto history = slurp(run / "metrics.jsonl");
   prepare_run_dir(run, cfg, opening.start);
   EXPECT_EQ(names_in(run / "checkpoints"), std::vector<std::string>{"step_00000004.pt"});
+  EXPECT_EQ(slurp(run / "metrics.jsonl"), history);  // staged: replaced only once a new checkpoint lands
+  commit_staged_run(run);
   std::istringstream in(slurp(run / "metrics.jsonl"));
   int64_t last = -1;
   for (std::string line; std::getline(in, line);) last = json::parse(line)["step"];
@@ -360,8 +363,18 @@ TEST_F(RunDir, APreparationThatFailsLeavesAFinishedRunFinished) {
   EXPECT_EQ(slurp(run / "config.json"), config_json);
   EXPECT_THAT(names_in(run), Not(::testing::Contains(::testing::EndsWith(".tmp"))));
 
-  // Without the failure the resumed run is no longer done, and config.json is the new one.
+  EXPECT_THAT(names_in(run), Not(::testing::Contains(::testing::HasSubstr("staged"))));
+
+  // Prepared, the resumed run is staged: the finished run stays as it was until the
+  // session's first checkpoint commits it (a failure in between changes nothing).
   prepare_run_dir(run, cfg20, opening.start);
+  EXPECT_EQ(slurp(run / "done.json"), done);
+  EXPECT_EQ(slurp(run / "config.json"), config_json);
+  recover_staged_run(run);  // a session that never saved a checkpoint: its staged files go
+  EXPECT_EQ(names_in(run), (std::vector<std::string>{"checkpoints", "config.json", "done.json", "metrics.jsonl"}));
+  prepare_run_dir(run, cfg20, opening.start);
+  checkpoint(run, 16, 20, 2.0, 2.0);
+  recover_staged_run(run);  // killed after its first checkpoint, before the commit: completed
   EXPECT_FALSE(fs::exists(run / "done.json"));
   EXPECT_EQ(read_json_file(run / "config.json")["train"]["max_steps"], 20);
 }
@@ -375,5 +388,9 @@ TEST_F(RunDir, PreparingRemovesTemporariesOfAKilledSave) {
   const auto cfg = config(run, 10);
   prepare_run_dir(run, cfg, open_run(cfg, "auto", false, 1).start);
   EXPECT_EQ(names_in(run / "checkpoints"), std::vector<std::string>{"step_00000004.pt"});
-  EXPECT_EQ(names_in(run), (std::vector<std::string>{"checkpoints", "config.json", "notes.tmp"}));
+  EXPECT_EQ(names_in(run), (std::vector<std::string>{"checkpoints", "config.json.staged", "metrics.jsonl.staged",
+                                                     "notes.tmp", "staged.json"}));
+  commit_staged_run(run);
+  EXPECT_EQ(names_in(run),
+            (std::vector<std::string>{"checkpoints", "config.json", "metrics.jsonl", "notes.tmp", "run.json"}));
 }
