@@ -182,9 +182,11 @@ TEST(Model, PaperConfigsLandOnThePapersSizes) {
 
 // Issue 13: a tied head under the paper's post-embedding LayerNorm starts ~0.02 d_model
 // nats above ln(vocab), which the tiny widths hide. At every shipped config's width
-// (two layers of it), the default untied, zero-initialised head starts at ln(vocab)
-// with first-step gradient norms of order 1, and the tied head shows the problem.
-TEST(Model, EveryShippedWidthStartsAtLogVocabWithGradientNormOfOrderOne) {
+// (two layers of it), the default untied head (small random, issue 23) starts near
+// ln(vocab) with first-step gradient norms of order 1-10 (measured 11.7 at 1.4B and
+// 13.2 at 2.7B: unlike a zero head it passes gradient to every layer at step 0), and
+// the tied head shows the problem.
+TEST(Model, EveryShippedWidthStartsNearLogVocabWithAModerateGradientNorm) {
   for (const char* name : {"tiny", "gpt2-124m", "gpt2-350m", "paper-0.7b", "paper-1.4b", "paper-2.7b"}) {
     SCOPED_TRACE(name);
     auto cfg = load_model_config(test::source_path(std::string("configs/model/") + name + ".json"));
@@ -210,7 +212,7 @@ TEST(Model, EveryShippedWidthStartsAtLogVocabWithGradientNormOfOrderOne) {
       for (auto& [n, p] : m->unique_named_parameters())
         if (p.grad().defined()) sq += p.grad().pow(2).sum().item<double>();
       EXPECT_GT(std::sqrt(sq), 0.05);
-      EXPECT_LT(std::sqrt(sq), 10.0);
+      EXPECT_LT(std::sqrt(sq), 30.0);
     }
   }
 }
