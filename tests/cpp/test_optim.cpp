@@ -67,10 +67,15 @@ std::vector<torch::Tensor> run_adamw(const std::string& first, const std::string
   return out;
 }
 
+// Adam's step is lr * m/(sqrt(v) + eps), of order lr (up to 1e-2 here) whatever the
+// gradient's scale, so two implementations' float32 rounding of m/sqrt(v) shows as
+// ~1e-6 after 8 steps (measured 1.03e-6 once every parameter gets gradient from step
+// 0): the absolute tolerance is 0.1% of one step. A wrong bias correction, beta or
+// learning rate moves parameters by 1e-4 or more; decay is checked exactly below.
 void expect_same(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i)
-    EXPECT_TRUE(torch::allclose(a[i], b[i], 1e-5, 1e-6))
+    EXPECT_TRUE(torch::allclose(a[i], b[i], 1e-5, 1e-5))
         << "param " << i << " max diff " << (a[i] - b[i]).abs().max().item<double>();
 }
 }  // namespace
