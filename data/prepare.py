@@ -194,6 +194,14 @@ def write_shard(path: pathlib.Path, tokens: np.ndarray) -> None:
     atomic_write(path, header.tobytes(), tokens.astype("<u2", copy=False).tobytes())
 
 
+def read_shard(path: pathlib.Path) -> np.ndarray:
+    """A shard's tokens (int64), checking the header write_shard wrote."""
+    header = np.fromfile(path, dtype="<i4", count=HEADER_INTS)
+    if len(header) != HEADER_INTS or header[0] != MAGIC or header[1] != VERSION:
+        raise ValueError(f"{path}: not a token shard (expected magic {MAGIC}, version {VERSION})")
+    return np.fromfile(path, dtype="<u2", offset=HEADER_INTS * 4, count=int(header[2])).astype(np.int64)
+
+
 def load_manifest(out_dir: pathlib.Path, settings: dict) -> dict:
     """The preparation so far in `out_dir`, cut back to the shards still intact on disk."""
     path = out_dir / "manifest.json"

@@ -63,8 +63,8 @@ def compact_shards(corpus, vocab, out_root):
     dst = out_root / "data" / f"{corpus}-v{vocab}"
     if (dst / "done").exists():
         return dst
-    sys.path.insert(0, str(ROOT / "tests" / "python"))
-    from shardio import read_shard, write_shard  # the documented shard format, one reader/writer
+    sys.path.insert(0, str(ROOT / "data"))
+    from prepare import read_shard, write_shard  # the shard format's one reader and writer
     dst.mkdir(parents=True, exist_ok=True)
     files = sorted(src.glob("*.bin"))
     tokens = {f.name: read_shard(f) for f in files}
