@@ -12,11 +12,16 @@
 #include <cstring>
 #include <iostream>
 
-static void usage(std::ostream& out) {
+namespace {
+
+void usage(std::ostream& out) {
   out << "usage: xsagpt <command> [options]   (xsagpt <command> --help for its options)\n\ncommands:\n";
-  for (const auto& c : xsagpt::cli::commands()) out << "  " << c.name << std::string(std::max<size_t>(12, std::strlen(c.name) + 2) - std::strlen(c.name), ' ')
-                                                   << c.summary << "\n";
+  for (const auto& c : xsagpt::cli::commands())
+    out << "  " << c.name << std::string(std::max<size_t>(12, std::strlen(c.name) + 2) - std::strlen(c.name), ' ')
+        << c.summary << "\n";
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {

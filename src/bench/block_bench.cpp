@@ -4,7 +4,6 @@
 #include "dist/context.h"
 #include "model/gpt.h"
 #include "model/rope.h"
-#include "train/precision.h"
 #include "train/step.h"
 
 #include <algorithm>
@@ -94,9 +93,9 @@ Runtime variant_runtime(Runtime base, const std::string& variant, bool cuda) {
     std::replace(kernels.begin(), kernels.end(), '+', ',');
     base.kernels = parse_kernels(kernels, cuda, "bench variant \"" + variant + "\"");
   }
-  if (name == "xsa-ops") base.kernels.xsa = XsaImpl::ops;
-  if (name == "xsa-fused") base.kernels.xsa = XsaImpl::fused;
-  if (name == "xsa-autograd") base.kernels.xsa = XsaImpl::composed;
+  if (name == "xsa-ops") base.kernels.xsa = XsaImpl::kOps;
+  if (name == "xsa-fused") base.kernels.xsa = XsaImpl::kFused;
+  if (name == "xsa-autograd") base.kernels.xsa = XsaImpl::kComposed;
   return base;
 }
 
@@ -122,7 +121,7 @@ Results bench_block(const BenchOptions& o, int64_t seq_len, int64_t d_model) {
     auto cfg = variant_config(base, v);
     cfg.validate("bench");
     auto exec = std::make_shared<Exec>();
-    exec->rt = variant_runtime(o.runtime, v, o.device.is_cuda());
+    exec->set_runtime(variant_runtime(o.runtime, v, o.device.is_cuda()));
     torch::manual_seed(1);  // the same weights for every variant
     Block block(cfg, 0, exec);
     block->to(o.device);
@@ -134,7 +133,7 @@ Results bench_block(const BenchOptions& o, int64_t seq_len, int64_t d_model) {
                      [&o, &x, &grad_out, &cos, &sin, b = block.get()] {
                        torch::Tensor out;
                        {
-                         AutocastGuard ac(o.device, b->exec->rt.autocast());
+                         const auto precision = b->exec->scope(o.device);  // as GPTImpl::forward opens it
                          Residual r(x, *b->exec);
                          b->forward(r, cos, sin);
                          out = r.flush();
@@ -143,6 +142,13 @@ Results bench_block(const BenchOptions& o, int64_t seq_len, int64_t d_model) {
                      }});
   }
   return measure_interleaved(o, cases);
+}
+
+TrainingParts bench_training_parts(const BenchOptions& o, const ModelConfig& model, const std::string& variant,
+                                   DistContext& dist) {
+  auto cfg = variant_config(model, variant);
+  cfg.validate("bench --step-config");
+  return build_training(cfg, o.train, variant_runtime(o.runtime, variant, o.device.is_cuda()), o.device, dist);
 }
 
 Results bench_train_step(const BenchOptions& o, const ModelConfig& model, int64_t micro_batch, int64_t seq_len) {
@@ -157,19 +163,8 @@ Results bench_train_step(const BenchOptions& o, const ModelConfig& model, int64_
   DistContext single;  // one process: the trainer's collectives are identities
   Results r;
   for (const auto& v : o.variants) {  // one variant alive at a time
-    auto cfg = variant_config(model, v);
-    cfg.validate("bench --step-config");
-    torch::manual_seed(1);
-    GPT gpt(cfg);
-    gpt->set_runtime(variant_runtime(o.runtime, v, o.device.is_cuda()));
-    gpt->to(o.device);
-    gpt->train();
-    auto named = gpt->unique_named_parameters();
-    std::vector<torch::Tensor> params;
-    for (auto& [n, p] : named) params.push_back(p);
-    ShardedAdamW opt(named, AdamWConfig{}, single, /*shard=*/false);
-    auto grads = single.gradient_sync(params);
-    TrainStep step(gpt, opt, *grads, params, o.accumulation, /*grad_clip=*/1.0);
+    auto parts = bench_training_parts(o, model, v, single);
+    TrainStep step(parts.model, *parts.optimizer, *parts.sync, parts.params, o.accumulation, o.train.grad_clip);
     auto iteration = [&] { step(next, 1e-4); };
     // The first step allocates AdamW's state: always warm up at least once.
     for (int64_t i = 0; i < std::max<int64_t>(1, o.warmup); ++i) iteration();

@@ -19,10 +19,13 @@
 #pragma once
 
 #include "config/model_config.h"
-#include "model/runtime.h"
+#include "config/run_config.h"
+#include "config/runtime.h"
+#include "dist/context.h"
+#include "train/parts.h"
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <map>
 #include <string>
@@ -42,7 +45,10 @@ struct BenchOptions {
   double mlp_ratio = 4.0;
   int64_t warmup = 2, iters = 10;
   std::vector<std::string> variants{"sa", "xsa", "xsa-autograd"};
-  // Kernels, checkpointing, loss chunk and dtype the variants run with (bf16: autocast or the weights kernel).
+  // The train.* keys the training step runs with: train's defaults (AdamW, clipping,
+  // seed) but for what the flags set (precision, kernels, checkpointing, loss chunk).
+  TrainConfig train;
+  // runtime_of(train, cuda): what the variants run with, before their own kernels.
   Runtime runtime;
   int64_t accumulation = 1;  // training step only: micro-batches per optimizer step
 };
@@ -51,6 +57,11 @@ using Results = std::map<std::string, Timing>;  // by variant
 
 // One block of width d_model (n_head = d_model / head_dim) at sequence length T.
 Results bench_block(const BenchOptions& o, int64_t seq_len, int64_t d_model);
+
+// The model, AdamW and gradient sync of one variant's training step, built by the
+// function `train` builds its own with (train/parts.h), from o.train.
+TrainingParts bench_training_parts(const BenchOptions& o, const ModelConfig& model, const std::string& variant,
+                                   DistContext& dist);
 
 // One optimizer step of `model` (attention and kernels set by each variant) on
 // random tokens: `accumulation` micro-batches of micro_batch x seq_len.

@@ -21,8 +21,7 @@ struct CpuAllocationCounter : c10::MemoryReportingInfoBase {
     if (device.type() != c10::DeviceType::CPU) return;
     const int64_t now = current.fetch_add(bytes) + bytes;
     int64_t p = peak.load();
-    while (now > p && !peak.compare_exchange_weak(p, now)) {
-    }
+    while (now > p && !peak.compare_exchange_weak(p, now)) {}
   }
   bool memoryProfilingEnabled() const override { return true; }
 };

@@ -8,13 +8,12 @@
 // which scripts/plot.py draws.
 #include "analysis/attention_stats.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "config/schema.h"
 #include "data/loader.h"
-#include "model/from_checkpoint.h"
-#include "util/device.h"
-#include "train/run_dir.h"
+#include "train/from_checkpoint.h"
+#include "util/atomic_file.h"
 
-#include "cli/options.h"
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -24,46 +23,49 @@ namespace xsagpt::cli {
 
 namespace fs = std::filesystem;
 
+namespace {
+
 // Beside the run: RUN/analysis.json for RUN/checkpoints/step_N.pt (where plot.py
 // looks), else analysis.json in the checkpoint's folder.
-static fs::path default_output(const fs::path& ckpt) {
+fs::path default_output(const fs::path& ckpt) {
   auto dir = ckpt.parent_path();
   if (dir.filename() == "checkpoints") dir = dir.parent_path();
   return dir / "analysis.json";
 }
 
+}  // namespace
+
 int analyze(int argc, char** argv) {
   cxxopts::Options opts("xsagpt analyze",
                         "Per-layer attention statistics of a checkpoint on validation sequences: value cosine\n"
                         "similarity, diagonal attention a_ii, cos(y_i, v_i) and for XSA cos(z_i, v_i).");
+  // clang-format off
   opts.add_options()
     ("checkpoint", "checkpoint file, or a run directory (its newest checkpoint)", cxxopts::value<std::string>())
     ("val", "token shards to take sequences from (default: the run's data.val)", cxxopts::value<std::string>())
     ("n,sequences", "sequences to average over", cxxopts::value<int64_t>()->default_value("16"))
     ("t,seq-len", "tokens per sequence (default: the run's train.seq_len)", cxxopts::value<int64_t>())
     ("b,batch", "sequences per forward pass", cxxopts::value<int64_t>()->default_value("4"))
-    ("o,out", "JSON output (default: analysis.json in the run directory)", cxxopts::value<std::string>())
-    ("device", "auto, cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("auto"))
-    ("threads", "CPU intra-op threads (0: LibTorch's default, one per physical core)", cxxopts::value<int>()->default_value("0"))
-    ("h,help", "show this help");
+    ("o,out", "JSON output (default: analysis.json in the run directory)", cxxopts::value<std::string>());
+  // clang-format on
+  add_device_options(opts);
   opts.parse_positional({"checkpoint"});
   opts.positional_help("CHECKPOINT");
-  auto args = opts.parse(argc, argv);
-  if (args.count("help")) { std::cout << opts.help() << "\n"; return 0; }
+  const auto parsed = parse_command(opts, argc, argv);
+  if (!parsed) return 0;
+  const auto& args = *parsed;
   if (!args.count("checkpoint")) throw ConfigError("--checkpoint: required (a checkpoint file or a run directory)");
-  if (!args.unmatched().empty()) throw ConfigError("unexpected argument '" + args.unmatched()[0] + "'");
   const int64_t n_seq = args["sequences"].as<int64_t>(), batch_arg = args["batch"].as<int64_t>();
   if (n_seq < 1) throw ConfigError("--sequences: must be >= 1");
   if (batch_arg < 1) throw ConfigError("--batch: must be >= 1");
 
-  if (args["threads"].as<int>() < 0) throw ConfigError("--threads: must be >= 0 (0: the default)");
-  setup_cpu_threads(args["threads"].as<int>());
-  const auto device = resolve_device(args["device"].as<std::string>(), "--device");
+  setup_threads(args);
+  const auto device = device_option(args);
   auto trained = load_trained_model(args["checkpoint"].as<std::string>(), device);
   const auto& mc = trained.model->cfg;
   const auto& cfg = trained.config;
-  std::string val = args.count("val") ? args["val"].as<std::string>()
-                                      : cfg.value("data", json::object()).value("val", std::string());
+  std::string val =
+      args.count("val") ? args["val"].as<std::string>() : cfg.value("data", json::object()).value("val", std::string());
   if (val.empty()) throw ConfigError("--val: the checkpoint's config names no data.val; give the shards to use");
   int64_t T = args.count("seq-len") ? args["seq-len"].as<int64_t>()
                                     : cfg.value("train", json::object()).value("seq_len", mc.block_size);
@@ -89,11 +91,14 @@ int analyze(int argc, char** argv) {
   const auto layers = analyze_attention(trained.model, batches);
 
   json out = {{"attention", mc.attention}, {"checkpoint", trained.file.string()}, {"layers", json::array()}};
-  std::cout << fmt::format("{:>5}  {:>13}  {:>9}  {:>8}  {:>8}\n", "layer", "value_cos_sim", "attn_diag",
-                           "cos(y,v)", "cos(z,v)");
+  std::cout << fmt::format("{:>5}  {:>13}  {:>9}  {:>8}  {:>8}\n", "layer", "value_cos_sim", "attn_diag", "cos(y,v)",
+                           "cos(z,v)");
   for (const auto& l : layers) {
-    out["layers"].push_back({{"layer", l.layer}, {"value_cos_sim", l.value_cos_sim}, {"attn_diag", l.attn_diag},
-                             {"cos_y_v", l.cos_y_v}, {"cos_z_v", l.cos_z_v ? json(*l.cos_z_v) : json(nullptr)}});
+    out["layers"].push_back({{"layer", l.layer},
+                             {"value_cos_sim", l.value_cos_sim},
+                             {"attn_diag", l.attn_diag},
+                             {"cos_y_v", l.cos_y_v},
+                             {"cos_z_v", l.cos_z_v ? json(*l.cos_z_v) : json(nullptr)}});
     std::cout << fmt::format("{:>5}  {:>13.4f}  {:>9.4f}  {:>8.4f}  {:>8}\n", l.layer, l.value_cos_sim, l.attn_diag,
                              l.cos_y_v, l.cos_z_v ? fmt::format("{:.4f}", *l.cos_z_v) : "-");
   }

@@ -4,14 +4,14 @@
 // Defaults follow the paper on a GPU (batch 32, bf16) and are small on a CPU.
 #include "bench/block_bench.h"
 #include "cli/commands.h"
-#include "model/counts.h"
-#include "model/from_checkpoint.h"
+#include "cli/options.h"
+#include "config/model_config.h"
 #include "kernels/common.h"
+#include "model/counts.h"
 #include "train/mfu.h"
-#include "train/run_dir.h"
+#include "util/atomic_file.h"
 #include "util/device.h"
 
-#include "cli/options.h"
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -98,7 +98,8 @@ void add_results(json& j, std::string& row, const Table& table, const std::vecto
     mem.push_back(fmt::format("{:.1f}", mib(t.peak_bytes)));
     if (i == 0) continue;
     const double tr = t.median_ms / base.median_ms;
-    const double mr = base.peak_bytes > 0 ? static_cast<double>(t.peak_bytes) / static_cast<double>(base.peak_bytes) : NAN;
+    const double mr =
+        base.peak_bytes > 0 ? static_cast<double>(t.peak_bytes) / static_cast<double>(base.peak_bytes) : NAN;
     j["ratios"][v] = {{"time", tr}, {"memory", std::isfinite(mr) ? json(mr) : json(nullptr)}};
     time_ratio.push_back(fmt::format("{:.3f}", tr));
     mem_ratio.push_back(fmt::format("{:.3f}", mr));
@@ -108,18 +109,123 @@ void add_results(json& j, std::string& row, const Table& table, const std::vecto
     for (const auto& c : *group) row += table.cell(i++, c);
 }
 
+// The flags, checked; each error names its flag. The training step runs train's
+// defaults but for what the flags set (config/run_config.h: runtime_of).
+BenchOptions read_options(const cxxopts::ParseResult& args) {
+  BenchOptions o;
+  o.device = device_option(args);
+  const bool gpu = o.device.is_cuda();
+  o.train.precision = args["dtype"].as<std::string>();
+  parse_precision(o.train.precision, gpu, "--dtype");
+  o.train.kernels = args["kernels"].as<std::string>();
+  parse_kernels(o.train.kernels, gpu, "--kernels");
+  o.train.activation_checkpointing = args["step-recompute"].as<std::string>();
+  parse_recompute(o.train.activation_checkpointing, "--step-recompute");
+  o.train.loss_chunk = args["step-loss-chunk"].as<int64_t>();
+  if (o.train.loss_chunk < 0) throw ConfigError("--step-loss-chunk: must be >= 0");
+  o.runtime = runtime_of(o.train, gpu);
+  o.batch = args.count("batch") ? args["batch"].as<int64_t>() : (gpu ? 32 : 4);
+  o.head_dim = args.count("head-dim") ? args["head-dim"].as<int64_t>() : (gpu ? 128 : 64);
+  o.warmup = args["warmup"].as<int64_t>();
+  o.iters = args["iters"].as<int64_t>();
+  o.variants = str_list(args.count("variants") ? args["variants"].as<std::string>()
+                                               : (gpu ? "sa,xsa,xsa-ops,xsa-autograd" : "sa,xsa,xsa-autograd"));
+  if (o.batch < 1) throw ConfigError("--batch: must be >= 1");
+  if (o.head_dim < 2 || o.head_dim % 2) throw ConfigError("--head-dim: must be even and >= 2 (RoPE rotates pairs)");
+  o.accumulation = args["step-accum"].as<int64_t>();
+  if (o.accumulation < 1) throw ConfigError("--step-accum: must be >= 1");
+  if (o.warmup < 0 || o.iters < 1) throw ConfigError("--warmup must be >= 0 and --iters >= 1");
+  if (o.variants.empty()) throw ConfigError("--variants: empty list");
+  for (size_t i = 0; i < o.variants.size(); ++i) {
+    variant_runtime(o.runtime, o.variants[i], gpu);  // rejects unknown names and kernels
+    if (o.variants[i].rfind("xsa-fused", 0) == 0 && !(gpu && cuda_kernels_built()))
+      throw ConfigError("--variants: xsa-fused needs a CUDA device and a build with the CUDA kernels");
+    if (std::find(o.variants.begin(), o.variants.begin() + i, o.variants[i]) != o.variants.begin() + i)
+      throw ConfigError("--variants: \"" + o.variants[i] + "\" given twice");
+  }
+  return o;
+}
+
+// The block grid: one table row per (width, T).
+json run_block_grid(const BenchOptions& o, const Table& table, const std::vector<int64_t>& widths,
+                    const std::vector<int64_t>& seq_lens, const std::string& machine_name) {
+  json rows = json::array();
+  std::cout << fmt::format(
+                   "block forward+backward: {}, {}, kernels {}, batch {}, head_dim {}, median of {} (ms; peak MiB)\n",
+                   machine_name, o.runtime.bf16 ? "bf16" : "fp32", describe(o.runtime.kernels), o.batch, o.head_dim,
+                   o.iters)
+            << table.header_line(fmt::format("{:>6} {:>6}", "T", "width")) << "\n";
+  for (auto w : widths) {
+    for (auto T : seq_lens) {
+      const auto r = bench_block(o, T, w);
+      json j = {{"seq_len", T}, {"d_model", w}, {"n_head", w / o.head_dim}};
+      std::string row = fmt::format("{:>6} {:>6}", T, w);
+      add_results(j, row, table, o.variants, r);
+      rows.push_back(j);
+      std::cout << row << std::endl;
+    }
+  }
+  return rows;
+}
+
+// The training step of model config `ref` at micro-batch B x T: times, throughput,
+// MFU and the memory estimate beside the measured peaks.
+json run_train_step(const BenchOptions& o, const Table& table, const std::string& ref, int64_t B, int64_t T) {
+  const bool gpu = o.device.is_cuda();
+  const auto model = load_model_config(ref);
+  const auto r = bench_train_step(o, model, B, T);
+  const double flops = flops_per_token(model, T);
+  json j = {{"config", ref},
+            {"model", to_json(model)},
+            {"micro_batch", B},
+            {"seq_len", T},
+            {"accumulation", o.accumulation},
+            {"recompute", name(o.runtime.recompute)},
+            {"loss_chunk", o.runtime.loss_chunk},
+            {"flops_per_token", flops}};
+  std::string row = fmt::format("{:>13}", fmt::format("{}x{}", B, T));
+  add_results(j, row, table, o.variants, r);
+  // Throughput and model FLOPs utilisation (6N + attention, model/counts.h)
+  // against the dense peak of the GPU present (train/mfu.h); none on a CPU.
+  const auto peak = gpu ? gpu_peak_flops(device_name(o.device), o.runtime.bf16) : std::nullopt;
+  std::string rates;
+  for (const auto& v : o.variants) {
+    const double tok_s = static_cast<double>(B * T * o.accumulation) / (r.at(v).median_ms / 1e3);
+    const double mfu = peak ? tok_s * flops / *peak : NAN;
+    j["results"][v]["tokens_per_s"] = tok_s;
+    j["results"][v]["mfu"] = peak ? json(mfu) : json(nullptr);
+    rates += fmt::format("  {} {:.0f} tokens/s, MFU {}", v, tok_s, peak ? fmt::format("{:.1f}%", mfu * 100) : "n/a");
+  }
+  // The estimate `xsagpt info` prints, less what exists before the step (weights
+  // and AdamW state): comparable with the measured peaks above.
+  const auto est = estimate_training_memory(model, B, T, MemoryOptions{o.runtime});
+  const double est_step = est.total() - est.params_bytes - est.optimizer_bytes - est.weight_copies_bytes;
+  j["estimated_peak_bytes"] = est_step;
+  rates += fmt::format("  (estimated peak {:.1f} MiB)", mib(static_cast<int64_t>(est_step)));
+  std::cout << fmt::format(
+                   "\ntraining step (forward, backward, clip, AdamW) of {}: {} layers, d_model {}, {}, "
+                   "kernels {}, checkpointing {}, loss chunk {}, {} micro-batch(es)\n",
+                   ref, model.n_layer, model.d_model, o.runtime.bf16 ? "bf16" : "fp32", describe(o.runtime.kernels),
+                   name(o.runtime.recompute), o.runtime.loss_chunk, o.accumulation)
+            << table.header_line(fmt::format("{:>13}", "batch x T")) << "\n"
+            << row << "\n"
+            << rates.substr(2) << "\n";
+  return j;
+}
+
 }  // namespace
 
 int bench(int argc, char** argv) {
-  cxxopts::Options opts("xsagpt bench",
-                        "Time and peak memory of one transformer block (forward+backward) with XSA off and on over\n"
-                        "sequence lengths and widths, and of one training step (the step `xsagpt train` runs); ratios\n"
-                        "to the first variant. GPU defaults as the paper (batch 32, bf16); CPU defaults small.\n"
-                        "Variants: sa, xsa (XSA's step as --kernels chooses), xsa-ops (its custom autograd function on\n"
-                        "ATen ops), xsa-fused (the CUDA kernels), xsa-autograd (ordinary ops); NAME@K runs NAME with\n"
-                        "train.kernels K ('+' between kernel names), e.g. sa@aten,sa@fused,xsa@fused.");
+  cxxopts::Options opts(
+      "xsagpt bench",
+      "Time and peak memory of one transformer block (forward+backward) with XSA off and on over\n"
+      "sequence lengths and widths, and of one training step (the step `xsagpt train` runs); ratios\n"
+      "to the first variant. GPU defaults as the paper (batch 32, bf16); CPU defaults small.\n"
+      "Variants: sa, xsa (XSA's step as --kernels chooses), xsa-ops (its custom autograd function on\n"
+      "ATen ops), xsa-fused (the CUDA kernels), xsa-autograd (ordinary ops); NAME@K runs NAME with\n"
+      "train.kernels K ('+' between kernel names), e.g. sa@aten,sa@fused,xsa@fused.");
+  // clang-format off
   opts.add_options()
-    ("device", "auto, cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("auto"))
     ("dtype", "auto (bf16 on CUDA, fp32 on CPU), bf16 (autocast) or fp32", cxxopts::value<std::string>()->default_value("auto"))
     ("b,batch", "sequences per block forward (default: 32 on GPU, 4 on CPU)", cxxopts::value<int64_t>())
     ("t,seq-lens", "sequence lengths (default: 1024,2048,4096,8192 on GPU; 128,256,512 on CPU)", cxxopts::value<std::string>())
@@ -137,51 +243,29 @@ int bench(int argc, char** argv) {
     ("step-accum", "micro-batches per optimizer step in the training step (gradient accumulation)", cxxopts::value<int64_t>()->default_value("1"))
     ("no-step", "skip the training-step benchmark")
     ("no-block", "skip the block grid")
-    ("threads", "CPU intra-op threads (0: LibTorch's default, one per physical core)", cxxopts::value<int>()->default_value("0"))
-    ("json", "write the results to this JSON file", cxxopts::value<std::string>())
-    ("h,help", "show this help");
-  auto args = opts.parse(argc, argv);
-  if (args.count("help")) { std::cout << opts.help() << "\n"; return 0; }
-  if (!args.unmatched().empty()) throw ConfigError("unexpected argument '" + args.unmatched()[0] + "'");
-
-  if (args["threads"].as<int>() < 0) throw ConfigError("--threads: must be >= 0 (0: the default)");
-  setup_cpu_threads(args["threads"].as<int>());
-  BenchOptions o;
-  o.device = resolve_device(args["device"].as<std::string>(), "--device");
+    ("json", "write the results to this JSON file", cxxopts::value<std::string>());
+  // clang-format on
+  add_device_options(opts);
+  const auto parsed = parse_command(opts, argc, argv);
+  if (!parsed) return 0;
+  const auto& args = *parsed;
+  setup_threads(args);
+  const BenchOptions o = read_options(args);
   const bool gpu = o.device.is_cuda();
-  const auto dtype = args["dtype"].as<std::string>();
-  if (dtype != "auto" && dtype != "bf16" && dtype != "fp32") throw ConfigError("--dtype: expected auto, bf16 or fp32, got " + dtype);
-  o.runtime.bf16 = dtype == "bf16" || (dtype == "auto" && gpu);
-  o.runtime.kernels = parse_kernels(args["kernels"].as<std::string>(), gpu, "--kernels");
-  o.batch = args.count("batch") ? args["batch"].as<int64_t>() : (gpu ? 32 : 4);
-  o.head_dim = args.count("head-dim") ? args["head-dim"].as<int64_t>() : (gpu ? 128 : 64);
-  o.warmup = args["warmup"].as<int64_t>();
-  o.iters = args["iters"].as<int64_t>();
-  o.variants = str_list(args.count("variants") ? args["variants"].as<std::string>()
-                                               : (gpu ? "sa,xsa,xsa-ops,xsa-autograd" : "sa,xsa,xsa-autograd"));
-  if (o.batch < 1) throw ConfigError("--batch: must be >= 1");
-  if (o.head_dim < 2 || o.head_dim % 2) throw ConfigError("--head-dim: must be even and >= 2 (RoPE rotates pairs)");
-  o.runtime.recompute = parse_recompute(args["step-recompute"].as<std::string>(), "--step-recompute");
-  o.runtime.loss_chunk = args["step-loss-chunk"].as<int64_t>();
-  o.accumulation = args["step-accum"].as<int64_t>();
-  if (o.runtime.loss_chunk < 0) throw ConfigError("--step-loss-chunk: must be >= 0");
-  if (o.accumulation < 1) throw ConfigError("--step-accum: must be >= 1");
-  if (o.warmup < 0 || o.iters < 1) throw ConfigError("--warmup must be >= 0 and --iters >= 1");
-  if (o.variants.empty()) throw ConfigError("--variants: empty list");
-  for (size_t i = 0; i < o.variants.size(); ++i) {
-    variant_runtime(o.runtime, o.variants[i], gpu);  // rejects unknown names and kernels
-    if (o.variants[i].rfind("xsa-fused", 0) == 0 && !(gpu && cuda_kernels_built()))
-      throw ConfigError("--variants: xsa-fused needs a CUDA device and a build with the CUDA kernels");
-    if (std::find(o.variants.begin(), o.variants.begin() + i, o.variants[i]) != o.variants.begin() + i)
-      throw ConfigError("--variants: \"" + o.variants[i] + "\" given twice");
-  }
   const Table table = make_table(o.variants);
-  const auto seq_lens = int_list(args.count("seq-lens") ? args["seq-lens"].as<std::string>()
-                                                        : (gpu ? "1024,2048,4096,8192" : "128,256,512"), "--seq-lens");
-  const auto widths = int_list(args.count("widths") ? args["widths"].as<std::string>()
-                                                    : (gpu ? "1024,2048" : "128,256"), "--widths");
+  const auto seq_lens = int_list(
+      args.count("seq-lens") ? args["seq-lens"].as<std::string>() : (gpu ? "1024,2048,4096,8192" : "128,256,512"),
+      "--seq-lens");
+  const auto widths =
+      int_list(args.count("widths") ? args["widths"].as<std::string>() : (gpu ? "1024,2048" : "128,256"), "--widths");
   for (auto w : widths)
-    if (w % o.head_dim) throw ConfigError(fmt::format("--widths: {} is not a multiple of --head-dim {}", w, o.head_dim));
+    if (w % o.head_dim)
+      throw ConfigError(fmt::format("--widths: {} is not a multiple of --head-dim {}", w, o.head_dim));
+  const std::string step_ref =
+      args.count("step-config") ? args["step-config"].as<std::string>() : (gpu ? "gpt2-124m" : "tiny");
+  const int64_t B = args.count("step-batch") ? args["step-batch"].as<int64_t>() : (gpu ? 16 : 8);
+  const int64_t T = args.count("step-seq-len") ? args["step-seq-len"].as<int64_t>() : (gpu ? 1024 : 128);
+  if (B < 1 || T < 1) throw ConfigError("--step-batch and --step-seq-len: must be >= 1");
 
   const auto now = std::time(nullptr);
   json out = {{"command", "bench"},
@@ -194,71 +278,12 @@ int bench(int argc, char** argv) {
               {"head_dim", o.head_dim},
               {"warmup", o.warmup},
               {"iters", o.iters},
-              {"variants", o.variants},
-              {"block", json::array()}};
+              {"variants", o.variants}};
   spdlog::info("bench on {} ({}), {}, batch {}", o.device.str(), out["machine"].get<std::string>(),
                out["dtype"].get<std::string>(), o.batch);
-
-  std::cout << fmt::format("block forward+backward: {}, {}, kernels {}, batch {}, head_dim {}, median of {} (ms; peak MiB)\n",
-                           out["machine"].get<std::string>(), out["dtype"].get<std::string>(),
-                           describe(o.runtime.kernels), o.batch, o.head_dim, o.iters)
-            << table.header_line(fmt::format("{:>6} {:>6}", "T", "width")) << "\n";
-  for (auto w : args.count("no-block") ? std::vector<int64_t>{} : widths) {
-    for (auto T : seq_lens) {
-      const auto r = bench_block(o, T, w);
-      json j = {{"seq_len", T}, {"d_model", w}, {"n_head", w / o.head_dim}};
-      std::string row = fmt::format("{:>6} {:>6}", T, w);
-      add_results(j, row, table, o.variants, r);
-      out["block"].push_back(j);
-      std::cout << row << std::endl;
-    }
-  }
-
-  if (!args.count("no-step")) {
-    const std::string ref = args.count("step-config") ? args["step-config"].as<std::string>() : (gpu ? "gpt2-124m" : "tiny");
-    const auto model = load_model_config(ref);
-    const int64_t B = args.count("step-batch") ? args["step-batch"].as<int64_t>() : (gpu ? 16 : 8);
-    const int64_t T = args.count("step-seq-len") ? args["step-seq-len"].as<int64_t>() : (gpu ? 1024 : 128);
-    if (B < 1 || T < 1) throw ConfigError("--step-batch and --step-seq-len: must be >= 1");
-    const auto r = bench_train_step(o, model, B, T);
-    const double flops = flops_per_token(model, T);
-    json j = {{"config", ref},
-              {"model", to_json(model)},
-              {"micro_batch", B},
-              {"seq_len", T},
-              {"accumulation", o.accumulation},
-              {"recompute", name(o.runtime.recompute)},
-              {"loss_chunk", o.runtime.loss_chunk},
-              {"flops_per_token", flops}};
-    std::string row = fmt::format("{:>13}", fmt::format("{}x{}", B, T));
-    add_results(j, row, table, o.variants, r);
-    // Throughput and model FLOPs utilisation (6N + attention, model/counts.h)
-    // against the dense peak of the GPU present (train/mfu.h); none on a CPU.
-    const auto peak = gpu ? gpu_peak_flops(device_name(o.device), o.runtime.bf16) : std::nullopt;
-    std::string rates;
-    for (const auto& v : o.variants) {
-      const double tok_s = static_cast<double>(B * T * o.accumulation) / (r.at(v).median_ms / 1e3);
-      const double mfu = peak ? tok_s * flops / *peak : NAN;
-      j["results"][v]["tokens_per_s"] = tok_s;
-      j["results"][v]["mfu"] = peak ? json(mfu) : json(nullptr);
-      rates += fmt::format("  {} {:.0f} tokens/s, MFU {}", v, tok_s, peak ? fmt::format("{:.1f}%", mfu * 100) : "n/a");
-    }
-    // The estimate `xsagpt info` prints, less what exists before the step (weights
-    // and AdamW state): comparable with the measured peaks above.
-    const auto est = estimate_training_memory(model, B, T, memory_options(o.runtime));
-    const double est_step = est.total() - est.params_bytes - est.optimizer_bytes - est.weight_copies_bytes;
-    j["estimated_peak_bytes"] = est_step;
-    rates += fmt::format("  (estimated peak {:.1f} MiB)", mib(static_cast<int64_t>(est_step)));
-    out["step"] = j;
-    std::cout << fmt::format("\ntraining step (forward, backward, clip, AdamW) of {}: {} layers, d_model {}, {}, "
-                             "kernels {}, checkpointing {}, loss chunk {}, {} micro-batch(es)\n",
-                             ref, model.n_layer, model.d_model, out["dtype"].get<std::string>(),
-                             describe(o.runtime.kernels), name(o.runtime.recompute), o.runtime.loss_chunk,
-                             o.accumulation)
-              << table.header_line(fmt::format("{:>13}", "batch x T")) << "\n"
-              << row << "\n"
-              << rates.substr(2) << "\n";
-  }
+  out["block"] = run_block_grid(o, table, args.count("no-block") ? std::vector<int64_t>{} : widths, seq_lens,
+                                out["machine"].get<std::string>());
+  if (!args.count("no-step")) out["step"] = run_train_step(o, table, step_ref, B, T);
   if (args.count("json")) {
     const std::filesystem::path path = args["json"].as<std::string>();
     if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());

@@ -4,10 +4,10 @@
 // folder first. Shards just written or read sit in the page cache, so this measures
 // the loader, not the disk.
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "config/schema.h"
 #include "data/loader.h"
 
-#include "cli/options.h"
 #include <fmt/format.h>
 
 #include <chrono>
@@ -53,6 +53,7 @@ void remove_synthetic(const fs::path& dir) {
 
 int bench_data(int argc, char** argv) {
   cxxopts::Options opts("xsagpt bench-data", "Tokens per second delivered by one rank's data loader.");
+  // clang-format off
   opts.add_options()
     ("pattern", "shards to read", cxxopts::value<std::string>()->default_value("data/kjv/shards/train_*.bin"))
     ("synthetic-tokens", "instead, write this many random tokens per synthetic shard to a temporary folder",
@@ -63,10 +64,11 @@ int bench_data(int argc, char** argv) {
     ("world-size", "ranks sharing the stream (this process is rank 0)", cxxopts::value<int64_t>()->default_value("1"))
     ("no-shuffle", "read in file order")
     ("seconds", "how long to measure", cxxopts::value<double>()->default_value("3"))
-    ("json", "print JSON")
-    ("h,help", "show this help");
-  const auto args = opts.parse(argc, argv);
-  if (args.count("help")) { std::cout << opts.help() << "\n"; return 0; }
+    ("json", "print JSON");
+  // clang-format on
+  const auto parsed = parse_command(opts, argc, argv);
+  if (!parsed) return 0;
+  const auto& args = *parsed;
   const double seconds = args["seconds"].as<double>();
   if (seconds <= 0) throw ConfigError("--seconds: must be > 0");
 
@@ -124,10 +126,11 @@ int bench_data(int argc, char** argv) {
   if (args.count("json")) {
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << fmt::format("{:.1f}M tokens/s ({:.0f} batches/s of {} x {}, shuffle {}, {} shards, {} tokens); "
-                             "first batch after {:.1f} ms\n",
-                             tokens / elapsed / 1e6, batches / elapsed, lo.batch_size, lo.seq_len,
-                             lo.shuffle ? "on" : "off", shards, shard_tokens, first_ms);
+    std::cout << fmt::format(
+        "{:.1f}M tokens/s ({:.0f} batches/s of {} x {}, shuffle {}, {} shards, {} tokens); "
+        "first batch after {:.1f} ms\n",
+        tokens / elapsed / 1e6, batches / elapsed, lo.batch_size, lo.seq_len, lo.shuffle ? "on" : "off", shards,
+        shard_tokens, first_ms);
   }
   return 0;
 }

@@ -2,10 +2,10 @@
 // read them, and reports what they hold as JSON, before any GPU time is spent.
 // Unlike the loader, it scans every token (vocabulary range, document count).
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "config/schema.h"
 #include "data/shard.h"
 
-#include "cli/options.h"
 #include <fmt/format.h>
 
 #include <iostream>
@@ -14,7 +14,7 @@ namespace xsagpt::cli {
 
 namespace {
 
-constexpr uint16_t kEndOfText = 50256;  // GPT-2's <|endoftext|>: one per document
+constexpr uint16_t kEndOfText = 50256;        // GPT-2's <|endoftext|>: one per document
 using ordered_json = nlohmann::ordered_json;  // keys in the order written, for people reading it
 
 ordered_json check_file(const std::string& path, int64_t vocab, int64_t dump) {
@@ -35,8 +35,11 @@ ordered_json check_file(const std::string& path, int64_t vocab, int64_t dump) {
   }
   ordered_json first = ordered_json::array();
   for (int64_t i = 0; i < std::min(dump, info.num_tokens); ++i) first.push_back(tok[i]);
-  ordered_json j = {{"path", path},   {"format", format_name(info.format)}, {"tokens", info.num_tokens},
-            {"documents", docs}, {"max_token", info.num_tokens ? ordered_json(mx) : ordered_json(nullptr)}};
+  ordered_json j = {{"path", path},
+                    {"format", format_name(info.format)},
+                    {"tokens", info.num_tokens},
+                    {"documents", docs},
+                    {"max_token", info.num_tokens ? ordered_json(mx) : ordered_json(nullptr)}};
   if (dump > 0) j["first_tokens"] = std::move(first);
   return j;
 }
@@ -46,13 +49,15 @@ ordered_json check_file(const std::string& path, int64_t vocab, int64_t dump) {
 int data(int argc, char** argv) {
   cxxopts::Options opts("xsagpt data",
                         "Check token shards (llm.c format or headerless uint16) and print what they hold as JSON.");
+  // clang-format off
   opts.add_options()
     ("check", "glob pattern(s) of shards, several separated by ','", cxxopts::value<std::string>())
     ("dump", "also print the first N tokens of each shard", cxxopts::value<int64_t>()->default_value("0"))
-    ("vocab-size", "token ids must be below this", cxxopts::value<int64_t>()->default_value("50304"))
-    ("h,help", "show this help");
-  const auto args = opts.parse(argc, argv);
-  if (args.count("help")) { std::cout << opts.help() << "\n"; return 0; }
+    ("vocab-size", "token ids must be below this", cxxopts::value<int64_t>()->default_value("50304"));
+  // clang-format on
+  const auto parsed = parse_command(opts, argc, argv);
+  if (!parsed) return 0;
+  const auto& args = *parsed;
   if (!args.count("check")) throw ConfigError("--check: required (e.g. --check 'data/kjv/shards/*.bin')");
   const int64_t dump = args["dump"].as<int64_t>(), vocab = args["vocab-size"].as<int64_t>();
   if (dump < 0) throw ConfigError("--dump: must be >= 0");
@@ -71,8 +76,9 @@ int data(int argc, char** argv) {
       ++bad;
     }
   }
-  std::cout << ordered_json{{"total_tokens", tokens}, {"total_documents", docs}, {"errors", bad}, {"files", files}}.dump(2)
-            << "\n";
+  std::cout
+      << ordered_json{{"total_tokens", tokens}, {"total_documents", docs}, {"errors", bad}, {"files", files}}.dump(2)
+      << "\n";
   return bad ? 1 : 0;
 }
 

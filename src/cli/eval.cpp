@@ -3,6 +3,7 @@
 // (eval/request_split.h, eval/scorer.h, eval/metrics.h). Writes the JSON report
 // (eval/report.h) and a table with the models side by side and XSA - SA.
 #include "cli/commands.h"
+#include "cli/scoring_options.h"
 #include "config/schema.h"
 #include "eval/metrics.h"
 #include "eval/progress.h"
@@ -10,7 +11,6 @@
 #include "eval/request_split.h"
 #include "eval/scorer.h"
 #include "eval/task_file.h"
-#include "cli/scoring_options.h"
 #include "util/device.h"
 
 #include <fmt/format.h>
@@ -24,9 +24,11 @@ namespace xsagpt::cli {
 
 namespace fs = std::filesystem;
 
+namespace {
+
 // Writes through a temporary file renamed over the target, so an interrupted run
 // never leaves half a report where a good one was.
-static void write_atomically(const fs::path& path, const std::string& text) {
+void write_atomically(const fs::path& path, const std::string& text) {
   auto tmp = path;
   tmp += ".tmp";
   {
@@ -38,6 +40,8 @@ static void write_atomically(const fs::path& path, const std::string& text) {
   }
   fs::rename(tmp, path);
 }
+
+}  // namespace
 
 int eval(int argc, char** argv) {
   cxxopts::Options opts(
@@ -54,6 +58,7 @@ int eval(int argc, char** argv) {
       "is the argmax), acc_norm (the same after dividing by the choice's length in characters, without the\n"
       "delimiter), each with lm-eval's standard error (sample std / sqrt(n)), and n. Several checkpoints are\n"
       "compared side by side, with XSA - SA for SA/XSA pairs.");
+  // clang-format off
   opts.add_options()
     ("checkpoints", "checkpoint files or run directories (their newest checkpoint)",
      cxxopts::value<std::vector<std::string>>())
@@ -62,15 +67,15 @@ int eval(int argc, char** argv) {
     ("o,out", "write the JSON report here (the table then goes to stdout); default: JSON to stdout, table to stderr",
      cxxopts::value<std::string>())
     ("limit", "use only the first N items of each task (0: all)", cxxopts::value<int64_t>()->default_value("0"));
+  // clang-format on
   add_scoring_options(opts);
-  opts.add_options()("h,help", "show this help");
   opts.parse_positional({"checkpoints"});
   opts.positional_help("CHECKPOINT... --task FILE.jsonl");
-  auto args = opts.parse(argc, argv);
-  if (args.count("help")) { std::cout << opts.help() << "\n"; return 0; }
+  const auto parsed = parse_command(opts, argc, argv);
+  if (!parsed) return 0;
+  const auto& args = *parsed;
   if (!args.count("checkpoints")) throw ConfigError("CHECKPOINT: give at least one checkpoint file or run directory");
   if (!args.count("task")) throw ConfigError("--task: required (a JSON-lines task file)");
-  if (!args.unmatched().empty()) throw ConfigError("unexpected argument '" + args.unmatched()[0] + "'");
   if (args["limit"].as<int64_t>() < 0) throw ConfigError("--limit: must be >= 0 (0: all items)");
   const auto scoring = read_scoring_options(args);
 
@@ -113,7 +118,7 @@ int eval(int argc, char** argv) {
   const auto checkpoints = args["checkpoints"].as<std::vector<std::string>>();
   std::vector<eval::ModelEval> models;
   for (size_t m = 0; m < checkpoints.size(); ++m) {
-    auto trained = load_gpt2_model(checkpoints[m], device, tok);
+    auto trained = load_gpt2_model(checkpoints[m], device, tok, scoring.precision);
     eval::Progress bar(fmt::format("[{}/{}] {}", m + 1, checkpoints.size(), checkpoints[m]));
     std::vector<eval::Score> scores;
     try {

@@ -1,54 +1,62 @@
 // `xsagpt info`: what a config costs before anyone spends GPU hours on it.
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "config/run_config.h"
 #include "model/counts.h"
 
-#include "cli/options.h"
 #include <fmt/format.h>
 
 #include <iostream>
 
 namespace xsagpt::cli {
 
-static std::string human(double n, const char* unit = "") {
+namespace {
+
+std::string human(double n, const char* unit = "") {
   const char* suffix[] = {"", "K", "M", "B", "T"};
   int i = 0;
   while (std::abs(n) >= 1000 && i < 4) n /= 1000, ++i;
   return fmt::format("{:.2f}{}{}", n, suffix[i], unit);
 }
 
-static std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024)); }
+std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024)); }
+
+}  // namespace
 
 int info(int argc, char** argv) {
   cxxopts::Options opts("xsagpt info", "Parameter counts, FLOPs per token and training memory of a model config.");
+  // clang-format off
   opts.add_options()
     ("c,config", "model config: a name in configs/model/ or a JSON file", cxxopts::value<std::string>())
     ("b,micro-batch", "micro-batch for the memory estimate", cxxopts::value<int64_t>()->default_value("8"))
     ("t,seq-len", "sequence length (default: the model's block_size)", cxxopts::value<int64_t>())
-    ("precision", "bf16 or fp32 activations for the memory estimate", cxxopts::value<std::string>()->default_value("bf16"))
+    ("precision", "activations for the memory estimate: bf16, fp32 or auto (bf16, as on a GPU)", cxxopts::value<std::string>()->default_value("bf16"))
     ("recompute", "activation checkpointing for the memory estimate: none, mlp or block (train.activation_checkpointing)", cxxopts::value<std::string>()->default_value("none"))
     ("optimizer-shards", "ranks sharing the AdamW state for the memory estimate (train.shard_optimizer over N GPUs)", cxxopts::value<int64_t>()->default_value("1"))
     ("kernels", "train.kernels of the run (for the memory estimate, as on a GPU)", cxxopts::value<std::string>()->default_value("auto"))
     ("loss-chunk", "LM-head loss in chunks of this many tokens for the memory estimate (train.loss_chunk; 0: whole)", cxxopts::value<int64_t>()->default_value("0"))
-    ("json", "print JSON instead of a table")
-    ("h,help", "show this help");
-  auto args = opts.parse(argc, argv);
-  if (args.count("help")) { std::cout << opts.help() << "\n"; return 0; }
+    ("json", "print JSON instead of a table");
+  // clang-format on
+  const auto parsed = parse_command(opts, argc, argv);
+  if (!parsed) return 0;
+  const auto& args = *parsed;
   if (!args.count("config")) throw ConfigError("--config: required (e.g. --config paper-0.7b)");
   const auto cfg = load_model_config(args["config"].as<std::string>());
   const int64_t T = args.count("seq-len") ? args["seq-len"].as<int64_t>() : cfg.block_size;
   const int64_t B = args["micro-batch"].as<int64_t>();
-  const auto precision = args["precision"].as<std::string>();
-  if (precision != "bf16" && precision != "fp32") throw ConfigError("--precision: expected bf16 or fp32, got " + precision);
   if (T <= 0 || T > cfg.block_size)
     throw ConfigError(fmt::format("--seq-len: expected 1..{} (model.block_size), got {}", cfg.block_size, T));
   if (B <= 0) throw ConfigError("--micro-batch: must be > 0");
-  const MemoryOptions mem_opts{precision == "bf16", args["recompute"].as<std::string>(), args["loss-chunk"].as<int64_t>(),
-                               args["optimizer-shards"].as<int64_t>(),
-                               parse_kernels(args["kernels"].as<std::string>(), /*cuda=*/true, "--kernels")};
+  // The run's runtime as a GPU would build it from these train.* values.
+  MemoryOptions mem_opts;
+  mem_opts.rt.bf16 = parse_precision(args["precision"].as<std::string>(), /*cuda=*/true, "--precision");
+  mem_opts.rt.recompute = parse_recompute(args["recompute"].as<std::string>(), "--recompute");
+  mem_opts.rt.loss_chunk = args["loss-chunk"].as<int64_t>();
+  mem_opts.rt.kernels = parse_kernels(args["kernels"].as<std::string>(), /*cuda=*/true, "--kernels");
+  mem_opts.optimizer_shards = args["optimizer-shards"].as<int64_t>();
   if (mem_opts.optimizer_shards < 1) throw ConfigError("--optimizer-shards: must be >= 1");
-  parse_recompute(mem_opts.recompute, "--recompute");
-  if (mem_opts.loss_chunk < 0) throw ConfigError("--loss-chunk: must be >= 0");
+  if (mem_opts.rt.loss_chunk < 0) throw ConfigError("--loss-chunk: must be >= 0");
+  const std::string precision = mem_opts.rt.bf16 ? "bf16" : "fp32";
 
   const auto p = count_params(cfg);
   const double flops = flops_per_token(cfg, T);
@@ -62,14 +70,19 @@ int info(int argc, char** argv) {
               {"seq_len", T},
               {"micro_batch", B},
               {"precision", precision},
-              {"recompute", mem_opts.recompute},
-              {"loss_chunk", mem_opts.loss_chunk},
+              {"recompute", name(mem_opts.rt.recompute)},
+              {"loss_chunk", mem_opts.rt.loss_chunk},
               {"optimizer_shards", mem_opts.optimizer_shards},
-              {"kernels", describe(mem_opts.kernels)},
-              {"memory_bytes", {{"params", mem.params_bytes}, {"grads", mem.grads_bytes},
-                                {"weight_copies", mem.weight_copies_bytes},
-                                {"optimizer", mem.optimizer_bytes}, {"activations", mem.activations_bytes},
-                                {"logits", mem.logits_bytes}, {"recompute", mem.recompute_bytes}, {"total", mem.total()}}}};
+              {"kernels", describe(mem_opts.rt.kernels)},
+              {"memory_bytes",
+               {{"params", mem.params_bytes},
+                {"grads", mem.grads_bytes},
+                {"weight_copies", mem.weight_copies_bytes},
+                {"optimizer", mem.optimizer_bytes},
+                {"activations", mem.activations_bytes},
+                {"logits", mem.logits_bytes},
+                {"recompute", mem.recompute_bytes},
+                {"total", mem.total()}}}};
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -79,22 +92,21 @@ int info(int argc, char** argv) {
       "FLOPs/token  {} (training, seq_len {})\n"
       "memory       {} estimated at micro-batch {} x {} tokens, {} activations, checkpointing {}, loss chunk {}:\n"
       "             weights {}{}, grads {}, AdamW {}{}, activations {}, logits {}{}\n",
-      cfg.n_layer, cfg.d_model, cfg.n_head, cfg.head_dim, cfg.inner_dim(), cfg.mlp_dim(), cfg.vocab_size,
-      cfg.attention, human(p.total), human(p.non_embedding), human(p.embedding),
-      cfg.tie_embeddings ? " (head tied)" : "", human(flops, "FLOP"), T, gib(mem.total()), B, T, precision, mem_opts.recompute,
-      mem_opts.loss_chunk ? std::to_string(mem_opts.loss_chunk) : "off",
-      gib(mem.params_bytes), mem.weight_copies_bytes > 0 ? " + bf16 copies " + gib(mem.weight_copies_bytes) : "",
-      gib(mem.grads_bytes), gib(mem.optimizer_bytes),
+      cfg.n_layer, cfg.d_model, cfg.n_head, cfg.head_dim, cfg.inner_dim(), cfg.mlp_dim(), cfg.vocab_size, cfg.attention,
+      human(p.total), human(p.non_embedding), human(p.embedding), cfg.tie_embeddings ? " (head tied)" : "",
+      human(flops, "FLOP"), T, gib(mem.total()), B, T, precision, name(mem_opts.rt.recompute),
+      mem_opts.rt.loss_chunk ? std::to_string(mem_opts.rt.loss_chunk) : "off", gib(mem.params_bytes),
+      mem.weight_copies_bytes > 0 ? " + bf16 copies " + gib(mem.weight_copies_bytes) : "", gib(mem.grads_bytes),
+      gib(mem.optimizer_bytes),
       mem_opts.optimizer_shards > 1 ? fmt::format(" (1/{} per rank)", mem_opts.optimizer_shards) : "",
-      gib(mem.activations_bytes),
-      gib(mem.logits_bytes), mem.recompute_bytes > 0 ? ", one layer recomputed " + gib(mem.recompute_bytes) : "");
+      gib(mem.activations_bytes), gib(mem.logits_bytes),
+      mem.recompute_bytes > 0 ? ", one layer recomputed " + gib(mem.recompute_bytes) : "");
   return 0;
 }
 
 int config_reference(int argc, char** argv) {
   cxxopts::Options opts("xsagpt config", "Print the configuration reference as a Markdown table.");
-  opts.add_options()("h,help", "show this help");
-  if (opts.parse(argc, argv).count("help")) { std::cout << opts.help() << "\n"; return 0; }
+  if (!parse_command(opts, argc, argv)) return 0;
   std::cout << config_reference_markdown();
   return 0;
 }

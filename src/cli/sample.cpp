@@ -3,14 +3,14 @@
 // (a character split across tokens is printed once whole). Models trained on other
 // token ids (e.g. the tests' 256-token vocabularies) use --prompt-ids and --ids.
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "config/schema.h"
-#include "model/from_checkpoint.h"
-#include "util/device.h"
 #include "sample/generate.h"
 #include "tokenizer/gpt2_bpe.h"
 #include "tokenizer/utf8.h"
+#include "train/from_checkpoint.h"
+#include "util/device.h"
 
-#include "cli/options.h"
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -18,7 +18,9 @@
 
 namespace xsagpt::cli {
 
-static std::vector<int64_t> parse_prompt_ids(const std::string& text, int64_t vocab) {
+namespace {
+
+std::vector<int64_t> parse_prompt_ids(const std::string& text, int64_t vocab) {
   json j;
   try {
     j = json::parse(text.find('[') == std::string::npos ? "[" + text + "]" : text);
@@ -34,8 +36,11 @@ static std::vector<int64_t> parse_prompt_ids(const std::string& text, int64_t vo
   return ids;
 }
 
+}  // namespace
+
 int sample(int argc, char** argv) {
   cxxopts::Options opts("xsagpt sample", "Generate text from a checkpoint (GPT-2 BPE), with a key/value cache.");
+  // clang-format off
   opts.add_options()
     ("checkpoint", "checkpoint file, or a run directory (its newest checkpoint)", cxxopts::value<std::string>())
     ("p,prompt", "prompt text", cxxopts::value<std::string>())
@@ -49,21 +54,19 @@ int sample(int argc, char** argv) {
      cxxopts::value<int64_t>())
     ("no-cache", "recompute the whole context for every token (slow; for checking the cache)")
     ("vocab", "directory with encoder.json and vocab.bpe (default: $XSAGPT_GPT2_VOCAB, else data/gpt2/)",
-     cxxopts::value<std::string>())
-    ("device", "auto, cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("auto"))
-    ("threads", "CPU intra-op threads (0: LibTorch's default, one per physical core)", cxxopts::value<int>()->default_value("0"))
-    ("h,help", "show this help");
+     cxxopts::value<std::string>());
+  // clang-format on
+  add_device_options(opts);
   opts.parse_positional({"checkpoint"});
   opts.positional_help("CHECKPOINT");
-  auto args = opts.parse(argc, argv);
-  if (args.count("help")) { std::cout << opts.help() << "\n"; return 0; }
+  const auto parsed = parse_command(opts, argc, argv);
+  if (!parsed) return 0;
+  const auto& args = *parsed;
   if (!args.count("checkpoint")) throw ConfigError("--checkpoint: required (a checkpoint file or a run directory)");
-  if (!args.unmatched().empty()) throw ConfigError("unexpected argument '" + args.unmatched()[0] + "'");
   if (args.count("prompt") == args.count("prompt-ids"))
     throw ConfigError("give the prompt either as text (--prompt) or as token ids (--prompt-ids)");
 
-  if (args["threads"].as<int>() < 0) throw ConfigError("--threads: must be >= 0 (0: the default)");
-  setup_cpu_threads(args["threads"].as<int>());
+  setup_threads(args);
   SampleOptions so;
   so.max_new_tokens = args["max-new-tokens"].as<int64_t>();
   so.temperature = args["temperature"].as<double>();
@@ -78,21 +81,21 @@ int sample(int argc, char** argv) {
   const bool need_tokenizer = text_out || args.count("prompt");
   std::optional<Gpt2Tokenizer> tok;
   if (need_tokenizer) tok = Gpt2Tokenizer::load(args.count("vocab") ? args["vocab"].as<std::string>() : "");
-  auto trained = load_trained_model(args["checkpoint"].as<std::string>(),
-                                    resolve_device(args["device"].as<std::string>(), "--device"));
+  auto trained = load_trained_model(args["checkpoint"].as<std::string>(), device_option(args));
   const int64_t V = trained.model->cfg.vocab_size;
   if (tok) {
     if (V < tok->vocab_size())
-      throw ConfigError(fmt::format("{}: model.vocab_size {} is smaller than GPT-2's {}, so the model was not trained "
-                                    "on GPT-2 tokens; use --prompt-ids and --ids",
-                                    trained.file.string(), V, tok->vocab_size()));
+      throw ConfigError(
+          fmt::format("{}: model.vocab_size {} is smaller than GPT-2's {}, so the model was not trained "
+                      "on GPT-2 tokens; use --prompt-ids and --ids",
+                      trained.file.string(), V, tok->vocab_size()));
     so.vocab_limit = tok->vocab_size();  // the padding rows beyond 50257 are no tokens
   }
   if (args.count("vocab-limit")) {
     so.vocab_limit = args["vocab-limit"].as<int64_t>();
     if (so.vocab_limit < 1 || so.vocab_limit > V || (tok && so.vocab_limit > tok->vocab_size()))
-      throw ConfigError(fmt::format("--vocab-limit: expected 1..{}, got {}", tok ? tok->vocab_size() : V,
-                                    so.vocab_limit));
+      throw ConfigError(
+          fmt::format("--vocab-limit: expected 1..{}, got {}", tok ? tok->vocab_size() : V, so.vocab_limit));
   }
 
   std::vector<int64_t> prompt;
@@ -119,15 +122,15 @@ int sample(int argc, char** argv) {
     return 0;
   }
   utf8::StreamDecoder decoder;
-  if (args.count("prompt")) std::cout << args["prompt"].as<std::string>();
+  if (args.count("prompt"))
+    std::cout << args["prompt"].as<std::string>();
   else {
     std::vector<int32_t> p(prompt.begin(), prompt.end());
     std::cout << tok->decode(p);
   }
   std::cout.flush();
-  generate(trained.model, prompt, so, [&](int64_t id) {
-    std::cout << decoder.push(tok->token_bytes(static_cast<int32_t>(id))) << std::flush;
-  });
+  generate(trained.model, prompt, so,
+           [&](int64_t id) { std::cout << decoder.push(tok->token_bytes(static_cast<int32_t>(id))) << std::flush; });
   std::cout << decoder.finish() << "\n";
   return 0;
 }

@@ -6,11 +6,11 @@
 // kept alive by the lm-evaluation-harness bridge (scripts/lm_eval_xsagpt.py)
 // answers each group it sends, ended by an empty line.
 #include "cli/commands.h"
+#include "cli/scoring_options.h"
 #include "config/schema.h"
 #include "eval/request_lines.h"
 #include "eval/request_split.h"
 #include "eval/scorer.h"
-#include "cli/scoring_options.h"
 #include "util/device.h"
 
 #include <fmt/format.h>
@@ -70,12 +70,11 @@ struct Session {
     for (const auto& r : reqs)
       if (!r.continuation.empty())
         tokens_fed += std::min<int64_t>(static_cast<int64_t>(r.context.size() + r.continuation.size()), block + 1) - 1;
-    const bool bf16 = eval::use_bf16(opts.precision, model->parameters().front().device());
     for (size_t i = 0; i < lines.size(); ++i) {
       const auto& l = lines[i];
       json o;
       if (l.kind == eval::LineRequest::kGenerate) {
-        auto g = eval::generate_until(model, tok, l.generate, bf16);
+        auto g = eval::generate_until(model, tok, l.generate);
         o = {{"text", g.text}, {"n_tokens", g.n_tokens}};
       } else {
         double logprob = 0;
@@ -123,6 +122,7 @@ int score(int argc, char** argv) {
       "window loses tokens on the left. A continuation with no tokens of its own (empty, or merged by BPE\n"
       "into the context: \"hell\" + \"o\") is refused, naming the line, as lm-eval refuses it.\n"
       "An empty line answers the lines read so far (for a process kept alive by a client).");
+  // clang-format off
   opts.add_options()
     ("checkpoint", "checkpoint file, or a run directory (its newest checkpoint)", cxxopts::value<std::string>())
     ("file", "JSON-lines input (default: stdin)", cxxopts::value<std::string>()->default_value("-"))
@@ -130,14 +130,14 @@ int score(int argc, char** argv) {
     ("tokens", "also print the token ids of each request as scored (context_ids/continuation_ids, or windows)")
     ("group", "lines read before answering (an empty line answers earlier)",
      cxxopts::value<int64_t>()->default_value("4096"));
+  // clang-format on
   add_scoring_options(opts);
-  opts.add_options()("h,help", "show this help");
   opts.parse_positional({"checkpoint", "file"});
   opts.positional_help("CHECKPOINT [FILE]");
-  auto args = opts.parse(argc, argv);
-  if (args.count("help")) { std::cout << opts.help() << "\n"; return 0; }
+  const auto parsed = parse_command(opts, argc, argv);
+  if (!parsed) return 0;
+  const auto& args = *parsed;
   if (!args.count("checkpoint")) throw ConfigError("--checkpoint: required (a checkpoint file or a run directory)");
-  if (!args.unmatched().empty()) throw ConfigError("unexpected argument '" + args.unmatched()[0] + "'");
   const int64_t group = args["group"].as<int64_t>();
   if (group < 1) throw ConfigError("--group: must be >= 1");
   const auto scoring = read_scoring_options(args);
@@ -152,9 +152,9 @@ int score(int argc, char** argv) {
   const std::string name = file == "-" ? "<stdin>" : file;
 
   auto tok = Gpt2Tokenizer::load(scoring.vocab);
-  auto trained = load_gpt2_model(args["checkpoint"].as<std::string>(), resolve_device(scoring.device, "--device"), tok);
-  Session s{trained.model, tok, scoring.score, args.count("rolling") > 0,
-            args.count("tokens") > 0};
+  auto trained = load_gpt2_model(args["checkpoint"].as<std::string>(), resolve_device(scoring.device, "--device"), tok,
+                                 scoring.precision);
+  Session s{trained.model, tok, scoring.score, args.count("rolling") > 0, args.count("tokens") > 0};
   spdlog::info("{} (step {}): scoring requests from {}", trained.file.string(), trained.step, name);
 
   std::vector<eval::LineRequest> lines;

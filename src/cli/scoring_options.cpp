@@ -1,5 +1,6 @@
 #include "cli/scoring_options.h"
 
+#include "config/runtime.h"
 #include "config/schema.h"
 #include "util/device.h"
 
@@ -8,39 +9,42 @@
 namespace xsagpt::cli {
 
 void add_scoring_options(cxxopts::Options& opts) {
+  // clang-format off
   opts.add_options()
     ("b,batch-tokens", "tokens per forward pass (0: 16384 on a GPU, 4096 on the CPU)",
      cxxopts::value<int64_t>()->default_value("0"))
     ("precision", "auto (bf16 autocast on CUDA, fp32 on the CPU), bf16 or fp32",
      cxxopts::value<std::string>()->default_value("auto"))
     ("vocab", "directory with encoder.json and vocab.bpe (default: $XSAGPT_GPT2_VOCAB, else data/gpt2/)",
-     cxxopts::value<std::string>())
-    ("device", "auto, cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("auto"))
-    ("threads", "CPU intra-op threads (0: LibTorch's default, one per physical core)",
-     cxxopts::value<int>()->default_value("0"));
+     cxxopts::value<std::string>());
+  // clang-format on
+  add_device_options(opts);
 }
 
 ScoringArgs read_scoring_options(const cxxopts::ParseResult& args) {
   ScoringArgs s;
   s.score.batch_tokens = args["batch-tokens"].as<int64_t>();
   if (s.score.batch_tokens < 0) throw ConfigError("--batch-tokens: must be >= 0 (0: the default)");
-  s.score.precision = args["precision"].as<std::string>();
-  if (s.score.precision != "auto" && s.score.precision != "bf16" && s.score.precision != "fp32")
-    throw ConfigError("--precision: expected auto, bf16 or fp32, got \"" + s.score.precision + "\"");
+  s.precision = args["precision"].as<std::string>();
+  parse_precision(s.precision, /*cuda=*/false, "--precision");  // checked now; applied once the device is known
   s.device = args["device"].as<std::string>();
   check_device_spec(s.device, "--device");
   if (args.count("vocab")) s.vocab = args["vocab"].as<std::string>();
-  if (args["threads"].as<int>() < 0) throw ConfigError("--threads: must be >= 0 (0: the default)");
-  setup_cpu_threads(args["threads"].as<int>());
+  setup_threads(args);
   return s;
 }
 
-TrainedModel load_gpt2_model(const std::string& checkpoint, torch::Device device, const Gpt2Tokenizer& tok) {
+TrainedModel load_gpt2_model(const std::string& checkpoint, torch::Device device, const Gpt2Tokenizer& tok,
+                             const std::string& precision) {
   auto trained = load_trained_model(checkpoint, device);
+  Runtime rt;  // ATen ops, as the scores were always taken
+  rt.bf16 = parse_precision(precision, device.is_cuda(), "--precision");
+  trained.model->set_runtime(rt);
   if (trained.model->cfg.vocab_size < tok.vocab_size())
-    throw ConfigError(fmt::format("{}: model.vocab_size {} is smaller than GPT-2's {}, so the model was not trained "
-                                  "on GPT-2 tokens", trained.file.string(), trained.model->cfg.vocab_size,
-                                  tok.vocab_size()));
+    throw ConfigError(
+        fmt::format("{}: model.vocab_size {} is smaller than GPT-2's {}, so the model was not trained "
+                    "on GPT-2 tokens",
+                    trained.file.string(), trained.model->cfg.vocab_size, tok.vocab_size()));
   return trained;
 }
 

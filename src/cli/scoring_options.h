@@ -6,8 +6,8 @@
 
 #include "cli/options.h"
 #include "eval/scorer.h"
-#include "model/from_checkpoint.h"
 #include "tokenizer/gpt2_bpe.h"
+#include "train/from_checkpoint.h"
 
 #include <string>
 
@@ -17,14 +17,17 @@ void add_scoring_options(cxxopts::Options& opts);
 
 struct ScoringArgs {
   eval::ScoreOptions score;
-  std::string device;  // as given; resolved by the command once its input is checked
-  std::string vocab;   // empty: $XSAGPT_GPT2_VOCAB, else data/gpt2/
+  std::string device;     // as given; resolved by the command once its input is checked
+  std::string precision;  // --precision as given (checked): the loaded model's runtime computes in it
+  std::string vocab;      // empty: $XSAGPT_GPT2_VOCAB, else data/gpt2/
 };
 
 // Validates the shared options (ConfigError naming the flag) and sets the CPU threads.
 ScoringArgs read_scoring_options(const cxxopts::ParseResult& args);
 
-// load_trained_model, refusing a model whose vocabulary is smaller than GPT-2's.
-TrainedModel load_gpt2_model(const std::string& checkpoint, torch::Device device, const Gpt2Tokenizer& tok);
+// load_trained_model, refusing a model whose vocabulary is smaller than GPT-2's;
+// the model runs in `precision` (config/runtime.h: auto, bf16 or fp32) on `device`.
+TrainedModel load_gpt2_model(const std::string& checkpoint, torch::Device device, const Gpt2Tokenizer& tok,
+                             const std::string& precision);
 
 }  // namespace xsagpt::cli

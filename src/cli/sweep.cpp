@@ -1,15 +1,15 @@
 // `xsagpt sweep`: run every point of a grid as a training run, restartably, then
 // summarise XSA against SA and draw the figures.
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "dist/process_group.h"
-#include "sweep/sweep.h"
+#include "sweep/summary.h"
 #include "train/run_dir.h"
 #include "train/signals.h"
 #include "train/trainer.h"
 #include "util/paths.h"
 #include "util/spawn.h"
 
-#include "cli/options.h"
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -20,7 +20,9 @@ namespace xsagpt::cli {
 
 namespace fs = std::filesystem;
 
-static void print_points(const Sweep& s, int64_t world) {
+namespace {
+
+void print_points(const Sweep& s, int64_t world) {
   std::cout << fmt::format("sweep {}: {} point(s) over {}\n", s.dir.string(), s.points.size(), json(s.keys).dump());
   for (const auto& p : s.points) {
     const auto& t = p.config.train;
@@ -30,7 +32,7 @@ static void print_points(const Sweep& s, int64_t world) {
   }
 }
 
-static void print_results(const json& summary) {
+void print_results(const json& summary) {
   auto num = [](const json& p, const char* k) {
     return p.value(k, json()).is_number() ? fmt::format("{:.4f}", p[k].get<double>()) : std::string("-");
   };
@@ -72,7 +74,7 @@ static void print_results(const json& summary) {
 // Draws the sweep's figures with scripts/plot.py, run without a shell (the paths
 // go to it as they are, whatever characters they hold); its output goes to stderr.
 // A missing Python or a failed plot is a warning, not an error. Returns success.
-static bool plot(const fs::path& dir) {
+bool plot(const fs::path& dir) {
   auto root = project_root();
   if (!root) {
     spdlog::warn("plotting skipped: scripts/plot.py not found beside the program");
@@ -84,25 +86,31 @@ static bool plot(const fs::path& dir) {
   std::string shown;  // the command as one could type it, for the warning
   for (const auto& a : argv) shown += (shown.empty() ? "" : " ") + shell_quote(a);
   const auto status = run_program(argv, /*stdout_to_stderr=*/true);
-  if (status != 0) spdlog::warn("plotting failed ({}); run: {}", status < 0 ? "could not start it" : "exit status " + std::to_string(status), shown);
+  if (status != 0)
+    spdlog::warn("plotting failed ({}); run: {}",
+                 status < 0 ? "could not start it" : "exit status " + std::to_string(status), shown);
   return status == 0;
 }
+
+}  // namespace
 
 int sweep(int argc, char** argv) {
   ignore_broken_pipes();  // a console that goes away never kills a run (train/signals.h)
   cxxopts::Options opts("xsagpt sweep",
                         "Run a grid of training runs (e.g. learning rate x attention), restartably, and write "
                         "summary.json/summary.csv with the XSA - SA val-loss differences.");
+  // clang-format off
   opts.add_options()
     ("c,config", "sweep file (see configs/sweeps/)", cxxopts::value<std::string>())
     ("dry-run", "print the grid and the resolved runs without training")
     ("force", "continue in a sweep directory made from a different sweep file; points whose resolved run "
               "config changed are run again from the start (their old results are discarded)")
     ("retry-failed", "run the points that failed before again (without it a rerun leaves them failed)")
-    ("no-plot", "do not draw figures at the end")
-    ("h,help", "show this help");
-  auto args = opts.parse(argc, argv);
-  if (args.count("help")) { std::cout << opts.help() << "\n"; return 0; }
+    ("no-plot", "do not draw figures at the end");
+  // clang-format on
+  const auto parsed = parse_command(opts, argc, argv);
+  if (!parsed) return 0;
+  const auto& args = *parsed;
   if (!args.count("config")) throw ConfigError("--config: required (e.g. --config configs/sweeps/cpu-lr.json)");
   auto dist_ctx = make_dist_context();  // single-process unless launched by torchrun/srun
   DistContext& dist = *dist_ctx;
@@ -112,8 +120,10 @@ int sweep(int argc, char** argv) {
 
   const auto spec_file = sweep.dir / "sweep.json";
   if (fs::exists(spec_file) && read_json_file(spec_file) != sweep.spec && !args.count("force"))
-    throw ConfigError(fmt::format("{} was made from a different sweep file; use another out_dir, or --force to "
-                                  "continue with the new one", sweep.dir.string()));
+    throw ConfigError(
+        fmt::format("{} was made from a different sweep file; use another out_dir, or --force to "
+                    "continue with the new one",
+                    sweep.dir.string()));
   if (dist.is_main()) {
     fs::create_directories(sweep.dir);
     write_file_atomic(spec_file, sweep.spec.dump(2) + "\n");
@@ -133,9 +143,10 @@ int sweep(int argc, char** argv) {
     }
     if (was == to_json(sweep.points[i].config)) continue;
     if (!force)
-      throw ConfigError(fmt::format("{}: point {} was run with another config than the sweep now resolves ({}); "
-                                    "use another out_dir, or --force to run the changed points again",
-                                    sweep.dir.string(), sweep.points[i].name, saved.string()));
+      throw ConfigError(
+          fmt::format("{}: point {} was run with another config than the sweep now resolves ({}); "
+                      "use another out_dir, or --force to run the changed points again",
+                      sweep.dir.string(), sweep.points[i].name, saved.string()));
     stale[i] = true;
   }
 
@@ -187,10 +198,13 @@ int sweep(int argc, char** argv) {
     write_summary(sweep);
     print_results(sweep_summary(sweep));
     std::cout << fmt::format("summary: {}\n", (sweep.dir / "summary.json").string());
-    if (!args.count("no-plot") && plot(sweep.dir)) std::cout << fmt::format("figures: {}\n", (sweep.dir / "plots").string());
+    if (!args.count("no-plot") && plot(sweep.dir))
+      std::cout << fmt::format("figures: {}\n", (sweep.dir / "plots").string());
     if (!failed.empty())
-      spdlog::error("{} of {} point(s) failed: {} (each reason in summary.json and its failed.json); "
-                    "--retry-failed runs them again", failed.size(), sweep.points.size(), fmt::join(failed, "; "));
+      spdlog::error(
+          "{} of {} point(s) failed: {} (each reason in summary.json and its failed.json); "
+          "--retry-failed runs them again",
+          failed.size(), sweep.points.size(), fmt::join(failed, "; "));
   }
   return failed.empty() ? 0 : 1;
 }

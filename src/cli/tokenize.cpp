@@ -2,10 +2,10 @@
 // text of a JSON array of ids. For inspecting prompts, and for checking the C++
 // tokenizer against tiktoken (tests/python/test_tokenizer_tiktoken.py).
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "config/schema.h"
 #include "tokenizer/gpt2_bpe.h"
 
-#include "cli/options.h"
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -19,7 +19,9 @@
 
 namespace xsagpt::cli {
 
-static std::string read_input(const std::string& file) {
+namespace {
+
+std::string read_input(const std::string& file) {
   if (file == "-") return {std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
   std::error_code ec;
   if (std::filesystem::is_directory(file, ec)) throw ConfigError(file + ": is a directory, expected a text file");
@@ -31,7 +33,7 @@ static std::string read_input(const std::string& file) {
   return ss.str();
 }
 
-static std::vector<int32_t> parse_ids(const std::string& text, const std::string& name) {
+std::vector<int32_t> parse_ids(const std::string& text, const std::string& name) {
   json j;
   try {
     j = json::parse(text);
@@ -49,22 +51,26 @@ static std::vector<int32_t> parse_ids(const std::string& text, const std::string
   return ids;
 }
 
+}  // namespace
+
 int tokenize(int argc, char** argv) {
   cxxopts::Options opts("xsagpt tokenize",
                         "GPT-2 BPE: print the token ids of a UTF-8 text as a JSON array, or with --decode the text\n"
                         "of a JSON array of ids (invalid UTF-8 from partial characters shown as U+FFFD).");
+  // clang-format off
   opts.add_options()
     ("input", "file to read; - or none for stdin", cxxopts::value<std::string>()->default_value("-"))
     ("d,decode", "input is a JSON array of token ids; print its text")
     ("vocab", "directory with encoder.json and vocab.bpe (default: $XSAGPT_GPT2_VOCAB, else data/gpt2/)",
      cxxopts::value<std::string>())
     ("allow-special", "encode literal <|endoftext|> as its token id instead of as text")
-    ("stats", "print counts and throughput to stderr")
-    ("h,help", "show this help");
+    ("stats", "print counts and throughput to stderr");
+  // clang-format on
   opts.parse_positional({"input"});
   opts.positional_help("[FILE]");
-  auto args = opts.parse(argc, argv);
-  if (args.count("help")) { std::cout << opts.help() << "\n"; return 0; }
+  const auto parsed = parse_command(opts, argc, argv);
+  if (!parsed) return 0;
+  const auto& args = *parsed;
 
   const std::string file = args["input"].as<std::string>();
   const std::string name = file == "-" ? "<stdin>" : file;
@@ -102,9 +108,11 @@ int tokenize(int argc, char** argv) {
   if (args.count("stats")) {
     const double load_s = std::chrono::duration<double>(t1 - t0).count();
     const double run_s = std::chrono::duration<double>(t2 - t1).count();
-    std::cerr << fmt::format("{} bytes, {} tokens ({:.3f} bytes/token); vocabulary load {:.3f} s, {} {:.3f} s "
-                             "({:.2f} MB/s)\n", n_bytes, n_tokens, double(n_bytes) / std::max<size_t>(n_tokens, 1),
-                             load_s, args.count("decode") ? "decode" : "encode", run_s, n_bytes / 1e6 / run_s);
+    std::cerr << fmt::format(
+        "{} bytes, {} tokens ({:.3f} bytes/token); vocabulary load {:.3f} s, {} {:.3f} s "
+        "({:.2f} MB/s)\n",
+        n_bytes, n_tokens, double(n_bytes) / std::max<size_t>(n_tokens, 1), load_s,
+        args.count("decode") ? "decode" : "encode", run_s, n_bytes / 1e6 / run_s);
   }
   return 0;
 }

@@ -1,11 +1,11 @@
 // `xsagpt train`: one training run from a run config.
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "config/run_config.h"
 #include "dist/process_group.h"
 #include "train/signals.h"
 #include "train/trainer.h"
 
-#include "cli/options.h"
 #include <spdlog/spdlog.h>
 
 #include <iostream>
@@ -17,6 +17,7 @@ int train(int argc, char** argv) {
   cxxopts::Options opts("xsagpt train",
                         "Train a GPT with SA or XSA attention from a run config (see configs/runs/ and "
                         "`xsagpt config` for every key).");
+  // clang-format off
   opts.add_options()
     ("c,config", "run config JSON file", cxxopts::value<std::string>())
     ("s,set", "override a config value: section.key=value (repeatable), e.g. --set train.lr=3e-4 "
@@ -27,16 +28,17 @@ int train(int argc, char** argv) {
      cxxopts::value<std::string>())
     ("overwrite", "discard the run in the run directory and start over; with --resume PATH, discard what the "
                   "directory holds that is not part of that checkpoint's history (another run, or the same "
-                  "run's later checkpoints and metrics) and continue from it")
-    ("h,help", "show this help");
-  auto args = opts.parse(argc, argv);
-  if (args.count("help")) { std::cout << opts.help() << "\n"; return 0; }
+                  "run's later checkpoints and metrics) and continue from it");
+  // clang-format on
+  const auto parsed = parse_command(opts, argc, argv);
+  if (!parsed) return 0;
+  const auto& args = *parsed;
   if (!args.count("config")) throw ConfigError("--config: required (e.g. --config configs/runs/cpu-demo-sa.json)");
-  if (!args.unmatched().empty()) throw ConfigError("unexpected argument '" + args.unmatched()[0] + "'");
 
   std::vector<std::string> overrides;
   if (args.count("set")) overrides = args["set"].as<std::vector<std::string>>();
-  if (args.count("out")) overrides.push_back("out_dir=" + json(args["out"].as<std::string>()).dump());  // any characters
+  if (args.count("out"))
+    overrides.push_back("out_dir=" + json(args["out"].as<std::string>()).dump());  // any characters
   auto dist_ctx = make_dist_context();  // single-process unless launched by torchrun/srun
   DistContext& dist = *dist_ctx;
   auto cfg = load_run_config(args["config"].as<std::string>(), overrides, dist.world_size());

@@ -48,8 +48,7 @@ void ModelConfig::validate(const std::string& where) const {
   const std::string xk = where + ".xsa_layers";
   if (xsa_layers.is_string()) {
     const auto s = xsa_layers.get<std::string>();
-    bool ok = s.rfind("last ", 0) == 0 && s.size() > 5 &&
-              s.find_first_not_of("0123456789", 5) == std::string::npos;
+    bool ok = s.rfind("last ", 0) == 0 && s.size() > 5 && s.find_first_not_of("0123456789", 5) == std::string::npos;
     if (!ok) throw ConfigError(xk + ": expected \"last N\", a list of layer indices or null, got \"" + s + "\"");
     auto n = std::stoll(s.substr(5));
     if (n < 1 || n > n_layer)
@@ -57,8 +56,8 @@ void ModelConfig::validate(const std::string& where) const {
   } else if (xsa_layers.is_array()) {
     for (const auto& l : xsa_layers) {
       if (!l.is_number_integer() || l.get<int64_t>() < 0 || l.get<int64_t>() >= n_layer)
-        throw ConfigError(xk + ": layer indices must be integers in [0, " + std::to_string(n_layer) +
-                          "), got " + l.dump());
+        throw ConfigError(xk + ": layer indices must be integers in [0, " + std::to_string(n_layer) + "), got " +
+                          l.dump());
     }
   } else if (!xsa_layers.is_null()) {
     throw ConfigError(xk + ": expected null, a list of layer indices or \"last N\", got " + xsa_layers.dump());
@@ -67,7 +66,8 @@ void ModelConfig::validate(const std::string& where) const {
     throw ConfigError(where + ".head_init: expected \"normal\", \"zero\", \"zero_norm\" or \"scaled\", got \"" +
                       head_init + "\"");
   if (tie_embeddings && head_init == "zero")
-    throw ConfigError(where + ".head_init: \"zero\" needs tie_embeddings=false (a zero shared matrix would also "
+    throw ConfigError(where +
+                      ".head_init: \"zero\" needs tie_embeddings=false (a zero shared matrix would also "
                       "zero the token embedding); use \"zero_norm\" or \"scaled\" to start a tied head near ln(vocab)");
   if (!tie_embeddings && head_init == "scaled")
     throw ConfigError(where + ".head_init: \"scaled\" shrinks the shared embedding and needs tie_embeddings=true");
@@ -84,12 +84,14 @@ void ModelConfig::validate(const std::string& where) const {
   const double hidden = mlp_ratio * d;
   const double per_layer = 4 * d * inner + 2 * d * hidden + 3 * inner + hidden + 6 * d + static_cast<double>(n_head);
   const double bound = static_cast<double>(n_layer) * per_layer + 2 * static_cast<double>(vocab_size) * d +
-                       (static_cast<double>(n_sink) + 4) * d + static_cast<double>(block_size) * static_cast<double>(head_dim);
+                       (static_cast<double>(n_sink) + 4) * d +
+                       static_cast<double>(block_size) * static_cast<double>(head_dim);
   if (!(bound < 0x1p62))
-    throw ConfigError(fmt::format("{}: n_layer {}, d_model {}, n_head {} x head_dim {}, mlp_ratio {}, vocab_size {} "
-                                  "give about {:.3g} parameters, more than a 64-bit count can hold; sizes are "
-                                  "wrong (a typo?)", where, n_layer, d_model, n_head, head_dim, mlp_ratio, vocab_size,
-                                  bound));
+    throw ConfigError(
+        fmt::format("{}: n_layer {}, d_model {}, n_head {} x head_dim {}, mlp_ratio {}, vocab_size {} "
+                    "give about {:.3g} parameters, more than a 64-bit count can hold; sizes are "
+                    "wrong (a typo?)",
+                    where, n_layer, d_model, n_head, head_dim, mlp_ratio, vocab_size, bound));
   if (xsa_gate != "off" && xsa_gate != "sa" && xsa_gate != "xsa")
     throw ConfigError(where + ".xsa_gate: expected \"off\", \"sa\" or \"xsa\", got \"" + xsa_gate + "\"");
   if (xsa_gate != "off" && attention != "xsa")
@@ -125,9 +127,10 @@ json read_json_file(const fs::path& path) {
     } else if (event == json::parse_event_t::key && !open.empty()) {
       last_key = parsed.get<std::string>();
       if (!open.back().second.insert(last_key).second)
-        throw ConfigError(fmt::format("{}: key \"{}\" appears twice in {}; JSON would keep only the last one, so "
-                                      "remove the one you do not mean",
-                                      path.string(), last_key, open.size() == 1 ? "the top-level object" : "\"" + open.back().first + "\""));
+        throw ConfigError(fmt::format(
+            "{}: key \"{}\" appears twice in {}; JSON would keep only the last one, so "
+            "remove the one you do not mean",
+            path.string(), last_key, open.size() == 1 ? "the top-level object" : "\"" + open.back().first + "\""));
     }
     return true;
   };

@@ -38,8 +38,7 @@ struct ModelConfig {
     v("head_dim", s.head_dim, "width of one head; n_head*head_dim may differ from d_model");
     v("mlp_ratio", s.mlp_ratio, "MLP hidden width as a multiple of d_model");
     v("attention", s.attention, "\"sa\" (standard causal self attention) or \"xsa\" (exclusive self attention)");
-    v("xsa_layers", s.xsa_layers,
-      "with attention=xsa: null for every layer, a list of layer indices, or \"last N\"");
+    v("xsa_layers", s.xsa_layers, "with attention=xsa: null for every layer, a list of layer indices, or \"last N\"");
     v("xsa_gate", s.xsa_gate,
       "learnable per-head XSA gate z = y - tanh(alpha) (y.v^) v^ in XSA layers: \"off\", or its start, "
       "\"sa\" (alpha = 0) or \"xsa\" (alpha = 9.25, tanh = 1 in float32: exactly XSA, but on tanh's flat "
@@ -76,8 +75,7 @@ json to_json(const ModelConfig& c);
 
 // Resolves a model reference ("tiny", "configs/model/tiny.json", a path) to a file.
 // `relative_to` is the folder of the file that made the reference, if any.
-std::filesystem::path resolve_model_file(const std::string& ref,
-                                         const std::filesystem::path& relative_to = {});
+std::filesystem::path resolve_model_file(const std::string& ref, const std::filesystem::path& relative_to = {});
 // Reads a JSON file; errors name the file. Used for every config file.
 json read_json_file(const std::filesystem::path& path);
 ModelConfig load_model_config(const std::string& ref);

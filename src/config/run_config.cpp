@@ -18,7 +18,8 @@ void RunConfig::validate(int64_t world_size) const {
   const auto& t = train;
   auto fail = [](const std::string& key, const std::string& msg) { throw ConfigError(key + ": " + msg); };
   if (!(t.lr > 0)) fail("train.lr", fmt::format("must be > 0, got {}", t.lr));
-  if (t.min_lr_ratio < 0 || t.min_lr_ratio > 1) fail("train.min_lr_ratio", fmt::format("must be in [0, 1], got {}", t.min_lr_ratio));
+  if (t.min_lr_ratio < 0 || t.min_lr_ratio > 1)
+    fail("train.min_lr_ratio", fmt::format("must be in [0, 1], got {}", t.min_lr_ratio));
   if (t.warmup_steps < 0) fail("train.warmup_steps", "must be >= 0");
   if (t.max_steps < 1) fail("train.max_steps", "must be >= 1");
   if (t.seq_len < 1 || t.seq_len > model.block_size)
@@ -27,8 +28,8 @@ void RunConfig::validate(int64_t world_size) const {
   const auto per = tokens_per_micro_step(world_size);
   if (t.batch_tokens < 0 || t.batch_tokens % per != 0)
     fail("train.batch_tokens",
-         fmt::format("must be 0 or a multiple of micro_batch*seq_len*world_size = {}*{}*{} = {}, got {}",
-                     t.micro_batch, t.seq_len, world_size, per, t.batch_tokens));
+         fmt::format("must be 0 or a multiple of micro_batch*seq_len*world_size = {}*{}*{} = {}, got {}", t.micro_batch,
+                     t.seq_len, world_size, per, t.batch_tokens));
   if (t.weight_decay < 0) fail("train.weight_decay", "must be >= 0");
   if (t.beta1 < 0 || t.beta1 >= 1) fail("train.beta1", "must be in [0, 1)");
   if (t.beta2 < 0 || t.beta2 >= 1) fail("train.beta2", "must be in [0, 1)");
@@ -40,11 +41,11 @@ void RunConfig::validate(int64_t world_size) const {
   if (t.eval_tokens > 0 && t.eval_tokens < per)
     fail("train.eval_tokens",
          fmt::format("{} tokens is less than one validation batch of micro_batch*seq_len*world_size = {}*{}*{} = {} "
-                     "tokens (0: all val sequences)", t.eval_tokens, t.micro_batch, t.seq_len, world_size, per));
+                     "tokens (0: all val sequences)",
+                     t.eval_tokens, t.micro_batch, t.seq_len, world_size, per));
   if (t.ckpt_interval < 0) fail("train.ckpt_interval", "must be >= 0");
   if (t.keep_checkpoints < 1) fail("train.keep_checkpoints", "must be >= 1");
-  if (t.precision != "auto" && t.precision != "bf16" && t.precision != "fp32")
-    fail("train.precision", "expected \"auto\", \"bf16\" or \"fp32\", got \"" + t.precision + "\"");
+  parse_precision(t.precision, /*cuda=*/false);
   check_device_spec(t.device, "train.device");
   if (t.adamw != "auto" && t.adamw != "fused" && t.adamw != "torch")
     fail("train.adamw", "expected \"auto\", \"fused\" or \"torch\", got \"" + t.adamw + "\"");
@@ -57,17 +58,22 @@ void RunConfig::validate(int64_t world_size) const {
   if (out_dir.empty()) fail("out_dir", "must not be empty");
 }
 
-Runtime RunConfig::runtime(bool cuda) const {
+Runtime RunConfig::runtime(bool cuda) const { return runtime_of(train, cuda); }
+
+Runtime runtime_of(const TrainConfig& train, bool cuda) {
   Runtime rt;
   rt.kernels = parse_kernels(train.kernels, cuda);
   rt.recompute = parse_recompute(train.activation_checkpointing);
   rt.loss_chunk = train.loss_chunk;
-  rt.bf16 = train.precision == "bf16" || (train.precision == "auto" && cuda);
+  rt.bf16 = parse_precision(train.precision, cuda);
+  rt.tf32 = cuda;  // float32 matmuls in TF32 on CUDA, as every run has trained
   return rt;
 }
 
 json to_json(const RunConfig& c) {
-  return {{"model", to_json(c.model)}, {"data", schema::write(c.data)}, {"train", schema::write(c.train)},
+  return {{"model", to_json(c.model)},
+          {"data", schema::write(c.data)},
+          {"train", schema::write(c.train)},
           {"out_dir", c.out_dir}};
 }
 
@@ -75,17 +81,24 @@ RunConfig run_config_from_json(const json& j, const std::string& where) {
   if (!j.is_object()) schema::bad(where, "a JSON object with model, data, train sections", j);
   RunConfig c;
   for (const auto& [k, v] : j.items()) {
-    if (k == "model") schema::read(v, c.model, where + ": model");
-    else if (k == "data") schema::read(v, c.data, where + ": data");
-    else if (k == "train") schema::read(v, c.train, where + ": train");
-    else if (k == "out_dir") schema::read_value(v, c.out_dir, where + ": out_dir");
-    else throw ConfigError(where + ": unknown section '" + k + "' (known: model, data, train, out_dir)");
+    if (k == "model")
+      schema::read(v, c.model, where + ": model");
+    else if (k == "data")
+      schema::read(v, c.data, where + ": data");
+    else if (k == "train")
+      schema::read(v, c.train, where + ": train");
+    else if (k == "out_dir")
+      schema::read_value(v, c.out_dir, where + ": out_dir");
+    else
+      throw ConfigError(where + ": unknown section '" + k + "' (known: model, data, train, out_dir)");
   }
   return c;
 }
 
+namespace {
+
 // `model` may be a reference ("tiny", a path) or an object with "base" plus overrides.
-static json expand_model_section(const json& m, const fs::path& dir, const std::string& where) {
+json expand_model_section(const json& m, const fs::path& dir, const std::string& where) {
   auto load = [&](const json& ref) {
     if (!ref.is_string()) schema::bad(where + ": model.base", "a model config name or path", ref);
     auto file = resolve_model_file(ref.get<std::string>(), dir);
@@ -102,6 +115,8 @@ static json expand_model_section(const json& m, const fs::path& dir, const std::
   }
   return m;
 }
+
+}  // namespace
 
 void apply_overrides(json& raw, const std::vector<std::string>& overrides) {
   for (const auto& o : overrides) {

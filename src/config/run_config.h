@@ -5,7 +5,7 @@
 #pragma once
 
 #include "config/model_config.h"
-#include "model/runtime.h"
+#include "config/runtime.h"
 
 #include <string>
 #include <vector>
@@ -71,7 +71,8 @@ struct TrainConfig {
     v("grad_clip", s.grad_clip, "clip the global gradient norm to this (0 disables)");
     v("log_interval", s.log_interval, "steps between train-loss log lines");
     v("eval_interval", s.eval_interval, "steps between val-loss evaluations (0: only at the end)");
-    v("eval_tokens", s.eval_tokens, "tokens in the fixed validation set (rounded down to whole batches; 0: all val sequences)");
+    v("eval_tokens", s.eval_tokens,
+      "tokens in the fixed validation set (rounded down to whole batches; 0: all val sequences)");
     v("ckpt_interval", s.ckpt_interval, "steps between checkpoints (0: only at the end and on signals)");
     v("keep_checkpoints", s.keep_checkpoints, "newest checkpoints kept in out_dir/checkpoints");
     v("seed", s.seed, "seed for initialisation, data order and dropout");
@@ -106,9 +107,13 @@ struct RunConfig {
   void validate(int64_t world_size = 1) const;
   int64_t tokens_per_micro_step(int64_t world_size) const { return train.micro_batch * train.seq_len * world_size; }
   int64_t accumulation_steps(int64_t world_size) const;
-  // How the model runs (model/runtime.h) on a CUDA device or not.
+  // How the model runs (config/runtime.h) on a CUDA device or not: runtime_of(train, cuda).
   Runtime runtime(bool cuda) const;
 };
+
+// The runtime the train.* keys ask for on a CUDA device or not. train and bench both
+// build theirs here, so `bench` times the step `train` runs.
+Runtime runtime_of(const TrainConfig& train, bool cuda);
 
 json to_json(const RunConfig& c);
 // Reads a resolved run config (e.g. from a checkpoint or a run's config.json).

@@ -5,6 +5,8 @@
 // are all derived from that list, so they cannot drift apart.
 #pragma once
 
+#include "util/error.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -18,11 +20,6 @@ namespace xsagpt {
 
 using json = nlohmann::json;
 
-// Bad configuration: the message names the file/key and what was expected.
-struct ConfigError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 namespace schema {
 
 inline std::string show(const json& v) {
@@ -35,7 +32,10 @@ inline std::string show(const json& v) {
 }
 
 inline void read_value(const json& v, int64_t& out, const std::string& key) {
-  if (v.is_number_integer() || v.is_number_unsigned()) { out = v.get<int64_t>(); return; }
+  if (v.is_number_integer() || v.is_number_unsigned()) {
+    out = v.get<int64_t>();
+    return;
+  }
   if (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>()))) {
     out = static_cast<int64_t>(v.get<double>());  // accept 2e3 for 2000
     return;
@@ -65,7 +65,9 @@ inline void read_value(const json& v, std::vector<int64_t>& out, const std::stri
 inline void read_value(const json& v, json& out, const std::string&) { out = v; }
 
 template <class T>
-json write_value(const T& v) { return json(v); }
+json write_value(const T& v) {
+  return json(v);
+}
 
 // Reads `j` into `cfg`. Keys not listed by Cfg::fields are an error; absent keys
 // keep their defaults. `where` is the dotted prefix used in messages.
@@ -88,9 +90,8 @@ void read(const json& j, Cfg& cfg, const std::string& where) {
 template <class Cfg>
 json write(const Cfg& cfg) {
   json j = json::object();
-  Cfg::fields(const_cast<Cfg&>(cfg), [&](const char* name, auto& member, const char*) {
-    j[name] = write_value(member);
-  });
+  Cfg::fields(const_cast<Cfg&>(cfg),
+              [&](const char* name, auto& member, const char*) { j[name] = write_value(member); });
   return j;
 }
 
@@ -100,8 +101,7 @@ std::string reference_rows(const std::string& section) {
   Cfg defaults{};
   std::ostringstream out;
   Cfg::fields(defaults, [&](const char* name, auto& member, const char* help) {
-    out << "| `" << section << "." << name << "` | `" << write_value(member).dump() << "` | "
-        << help << " |\n";
+    out << "| `" << section << "." << name << "` | `" << write_value(member).dump() << "` | " << help << " |\n";
   });
   return out.str();
 }

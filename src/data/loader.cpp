@@ -42,7 +42,8 @@ std::vector<ShardInfo> inspect_all(const std::string& pattern, int64_t T) {
 }
 
 torch::Tensor batch_tensor(const LoaderOptions& o) {
-  return torch::empty({o.batch_size, o.seq_len}, torch::TensorOptions().dtype(torch::kLong).pinned_memory(o.pin_memory));
+  return torch::empty({o.batch_size, o.seq_len},
+                      torch::TensorOptions().dtype(torch::kLong).pinned_memory(o.pin_memory));
 }
 
 // Copies sequence `src` (T+1 tokens) into one row of inputs and targets; returns
@@ -102,9 +103,15 @@ std::vector<int64_t> permutation(int64_t n, uint64_t key) {
 // ---- LoaderState ------------------------------------------------------------
 
 json LoaderState::to_json() const {
-  return {{"epoch", epoch},           {"shard", shard},          {"sequence", sequence},
-          {"seed", seed},             {"shuffle", shuffle},      {"seq_len", seq_len},
-          {"num_shards", num_shards}, {"num_tokens", num_tokens}, {"shards_digest", shards_digest},
+  return {{"epoch", epoch},
+          {"shard", shard},
+          {"sequence", sequence},
+          {"seed", seed},
+          {"shuffle", shuffle},
+          {"seq_len", seq_len},
+          {"num_shards", num_shards},
+          {"num_tokens", num_tokens},
+          {"shards_digest", shards_digest},
           {"shard_fingerprints", shard_fingerprints}};
 }
 
@@ -228,21 +235,26 @@ LoaderState DataLoader::state() const {
 
 void DataLoader::load_state(const LoaderState& s) {
   auto bad = [](const std::string& m) { throw DataError("loader state does not fit this data loader: " + m); };
-  if (s.seq_len != opts_.seq_len) bad(fmt::format("saved with seq_len {}, this loader has {}", s.seq_len, opts_.seq_len));
+  if (s.seq_len != opts_.seq_len)
+    bad(fmt::format("saved with seq_len {}, this loader has {}", s.seq_len, opts_.seq_len));
   if (s.num_shards != static_cast<int64_t>(shards_.size()) || s.num_tokens != num_tokens_ || s.shards_digest != digest_)
-    bad(fmt::format("saved over {} shards holding {} tokens (digest {}), but '{}' matches {} shards holding {} tokens "
+    bad(
+        fmt::format("saved over {} shards holding {} tokens (digest {}), but '{}' matches {} shards holding {} tokens "
                     "(digest {})",
                     s.num_shards, s.num_tokens, s.shards_digest, opts_.pattern, shards_.size(), num_tokens_, digest_));
   if (!s.shard_fingerprints.empty()) {
     if (s.shard_fingerprints.size() != shards_.size()) bad("saved with another number of shard fingerprints");
     for (size_t i = 0; i < shards_.size(); ++i)
       if (s.shard_fingerprints[i] != shards_[i].fingerprint)
-        bad(fmt::format("data shard {} holds other tokens than when the checkpoint was saved (same size, content "
+        bad(
+            fmt::format("data shard {} holds other tokens than when the checkpoint was saved (same size, content "
                         "fingerprint {} then, {} now): rewritten in place? Restore it, or start a new run on the "
-                        "new data", shards_[i].path, s.shard_fingerprints[i], shards_[i].fingerprint));
+                        "new data",
+                        shards_[i].path, s.shard_fingerprints[i], shards_[i].fingerprint));
   }
   if (s.seed != opts_.seed) bad(fmt::format("saved with seed {}, this loader has {}", s.seed, opts_.seed));
-  if (s.shuffle != opts_.shuffle) bad(fmt::format("saved with shuffle={}, this loader has {}", s.shuffle, opts_.shuffle));
+  if (s.shuffle != opts_.shuffle)
+    bad(fmt::format("saved with shuffle={}, this loader has {}", s.shuffle, opts_.shuffle));
   if (s.epoch < 0 || s.shard < 0 || s.shard >= s.num_shards)
     bad(fmt::format("position epoch {} shard {} is out of range", s.epoch, s.shard));
   const int64_t n = seqs_[file_at(s.epoch, s.shard)];
@@ -260,7 +272,8 @@ ValidationSet::ValidationSet(const LoaderOptions& opts, int64_t max_tokens) : op
   const auto& shards = shards_;
   const int64_t wanted = max_tokens > 0 ? max_tokens / T : INT64_MAX;
   if (wanted == 0)
-    throw DataError(fmt::format("validation set: max_tokens {} is less than one sequence of seq_len {}", max_tokens, T));
+    throw DataError(
+        fmt::format("validation set: max_tokens {} is less than one sequence of seq_len {}", max_tokens, T));
   maps_.resize(shards.size());
   int64_t available = 0;
   for (size_t f = 0; f < shards.size() && static_cast<int64_t>(seqs_.size()) < wanted; ++f) {
@@ -272,11 +285,11 @@ ValidationSet::ValidationSet(const LoaderOptions& opts, int64_t max_tokens) : op
   const int64_t per_batch = opts_.batch_size * opts_.world_size;
   num_batches_ = available / per_batch;
   if (num_batches_ == 0)
-    throw DataError(fmt::format("validation set: '{}' gives {} sequences of seq_len {}{}, fewer than one batch of "
-                                "batch_size {} x world_size {}",
-                                opts_.pattern, available, T,
-                                max_tokens > 0 ? fmt::format(" within max_tokens {}", max_tokens) : "",
-                                opts_.batch_size, opts_.world_size));
+    throw DataError(
+        fmt::format("validation set: '{}' gives {} sequences of seq_len {}{}, fewer than one batch of "
+                    "batch_size {} x world_size {}",
+                    opts_.pattern, available, T, max_tokens > 0 ? fmt::format(" within max_tokens {}", max_tokens) : "",
+                    opts_.batch_size, opts_.world_size));
   seqs_.resize(static_cast<size_t>(num_batches_ * per_batch));
 }
 

@@ -37,8 +37,8 @@
 
 #include "data/shard.h"
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -51,9 +51,9 @@ namespace xsagpt {
 using json = nlohmann::json;
 
 struct LoaderOptions {
-  std::string pattern;         // glob, e.g. "data/kjv/shards/train_*.bin"; several separated by ','
-  int64_t batch_size = 8;      // sequences per rank per batch (B)
-  int64_t seq_len = 1024;      // T
+  std::string pattern;     // glob, e.g. "data/kjv/shards/train_*.bin"; several separated by ','
+  int64_t batch_size = 8;  // sequences per rank per batch (B)
+  int64_t seq_len = 1024;  // T
   int64_t rank = 0, world_size = 1;
   uint64_t seed = 1337;
   bool shuffle = true;         // shard order and sequence order within a shard, reshuffled each epoch
@@ -90,7 +90,7 @@ class DataLoader {
   explicit DataLoader(LoaderOptions opts);
   // inputs, targets: int64 CPU tensors (B, T); targets shifted by one.
   std::pair<torch::Tensor, torch::Tensor> next();
-  LoaderState state() const;  // position *before* the next call to next()
+  LoaderState state() const;              // position *before* the next call to next()
   void load_state(const LoaderState& s);  // DataError if it does not fit these shards/options
   int64_t tokens_in_shards() const { return num_tokens_; }
   int64_t sequences_per_epoch() const { return seqs_per_epoch_; }

@@ -27,7 +27,7 @@ static_assert(std::endian::native == std::endian::little, "shards are little-end
 
 namespace xsagpt {
 
-const char* format_name(ShardFormat f) { return f == ShardFormat::LlmC ? "llm.c" : "raw"; }
+const char* format_name(ShardFormat f) { return f == ShardFormat::kLlmC ? "llm.c" : "raw"; }
 
 std::vector<std::string> expand_patterns(const std::string& patterns) {
   std::vector<std::string> files;
@@ -39,22 +39,39 @@ std::vector<std::string> expand_patterns(const std::string& patterns) {
     std::string pat = patterns.substr(start, comma - start);
     start = comma + 1;
     if (pat.empty()) {
-      if (patterns.empty()) throw DataError("data pattern is empty: expected a glob such as data/kjv/shards/train_*.bin");
+      if (patterns.empty())
+        throw DataError("data pattern is empty: expected a glob such as data/kjv/shards/train_*.bin");
       continue;
     }
     glob_t g{};
     const int rc = ::glob(pat.c_str(), 0, nullptr, &g);  // results come sorted
     size_t matched = 0;
+    std::string not_a_file;  // the first match that is no regular file, and what it is
     if (rc == 0) {
       for (size_t i = 0; i < g.gl_pathc; ++i) {
         struct stat st {};
-        if (::stat(g.gl_pathv[i], &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (::stat(g.gl_pathv[i], &st) != 0) continue;
+        if (!S_ISREG(st.st_mode)) {
+          if (not_a_file.empty())
+            not_a_file = fmt::format("'{}' is {}", g.gl_pathv[i],
+                                     S_ISDIR(st.st_mode)    ? "a directory"
+                                     : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
+                                     : S_ISSOCK(st.st_mode) ? "a socket"
+                                                            : "a device or other special file");
+          continue;
+        }
         ++matched;
         if (seen.insert(g.gl_pathv[i]).second) files.emplace_back(g.gl_pathv[i]);
       }
     }
     globfree(&g);
-    if (rc != 0 && rc != GLOB_NOMATCH) throw DataError(fmt::format("data pattern '{}': glob failed (error {})", pat, rc));
+    if (rc != 0 && rc != GLOB_NOMATCH)
+      throw DataError(fmt::format("data pattern '{}': glob failed (error {})", pat, rc));
+    if (matched == 0 && !not_a_file.empty())
+      throw DataError(
+          fmt::format("data pattern '{}' matched no regular file: {}; shards must be regular files "
+                      "(they are memory-mapped and read more than once)",
+                      pat, not_a_file));
     if (matched == 0) throw DataError(fmt::format("data pattern '{}' matched no files", pat));
   }
   return files;
@@ -96,7 +113,8 @@ void on_sigbus(int sig, siginfo_t* info, void* context) {
     int i = sizeof(offset) - 1;
     offset[i] = 0;
     uintptr_t x = addr - begin;
-    do offset[--i] = static_cast<char>('0' + x % 10), x /= 10; while (x && i > 0);
+    do offset[--i] = static_cast<char>('0' + x % 10), x /= 10;
+    while (x && i > 0);
     put("\nxsagpt: error: data shard ");
     put(slot.path);
     put(": cannot read byte ");
@@ -139,7 +157,9 @@ void unregister_mapping(const void* base) {
 
 struct Fd {
   int fd;
-  ~Fd() { if (fd >= 0) ::close(fd); }
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
 };
 
 std::string sys_error(const std::string& path, const char* what) {
@@ -173,11 +193,11 @@ ShardInfo inspect_shard(const std::string& path) {
     const int64_t count = header[2];
     const int64_t expected = kLlmcHeaderBytes + 2 * count;
     if (count < 0 || size != expected)
-      throw DataError(fmt::format(
-          "{}: size {} bytes does not match the header's token count {} (expected 1024 + 2*{} = {} bytes): "
-          "truncated or corrupt",
-          path, size, count, count, expected));
-    info.format = ShardFormat::LlmC;
+      throw DataError(
+          fmt::format("{}: size {} bytes does not match the header's token count {} (expected 1024 + 2*{} = {} bytes): "
+                      "truncated or corrupt",
+                      path, size, count, count, expected));
+    info.format = ShardFormat::kLlmC;
     info.header_bytes = kLlmcHeaderBytes;
     info.num_tokens = count;
     return info;
@@ -187,14 +207,15 @@ ShardInfo inspect_shard(const std::string& path) {
   if (got == kLlmcHeaderBytes && header[1] == kLlmcVersion && header[2] > 0) {
     const int64_t count = header[2];
     if (size == kLlmcHeaderBytes + 2 * count || size == kLlmcHeaderBytes + 4 * count)
-      throw DataError(fmt::format("{}: wrong magic {} in an llm.c-style header (expected {})", path, header[0],
-                                  kLlmcMagic));
+      throw DataError(
+          fmt::format("{}: wrong magic {} in an llm.c-style header (expected {})", path, header[0], kLlmcMagic));
   }
   if (size % 2 != 0)
-    throw DataError(fmt::format("{}: not a token shard: no llm.c header (magic {}) and an odd size ({} bytes) "
-                                "for headerless uint16 tokens",
-                                path, kLlmcMagic, size));
-  info.format = ShardFormat::Raw;
+    throw DataError(
+        fmt::format("{}: not a token shard: no llm.c header (magic {}) and an odd size ({} bytes) "
+                    "for headerless uint16 tokens",
+                    path, kLlmcMagic, size));
+  info.format = ShardFormat::kRaw;
   info.header_bytes = 0;
   info.num_tokens = size / 2;
   return info;
@@ -290,14 +311,18 @@ void check_unchanged(const ShardInfo& info) {
   const int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   const int64_t size = info.header_bytes + 2 * info.num_tokens;
   std::string what;
-  if (st.st_size != size) what = fmt::format("{} bytes now, {} when the run opened it", static_cast<int64_t>(st.st_size), size);
-  else if (mtime != info.mtime_ns) what = "modified (mtime changed) since the run opened it";
-  else if (shard_fingerprint(info.path) != info.fingerprint) what = "its content changed since the run opened it";
+  if (st.st_size != size)
+    what = fmt::format("{} bytes now, {} when the run opened it", static_cast<int64_t>(st.st_size), size);
+  else if (mtime != info.mtime_ns)
+    what = "modified (mtime changed) since the run opened it";
+  else if (shard_fingerprint(info.path) != info.fingerprint)
+    what = "its content changed since the run opened it";
   if (!what.empty())
-    throw DataError(fmt::format("data shard {}: {}. Shards must not change while a run uses them (write a new "
-                                "file and rename it over the old one, as data/prepare.py does, between runs); "
-                                "restore it, then --resume auto",
-                                info.path, what));
+    throw DataError(
+        fmt::format("data shard {}: {}. Shards must not change while a run uses them (write a new "
+                    "file and rename it over the old one, as data/prepare.py does, between runs); "
+                    "restore it, then --resume auto",
+                    info.path, what));
 }
 
 }  // namespace xsagpt

@@ -36,12 +36,12 @@ inline constexpr int32_t kLlmcMagic = 20240520;
 inline constexpr int32_t kLlmcVersion = 1;
 inline constexpr int64_t kLlmcHeaderBytes = 256 * sizeof(int32_t);
 
-enum class ShardFormat { LlmC, Raw };
+enum class ShardFormat { kLlmC, kRaw };
 const char* format_name(ShardFormat f);
 
 struct ShardInfo {
   std::string path;
-  ShardFormat format = ShardFormat::Raw;
+  ShardFormat format = ShardFormat::kRaw;
   int64_t header_bytes = 0;  // where the tokens start
   int64_t num_tokens = 0;
   // What the shard was when inspected, to notice a rewrite (same size included):

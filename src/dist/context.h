@@ -5,8 +5,8 @@
 // its own.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <memory>
 #include <string>

@@ -1,6 +1,6 @@
 #include "dist/launch_env.h"
 
-#include "config/schema.h"
+#include "util/error.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -34,9 +34,10 @@ void check_ranks(const LaunchEnv& e, const char* rank_var, const char* world_var
 LaunchEnv from_torchrun(const EnvLookup& env) {
   for (const char* name : {"RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"})
     if (!is_set(env, name))
-      throw ConfigError(fmt::format("{}: not set, but {} is: launch with torchrun (or set RANK, LOCAL_RANK, "
-                                    "WORLD_SIZE, MASTER_ADDR and MASTER_PORT together)",
-                                    name, is_set(env, "RANK") ? "RANK" : "WORLD_SIZE"));
+      throw ConfigError(
+          fmt::format("{}: not set, but {} is: launch with torchrun (or set RANK, LOCAL_RANK, "
+                      "WORLD_SIZE, MASTER_ADDR and MASTER_PORT together)",
+                      name, is_set(env, "RANK") ? "RANK" : "WORLD_SIZE"));
   LaunchEnv e;
   e.launcher = "torchrun";
   e.world_size = parse_int(env, "WORLD_SIZE", 1, 1 << 24);
@@ -53,11 +54,14 @@ LaunchEnv from_torchrun(const EnvLookup& env) {
 
 std::optional<LaunchEnv> from_slurm(const EnvLookup& env) {
   if (!is_set(env, "SLURM_PROCID")) return std::nullopt;
-  const bool in_step = is_set(env, "SLURM_STEP_ID") || is_set(env, "SLURM_STEPID") || is_set(env, "SLURM_STEP_NUM_TASKS");
+  const bool in_step =
+      is_set(env, "SLURM_STEP_ID") || is_set(env, "SLURM_STEPID") || is_set(env, "SLURM_STEP_NUM_TASKS");
   if (!in_step) {
     if (auto n = env("SLURM_NTASKS"); n && *n != "1")
-      spdlog::warn("SLURM_NTASKS={} but this process is the batch script, not an srun task: training in this one "
-                   "process. Start the command with srun to train on all tasks.", *n);
+      spdlog::warn(
+          "SLURM_NTASKS={} but this process is the batch script, not an srun task: training in this one "
+          "process. Start the command with srun to train on all tasks.",
+          *n);
     return std::nullopt;
   }
   const std::string world_var = is_set(env, "SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS" : "SLURM_NTASKS";
@@ -75,8 +79,9 @@ std::optional<LaunchEnv> from_slurm(const EnvLookup& env) {
     for (const char* name : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"})
       if ((list = env(name))) break;
     if (!list)
-      throw ConfigError("MASTER_ADDR: not set, and no SLURM_STEP_NODELIST/SLURM_JOB_NODELIST/SLURM_NODELIST to take "
-                        "the first host from");
+      throw ConfigError(
+          "MASTER_ADDR: not set, and no SLURM_STEP_NODELIST/SLURM_JOB_NODELIST/SLURM_NODELIST to take "
+          "the first host from");
     e.master_addr = first_slurm_host(*list);
   }
   if (is_set(env, "MASTER_PORT")) {

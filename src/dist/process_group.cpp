@@ -1,6 +1,6 @@
 #include "dist/process_group.h"
 
-#include "config/schema.h"
+#include "util/error.h"
 
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -36,14 +36,15 @@ namespace {
 
 using BackendType = c10d::ProcessGroup::BackendType;
 
-constexpr int64_t kBucketBytes = 25 << 20;      // DDP's bucket_cap_mb default
-constexpr size_t kBroadcastBytes = 250 << 20;   // DDP's bucket for broadcasting initial states
+constexpr int64_t kBucketBytes = 25 << 20;     // DDP's bucket_cap_mb default
+constexpr size_t kBroadcastBytes = 250 << 20;  // DDP's bucket for broadcasting initial states
 
 std::string failure(const DistContext& d, const std::string& op, const std::string& what,
                     std::chrono::milliseconds timeout) {
-  return fmt::format("rank {} of {}: {} failed: {}\n(a peer rank may have exited, or stalled for longer than the {} s "
-                     "collective timeout, XSAGPT_DIST_TIMEOUT; the launcher's summary names the rank that failed first)",
-                     d.rank(), d.world_size(), op, what, timeout.count() / 1000.0);
+  return fmt::format(
+      "rank {} of {}: {} failed: {}\n(a peer rank may have exited, or stalled for longer than the {} s "
+      "collective timeout, XSAGPT_DIST_TIMEOUT; the launcher's summary names the rank that failed first)",
+      d.rank(), d.world_size(), op, what, timeout.count() / 1000.0);
 }
 
 // Runs a collective; a failure becomes an error naming this rank and the operation.
@@ -120,8 +121,7 @@ class ReducerSync : public GradientSync {
   // after an all-reduce anyway: then no backward pass, not even the first
   // micro-batches of the first step, allocates gradients beside the buckets.
   void attach_gradients_to_buckets() {
-    if (std::all_of(params_.begin(), params_.end(), [](const torch::Tensor& p) { return p.grad().defined(); }))
-      return;
+    if (std::all_of(params_.begin(), params_.end(), [](const torch::Tensor& p) { return p.grad().defined(); })) return;
     torch::NoGradGuard no_grad;
     for (const auto& bucket : reducer_->get_grad_buckets(/*return_zero_tensors=*/false)) {
       const auto grads = bucket.getGradients();  // views of the bucket's flat buffer
@@ -199,17 +199,20 @@ ProcessGroupContext::ProcessGroupContext(const LaunchEnv& env, const DistOptions
   if (m.nccl) {
     const auto n = static_cast<int64_t>(torch::cuda::device_count());
     if (local_rank_ >= n)
-      throw ConfigError(fmt::format("LOCAL_RANK: {} but this process sees {} CUDA device(s); start at most {} "
-                                    "processes per node (or train on CPU: XSAGPT_DIST_BACKEND=gloo and "
-                                    "--set train.device=cpu)", local_rank_, n, n));
+      throw ConfigError(
+          fmt::format("LOCAL_RANK: {} but this process sees {} CUDA device(s); start at most {} "
+                      "processes per node (or train on CPU: XSAGPT_DIST_BACKEND=gloo and "
+                      "--set train.device=cpu)",
+                      local_rank_, n, n));
     // One GPU per process: NCCL and the caching allocator use the current device.
     c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA)
         .setDevice(c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(local_rank_)));
   }
 
 #ifndef XSAGPT_HAVE_GLOO
-  throw ConfigError("distributed training: this xsagpt was built without Gloo's headers (Debian package "
-                    "libgloo-dev, which scripts/setup.sh installs); install it and rebuild");
+  throw ConfigError(
+      "distributed training: this xsagpt was built without Gloo's headers (Debian package "
+      "libgloo-dev, which scripts/setup.sh installs); install it and rebuild");
 #endif
 
   // ---- store, as torch.distributed.rendezvous's _create_c10d_store ----------
@@ -223,16 +226,16 @@ ProcessGroupContext::ProcessGroupContext(const LaunchEnv& env, const DistOptions
   try {
     m.store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
   } catch (const std::exception& e) {
-    const std::string what = dynamic_cast<const c10::Error*>(&e)
-                                 ? static_cast<const c10::Error&>(e).what_without_backtrace() : e.what();
-    throw std::runtime_error(fmt::format(
-        "rank {} of {} ({}): could not {} the TCPStore at {}:{}: {}", rank_, world_size_, env.launcher,
-        so.isServer ? "start" : "reach", env.master_addr, env.master_port, what));
+    const std::string what =
+        dynamic_cast<const c10::Error*>(&e) ? static_cast<const c10::Error&>(e).what_without_backtrace() : e.what();
+    throw std::runtime_error(fmt::format("rank {} of {} ({}): could not {} the TCPStore at {}:{}: {}", rank_,
+                                         world_size_, env.launcher, so.isServer ? "start" : "reach", env.master_addr,
+                                         env.master_port, what));
   }
   m.store->setTimeout(opts.timeout);
   // init_process_group's PrefixStore("default_pg"), then the default group's "0/".
-  auto group_store = c10::make_intrusive<c10d::PrefixStore>(
-      "0/", c10::make_intrusive<c10d::PrefixStore>("default_pg", m.store));
+  auto group_store =
+      c10::make_intrusive<c10d::PrefixStore>("0/", c10::make_intrusive<c10d::PrefixStore>("default_pg", m.store));
 
   // ---- process group: gloo for CPU tensors, NCCL (or gloo) for CUDA ones -----
   m.pg = c10::make_intrusive<c10d::ProcessGroup>(group_store, static_cast<int>(rank_), static_cast<int>(world_size_));
@@ -258,9 +261,9 @@ ProcessGroupContext::ProcessGroupContext(const LaunchEnv& env, const DistOptions
     nccl_opts->timeout = opts.timeout;
     nccl_opts->group_name = "0";
     // Communicators are created lazily, at the first collective on CUDA tensors.
-    auto nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(c10::make_intrusive<c10d::PrefixStore>("cuda/", group_store),
-                                                            static_cast<int>(rank_), static_cast<int>(world_size_),
-                                                            nccl_opts);
+    auto nccl =
+        c10::make_intrusive<c10d::ProcessGroupNCCL>(c10::make_intrusive<c10d::PrefixStore>("cuda/", group_store),
+                                                    static_cast<int>(rank_), static_cast<int>(world_size_), nccl_opts);
     nccl->setSequenceNumberForGroup();
     m.pg->setBackend(c10::DeviceType::CUDA, BackendType::NCCL, c10::intrusive_ptr<c10d::Backend>(nccl));
     m.pg->setDefaultBackend(BackendType::NCCL);
@@ -287,11 +290,11 @@ ProcessGroupContext::~ProcessGroupContext() {
 
 std::string ProcessGroupContext::description() const {
   const auto& m = *impl_;
-  return fmt::format("rank {} of {} via {}; gloo for CPU tensors{}; store {}:{}{}; timeout {} s", rank_, world_size_,
-                     m.env.launcher,
-                     m.cuda_backend.empty() ? "" : fmt::format(", {} for CUDA tensors (cuda:LOCAL_RANK)", m.cuda_backend),
-                     m.env.master_addr, m.env.master_port, m.env.agent_store ? " (torchrun agent's)" : " (served by rank 0)",
-                     m.opts.timeout.count() / 1000.0);
+  return fmt::format(
+      "rank {} of {} via {}; gloo for CPU tensors{}; store {}:{}{}; timeout {} s", rank_, world_size_, m.env.launcher,
+      m.cuda_backend.empty() ? "" : fmt::format(", {} for CUDA tensors (cuda:LOCAL_RANK)", m.cuda_backend),
+      m.env.master_addr, m.env.master_port, m.env.agent_store ? " (torchrun agent's)" : " (served by rank 0)",
+      m.opts.timeout.count() / 1000.0);
 }
 
 void ProcessGroupContext::broadcast(std::vector<torch::Tensor>& tensors) {
@@ -310,8 +313,8 @@ void ProcessGroupContext::broadcast(std::vector<torch::Tensor>& tensors) {
     throw std::runtime_error(fmt::format(
         "rank(s) {} built a different model than rank 0 (rank {} has {} tensors, rank 0 {}; first difference at "
         "tensor #{}: {} vs {}); every rank must train the same config",
-        fmt::join(differ, ", "), differ[0], other.size(), all[0].size(), i,
-        i < other.size() ? other[i].dump() : "none", i < all[0].size() ? all[0][i].dump() : "none"));
+        fmt::join(differ, ", "), differ[0], other.size(), all[0].size(), i, i < other.size() ? other[i].dump() : "none",
+        i < all[0].size() ? all[0][i].dump() : "none"));
   }
   guarded(*this, "broadcast of rank 0's tensors", m.opts.timeout, [&] {
     torch::NoGradGuard no_grad;
@@ -325,8 +328,8 @@ std::unique_ptr<GradientSync> ProcessGroupContext::gradient_sync(const std::vect
 
 void ProcessGroupContext::broadcast_from_owners(std::vector<torch::Tensor>& tensors,
                                                 const std::vector<int64_t>& owner) {
-  TORCH_CHECK(owner.size() == tensors.size(), "broadcast_from_owners: ", tensors.size(), " tensors but ",
-              owner.size(), " owners");
+  TORCH_CHECK(owner.size() == tensors.size(), "broadcast_from_owners: ", tensors.size(), " tensors but ", owner.size(),
+              " owners");
   guarded(*this, "broadcast of the updated parameters from their owners", impl_->opts.timeout, [&] {
     torch::NoGradGuard no_grad;
     for (int64_t r = 0; r < world_size_; ++r) {
@@ -393,7 +396,7 @@ bool ProcessGroupContext::any(bool local) {
 std::pair<uint64_t, uint64_t> replica_checksum(const torch::Tensor& t) {
   torch::NoGradGuard no_grad;
   auto bits = t.detach().contiguous().view(-1).view(same_width_int(t));
-  uint64_t s1 = 0, s2 = 0;  // unsigned: wrap-around is the definition
+  uint64_t s1 = 0, s2 = 0;                         // unsigned: wrap-around is the definition
   for (const auto& chunk : bits.split(1 << 24)) {  // bounded int64 temporaries
     const auto w = chunk.to(torch::kLong);
     s1 += static_cast<uint64_t>(w.sum().item<int64_t>());
@@ -430,8 +433,8 @@ void ProcessGroupContext::check_replicated(const std::vector<torch::Tensor>& ten
   if (!differ.empty())
     throw std::runtime_error(fmt::format(
         "{} differ between ranks: rank(s) {} hold other values than rank 0 (first in tensor #{} of {}, shape {}); "
-        "the replicas have diverged", what, fmt::join(differ, ", "), first_tensor, n,
-        c10::str(tensors[static_cast<size_t>(first_tensor)].sizes())));
+        "the replicas have diverged",
+        what, fmt::join(differ, ", "), first_tensor, n, c10::str(tensors[static_cast<size_t>(first_tensor)].sizes())));
   if (is_main()) spdlog::info("{}: identical on all {} ranks (checksum {:016x}:{:016x})", what, world_size_, t1, t2);
 }
 

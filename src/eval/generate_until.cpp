@@ -2,19 +2,22 @@
 
 #include "sample/generate.h"
 #include "tokenizer/utf8.h"
-#include "train/precision.h"
 
 namespace xsagpt::eval {
 
+namespace {
+
 // Byte offset of the earliest occurrence of any stop string, or npos.
-static size_t first_stop(const std::string& text, const std::vector<std::string>& until) {
+size_t first_stop(const std::string& text, const std::vector<std::string>& until) {
   size_t at = std::string::npos;
   for (const auto& u : until)
     if (!u.empty()) at = std::min(at, text.find(u));
   return at;
 }
 
-Generation generate_until(GPT& model, const Gpt2Tokenizer& tok, const GenerateRequest& req, bool bf16) {
+}  // namespace
+
+Generation generate_until(GPT& model, const Gpt2Tokenizer& tok, const GenerateRequest& req) {
   auto ids = tok.encode(req.prompt, SpecialTokens::kAllowed);
   std::vector<int64_t> prompt(ids.begin(), ids.end());
   if (prompt.empty()) prompt.push_back(tok.eot_id());
@@ -30,8 +33,6 @@ Generation generate_until(GPT& model, const Gpt2Tokenizer& tok, const GenerateRe
   utf8::StreamDecoder decoder;
   std::string text;
   Generation g;
-  const auto device = model->parameters().front().device();
-  AutocastGuard autocast(device, bf16);
   generate(
       model, prompt, so,
       [&](int64_t id) {

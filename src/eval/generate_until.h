@@ -18,7 +18,7 @@ struct GenerateRequest {
   std::string prompt;
   std::vector<std::string> until;  // stop strings; empty ones are ignored
   int64_t max_new_tokens = 256;
-  double temperature = 0;          // 0: greedy
+  double temperature = 0;  // 0: greedy
   uint64_t seed = 1337;
 };
 
@@ -27,6 +27,6 @@ struct Generation {
   int64_t n_tokens = 0;  // tokens generated (including those of a stop string)
 };
 
-Generation generate_until(GPT& model, const Gpt2Tokenizer& tok, const GenerateRequest& req, bool bf16);
+Generation generate_until(GPT& model, const Gpt2Tokenizer& tok, const GenerateRequest& req);
 
 }  // namespace xsagpt::eval

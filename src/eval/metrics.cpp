@@ -8,18 +8,22 @@
 
 namespace xsagpt::eval {
 
-static size_t first_argmax(const std::vector<double>& v) {
+namespace {
+
+size_t first_argmax(const std::vector<double>& v) {
   size_t best = 0;
   for (size_t k = 1; k < v.size(); ++k)
     if (v[k] > v[best]) best = k;
   return best;
 }
 
-static double mean(const std::vector<double>& v) {
+double mean(const std::vector<double>& v) {
   double s = 0;
   for (double x : v) s += x;
   return v.empty() ? 0.0 : s / static_cast<double>(v.size());
 }
+
+}  // namespace
 
 double mean_stderr(const std::vector<double>& values) {
   const auto n = static_cast<double>(values.size());

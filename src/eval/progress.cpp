@@ -3,14 +3,16 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <cstdio>
 #include <unistd.h>
+#include <cstdio>
 
 namespace xsagpt::eval {
 
 Progress::Progress(std::string label)
-    : label_(std::move(label)), tty_(::isatty(STDERR_FILENO) == 1),
-      start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
+    : label_(std::move(label)),
+      tty_(::isatty(STDERR_FILENO) == 1),
+      start_(std::chrono::steady_clock::now()),
+      last_draw_(start_) {}
 
 void Progress::update(size_t done, size_t total) {
   const auto now = std::chrono::steady_clock::now();

@@ -8,23 +8,27 @@
 
 namespace xsagpt::eval {
 
-static json without_attention_keys(json model) {
+namespace {
+
+json without_attention_keys(json model) {
   for (const char* k : {"attention", "xsa_layers", "xsa_gate"}) model.erase(k);
   return model;
 }
 
 // NaN (a standard error over fewer than two items) is JSON's null.
-static json number(double v) { return std::isnan(v) ? json(nullptr) : json(v); }
-static double value(const json& v) { return v.is_number() ? v.get<double>() : std::nan(""); }
+json number(double v) { return std::isnan(v) ? json(nullptr) : json(v); }
+double value(const json& v) { return v.is_number() ? v.get<double>() : std::nan(""); }
 
 // Standard error of a sum or difference of independent estimates.
-static double combined(const std::vector<double>& se) {
+double combined(const std::vector<double>& se) {
   double s = 0;
   for (double x : se) s += x * x;
   return std::sqrt(s);
 }
 
-static const char* const kMetrics[] = {"acc", "acc_norm"};
+const char* const kMetrics[] = {"acc", "acc_norm"};
+
+}  // namespace
 
 json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelEval>& models) {
   json report = {{"tasks", tasks}, {"models", json::array()}, {"differences", json::array()}};
@@ -57,10 +61,14 @@ json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelE
       average[k] = sum / n;
       average[std::string(k) + "_stderr"] = number(combined(se) / n);
     }
-    report["models"].push_back({{"checkpoint", m.checkpoint}, {"file", m.file}, {"step", m.step},
-                                {"attention", m.model.value("attention", std::string("sa"))}, {"model", m.model},
+    report["models"].push_back({{"checkpoint", m.checkpoint},
+                                {"file", m.file},
+                                {"step", m.step},
+                                {"attention", m.model.value("attention", std::string("sa"))},
+                                {"model", m.model},
                                 {"seed", m.seed},
-                                {"results", results}, {"average", average}});
+                                {"results", results},
+                                {"average", average}});
   }
   const auto& ms = report["models"];
   std::vector<size_t> sa;
@@ -101,13 +109,17 @@ json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelE
   return report;
 }
 
-static std::string cell(const json& o, const char* k, bool sign) {
+namespace {
+
+std::string cell(const json& o, const char* k, bool sign) {
   if (!o.contains(k)) return "-";
   const auto se = o.value(std::string(k) + "_stderr", json(nullptr));
   const double x = o[k].get<double>();
   const auto v = sign ? fmt::format("{:+.4f}", x) : fmt::format("{:.4f}", x);
   return se.is_number() ? fmt::format("{}±{:.4f}", v, se.get<double>()) : v;
 }
+
+}  // namespace
 
 std::string eval_table(const json& report) {
   const auto& ms = report["models"];
@@ -137,13 +149,16 @@ std::string eval_table(const json& report) {
   for (const auto& tj : report["tasks"]) {
     const auto t = tj.get<std::string>();
     const auto n = ms.empty() ? std::string("-") : std::to_string(ms[0]["results"][t]["n"].get<int64_t>());
-    row(t, n, [&](const json& m) -> const json& { return m["results"][t]; },
+    row(
+        t, n, [&](const json& m) -> const json& { return m["results"][t]; },
         [&](const json& d) -> const json& { return d["results"][t]; });
   }
-  row("average", "", [](const json& m) -> const json& { return m["average"]; },
+  row(
+      "average", "", [](const json& m) -> const json& { return m["average"]; },
       [](const json& d) -> const json& { return d["average"]; });
-  out += "± one standard error (lm-eval's: sample std / sqrt(n)); differences and averages treat their parts as "
-         "independent\n";
+  out +=
+      "± one standard error (lm-eval's: sample std / sqrt(n)); differences and averages treat their parts as "
+      "independent\n";
   return out;
 }
 

@@ -27,8 +27,8 @@ struct ModelEval {
   std::string checkpoint;  // as given on the command line
   std::string file;        // the checkpoint file read
   int64_t step = 0;
-  json model;              // the checkpoint's config.model
-  json seed;               // the run's train.seed, or null
+  json model;                        // the checkpoint's config.model
+  json seed;                         // the run's train.seed, or null
   std::vector<TaskMetrics> results;  // one per task, in report order
 };
 

@@ -33,11 +33,13 @@ LineRequest parse_request_line(const std::string& line, const std::string& where
     g.prompt = str("prompt");
     if (j.contains("until")) {
       const auto& u = j["until"];
-      if (u.is_string()) g.until = {u.get<std::string>()};
+      if (u.is_string())
+        g.until = {u.get<std::string>()};
       else if (u.is_array() && std::all_of(u.begin(), u.end(), [](const json& e) { return e.is_string(); }))
         g.until = u.get<std::vector<std::string>>();
-      else throw ConfigError(fmt::format("{}: \"until\": expected a string or a list of strings, got {}", where,
-                                         schema::show(u)));
+      else
+        throw ConfigError(
+            fmt::format("{}: \"until\": expected a string or a list of strings, got {}", where, schema::show(u)));
     }
     if (j.contains("max_new_tokens")) {
       if (!j["max_new_tokens"].is_number_integer() || j["max_new_tokens"].get<int64_t>() < 1)
@@ -47,20 +49,23 @@ LineRequest parse_request_line(const std::string& line, const std::string& where
     }
     if (j.contains("temperature")) {
       if (!j["temperature"].is_number() || !(j["temperature"].get<double>() >= 0))
-        throw ConfigError(fmt::format("{}: \"temperature\": expected a number >= 0, got {}", where,
-                                      schema::show(j["temperature"])));
+        throw ConfigError(
+            fmt::format("{}: \"temperature\": expected a number >= 0, got {}", where, schema::show(j["temperature"])));
       g.temperature = j["temperature"].get<double>();
     }
     if (j.contains("seed")) {
       if (!j["seed"].is_number_unsigned())
-        throw ConfigError(fmt::format("{}: \"seed\": expected an integer >= 0, got {}", where, schema::show(j["seed"])));
+        throw ConfigError(
+            fmt::format("{}: \"seed\": expected an integer >= 0, got {}", where, schema::show(j["seed"])));
       g.seed = j["seed"].get<uint64_t>();
     }
   } else {
     json keys = json::array();
     for (const auto& item : j.items()) keys.push_back(item.key());
-    throw ConfigError(fmt::format("{}: expected {{\"context\", \"continuation\"}}, {{\"text\"}} or {{\"prompt\", ...}}, "
-                                  "got the keys {}", where, keys.dump()));
+    throw ConfigError(
+        fmt::format("{}: expected {{\"context\", \"continuation\"}}, {{\"text\"}} or {{\"prompt\", ...}}, "
+                    "got the keys {}",
+                    where, keys.dump()));
   }
   return r;
 }

@@ -6,11 +6,15 @@
 
 namespace xsagpt::eval {
 
+namespace {
+
 // Python's str.isspace(): bidirectional class WS, B or S, or general category Zs.
-static bool python_space(char32_t c) {
+bool python_space(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
          (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
+
+}  // namespace
 
 size_t trailing_space_start(std::string_view s) {
   size_t end = s.size();
@@ -33,19 +37,21 @@ size_t code_points(std::string_view s) {
   return n;
 }
 
-static std::vector<int64_t> encode(const Gpt2Tokenizer& tok, std::string_view text) {
+namespace {
+
+std::vector<int64_t> encode(const Gpt2Tokenizer& tok, std::string_view text) {
   auto ids = tok.encode(text, SpecialTokens::kAllowed);
   return {ids.begin(), ids.end()};
 }
 
 // The last few characters of `s`, cut at a code point boundary (for messages).
-static std::string tail_of(std::string_view s, size_t bytes) {
+std::string tail_of(std::string_view s, size_t bytes) {
   size_t start = s.size() > bytes ? s.size() - bytes : 0;
   while (start > 0 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
   return std::string(s.substr(start));
 }
 
-static void refuse_empty(const TokenRequest& r, std::string_view context, std::string_view continuation) {
+void refuse_empty(const TokenRequest& r, std::string_view context, std::string_view continuation) {
   if (!r.continuation.empty()) return;
   if (continuation.empty())
     throw SplitError("the continuation is empty: there is nothing to score (lm-eval refuses such a request)");
@@ -55,6 +61,8 @@ static void refuse_empty(const TokenRequest& r, std::string_view context, std::s
                    " has no tokens of its own: GPT-2's BPE merges it into the context " + where +
                    ", so the context's tokens already cover it (lm-eval refuses such a request)");
 }
+
+}  // namespace
 
 TokenRequest split_pair(const Gpt2Tokenizer& tok, std::string_view context, std::string_view continuation) {
   const std::string_view given_context = context, given_continuation = continuation;

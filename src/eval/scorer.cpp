@@ -1,7 +1,5 @@
 #include "eval/scorer.h"
 
-#include "train/precision.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,13 +8,6 @@
 namespace xsagpt::eval {
 
 int64_t default_batch_tokens(torch::Device device) { return device.is_cuda() ? 16384 : 4096; }
-
-bool use_bf16(const std::string& precision, torch::Device device) {
-  if (precision == "auto") return device.is_cuda();
-  if (precision == "bf16") return true;
-  if (precision == "fp32") return false;
-  throw std::invalid_argument("precision: expected auto, bf16 or fp32, got \"" + precision + "\"");
-}
 
 namespace {
 
@@ -37,7 +28,6 @@ std::vector<Score> score_requests(GPT& model, const std::vector<TokenRequest>& r
   const int64_t block = model->cfg.block_size;
   const auto device = model->parameters().front().device();
   const int64_t budget = opts.batch_tokens > 0 ? opts.batch_tokens : default_batch_tokens(device);
-  const bool bf16 = use_bf16(opts.precision, device);
 
   std::vector<Score> out(requests.size());
   std::vector<Row> rows;
@@ -48,7 +38,8 @@ std::vector<Score> score_requests(GPT& model, const std::vector<TokenRequest>& r
     if (n_cont == 0) continue;  // nothing to predict: log-probability 0
     if (n_cont > block)
       throw RequestError(i, fmt::format("the continuation has {} tokens, more than the model's window "
-                                        "(model.block_size {})", n_cont, block));
+                                        "(model.block_size {})",
+                                        n_cont, block));
     if (n_ctx == 0) throw RequestError(i, "no context token precedes the continuation");
     const int64_t total = n_ctx + n_cont, keep = std::min(total, block + 1);
     rows.push_back({i, total - keep, keep - 1});
@@ -59,7 +50,6 @@ std::vector<Score> score_requests(GPT& model, const std::vector<TokenRequest>& r
 
   torch::NoGradGuard no_grad;
   model->eval();
-  AutocastGuard autocast(device, bf16);
   size_t done = 0;
   for (size_t first = 0; first < rows.size();) {
     const int64_t width = rows[first].len;

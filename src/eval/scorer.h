@@ -10,8 +10,9 @@
 // only follows a row's real tokens, which causal attention never lets it see);
 // results come back in the requests' order.
 //
-// Precision: bf16 autocast on CUDA ("auto"), float32 on the CPU; the selected
-// logits go to float32 before the softmax and sums are accumulated in float64.
+// Precision: the model's runtime (bf16 or float32, set by the command from
+// --precision); the selected logits go to float32 before the softmax and sums are
+// accumulated in float64.
 #pragma once
 
 #include "eval/request_split.h"
@@ -23,8 +24,7 @@
 namespace xsagpt::eval {
 
 struct ScoreOptions {
-  int64_t batch_tokens = 0;        // tokens (rows x padded length) per forward pass; 0: default_batch_tokens
-  std::string precision = "auto";  // "auto" (bf16 on CUDA, fp32 on the CPU), "bf16" or "fp32"
+  int64_t batch_tokens = 0;  // tokens (rows x padded length) per forward pass; 0: default_batch_tokens
 };
 
 // A batch size that keeps the float32 logits of one pass near 1 GiB on the CPU
@@ -33,9 +33,9 @@ struct ScoreOptions {
 int64_t default_batch_tokens(torch::Device device);
 
 struct Score {
-  double logprob = 0;      // sum of the continuation tokens' log-probabilities (natural log)
-  bool is_greedy = true;   // every continuation token is the argmax of its position's logits
-  int64_t n_tokens = 0;    // continuation tokens scored
+  double logprob = 0;     // sum of the continuation tokens' log-probabilities (natural log)
+  bool is_greedy = true;  // every continuation token is the argmax of its position's logits
+  int64_t n_tokens = 0;   // continuation tokens scored
 };
 
 // A request the model cannot score: the message says which (by index) and why.
@@ -49,9 +49,5 @@ struct RequestError : std::invalid_argument {
 // without context tokens before its continuation.
 std::vector<Score> score_requests(GPT& model, const std::vector<TokenRequest>& requests, const ScoreOptions& opts,
                                   const std::function<void(size_t, size_t)>& on_batch = {});
-
-// Whether `precision` asks for bf16 autocast on `device`; throws std::invalid_argument for
-// anything but auto, bf16 and fp32.
-bool use_bf16(const std::string& precision, torch::Device device);
 
 }  // namespace xsagpt::eval

@@ -32,20 +32,22 @@ std::vector<std::pair<std::string, std::string>> McItem::requests() const {
   return out;
 }
 
-static bool ends_with_space(std::string_view s) { return !s.empty() && trailing_space_start(s) < s.size(); }
+namespace {
 
-static bool starts_with_space(std::string_view s) {
+bool ends_with_space(std::string_view s) { return !s.empty() && trailing_space_start(s) < s.size(); }
+
+bool starts_with_space(std::string_view s) {
   if (s.empty()) return false;
   size_t len = 1;  // the first code point's bytes
   while (len < s.size() && (static_cast<unsigned char>(s[len]) & 0xC0) == 0x80) ++len;
   return trailing_space_start(s.substr(0, len)) == 0;
 }
 
-static const char* const kShapes =
+const char* const kShapes =
     "an item is {\"context\": str, \"endings\": [str, ...], \"label\": int}, "
     "{\"contexts\": [str, ...], \"continuation\": str, \"label\": int} or {\"context\": str, \"continuation\": str}";
 
-static McItem parse_item(const std::string& line, const std::string& where, std::string& name) {
+McItem parse_item(const std::string& line, const std::string& where, std::string& name) {
   json j = parse_object_line(line, where);  // not const: operator[] on a missing key reads null
   auto need = [&](const char* key) -> const json& {
     if (!j.contains(key)) throw ConfigError(fmt::format("{}: missing key \"{}\" ({})", where, key, kShapes));
@@ -53,7 +55,8 @@ static McItem parse_item(const std::string& line, const std::string& where, std:
   };
   auto string_of = [&](const char* key) {
     const auto& v = need(key);
-    if (!v.is_string()) throw ConfigError(fmt::format("{}: \"{}\": expected a string, got {}", where, key, schema::show(v)));
+    if (!v.is_string())
+      throw ConfigError(fmt::format("{}: \"{}\": expected a string, got {}", where, key, schema::show(v)));
     return v.get<std::string>();
   };
   auto strings_of = [&](const char* key, const char* what) {
@@ -103,9 +106,11 @@ static McItem parse_item(const std::string& line, const std::string& where, std:
                                     item.shape == ItemShape::kChoice ? "endings" : "contexts", n - 1));
     if (j.contains("target_delimiter")) item.delimiter = string_of("target_delimiter");
   } else if (j.contains("target_delimiter") || j.contains("label")) {
-    throw ConfigError(fmt::format("{}: a {{\"context\", \"continuation\"}} item is scored as written, with no "
-                                  "\"target_delimiter\" or \"label\" (lm-eval's loglikelihood tasks add no delimiter; "
-                                  "put any space at the start of the continuation, as lambada_openai does)", where));
+    throw ConfigError(
+        fmt::format("{}: a {{\"context\", \"continuation\"}} item is scored as written, with no "
+                    "\"target_delimiter\" or \"label\" (lm-eval's loglikelihood tasks add no delimiter; "
+                    "put any space at the start of the continuation, as lambada_openai does)",
+                    where));
   }
 
   // Two whitespace characters where lm-eval's rendering has one: an old-form file.
@@ -131,11 +136,14 @@ static McItem parse_item(const std::string& line, const std::string& where, std:
 
   if (j.contains("name")) {
     if (!j["name"].is_string() || j["name"].get_ref<const std::string&>().empty())
-      throw ConfigError(fmt::format("{}: \"name\": expected a non-empty string, got {}", where, schema::show(j["name"])));
+      throw ConfigError(
+          fmt::format("{}: \"name\": expected a non-empty string, got {}", where, schema::show(j["name"])));
     name = j["name"].get<std::string>();
   }
   return item;
 }
+
+}  // namespace
 
 std::vector<McTask> read_task_files(const std::vector<fs::path>& files, int64_t limit) {
   std::vector<McTask> tasks;
@@ -160,9 +168,10 @@ std::vector<McTask> read_task_files(const std::vector<fs::path>& files, int64_t 
       }
       auto& task = tasks[it->second];
       if (item.shape != task.shape)
-        throw ConfigError(fmt::format("{}: an item of shape {} in task \"{}\", whose first item ({}) is {}; one task "
-                                      "holds one shape", item.where, shape_name(item.shape), name, first_where[name],
-                                      shape_name(task.shape)));
+        throw ConfigError(
+            fmt::format("{}: an item of shape {} in task \"{}\", whose first item ({}) is {}; one task "
+                        "holds one shape",
+                        item.where, shape_name(item.shape), name, first_where[name], shape_name(task.shape)));
       if (limit <= 0 || static_cast<int64_t>(task.items.size()) < limit) task.items.push_back(std::move(item));
     }
     if (items == 0) throw ConfigError(file.string() + ": no items (expected one JSON object per line)");

@@ -10,8 +10,7 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-bool kernel_for(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
-                c10::ScalarType out) {
+bool kernel_for(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias, c10::ScalarType out) {
   const bool low = out == torch::kFloat || out == torch::kBFloat16 || out == torch::kHalf;
   return use_cuda_kernel(x) && low && x.scalar_type() == torch::kFloat && weight.scalar_type() == torch::kFloat &&
          (!bias.defined() || bias.scalar_type() == torch::kFloat);
@@ -37,8 +36,10 @@ struct AddNorm : torch::autograd::Function<AddNorm> {
     auto h = torch::empty({N, d}, x2.options().dtype(out));
     auto mean = torch::empty({N}, x2.options()), rstd = torch::empty({N}, x2.options());
     auto x_out = branch ? torch::empty_like(x2) : x2;
-    if (kernel) add_norm_forward_cuda(x2, br, weight, b, eps, x_out, h, mean, rstd);
-    else add_norm_forward_aten(x2, br, weight, b, eps, x_out, h, mean, rstd);
+    if (kernel)
+      add_norm_forward_cuda(x2, br, weight, b, eps, x_out, h, mean, rstd);
+    else
+      add_norm_forward_aten(x2, br, weight, b, eps, x_out, h, mean, rstd);
 
     ctx->save_for_backward({x_out, mean, rstd, weight});
     ctx->saved_data["branch_dtype"] = branch ? static_cast<int64_t>(branch->scalar_type()) : int64_t{-1};
@@ -69,12 +70,15 @@ struct AddNorm : torch::autograd::Function<AddNorm> {
       dx = torch::empty_like(x_out);
       // A branch in dh's dtype gets its gradient written by the same pass; any other
       // (float32) is x's gradient itself, taken from dx below without a rounding.
-      if (has_branch && branch_dtype == static_cast<int64_t>(dh.scalar_type()) && dh.scalar_type() != x_out.scalar_type())
+      if (has_branch && branch_dtype == static_cast<int64_t>(dh.scalar_type()) &&
+          dh.scalar_type() != x_out.scalar_type())
         dbranch = torch::empty({N, d}, dh.options());
       dw = torch::empty_like(weight);
       if (has_bias) db = torch::empty_like(weight);
-      if (kernel) add_norm_backward_cuda(dh, dx_out, x_out, mean, rstd, weight, dx, dbranch, dw, db);
-      else add_norm_backward_aten(dh, dx_out, x_out, mean, rstd, weight, dx, dbranch, dw, db);
+      if (kernel)
+        add_norm_backward_cuda(dh, dx_out, x_out, mean, rstd, weight, dx, dbranch, dw, db);
+      else
+        add_norm_backward_aten(dh, dx_out, x_out, mean, rstd, weight, dx, dbranch, dw, db);
     }
     if (has_branch && dx.defined())
       dbranch = (dbranch.defined() ? dbranch : dx).to(static_cast<c10::ScalarType>(branch_dtype)).view(sizes);

@@ -12,8 +12,8 @@
 #include "kernels/common.cuh"
 
 #include <ATen/Dispatch.h>
-#include <ATen/ops/empty.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 
@@ -32,9 +32,9 @@ constexpr int kFwdWarps = 8;  // rows per forward block
 // B: the branch's dtype, float32 or L; either way it is added in float32.
 template <typename L, typename B, int VEC>
 __global__ void add_norm_forward_kernel(const float* __restrict__ x, const B* __restrict__ branch,
-                                        const float* __restrict__ weight, const float* __restrict__ bias,
-                                        float* x_out, L* __restrict__ h, float* __restrict__ mean,
-                                        float* __restrict__ rstd, int64_t N, int d, float eps) {
+                                        const float* __restrict__ weight, const float* __restrict__ bias, float* x_out,
+                                        L* __restrict__ h, float* __restrict__ mean, float* __restrict__ rstd,
+                                        int64_t N, int d, float eps) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kFwdWarps + threadIdx.x / kWarp;
   if (row >= N) return;  // whole warps leave together
   const int lane = threadIdx.x % kWarp;
@@ -82,9 +82,8 @@ template <typename L, int VEC>
 __global__ void add_norm_backward_kernel(const L* __restrict__ dh, const float* __restrict__ dx_out,
                                          const float* __restrict__ x_out, const float* __restrict__ mean,
                                          const float* __restrict__ rstd, const float* __restrict__ weight,
-                                         float* __restrict__ dx, L* __restrict__ dbranch,
-                                         float* __restrict__ dw_part, float* __restrict__ db_part, int64_t N, int d,
-                                         int64_t rows_per_warp) {
+                                         float* __restrict__ dx, L* __restrict__ dbranch, float* __restrict__ dw_part,
+                                         float* __restrict__ db_part, int64_t N, int d, int64_t rows_per_warp) {
   extern __shared__ float partial[];  // per warp: d weight sums, then d bias sums
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   float* sw = partial + static_cast<int64_t>(warp) * 2 * d;
@@ -174,7 +173,9 @@ void allow_large_smem(const void* kernel, int device, int bytes) {
 }
 
 template <typename L>
-constexpr int vec_width() { return 4; }
+constexpr int vec_width() {
+  return 4;
+}
 
 template <typename L>
 bool vec_ok(int64_t d, std::initializer_list<const void*> ptrs) {
@@ -184,8 +185,8 @@ bool vec_ok(int64_t d, std::initializer_list<const void*> ptrs) {
 }  // namespace
 
 void add_norm_forward_cuda(const at::Tensor& x, const at::Tensor& branch, const at::Tensor& weight,
-                           const at::Tensor& bias, double eps, at::Tensor& x_out, at::Tensor& h,
-                           at::Tensor& mean, at::Tensor& rstd) {
+                           const at::Tensor& bias, double eps, at::Tensor& x_out, at::Tensor& h, at::Tensor& mean,
+                           at::Tensor& rstd) {
   TORCH_CHECK(x.dim() == 2, "add_norm kernel: x must be (N, d), got ", x.sizes());
   const auto N = x.size(0), d = x.size(1);
   const auto dev = x.device();
@@ -225,21 +226,26 @@ void add_norm_forward_cuda(const at::Tensor& x, const at::Tensor& branch, const 
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     };
     auto with_branch_type = [&](auto vec_tag) {
-      if (branch.defined() && branch.scalar_type() == at::kFloat) run(vec_tag, TypeTag<float>{});
-      else run(vec_tag, TypeTag<L>{});
+      if (branch.defined() && branch.scalar_type() == at::kFloat)
+        run(vec_tag, TypeTag<float>{});
+      else
+        run(vec_tag, TypeTag<L>{});
     };
-    if (wide) with_branch_type(std::integral_constant<int, 4>{});
-    else with_branch_type(std::integral_constant<int, 1>{});
+    if (wide)
+      with_branch_type(std::integral_constant<int, 4>{});
+    else
+      with_branch_type(std::integral_constant<int, 1>{});
   });
 }
 
 bool add_norm_backward_cuda_fits(int64_t d) {
-  return backward_smem_per_warp(d) <= static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin);
+  return backward_smem_per_warp(d) <=
+         static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin);
 }
 
 void add_norm_backward_cuda(const at::Tensor& dh, const at::Tensor& dx_out, const at::Tensor& x_out,
-                            const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& weight,
-                            at::Tensor& dx, at::Tensor& dbranch, at::Tensor& dweight, at::Tensor& dbias) {
+                            const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& weight, at::Tensor& dx,
+                            at::Tensor& dbranch, at::Tensor& dweight, at::Tensor& dbias) {
   TORCH_CHECK(x_out.dim() == 2, "add_norm kernel: x_out must be (N, d), got ", x_out.sizes());
   const auto N = x_out.size(0), d = x_out.size(1);
   const auto dev = x_out.device();
@@ -269,8 +275,8 @@ void add_norm_backward_cuda(const at::Tensor& dh, const at::Tensor& dx_out, cons
               " bytes of shared memory per warp; the device has ", max_smem,
               " (add_norm_backward_cuda_fits(d) is false: use the ATen twin)");
   const int warps = static_cast<int>(std::min<int64_t>(4, max_smem / per_warp));
-  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>((N + warps - 1) / warps,
-                                                                2 * static_cast<int64_t>(prop->multiProcessorCount)));
+  const int64_t blocks = std::max<int64_t>(
+      1, std::min<int64_t>((N + warps - 1) / warps, 2 * static_cast<int64_t>(prop->multiProcessorCount)));
   const int64_t total_warps = blocks * warps;
   const int64_t rows_per_warp = (N + total_warps - 1) / total_warps;
   auto dw_part = at::empty({total_warps, d}, x_out.options());
@@ -285,7 +291,8 @@ void add_norm_backward_cuda(const at::Tensor& dh, const at::Tensor& dx_out, cons
     auto run = [&](auto vec_tag) {
       constexpr int V = decltype(vec_tag)::value;
       auto kernel = add_norm_backward_kernel<L, V>;
-      if (smem > 48 * 1024) allow_large_smem(reinterpret_cast<const void*>(kernel), x_out.get_device(), static_cast<int>(max_smem));
+      if (smem > 48 * 1024)
+        allow_large_smem(reinterpret_cast<const void*>(kernel), x_out.get_device(), static_cast<int>(max_smem));
       kernel<<<static_cast<unsigned>(blocks), warps * kWarp, smem, stream>>>(
           dh.const_data_ptr<L>(), dx_out.defined() ? dx_out.const_data_ptr<float>() : nullptr,
           x_out.const_data_ptr<float>(), mean.const_data_ptr<float>(), rstd.const_data_ptr<float>(),
@@ -294,8 +301,10 @@ void add_norm_backward_cuda(const at::Tensor& dh, const at::Tensor& dx_out, cons
           dbias.defined() ? db_part.mutable_data_ptr<float>() : nullptr, N, static_cast<int>(d), rows_per_warp);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     };
-    if (wide) run(std::integral_constant<int, 4>{});
-    else run(std::integral_constant<int, 1>{});
+    if (wide)
+      run(std::integral_constant<int, 4>{});
+    else
+      run(std::integral_constant<int, 1>{});
   });
   dweight.copy_(dw_part.sum(0));
   if (dbias.defined()) dbias.copy_(db_part.sum(0));

@@ -10,8 +10,8 @@ namespace xsagpt {
 // x + branch (float32; not written without a branch), h = (x_out - mean) * rstd *
 // weight + bias in h's dtype (float32, bf16 or half), and mean, rstd (N) float32.
 void add_norm_forward_cuda(const at::Tensor& x, const at::Tensor& branch, const at::Tensor& weight,
-                           const at::Tensor& bias, double eps, at::Tensor& x_out, at::Tensor& h,
-                           at::Tensor& mean, at::Tensor& rstd);
+                           const at::Tensor& bias, double eps, at::Tensor& x_out, at::Tensor& h, at::Tensor& mean,
+                           at::Tensor& rstd);
 
 // dh: (N, d) contiguous in h's dtype; dx_out: (N, d) float32 contiguous or
 // undefined; x_out, mean, rstd, weight as in forward. Writes dx (N, d) float32
@@ -23,7 +23,7 @@ void add_norm_forward_cuda(const at::Tensor& x, const at::Tensor& branch, const 
 bool add_norm_backward_cuda_fits(int64_t d);
 
 void add_norm_backward_cuda(const at::Tensor& dh, const at::Tensor& dx_out, const at::Tensor& x_out,
-                            const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& weight,
-                            at::Tensor& dx, at::Tensor& dbranch, at::Tensor& dweight, at::Tensor& dbias);
+                            const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& weight, at::Tensor& dx,
+                            at::Tensor& dbranch, at::Tensor& dweight, at::Tensor& dbias);
 
 }  // namespace xsagpt

@@ -27,7 +27,8 @@ struct CachedLinear : torch::autograd::Function<CachedLinear> {
     const auto g2 = gy.reshape({-1, gy.size(-1)});
     const auto x2 = x.reshape({-1, x.size(-1)});
     auto dx = at::matmul(gy, wc);
-    auto dw = torch::empty(wc.sizes(), wc.options().dtype(static_cast<c10::ScalarType>(ctx->saved_data["weight_dtype"].toInt())));
+    auto dw = torch::empty(wc.sizes(),
+                           wc.options().dtype(static_cast<c10::ScalarType>(ctx->saved_data["weight_dtype"].toInt())));
     matmul_into(dw, g2.t(), x2, /*accumulate=*/false);
     torch::Tensor db;
     if (const auto bias_dtype = ctx->saved_data["bias_dtype"].toInt(); bias_dtype >= 0)
@@ -48,8 +49,10 @@ torch::Tensor WeightCache::get(const torch::Tensor& param, c10::ScalarType dtype
              it->second.copy.device() != param.device()) {
     torch::NoGradGuard no_grad;
     auto& e = it->second;
-    if (e.copy.scalar_type() != dtype || e.copy.device() != param.device()) e.copy = param.detach().to(dtype);
-    else e.copy.copy_(param.detach());
+    if (e.copy.scalar_type() != dtype || e.copy.device() != param.device())
+      e.copy = param.detach().to(dtype);
+    else
+      e.copy.copy_(param.detach());
     e.version = param._version();
   }
   return it->second.copy;
@@ -87,18 +90,24 @@ torch::Tensor cached_linear(const torch::Tensor& x, const torch::Tensor& weight,
 void matmul_into(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b, bool accumulate) {
   auto guard = no_autocast();
   if (out.scalar_type() == a.scalar_type()) {
-    if (accumulate) out.addmm_(a, b);
-    else at::mm_out(out, a, b);
+    if (accumulate)
+      out.addmm_(a, b);
+    else
+      at::mm_out(out, a, b);
     return;
   }
   // Only the CUDA GEMM has a float32 output for bf16/half inputs (aten::mm.dtype).
   if (!a.is_cuda()) {
-    if (accumulate) out.add_(at::mm(a, b));
-    else out.copy_(at::mm(a, b));
+    if (accumulate)
+      out.add_(at::mm(a, b));
+    else
+      out.copy_(at::mm(a, b));
     return;
   }
-  if (accumulate) out.add_(at::mm(a, b, out.scalar_type()));
-  else at::mm_out(out, a, b, out.scalar_type());
+  if (accumulate)
+    out.add_(at::mm(a, b, out.scalar_type()));
+  else
+    at::mm_out(out, a, b, out.scalar_type());
 }
 
 }  // namespace xsagpt

@@ -1,8 +1,8 @@
 #include "kernels/lm_head_loss.h"
 
 #include "kernels/common.h"
-#include "kernels/lm_head_loss_cuda.h"
 #include "kernels/linear.h"
+#include "kernels/lm_head_loss_cuda.h"
 
 namespace xsagpt {
 
@@ -45,8 +45,10 @@ struct LMHeadLoss : torch::autograd::Function<LMHeadLoss> {
       at::mm_out(logits, hc, weight_c.t());
       auto rows = losses.narrow(0, s, n);
       const auto t = targets.narrow(0, s, n);
-      if (kernel) cross_entropy_rows_cuda(logits, t, inv_count, rows, grad);
-      else cross_entropy_rows_aten(logits, t, inv_count, rows, grad);
+      if (kernel)
+        cross_entropy_rows_cuda(logits, t, inv_count, rows, grad);
+      else
+        cross_entropy_rows_aten(logits, t, inv_count, rows, grad);
       if (!grad) continue;
       auto dhc = dh.narrow(0, s, n);
       at::mm_out(dhc, logits, weight_c);                      // d loss / d hidden

@@ -108,8 +108,10 @@ void cross_entropy_rows_cuda(at::Tensor& logits, const at::Tensor& targets, cons
           losses.mutable_data_ptr<float>(), V, write_grad);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     };
-    if (wide) run(std::integral_constant<int, kVec>{});
-    else run(std::integral_constant<int, 1>{});
+    if (wide)
+      run(std::integral_constant<int, kVec>{});
+    else
+      run(std::integral_constant<int, 1>{});
   });
 }
 

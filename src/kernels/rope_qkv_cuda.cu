@@ -33,8 +33,8 @@ struct Shape {
 template <typename T, int VEC>
 __global__ void rope_qkv_kernel(const T* __restrict__ q_in, const T* __restrict__ k_in, const T* __restrict__ v_in,
                                 Layout qi, Layout ki, Layout vi, T* __restrict__ q_out, T* __restrict__ k_out,
-                                T* __restrict__ v_out, Layout qo, Layout ko, Layout vo,
-                                const float* __restrict__ cos, const float* __restrict__ sin, Shape s, float sign) {
+                                T* __restrict__ v_out, Layout qo, Layout ko, Layout vo, const float* __restrict__ cos,
+                                const float* __restrict__ sin, Shape s, float sign) {
   using A = at::opmath_type<T>;
   const int n_vec = s.half / VEC;
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -83,8 +83,8 @@ at::Tensor part(const at::Tensor& qkv, int64_t which, int64_t H, int64_t D) {
   return qkv.narrow(-1, which * H * D, H * D).view({qkv.size(0), qkv.size(1), H, D});
 }
 
-void launch(const at::Tensor& qi, const at::Tensor& ki, const at::Tensor& vi, at::Tensor qo,
-            at::Tensor ko, at::Tensor vo, const at::Tensor& cos, const at::Tensor& sin, float sign) {
+void launch(const at::Tensor& qi, const at::Tensor& ki, const at::Tensor& vi, at::Tensor qo, at::Tensor ko,
+            at::Tensor vo, const at::Tensor& cos, const at::Tensor& sin, float sign) {
   TORCH_CHECK(cos.scalar_type() == at::kFloat && sin.scalar_type() == at::kFloat && cos.is_contiguous() &&
                   sin.is_contiguous() && cos.device() == qi.device(),
               "rope_qkv kernel: cos/sin must be contiguous float32 on the tensors' device");
@@ -112,21 +112,23 @@ void launch(const at::Tensor& qi, const at::Tensor& ki, const at::Tensor& vi, at
           sin.const_data_ptr<float>(), s, sign);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     };
-    if (vec_ok) run(std::integral_constant<int, kVec>{});
-    else run(std::integral_constant<int, 1>{});
+    if (vec_ok)
+      run(std::integral_constant<int, kVec>{});
+    else
+      run(std::integral_constant<int, 1>{});
   });
 }
 
 }  // namespace
 
-void rope_qkv_forward_cuda(const at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin,
-                           at::Tensor& q, at::Tensor& k, at::Tensor& v) {
+void rope_qkv_forward_cuda(const at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin, at::Tensor& q,
+                           at::Tensor& k, at::Tensor& v) {
   const auto H = q.size(2), D = q.size(3);
   launch(part(qkv, 0, H, D), part(qkv, 1, H, D), part(qkv, 2, H, D), q, k, v, cos, sin, 1.0f);
 }
 
-void rope_qkv_backward_cuda(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
-                            const at::Tensor& cos, const at::Tensor& sin, at::Tensor& dqkv) {
+void rope_qkv_backward_cuda(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv, const at::Tensor& cos,
+                            const at::Tensor& sin, at::Tensor& dqkv) {
   const auto H = dq.size(2), D = dq.size(3);
   launch(dq, dk, dv, part(dqkv, 0, H, D), part(dqkv, 1, H, D), part(dqkv, 2, H, D), cos, sin, -1.0f);
 }

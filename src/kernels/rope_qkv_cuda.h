@@ -8,12 +8,12 @@ namespace xsagpt {
 
 // qkv: (B, T, 3*H*D), last dim contiguous; cos, sin: (T, D/2) float32 contiguous on
 // qkv's device. Writes q, k (rotated) and v: (B, T, H, D) contiguous, qkv's dtype.
-void rope_qkv_forward_cuda(const at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin,
-                           at::Tensor& q, at::Tensor& k, at::Tensor& v);
+void rope_qkv_forward_cuda(const at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin, at::Tensor& q,
+                           at::Tensor& k, at::Tensor& v);
 
 // dq, dk, dv: (B, T, H, D), last dim contiguous, other strides free. Writes dqkv
 // (B, T, 3*H*D) contiguous: q and k rotated back (by -angle), v copied.
-void rope_qkv_backward_cuda(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
-                            const at::Tensor& cos, const at::Tensor& sin, at::Tensor& dqkv);
+void rope_qkv_backward_cuda(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv, const at::Tensor& cos,
+                            const at::Tensor& sin, at::Tensor& dqkv);
 
 }  // namespace xsagpt

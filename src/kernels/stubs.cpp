@@ -37,8 +37,8 @@ void add_norm_forward_cuda(const torch::Tensor&, const torch::Tensor&, const tor
   not_built();
 }
 void add_norm_backward_cuda(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
-                            const torch::Tensor&, const torch::Tensor&, torch::Tensor&, torch::Tensor&,
-                            torch::Tensor&, torch::Tensor&) {
+                            const torch::Tensor&, const torch::Tensor&, torch::Tensor&, torch::Tensor&, torch::Tensor&,
+                            torch::Tensor&) {
   not_built();
 }
 bool add_norm_backward_cuda_fits(int64_t) { return false; }

@@ -17,12 +17,12 @@
 #include "kernels/xsa_cuda.h"
 
 #include <ATen/Dispatch.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/empty_like.h>
 #include <ATen/OpMathType.h>
 #include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAGuard.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
 
 namespace xsagpt {
 
@@ -69,8 +69,8 @@ __device__ __forceinline__ int64_t row_of_lane() {
 
 template <typename T, typename Acc, int VEC, int LANES>
 __global__ void xsa_forward_kernel(const T* __restrict__ y, const T* __restrict__ v, T* __restrict__ z,
-                                   const float* __restrict__ gate, Rows r, RowStrides ys, RowStrides vs,
-                                   RowStrides zs, Acc eps2) {
+                                   const float* __restrict__ gate, Rows r, RowStrides ys, RowStrides vs, RowStrides zs,
+                                   Acc eps2) {
   const int64_t row = row_of_lane<LANES>();
   const bool live = row < r.n;
   const int lane = threadIdx.x % LANES;
@@ -104,8 +104,8 @@ __global__ void xsa_forward_kernel(const T* __restrict__ y, const T* __restrict_
 template <typename T, typename Acc, int VEC, int LANES>
 __global__ void xsa_backward_kernel(const T* __restrict__ y, const T* __restrict__ v, const T* __restrict__ g,
                                     T* __restrict__ dy, T* __restrict__ dv, float* __restrict__ dgate_rows,
-                                    const float* __restrict__ gate, Rows r, RowStrides ys, RowStrides vs,
-                                    RowStrides gs, RowStrides dys, RowStrides dvs, Acc eps2) {
+                                    const float* __restrict__ gate, Rows r, RowStrides ys, RowStrides vs, RowStrides gs,
+                                    RowStrides dys, RowStrides dvs, Acc eps2) {
   const int64_t row = row_of_lane<LANES>();
   const bool live = row < r.n;
   const int lane = threadIdx.x % LANES;
@@ -194,8 +194,8 @@ void with_layout(bool wide, int D, std::initializer_list<const at::Tensor*> tens
 
 }  // namespace
 
-at::Tensor xsa_forward_cuda(const at::Tensor& y_in, const at::Tensor& v_in, const at::Tensor& gate,
-                               double eps, bool wide) {
+at::Tensor xsa_forward_cuda(const at::Tensor& y_in, const at::Tensor& v_in, const at::Tensor& gate, double eps,
+                            bool wide) {
   check_inputs(y_in, v_in, gate);
   const c10::cuda::CUDAGuard guard(y_in.device());
   const auto y = rows_contiguous(y_in), v = rows_contiguous(v_in);
@@ -217,11 +217,9 @@ at::Tensor xsa_forward_cuda(const at::Tensor& y_in, const at::Tensor& v_in, cons
   return z;
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> xsa_backward_cuda(const at::Tensor& y_in,
-                                                                          const at::Tensor& v_in,
-                                                                          const at::Tensor& g_in,
-                                                                          const at::Tensor& gate, double eps,
-                                                                          bool wide) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> xsa_backward_cuda(const at::Tensor& y_in, const at::Tensor& v_in,
+                                                                 const at::Tensor& g_in, const at::Tensor& gate,
+                                                                 double eps, bool wide) {
   check_inputs(y_in, v_in, gate);
   TORCH_CHECK(g_in.sizes() == y_in.sizes() && g_in.device() == y_in.device(), "XSA kernel: grad_z must match y");
   const c10::cuda::CUDAGuard guard(y_in.device());

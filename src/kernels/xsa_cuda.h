@@ -27,13 +27,11 @@ namespace xsagpt {
 // accesses where every row is aligned for them (train.kernels "xsa_wide"); else one
 // element at a time over a warp per row, the form validated on an H100.
 at::Tensor xsa_forward_cuda(const at::Tensor& y, const at::Tensor& v, const at::Tensor& gate, double eps,
-                               bool wide = false);
+                            bool wide = false);
 
 // Returns dy, dv and, with a gate, the per-row gate terms (B, H, T) in float32.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> xsa_backward_cuda(const at::Tensor& y,
-                                                                          const at::Tensor& v,
-                                                                          const at::Tensor& grad_z,
-                                                                          const at::Tensor& gate, double eps,
-                                                                          bool wide = false);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> xsa_backward_cuda(const at::Tensor& y, const at::Tensor& v,
+                                                                 const at::Tensor& grad_z, const at::Tensor& gate,
+                                                                 double eps, bool wide = false);
 
 }  // namespace xsagpt

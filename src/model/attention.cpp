@@ -29,10 +29,10 @@ torch::Tensor CausalSelfAttentionImpl::gate() const {
 
 torch::Tensor CausalSelfAttentionImpl::exclude_self(const torch::Tensor& y, const torch::Tensor& v) const {
   switch (exec->rt.kernels.xsa) {
-    case XsaImpl::fused: return exclude_self_value_fused(y, v, xsa_eps, gate());
-    case XsaImpl::fused_wide: return exclude_self_value_fused(y, v, xsa_eps, gate(), /*wide=*/true);
-    case XsaImpl::composed: return exclude_self_value_autograd(y, v, xsa_eps, gate());
-    case XsaImpl::ops: break;
+    case XsaImpl::kFused: return exclude_self_value_fused(y, v, xsa_eps, gate());
+    case XsaImpl::kFusedWide: return exclude_self_value_fused(y, v, xsa_eps, gate(), /*wide=*/true);
+    case XsaImpl::kComposed: return exclude_self_value_autograd(y, v, xsa_eps, gate());
+    case XsaImpl::kOps: break;
   }
   return exclude_self_value(y, v, xsa_eps, gate());
 }

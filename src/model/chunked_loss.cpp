@@ -64,8 +64,8 @@ torch::Tensor chunked_cross_entropy(const torch::Tensor& hidden, const torch::Te
   TORCH_CHECK(hidden.dim() == 2 && weight.dim() == 2 && targets.dim() == 1, "chunked_cross_entropy: shapes");
   TORCH_CHECK(chunk > 0, "chunked_cross_entropy: chunk must be > 0");
   const auto type = hidden.device().type();
-  const auto dtype = at::autocast::is_autocast_enabled(type) ? at::autocast::get_autocast_dtype(type)
-                                                             : hidden.scalar_type();
+  const auto dtype =
+      at::autocast::is_autocast_enabled(type) ? at::autocast::get_autocast_dtype(type) : hidden.scalar_type();
   // Autocast must not rewrite the matmuls inside; they run in `dtype` explicitly.
   c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
   return ChunkedCrossEntropy::apply(hidden, weight, targets, chunk, dtype);

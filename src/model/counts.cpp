@@ -34,7 +34,8 @@ MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batc
   m.grads_bytes = 4 * P;
   m.optimizer_bytes = 8 * P / static_cast<double>(std::max<int64_t>(1, o.optimizer_shards));  // exp_avg + exp_avg_sq
   const double tokens = static_cast<double>(micro_batch * seq_len);
-  const double a = o.bf16 ? 2.0 : 4.0;  // bytes per saved activation element
+  const Runtime& rt = o.rt;
+  const double a = rt.bf16 ? 2.0 : 4.0;  // bytes per saved activation element
   const double d = static_cast<double>(c.d_model), inner = static_cast<double>(c.inner_dim());
   const double hidden = static_cast<double>(c.mlp_dim());
   // Per token, what backward needs of each half of a block: the float32 residual
@@ -48,10 +49,10 @@ MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batc
   const double mlp = resid + a * d + 2 * a * hidden;
   const double L = static_cast<double>(c.n_layer);
   double kept = 0, replay = 0;  // kept through forward; re-made for one layer at a time in backward
-  if (o.recompute == "block") {
+  if (rt.recompute == Recompute::kBlock) {
     kept = L * resid;  // each block's input
     replay = attn + mlp;
-  } else if (o.recompute == "mlp") {
+  } else if (rt.recompute == Recompute::kMlp) {
     kept = L * (attn + resid);  // the MLP half keeps only its input
     replay = mlp - resid;
   } else {
@@ -60,9 +61,9 @@ MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batc
   // Around the blocks: ln_e's input and output (float32), ln_f's input and output.
   m.activations_bytes = tokens * (kept + 2 * 4 * d + resid + a * d);
   m.recompute_bytes = tokens * replay;
-  const double rows = o.loss_chunk > 0 ? std::min(tokens, static_cast<double>(o.loss_chunk)) : tokens;
+  const double rows = rt.loss_chunk > 0 ? std::min(tokens, static_cast<double>(rt.loss_chunk)) : tokens;
   const double V = static_cast<double>(c.vocab_size);
-  if (o.kernels.loss) {
+  if (rt.kernels.loss) {
     // One chunk of logits, overwritten by its gradient in place; the hidden
     // states' gradient and the head's float32 gradient wait from forward to backward.
     m.logits_bytes = rows * V * a;
@@ -72,12 +73,8 @@ MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batc
     // rows that exist at once.
     m.logits_bytes = rows * V * (a + 4 + 4);
   }
-  if (o.bf16 && o.kernels.weights) m.weight_copies_bytes = 2 * static_cast<double>(count_params(c).matmul);
+  if (rt.bf16 && rt.kernels.weights) m.weight_copies_bytes = 2 * static_cast<double>(count_params(c).matmul);
   return m;
-}
-
-MemoryOptions memory_options(const Runtime& rt, int64_t optimizer_shards) {
-  return {rt.bf16, name(rt.recompute), rt.loss_chunk, optimizer_shards, rt.kernels};
 }
 
 }  // namespace xsagpt

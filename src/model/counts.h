@@ -10,7 +10,7 @@
 #pragma once
 
 #include "config/model_config.h"
-#include "model/runtime.h"
+#include "config/runtime.h"
 
 #include <algorithm>
 #include <string>
@@ -29,10 +29,10 @@ double flops_per_token(const ModelConfig& c, int64_t seq_len);
 
 struct MemoryEstimate {
   double params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0;
-  double activations_bytes = 0;  // kept by autograd from the end of forward into backward
-  double logits_bytes = 0;       // the LM head's logits, probabilities and gradients at once
+  double activations_bytes = 0;    // kept by autograd from the end of forward into backward
+  double logits_bytes = 0;         // the LM head's logits, probabilities and gradients at once
   double weight_copies_bytes = 0;  // bf16 copies of the weights (the weights kernel)
-  double recompute_bytes = 0;    // one layer's activations re-made in backward (checkpointing)
+  double recompute_bytes = 0;      // one layer's activations re-made in backward (checkpointing)
   // The logits are gone before any layer is recomputed, so only the larger
   // counts. Adding all the gradients makes this an upper bound: they fill up as
   // backward frees activations.
@@ -42,16 +42,15 @@ struct MemoryEstimate {
   }
 };
 
-// The train.* keys that change memory (model/runtime.h, train/zero.h).
+// What changes memory: the runtime the model trains in (config/runtime.h: bf16
+// activations or float32, checkpointing, loss chunk, kernels: weights adds bf16
+// weight copies, loss changes the LM head's buffers) and the ranks sharing the
+// AdamW state (train.shard_optimizer: the world size; train/zero.h).
 struct MemoryOptions {
-  bool bf16 = true;                // bf16 activations (2 bytes); otherwise float32
-  std::string recompute = "none";  // train.activation_checkpointing: none | mlp | block
-  int64_t loss_chunk = 0;          // train.loss_chunk: LM-head tokens at a time (0: all)
-  int64_t optimizer_shards = 1;    // ranks sharing the AdamW state (train.shard_optimizer: the world size)
-  Kernels kernels;                 // train.kernels: weights adds bf16 weight copies, loss changes the LM head's buffers
+  Runtime rt;
+  int64_t optimizer_shards = 1;
 };
-MemoryOptions memory_options(const Runtime& rt, int64_t optimizer_shards = 1);
 MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq_len,
-                                        const MemoryOptions& o = {});
+                                        const MemoryOptions& o);
 
 }  // namespace xsagpt

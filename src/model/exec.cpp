@@ -6,6 +6,13 @@
 
 namespace xsagpt {
 
+void Exec::set_runtime(const Runtime& r) {
+  TORCH_CHECK(r.loss_chunk >= 0, "runtime: loss_chunk must be >= 0");
+  rt = r;
+  at::globalContext().setAllowTF32CuBLAS(r.tf32);
+  at::globalContext().setAllowTF32CuDNN(r.tf32);
+}
+
 torch::Tensor Exec::linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias) {
   if (!copies()) return torch::nn::functional::linear(x, w, bias);
   return cached_linear(x.to(c10::kBFloat16), w, weights.get(w, c10::kBFloat16), bias);

@@ -1,23 +1,57 @@
 // What the modules of one GPT share while it runs: the runtime choices
-// (model/runtime.h) and the bf16 copies of its weights (kernels/linear.h). Every
+// (config/runtime.h) and the bf16 copies of its weights (kernels/linear.h). Every
 // product with a weight and every LayerNorm goes through here, so the choice
 // between ATen with autocast and the fused kernels is made in one place and the
 // modules read like the equations.
 #pragma once
 
+#include "config/runtime.h"
 #include "kernels/linear.h"
 #include "model/layers.h"
-#include "model/runtime.h"
 
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include <memory>
 
 namespace xsagpt {
 
+// bf16 autocast for one device type while alive (a no-op when disabled); nests.
+class AutocastGuard {
+ public:
+  AutocastGuard(torch::Device device, bool enabled) : type_(device.type()), enabled_(enabled) {
+    if (!enabled_) return;
+    prev_ = at::autocast::is_autocast_enabled(type_);
+    prev_dtype_ = at::autocast::get_autocast_dtype(type_);
+    at::autocast::set_autocast_enabled(type_, true);
+    at::autocast::set_autocast_dtype(type_, at::kBFloat16);
+    at::autocast::increment_nesting();
+  }
+  ~AutocastGuard() {
+    if (!enabled_) return;
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    at::autocast::set_autocast_enabled(type_, prev_);
+    at::autocast::set_autocast_dtype(type_, prev_dtype_);
+  }
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  c10::DeviceType type_;
+  bool enabled_, prev_ = false;
+  at::ScalarType prev_dtype_ = at::kBFloat16;
+};
+
 struct Exec {
   Runtime rt;
   WeightCache weights;
+
+  // Takes `r` and sets the process-wide float32 matmul precision it asks for (TF32
+  // on CUDA or not): a process runs one runtime, so the last one set holds.
+  void set_runtime(const Runtime& r);
+  // The precision scope a forward pass runs in: bf16 autocast on `device` when the
+  // runtime computes in bf16 through autocast, nothing otherwise.
+  AutocastGuard scope(torch::Device device) const { return AutocastGuard(device, rt.autocast()); }
 
   // x @ weight^T + bias: autocast's, or in bf16 from the cached copy (weights kernel).
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});

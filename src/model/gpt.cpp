@@ -13,6 +13,7 @@
 namespace xsagpt {
 
 BlockImpl::BlockImpl(const ModelConfig& cfg, int64_t layer, ExecPtr exec_) : exec(std::move(exec_)) {
+  TORCH_CHECK(exec, "Block: needs the runtime it runs in (an Exec); GPT passes its own");
   ln_1 = register_module("ln_1", LayerNorm(cfg.d_model, cfg.bias, cfg.norm_eps));
   attn = register_module("attn", CausalSelfAttention(cfg, layer, exec));
   ln_2 = register_module("ln_2", LayerNorm(cfg.d_model, cfg.bias, cfg.norm_eps));
@@ -22,7 +23,7 @@ BlockImpl::BlockImpl(const ModelConfig& cfg, int64_t layer, ExecPtr exec_) : exe
 void BlockImpl::forward(Residual& x, const torch::Tensor& cos, const torch::Tensor& sin, KVCache::Layer* cache,
                         int64_t past) {
   x.add(attn(x.norm(ln_1), cos, sin, cache, past));
-  if (exec->rt.recompute == Recompute::mlp)  // activation checkpointing of the MLP half (its norm included)
+  if (exec->rt.recompute == Recompute::kMlp)  // activation checkpointing of the MLP half (its norm included)
     x.add(recompute_in_backward([this](const torch::Tensor& t) { return mlp(exec->norm(ln_2, t)); }, x.flush()));
   else
     x.add(mlp(x.norm(ln_2)));
@@ -70,7 +71,7 @@ void GPTImpl::init_weights() {
     } else if (name == "lm_head.weight" && !cfg.tie_embeddings) {
       if (init == "zero") {
         p.zero_();  // uniform predictions at the start: loss ln(vocab) at any width
-      } else {  // nanoGPT's 0.02, capped so the logits of ln_f's unit-variance output have std <= 0.5
+      } else {      // nanoGPT's 0.02, capped so the logits of ln_f's unit-variance output have std <= 0.5
         p.normal_(0.0, std::min(0.02, 0.5 / std::sqrt(static_cast<double>(cfg.d_model))));
       }
     } else if (name == "transformer.wte.weight" && cfg.tie_embeddings && init == "scaled") {
@@ -91,6 +92,7 @@ torch::Tensor GPTImpl::embed(const torch::Tensor& idx, bool with_sinks) {
 }
 
 GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& targets, KVCache* cache) {
+  const auto precision = exec_->scope(idx.device());  // bf16 autocast when the runtime asks for it
   const auto T = idx.size(1);
   const int64_t past = cache ? cache->length : 0;
   const int64_t S = past == 0 ? cfg.n_sink : 0;  // sinks enter once, in front
@@ -106,7 +108,7 @@ GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& target
   Residual x(transformer->drop(embed(idx, S > 0)), *exec_);
   for (size_t i = 0; i < transformer->h->size(); ++i) {
     auto* block = transformer->h[i]->as<Block>();
-    if (exec_->rt.recompute == Recompute::block && !cache) {  // activation checkpointing (training)
+    if (exec_->rt.recompute == Recompute::kBlock && !cache) {               // activation checkpointing (training)
       auto run = [block, cos, sin, exec = exec_](const torch::Tensor& t) {  // captures outlive forward()
         Residual r(t, *exec);
         block->forward(r, cos, sin);
@@ -129,8 +131,8 @@ GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& target
   if (targets.defined()) {
     namespace F = torch::nn::functional;
     const auto acc = at::promote_types(out.logits.scalar_type(), torch::kFloat32);  // float32, float64 for float64
-    out.loss = F::cross_entropy(out.logits.reshape({-1, out.logits.size(-1)}).to(acc),
-                                targets.reshape(-1), F::CrossEntropyFuncOptions().ignore_index(-1));
+    out.loss = F::cross_entropy(out.logits.reshape({-1, out.logits.size(-1)}).to(acc), targets.reshape(-1),
+                                F::CrossEntropyFuncOptions().ignore_index(-1));
   }
   return out;
 }
@@ -147,10 +149,7 @@ torch::Tensor GPTImpl::loss(const torch::Tensor& h, const torch::Tensor& targets
   return chunked_cross_entropy(h2, w, t2, rt.loss_chunk);
 }
 
-void GPTImpl::set_runtime(const Runtime& rt) {
-  TORCH_CHECK(rt.loss_chunk >= 0, "runtime: loss_chunk must be >= 0");
-  exec_->rt = rt;
-}
+void GPTImpl::set_runtime(const Runtime& rt) { exec_->set_runtime(rt); }
 
 std::vector<std::pair<std::string, torch::Tensor>> GPTImpl::unique_named_parameters() const {
   std::vector<std::pair<std::string, torch::Tensor>> out;
@@ -158,6 +157,12 @@ std::vector<std::pair<std::string, torch::Tensor>> GPTImpl::unique_named_paramet
   for (const auto& item : named_parameters(/*recurse=*/true)) {
     if (seen.insert(item.value().unsafeGetTensorImpl()).second) out.emplace_back(item.key(), item.value());
   }
+  return out;
+}
+
+std::vector<torch::Tensor> GPTImpl::unique_parameters() const {
+  std::vector<torch::Tensor> out;
+  for (auto& [name, p] : unique_named_parameters()) out.push_back(p);
   return out;
 }
 

@@ -27,18 +27,18 @@
 #pragma once
 
 #include "config/model_config.h"
+#include "config/runtime.h"
 #include "model/attention.h"
 #include "model/exec.h"
 #include "model/layers.h"
 #include "model/residual.h"
-#include "model/runtime.h"
 
 #include <torch/torch.h>
 
 namespace xsagpt {
 
 struct BlockImpl : torch::nn::Module {
-  BlockImpl(const ModelConfig& cfg, int64_t layer, ExecPtr exec = std::make_shared<Exec>());
+  BlockImpl(const ModelConfig& cfg, int64_t layer, ExecPtr exec);
   // x = x + attn(ln_1(x));  x = x + mlp(ln_2(x))  on the residual stream x.
   void forward(Residual& x, const torch::Tensor& cos, const torch::Tensor& sin, KVCache::Layer* cache = nullptr,
                int64_t past = 0);
@@ -86,9 +86,11 @@ struct GPTImpl : torch::nn::Module {
 
   // Parameters without the tied duplicate, in registration order.
   std::vector<std::pair<std::string, torch::Tensor>> unique_named_parameters() const;
+  std::vector<torch::Tensor> unique_parameters() const;
 
   // How to run (kernels, activation checkpointing, loss chunk, compute dtype;
-  // model/runtime.h). The default runs every op through ATen.
+  // config/runtime.h), and runs every forward pass in it. The default runs every
+  // op through ATen in float32.
   void set_runtime(const Runtime& rt);
   const Runtime& runtime() const { return exec_->rt; }
   // After the parameters changed in place (an optimizer step, loaded weights):

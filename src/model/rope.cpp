@@ -3,7 +3,7 @@
 namespace xsagpt {
 
 std::pair<torch::Tensor, torch::Tensor> rope_tables(int64_t max_len, int64_t head_dim, double theta,
-                                                   torch::Device device) {
+                                                    torch::Device device) {
   auto opts = torch::TensorOptions().dtype(torch::kFloat64).device(device);
   // Built in float64 so long contexts (16K positions) keep accurate angles.
   auto inv_freq = torch::pow(theta, -torch::arange(0, head_dim, 2, opts) / static_cast<double>(head_dim));

@@ -10,7 +10,7 @@ namespace xsagpt {
 
 // cos and sin tables of shape (max_len, head_dim/2), float32.
 std::pair<torch::Tensor, torch::Tensor> rope_tables(int64_t max_len, int64_t head_dim, double theta,
-                                                   torch::Device device = torch::kCPU);
+                                                    torch::Device device = torch::kCPU);
 
 // x: (B, H, T, head_dim); cos/sin: (T, head_dim/2) rows for x's positions.
 torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);

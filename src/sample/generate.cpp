@@ -12,7 +12,8 @@ namespace xsagpt {
 int64_t sample_token(const torch::Tensor& logits, const SampleOptions& opts, at::Generator& gen) {
   auto l = logits.detach().to(torch::kCPU, torch::kFloat32).reshape(-1).clone();
   const int64_t V = l.size(0);
-  if (opts.vocab_limit > 0 && opts.vocab_limit < V) l.narrow(0, opts.vocab_limit, V - opts.vocab_limit).fill_(-INFINITY);
+  if (opts.vocab_limit > 0 && opts.vocab_limit < V)
+    l.narrow(0, opts.vocab_limit, V - opts.vocab_limit).fill_(-INFINITY);
   if (opts.temperature == 0) return l.argmax().item<int64_t>();
   l /= opts.temperature;
   if (opts.top_k > 0 && opts.top_k < V) {

@@ -23,7 +23,7 @@ struct SampleOptions {
   int64_t top_k = 0;         // keep only the k most likely tokens; 0: all
   uint64_t seed = 1337;
   bool use_cache = true;
-  int64_t vocab_limit = 0;   // > 0: ids >= this are never produced (GPT-2's 50257 in a vocab padded to 50304)
+  int64_t vocab_limit = 0;  // > 0: ids >= this are never produced (GPT-2's 50257 in a vocab padded to 50304)
 };
 
 // The next token from one row of logits (vocab_size,), on any device. Draws one

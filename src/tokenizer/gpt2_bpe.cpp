@@ -4,8 +4,8 @@
 #include "tokenizer/utf8.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
 #include <fmt/format.h>
+#include <pcre2.h>
 #include <nlohmann/json.hpp>
 
 #include <array>
@@ -24,9 +24,8 @@ namespace {
 
 // GPT-2's pre-tokenizer. \s is spelled \p{White_Space} because that is what \s
 // means in tiktoken's (Rust) regex; PCRE2's \s differs (e.g. it excludes U+0085).
-constexpr std::string_view kPattern =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\p{White_Space}\p{L}\p{N}]+)"
-    R"(|\p{White_Space}+(?!\P{White_Space})|\p{White_Space}+)";
+constexpr std::string_view kPattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\p{White_Space}\p{L}\p{N}]+)"
+                                      R"(|\p{White_Space}+(?!\P{White_Space})|\p{White_Space}+)";
 
 // GPT-2's byte <-> character table used to spell tokens in both files: the 188
 // printable Latin-1 bytes are their own code point, the other 68 bytes become
@@ -52,9 +51,12 @@ struct ByteAlphabet {
     for (size_t i = 0; i < s.size();) {
       const auto c = static_cast<unsigned char>(s[i]);
       uint32_t cp;
-      if (c < 0x80) cp = c, i += 1;
-      else if (c < 0xE0) cp = (c & 0x1Fu) << 6 | (static_cast<unsigned char>(s[i + 1]) & 0x3Fu), i += 2;
-      else return std::nullopt;  // three- and four-byte characters are all above U+0143
+      if (c < 0x80)
+        cp = c, i += 1;
+      else if (c < 0xE0)
+        cp = (c & 0x1Fu) << 6 | (static_cast<unsigned char>(s[i + 1]) & 0x3Fu), i += 2;
+      else
+        return std::nullopt;  // three- and four-byte characters are all above U+0143
       if (cp >= byte_of_char.size() || byte_of_char[cp] < 0) return std::nullopt;
       out.push_back(static_cast<char>(byte_of_char[cp]));
     }
@@ -135,12 +137,12 @@ Gpt2Tokenizer::Gpt2Tokenizer(const fs::path& dir) : pretokenizer_(std::make_shar
     }
     auto bytes = alphabet.decode(spelling);
     if (!bytes || bytes->empty())
-      throw ConfigError(fmt::format("{}: token \"{}\" is not spelled in GPT-2's byte alphabet", enc_name,
-                                    shorten(spelling)));
+      throw ConfigError(
+          fmt::format("{}: token \"{}\" is not spelled in GPT-2's byte alphabet", enc_name, shorten(spelling)));
     bytes_of_[id] = *bytes;
     if (!rank_of_.emplace(std::move(*bytes), id).second)
-      throw ConfigError(fmt::format("{}: token \"{}\" spells the same bytes as another token", enc_name,
-                                    shorten(spelling)));
+      throw ConfigError(
+          fmt::format("{}: token \"{}\" spells the same bytes as another token", enc_name, shorten(spelling)));
   }
   if (eot_id_ < 0) throw ConfigError(fmt::format("{}: has no {} token", enc_name, kEndOfText));
 
@@ -154,8 +156,10 @@ Gpt2Tokenizer::Gpt2Tokenizer(const fs::path& dir) : pretokenizer_(std::make_shar
   for (int b = 0; b < 256; ++b) {
     auto it = rank_of_.find(std::string(1, static_cast<char>(b)));
     if (it == rank_of_.end() || it->second != alphabet.rank_of_byte[b])
-      throw ConfigError(fmt::format("{}: the single-byte token for byte {} must have id {}, as the byte alphabet ranks "
-                                    "it (is this GPT-2's encoder.json?)", enc_name, b, alphabet.rank_of_byte[b]));
+      throw ConfigError(
+          fmt::format("{}: the single-byte token for byte {} must have id {}, as the byte alphabet ranks "
+                      "it (is this GPT-2's encoder.json?)",
+                      enc_name, b, alphabet.rank_of_byte[b]));
   }
   std::istringstream lines(merges);
   std::string line;
@@ -171,14 +175,17 @@ Gpt2Tokenizer::Gpt2Tokenizer(const fs::path& dir) : pretokenizer_(std::make_shar
     auto left = two_parts ? alphabet.decode(std::string_view(line).substr(0, space)) : std::nullopt;
     auto right = two_parts ? alphabet.decode(std::string_view(line).substr(space + 1)) : std::nullopt;
     if (!left || !right)
-      throw ConfigError(fmt::format("{}: line {}: expected two tokens in GPT-2's byte alphabet separated by one "
-                                    "space, got \"{}\"", bpe_name, line_no, shorten(line)));
+      throw ConfigError(
+          fmt::format("{}: line {}: expected two tokens in GPT-2's byte alphabet separated by one "
+                      "space, got \"{}\"",
+                      bpe_name, line_no, shorten(line)));
     auto it = rank_of_.find(*left + *right);
     if (it == rank_of_.end() || it->second != rank)
-      throw ConfigError(fmt::format("{}: line {}: merge \"{}\" has rank {}, but {} {} (files from different "
-                                    "vocabularies?)", bpe_name, line_no, shorten(line), rank, enc_name,
-                                    it == rank_of_.end() ? std::string("lacks the merged token")
-                                                         : fmt::format("gives it id {}", it->second)));
+      throw ConfigError(fmt::format(
+          "{}: line {}: merge \"{}\" has rank {}, but {} {} (files from different "
+          "vocabularies?)",
+          bpe_name, line_no, shorten(line), rank, enc_name,
+          it == rank_of_.end() ? std::string("lacks the merged token") : fmt::format("gives it id {}", it->second)));
     ++rank;
   }
   if (static_cast<size_t>(rank) != rank_of_.size())
@@ -215,7 +222,8 @@ void Gpt2Tokenizer::encode_ordinary(std::string_view text, std::vector<int32_t>&
   if (!match) throw std::bad_alloc();
   const auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   for (size_t pos = 0; pos < text.size();) {
-    const int rc = pcre2_match(pretokenizer_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, match.get(), nullptr);
+    const int rc =
+        pcre2_match(pretokenizer_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, match.get(), nullptr);
     const PCRE2_SIZE* span = pcre2_get_ovector_pointer(match.get());
     // Every character is a letter, a digit, whitespace or none of these, so the
     // pieces tile the text; anything else is a bug (or a PCRE2 resource limit).
@@ -288,6 +296,8 @@ std::string Gpt2Tokenizer::decode_bytes(std::span<const int32_t> ids) const {
   return out;
 }
 
-std::string Gpt2Tokenizer::decode(std::span<const int32_t> ids) const { return utf8::replace_invalid(decode_bytes(ids)); }
+std::string Gpt2Tokenizer::decode(std::span<const int32_t> ids) const {
+  return utf8::replace_invalid(decode_bytes(ids));
+}
 
 }  // namespace xsagpt

@@ -60,7 +60,7 @@ class Gpt2Tokenizer {
   std::string decode(std::span<const int32_t> ids) const;
 
   int32_t vocab_size() const { return static_cast<int32_t>(bytes_of_.size()); }  // 50257 for GPT-2
-  int32_t eot_id() const { return eot_id_; }                                       // 50256 for GPT-2
+  int32_t eot_id() const { return eot_id_; }                                     // 50256 for GPT-2
   const std::string& token_bytes(int32_t id) const;
   // The id of the token spelled by exactly these bytes, if there is one.
   std::optional<int32_t> token_id(std::string_view bytes) const;

@@ -21,15 +21,24 @@ Sequence next_sequence(std::string_view s, size_t i) {
   if (lead < 0x80) return {1, Kind::kValid};
   size_t need;
   unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-  if (lead >= 0xC2 && lead <= 0xDF) need = 2;
-  else if (lead == 0xE0) need = 3, lo = 0xA0;
-  else if (lead >= 0xE1 && lead <= 0xEC) need = 3;
-  else if (lead == 0xED) need = 3, hi = 0x9F;
-  else if (lead >= 0xEE && lead <= 0xEF) need = 3;
-  else if (lead == 0xF0) need = 4, lo = 0x90;
-  else if (lead >= 0xF1 && lead <= 0xF3) need = 4;
-  else if (lead == 0xF4) need = 4, hi = 0x8F;
-  else return {1, Kind::kInvalid};  // 80..C1, F5..FF never start a sequence
+  if (lead >= 0xC2 && lead <= 0xDF)
+    need = 2;
+  else if (lead == 0xE0)
+    need = 3, lo = 0xA0;
+  else if (lead >= 0xE1 && lead <= 0xEC)
+    need = 3;
+  else if (lead == 0xED)
+    need = 3, hi = 0x9F;
+  else if (lead >= 0xEE && lead <= 0xEF)
+    need = 3;
+  else if (lead == 0xF0)
+    need = 4, lo = 0x90;
+  else if (lead >= 0xF1 && lead <= 0xF3)
+    need = 4;
+  else if (lead == 0xF4)
+    need = 4, hi = 0x8F;
+  else
+    return {1, Kind::kInvalid};  // 80..C1, F5..FF never start a sequence
   for (size_t k = 1; k < need; ++k) {
     if (i + k >= s.size()) return {k, Kind::kTruncated};
     const unsigned char c = b(i + k);
@@ -47,8 +56,10 @@ size_t append_replaced(std::string_view s, bool hold_back_truncated, std::string
   while (i < s.size()) {
     const Sequence q = next_sequence(s, i);
     if (q.kind == Kind::kTruncated && hold_back_truncated) return i;
-    if (q.kind == Kind::kValid) out.append(s.substr(i, q.len));
-    else out.append(kReplacement);
+    if (q.kind == Kind::kValid)
+      out.append(s.substr(i, q.len));
+    else
+      out.append(kReplacement);
     i += q.len;
   }
   return i;

@@ -24,8 +24,8 @@ bool has_vocab(const fs::path& dir) {
 
 fs::path checked(const fs::path& dir, const std::string& given_by) {
   if (!has_vocab(dir))
-    throw ConfigError(fmt::format("{}: {} has no encoder.json and vocab.bpe (GPT-2's vocabulary files)", given_by,
-                                  dir.string()));
+    throw ConfigError(
+        fmt::format("{}: {} has no encoder.json and vocab.bpe (GPT-2's vocabulary files)", given_by, dir.string()));
   return dir;
 }
 
@@ -53,7 +53,8 @@ fs::path find_gpt2_vocab_dir(const std::string& explicit_dir) {
   }
   throw ConfigError(fmt::format(
       "GPT-2 vocabulary (encoder.json, vocab.bpe) not found: give its directory (--vocab), set XSAGPT_GPT2_VOCAB, "
-      "or restore the project's data/gpt2/, which ships them (looked in {})", looked));
+      "or restore the project's data/gpt2/, which ships them (looked in {})",
+      looked));
 }
 
 }  // namespace xsagpt

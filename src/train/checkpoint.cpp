@@ -15,21 +15,26 @@ namespace fs = std::filesystem;
 using c10::IValue;
 using GenericDict = c10::impl::GenericDict;
 
-static GenericDict tensor_dict(const std::map<std::string, torch::Tensor>& m) {
+namespace {
+
+GenericDict tensor_dict(const std::map<std::string, torch::Tensor>& m) {
   GenericDict d(c10::StringType::get(), c10::TensorType::get());
   for (const auto& [k, t] : m) d.insert(k, t.detach());
   return d;
 }
 
-static std::map<std::string, torch::Tensor> tensor_map(const IValue& v, const std::string& what) {
+std::map<std::string, torch::Tensor> tensor_map(const IValue& v, const std::string& what) {
   if (!v.isGenericDict()) throw CheckpointError(what + ": expected a dict of tensors");
   std::map<std::string, torch::Tensor> m;
   for (const auto& kv : v.toGenericDict()) {
-    if (!kv.key().isString() || !kv.value().isTensor()) throw CheckpointError(what + ": expected name -> tensor entries");
+    if (!kv.key().isString() || !kv.value().isTensor())
+      throw CheckpointError(what + ": expected name -> tensor entries");
     m[kv.key().toStringRef()] = kv.value().toTensor();
   }
   return m;
 }
+
+}  // namespace
 
 void save_checkpoint(const Checkpoint& c, const fs::path& path) {
   GenericDict d(c10::StringType::get(), c10::AnyType::get());
@@ -72,11 +77,12 @@ Checkpoint load_checkpoint(const fs::path& path) {
     root = torch_load(path);
   } catch (const c10::Error& e) {
     if (is_torch_archive(path))
-      throw CheckpointError(name + ": not an xsagpt checkpoint: a PyTorch archive holding Python objects that only "
-                                   "Python's torch.load rebuilds, such as torch.save(model.state_dict()) writes; "
-                                   "expected a checkpoint written by xsagpt train (checkpoints/step_XXXXXXXX.pt)");
-    throw CheckpointError(name + ": not a readable checkpoint (truncated or not a PyTorch archive): " +
-                          e.what_without_backtrace());
+      throw CheckpointError(name +
+                            ": not an xsagpt checkpoint: a PyTorch archive holding Python objects that only "
+                            "Python's torch.load rebuilds, such as torch.save(model.state_dict()) writes; "
+                            "expected a checkpoint written by xsagpt train (checkpoints/step_XXXXXXXX.pt)");
+    throw CheckpointError(
+        name + ": not a readable checkpoint (truncated or not a PyTorch archive): " + e.what_without_backtrace());
   }
   if (!root.isGenericDict()) throw CheckpointError(name + ": not an xsagpt checkpoint (top level is not a dict)");
   auto d = root.toGenericDict();
@@ -87,7 +93,8 @@ Checkpoint load_checkpoint(const fs::path& path) {
   if (need("format") != IValue(std::string("xsagpt-checkpoint")))
     throw CheckpointError(name + ": not an xsagpt checkpoint (format entry differs)");
   if (need("version").toInt() != 1)
-    throw CheckpointError(fmt::format("{}: checkpoint version {} is not supported (expected 1)", name, need("version").toInt()));
+    throw CheckpointError(
+        fmt::format("{}: checkpoint version {} is not supported (expected 1)", name, need("version").toInt()));
   Checkpoint c;
   try {
     c.step = need("step").toInt();
@@ -109,15 +116,19 @@ Checkpoint load_checkpoint(const fs::path& path) {
   } catch (const c10::Error& e) {
     throw CheckpointError(name + ": malformed checkpoint: " + e.what_without_backtrace());
   }
-  for (const auto& [what, tensors] : {std::pair{"model", &c.model}, std::pair{"optimizer.exp_avg", &c.optimizer.exp_avg},
-                                      std::pair{"optimizer.exp_avg_sq", &c.optimizer.exp_avg_sq}})
+  for (const auto& [what, tensors] :
+       {std::pair{"model", &c.model}, std::pair{"optimizer.exp_avg", &c.optimizer.exp_avg},
+        std::pair{"optimizer.exp_avg_sq", &c.optimizer.exp_avg_sq}})
     if (const auto bad = first_non_finite(*tensors, what))
-      throw CheckpointError(fmt::format("{}: {} holds NaN or infinite values: the run had diverged when it was saved; "
-                                        "use an earlier checkpoint", name, *bad));
+      throw CheckpointError(
+          fmt::format("{}: {} holds NaN or infinite values: the run had diverged when it was saved; "
+                      "use an earlier checkpoint",
+                      name, *bad));
   return c;
 }
 
-std::optional<std::string> first_non_finite(const std::map<std::string, torch::Tensor>& tensors, const std::string& what) {
+std::optional<std::string> first_non_finite(const std::map<std::string, torch::Tensor>& tensors,
+                                            const std::string& what) {
   for (const auto& [k, t] : tensors)
     if (t.defined() && t.is_floating_point() && !torch::isfinite(t).all().item<bool>()) return what + "." + k;
   return std::nullopt;
@@ -131,9 +142,10 @@ void verify_archive_crcs(const fs::path& path) {
     throw CheckpointError(fmt::format("{}: {}", path.string(), e.what()));
   }
   if (mismatch)
-    throw CheckpointError(fmt::format("{}: corrupt checkpoint, its bytes changed since it was written: {}. Use "
-                                      "an earlier checkpoint",
-                                      path.string(), *mismatch));
+    throw CheckpointError(
+        fmt::format("{}: corrupt checkpoint, its bytes changed since it was written: {}. Use "
+                    "an earlier checkpoint",
+                    path.string(), *mismatch));
 }
 
 fs::path checkpoint_path(const fs::path& run_dir, int64_t step) {
@@ -162,7 +174,8 @@ std::vector<fs::path> list_checkpoints(const fs::path& run_dir) {
 
 std::string last_good_checkpoint(const fs::path& run_dir) {
   const auto all = list_checkpoints(run_dir);
-  if (all.empty()) return fmt::format("No checkpoint was saved in {}: the run has nothing to resume from.", run_dir.string());
+  if (all.empty())
+    return fmt::format("No checkpoint was saved in {}: the run has nothing to resume from.", run_dir.string());
   return fmt::format("The last good checkpoint, {}, is kept.", all.back().string());
 }
 

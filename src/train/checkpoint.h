@@ -28,8 +28,8 @@
 
 #include "train/optimizer.h"
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <filesystem>
@@ -54,7 +54,8 @@ struct Checkpoint {
 
 // The first tensor of `tensors` (named "<what>.<name>") holding a NaN or an infinity,
 // or nullopt when all are finite.
-std::optional<std::string> first_non_finite(const std::map<std::string, torch::Tensor>& tensors, const std::string& what);
+std::optional<std::string> first_non_finite(const std::map<std::string, torch::Tensor>& tensors,
+                                            const std::string& what);
 
 // Checks every record of a zip archive against the CRC-32 its directory holds;
 // throws CheckpointError naming the file and the record.

@@ -1,7 +1,5 @@
 #include "train/evaluate.h"
 
-#include "train/precision.h"
-
 namespace xsagpt {
 
 double evaluate(GPT& model, const ValidationSet& val, torch::Device device, DistContext& dist) {
@@ -10,7 +8,6 @@ double evaluate(GPT& model, const ValidationSet& val, torch::Device device, Dist
   auto sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
   for (int64_t i = 0; i < val.num_batches(); ++i) {
     auto [x, y] = val.batch(i);
-    AutocastGuard autocast(device, model->runtime().autocast());
     sum += model->forward(x.to(device, true), y.to(device, true)).loss.to(torch::kFloat64);
   }
   model->train();

@@ -9,7 +9,8 @@ std::optional<std::string> memory_warning(const RunConfig& cfg, double estimate_
   const auto& t = cfg.train;
   std::string advice;
   if (t.activation_checkpointing != "block")
-    advice += fmt::format(" train.activation_checkpointing=\"{}\",", t.activation_checkpointing == "none" ? "mlp\" or \"block" : "block");
+    advice += fmt::format(" train.activation_checkpointing=\"{}\",",
+                          t.activation_checkpointing == "none" ? "mlp\" or \"block" : "block");
   if (t.loss_chunk == 0) advice += " train.loss_chunk=4096,";
   advice += " a smaller train.micro_batch (train.batch_tokens stays, accumulation grows)";
   if (!t.shard_optimizer) advice += ", or with several GPUs train.shard_optimizer=true";
@@ -18,6 +19,18 @@ std::optional<std::string> memory_warning(const RunConfig& cfg, double estimate_
       "estimated training memory {:.1f} GiB (weights, grads, AdamW state and activations of a {} x {} micro-batch; "
       "`xsagpt info` shows the parts) exceeds this GPU's {:.1f} GiB; if it runs out of memory, try{}",
       estimate_bytes / GiB, t.micro_batch, t.seq_len, device_bytes / GiB, advice);
+}
+
+std::optional<std::string> memory_refusal(const RunConfig& cfg, double state_bytes, double device_bytes,
+                                          const std::string& device) {
+  if (state_bytes <= device_bytes) return std::nullopt;
+  constexpr double GiB = 1024.0 * 1024 * 1024;
+  return fmt::format(
+      "model: its weights, gradients and AdamW state alone take {:.1f} GiB (`xsagpt info` shows the parts), more "
+      "than the {:.1f} GiB of {}: this run cannot fit; use a smaller model (model.d_model, model.n_layer, "
+      "model.vocab_size){}",
+      state_bytes / GiB, device_bytes / GiB, device,
+      cfg.train.shard_optimizer ? "" : " or, with several GPUs, train.shard_optimizer=true");
 }
 
 }  // namespace xsagpt

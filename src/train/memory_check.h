@@ -2,8 +2,11 @@
 // (what `xsagpt info` prints) for the run's micro-batch and memory options is
 // compared with the GPU's memory, and a run that will not fit is told so with
 // the keys that shrink it, instead of dying minutes later in the first step with
-// an out-of-memory error that names none of them. It only warns: the estimate
-// is an upper bound, and a run that starts anyway may still fit.
+// an out-of-memory error that names none of them. The whole estimate only warns:
+// its activations are an upper bound, and a run that starts anyway may still fit.
+// What exists before the first step (weights, gradients, AdamW state, weight
+// copies) is exact, and a run whose state alone exceeds the device's memory (the
+// GPU's, or the machine's RAM on the CPU) is refused before anything is built.
 #pragma once
 
 #include "config/run_config.h"
@@ -18,5 +21,10 @@ namespace xsagpt {
 // The warning for an estimate of `estimate_bytes` on a device of `device_bytes`,
 // or nullopt when it fits (with 5% left for the allocator and CUDA's own use).
 std::optional<std::string> memory_warning(const RunConfig& cfg, double estimate_bytes, double device_bytes);
+
+// The refusal (the message of a ConfigError) for a model whose state of
+// `state_bytes` cannot fit in `device_bytes` of `device`, or nullopt.
+std::optional<std::string> memory_refusal(const RunConfig& cfg, double state_bytes, double device_bytes,
+                                          const std::string& device);
 
 }  // namespace xsagpt

@@ -5,11 +5,11 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
 #include <fcntl.h>
-#include <fstream>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cerrno>
+#include <fstream>
 #include <utility>
 
 namespace xsagpt {

@@ -23,7 +23,7 @@ struct MetricsError : std::runtime_error {
 
 class MetricsLog {
  public:
-  MetricsLog() = default;  // inactive (ranks other than 0)
+  MetricsLog() = default;                                  // inactive (ranks other than 0)
   explicit MetricsLog(const std::filesystem::path& path);  // opens for appending, creating it if needed
   MetricsLog(MetricsLog&& o) noexcept;
   MetricsLog& operator=(MetricsLog&& o) noexcept;

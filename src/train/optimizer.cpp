@@ -14,7 +14,9 @@ struct AdamW::Fused {
   Group groups[2];
 };
 
-static bool fused_kernel_runs_on(const torch::Device& device) {
+namespace {
+
+bool fused_kernel_runs_on(const torch::Device& device) {
   // Probe once with a one-element problem; a device without the kernel throws.
   try {
     auto opts = torch::TensorOptions().device(device);
@@ -26,6 +28,8 @@ static bool fused_kernel_runs_on(const torch::Device& device) {
     return false;
   }
 }
+
+}  // namespace
 
 AdamW::AdamW(std::vector<std::pair<std::string, torch::Tensor>> named_params, AdamWConfig cfg) : cfg_(cfg) {
   for (auto& [n, p] : named_params) {

@@ -14,9 +14,10 @@
 
 namespace xsagpt {
 
+// Its defaults are the train.* keys' (train/parts.h: adamw_config), so none here.
 struct AdamWConfig {
-  double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.1;
-  std::string impl = "auto";  // "auto" | "fused" | "torch"
+  double beta1, beta2, eps, weight_decay;
+  std::string impl;  // "auto" | "fused" | "torch"
 };
 
 // Per-parameter optimizer state by parameter name; what a checkpoint stores.

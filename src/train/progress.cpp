@@ -52,8 +52,8 @@ void Progress::record(int64_t step, const StepStats& stats) {
 
 void Progress::check_finite() {
   if (const auto bad = bad_step_.item<int64_t>(); bad >= 0)
-    throw std::runtime_error(fmt::format(
-        "loss or gradient norm is not finite at step {}; stopping. {}", bad, last_good_checkpoint(cfg_.out_dir)));
+    throw std::runtime_error(fmt::format("loss or gradient norm is not finite at step {}; stopping. {}", bad,
+                                         last_good_checkpoint(cfg_.out_dir)));
 }
 
 double Progress::elapsed() const {
@@ -74,8 +74,14 @@ double Progress::log_train(int64_t step, int64_t tokens, double lr) {
     spdlog::info("step {:>6}/{} | loss {:.4f} | lr {:.2e} | norm {:.3f} | {} tok/s | MFU {} | ETA {}", step,
                  cfg_.train.max_steps, loss, lr, norm, human_rate(tok_s),
                  mfu ? fmt::format("{:.1f}%", *mfu * 100) : "n/a", format_duration(eta));
-    metrics_.write({{"step", step}, {"tokens", tokens}, {"time_s", elapsed()}, {"train_loss", loss}, {"lr", lr},
-                    {"grad_norm", norm}, {"tokens_per_s", tok_s}, {"mfu", mfu ? json(*mfu) : json(nullptr)}});
+    metrics_.write({{"step", step},
+                    {"tokens", tokens},
+                    {"time_s", elapsed()},
+                    {"train_loss", loss},
+                    {"lr", lr},
+                    {"grad_norm", norm},
+                    {"tokens_per_s", tok_s},
+                    {"mfu", mfu ? json(*mfu) : json(nullptr)}});
   }
   loss_sum_.zero_();
   interval_steps_ = 0;

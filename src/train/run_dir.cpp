@@ -7,13 +7,13 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <cerrno>
 #include <chrono>
 #include <ctime>
 #include <random>
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
 #include <utility>
 
 namespace xsagpt {
@@ -31,7 +31,8 @@ bool holds_run(const fs::path& dir) {
 std::string describe_run(const fs::path& dir) {
   std::vector<std::string> parts;
   const auto all = list_checkpoints(dir);
-  parts.push_back(all.empty() ? "no checkpoint" : fmt::format("checkpoints up to step {}", checkpoint_step(all.back())));
+  parts.push_back(all.empty() ? "no checkpoint"
+                              : fmt::format("checkpoints up to step {}", checkpoint_step(all.back())));
   if (fs::exists(dir / "metrics.jsonl")) parts.push_back("metrics.jsonl");
   if (fs::exists(dir / "done.json")) parts.push_back("finished");
   return fmt::format("{}", fmt::join(parts, ", "));
@@ -116,14 +117,16 @@ RunOpening open_run(const RunConfig& cfg, const std::string& resume, bool overwr
   RunOpening run;
   RunStart& s = run.start;
   if (resume == "auto" && overwrite)
-    throw ConfigError("--resume auto and --overwrite: choose one (--overwrite with --resume PATH continues from "
-                      "that checkpoint after discarding what the run directory holds)");
+    throw ConfigError(
+        "--resume auto and --overwrite: choose one (--overwrite with --resume PATH continues from "
+        "that checkpoint after discarding what the run directory holds)");
   const bool holds = holds_run(dir);
   if (resume.empty()) {
     if (holds && !overwrite)
-      throw ConfigError(fmt::format("out_dir {} already holds a run ({}): pass --resume auto to continue it, "
-                                    "--overwrite to start over, or choose another --out",
-                                    dir.string(), describe_run(dir)));
+      throw ConfigError(
+          fmt::format("out_dir {} already holds a run ({}): pass --resume auto to continue it, "
+                      "--overwrite to start over, or choose another --out",
+                      dir.string(), describe_run(dir)));
     s.clear = holds;
     s.run_id = new_run_id();
     return run;
@@ -147,14 +150,15 @@ RunOpening open_run(const RunConfig& cfg, const std::string& resume, bool overwr
   auto& ck = run.checkpoint.emplace(load_checkpoint(*s.checkpoint));
   check_resume_compatible(cfg, ck.config, file);
   if (static_cast<int64_t>(ck.loader.size()) != world_size)
-    throw ConfigError(fmt::format(
-        "{}: saved by {} rank(s) but this run has world size {}; resume with the same number of processes", file,
-        ck.loader.size(), world_size));
+    throw ConfigError(
+        fmt::format("{}: saved by {} rank(s) but this run has world size {}; resume with the same number of processes",
+                    file, ck.loader.size(), world_size));
   s.resume_step = ck.step;
   if (const auto named = checkpoint_step(*s.checkpoint); named >= 0 && named != ck.step)
-    throw CheckpointError(fmt::format("{}: its name says step {} but it holds step {} (renamed or copied over "
-                                      "another?); resume from it by a name that matches",
-                                      file, named, ck.step));
+    throw CheckpointError(
+        fmt::format("{}: its name says step {} but it holds step {} (renamed or copied over "
+                    "another?); resume from it by a name that matches",
+                    file, named, ck.step));
 
   // Whose run is it? Only the directory's own checkpoints continue the run it holds:
   // those in out_dir/checkpoints (also by a symbolic link) that carry its run id.
@@ -223,9 +227,10 @@ RunOpening open_run(const RunConfig& cfg, const std::string& resume, bool overwr
 
 void close_finished_run(const RunConfig& cfg, const RunOpening& run) {
   const auto& d = *run.finished;
-  spdlog::info("{}: already finished at step {} (train.max_steps = {}): train loss {}, val loss {}; raise "
-               "train.max_steps to continue it",
-               cfg.out_dir, d.step, cfg.train.max_steps, loss_text(d.final_train_loss), loss_text(d.final_val_loss));
+  spdlog::info(
+      "{}: already finished at step {} (train.max_steps = {}): train loss {}, val loss {}; raise "
+      "train.max_steps to continue it",
+      cfg.out_dir, d.step, cfg.train.max_steps, loss_text(d.final_train_loss), loss_text(d.final_val_loss));
   if (run.record_done) {
     finish_run(cfg.out_dir, d);
     spdlog::info("wrote {}", (fs::path(cfg.out_dir) / "done.json").string());
@@ -241,7 +246,8 @@ constexpr const char* kStagedMetrics = "metrics.jsonl.staged";
 void remove_staged(const fs::path& dir) {
   fs::remove(dir / kStagedMarker);  // first: without it the staged files are only leftovers
   for (const char* name : {kStagedConfig, kStagedMetrics}) fs::remove(dir / name);
-  for (const char* name : {"staged.json.tmp", "config.json.staged.tmp", "metrics.jsonl.staged.tmp"}) fs::remove(dir / name);
+  for (const char* name : {"staged.json.tmp", "config.json.staged.tmp", "metrics.jsonl.staged.tmp"})
+    fs::remove(dir / name);
 }
 
 void rename_into_place(const fs::path& from, const fs::path& to) {
@@ -260,9 +266,9 @@ void commit_staged_run(const fs::path& dir) {
     json marker;
     try {
       marker = read_json_file(dir / kStagedMarker);
-    } catch (const ConfigError&) {
-    }
-    if (marker.is_object() && marker.value("run_id", json()).is_string() && !marker["run_id"].get<std::string>().empty())
+    } catch (const ConfigError&) {}
+    if (marker.is_object() && marker.value("run_id", json()).is_string() &&
+        !marker["run_id"].get<std::string>().empty())
       write_file_atomic(dir / "run.json", json{{"run_id", marker["run_id"]}}.dump() + "\n");
   }
   fs::remove(dir / "done.json");  // a resumed run is not done until it finishes
@@ -321,11 +327,12 @@ fs::path prepare_run_dir(const fs::path& dir, const RunConfig& cfg, const RunSta
       write_file_atomic(dir / kStagedMetrics, "");
     }
     write_file_atomic(dir / kStagedConfig, to_json(cfg).dump(2) + "\n");
-    write_file_atomic(dir / kStagedMarker, json{{"from_step", start.resume_step}, {"run_id", start.run_id}}.dump() + "\n");
+    write_file_atomic(dir / kStagedMarker,
+                      json{{"from_step", start.resume_step}, {"run_id", start.run_id}}.dump() + "\n");
   } catch (const fs::filesystem_error& e) {
     remove_staged(dir);
-    throw WriteError(fmt::format("{}: cannot stage the resumed run's metrics: {}; the run is unchanged",
-                                 dir.string(), e.code().message()));
+    throw WriteError(fmt::format("{}: cannot stage the resumed run's metrics: {}; the run is unchanged", dir.string(),
+                                 e.code().message()));
   } catch (...) {
     remove_staged(dir);
     throw;
@@ -335,20 +342,22 @@ fs::path prepare_run_dir(const fs::path& dir, const RunConfig& cfg, const RunSta
 
 void check_resume_compatible(const RunConfig& cfg, const json& saved, const std::string& file) {
   const json now = to_json(cfg);
-  if (!saved.is_object() || !saved.contains("model"))
-    throw ConfigError(file + ": checkpoint has no model config");
+  if (!saved.is_object() || !saved.contains("model")) throw ConfigError(file + ": checkpoint has no model config");
   const json defaults = to_json(ModelConfig{});  // keys newer than the checkpoint take their defaults
   for (const auto& [k, v] : now["model"].items()) {
     const json old = saved["model"].value(k, defaults[k]);
     if (old != v)
-      throw ConfigError(fmt::format("{}: model.{} is {} in the checkpoint but {} in this config; a resumed run "
-                                    "must use the same model", file, k, old.dump(), v.dump()));
+      throw ConfigError(
+          fmt::format("{}: model.{} is {} in the checkpoint but {} in this config; a resumed run "
+                      "must use the same model",
+                      file, k, old.dump(), v.dump()));
   }
   for (const char* section : {"train", "data"}) {
     if (!saved.contains(section)) continue;
     for (const auto& [k, v] : now[section].items()) {
       const auto old = saved[section].value(k, json());
-      if (old != v) spdlog::warn("{}.{}: {} in the checkpoint, {} now; using {}", section, k, old.dump(), v.dump(), v.dump());
+      if (old != v)
+        spdlog::warn("{}.{}: {} in the checkpoint, {} now; using {}", section, k, old.dump(), v.dump(), v.dump());
     }
   }
 }
@@ -385,11 +394,15 @@ RunDirLock::RunDirLock(const fs::path& dir) {
     const auto holder = json::parse(text, nullptr, /*allow_exceptions=*/false);
     std::string who = "another process";
     if (holder.is_object() && holder.contains("pid") && holder.contains("host"))
-      who = fmt::format("pid {} on host {}{}", holder["pid"].dump(), holder["host"].is_string() ? holder["host"].get<std::string>() : holder["host"].dump(),
-                        holder.contains("since") && holder["since"].is_string() ? ", since " + holder["since"].get<std::string>() : "");
-    throw ConfigError(fmt::format("out_dir {} is in use: {} trains in it (it holds {}). Wait for it to finish, or "
-                                  "stop it (it saves a checkpoint) and continue with --resume auto",
-                                  dir.string(), who, file.string()));
+      who = fmt::format("pid {} on host {}{}", holder["pid"].dump(),
+                        holder["host"].is_string() ? holder["host"].get<std::string>() : holder["host"].dump(),
+                        holder.contains("since") && holder["since"].is_string()
+                            ? ", since " + holder["since"].get<std::string>()
+                            : "");
+    throw ConfigError(
+        fmt::format("out_dir {} is in use: {} trains in it (it holds {}). Wait for it to finish, or "
+                    "stop it (it saves a checkpoint) and continue with --resume auto",
+                    dir.string(), who, file.string()));
   }
   const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   char since[32] = {};
@@ -420,9 +433,10 @@ RunDirLock lock_new_run_dir(const fs::path& dir) {
   fs::create_directories(dir);
   RunDirLock lock(dir);
   if (holds_run(dir))
-    throw ConfigError(fmt::format("out_dir {} was created by another trainer while this one was starting ({}); "
-                                  "nothing was changed: rerun with --resume auto to continue it, or choose another --out",
-                                  dir.string(), describe_run(dir)));
+    throw ConfigError(
+        fmt::format("out_dir {} was created by another trainer while this one was starting ({}); "
+                    "nothing was changed: rerun with --resume auto to continue it, or choose another --out",
+                    dir.string(), describe_run(dir)));
   return lock;
 }
 

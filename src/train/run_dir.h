@@ -33,7 +33,7 @@ namespace xsagpt {
 struct RunStart {
   std::optional<std::filesystem::path> checkpoint;  // resume from this, else fresh
   int64_t resume_step = -1;                         // that checkpoint's step
-  bool clear = false;   // remove the previous run's files first
+  bool clear = false;                               // remove the previous run's files first
   bool rewind = false;  // remove the run's checkpoints past resume_step (resuming an older one)
   std::string run_id;   // the run's id: new for a fresh start, else the resumed checkpoint's
 };

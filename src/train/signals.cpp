@@ -1,16 +1,20 @@
 #include "train/signals.h"
 
+#include <unistd.h>
 #include <atomic>
 #include <csignal>
-#include <unistd.h>
 
 namespace xsagpt {
 
-static std::atomic<int> g_signal{0};
+namespace {
 
-static void on_signal(int sig) {
+std::atomic<int> g_signal{0};
+
+void on_signal(int sig) {
   if (g_signal.exchange(sig) != 0) _exit(128 + sig);  // second signal: give up now
 }
+
+}  // namespace
 
 void install_stop_handlers() {
   struct sigaction sa {};

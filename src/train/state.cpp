@@ -1,6 +1,6 @@
 #include "train/state.h"
 
-#include "model/from_checkpoint.h"
+#include "train/from_checkpoint.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -27,36 +27,23 @@ LoaderOptions loader_options(const RunConfig& cfg, torch::Device device, DistCon
   return o;
 }
 
-GPT build_model(const RunConfig& cfg, const Runtime& rt, torch::Device device) {
-  torch::manual_seed(static_cast<uint64_t>(cfg.train.seed));  // the same initial weights on every rank
-  GPT model(cfg.model);
-  model->set_runtime(rt);
-  model->to(device);
-  model->train();
-  return model;
-}
-
 // The generator dropout and sampling draw from (a handle: copies share state).
 at::Generator default_generator(const torch::Device& device) { return at::globalContext().defaultGenerator(device); }
 
 }  // namespace
 
 TrainingState::TrainingState(const RunConfig& cfg, const Runtime& rt, torch::Device device, DistContext& dist)
-    : model(build_model(cfg, rt, device)),
-      loader(loader_options(cfg, device, dist, /*val=*/false)),
+    : loader(loader_options(cfg, device, dist, /*val=*/false)),
       val(loader_options(cfg, device, dist, /*val=*/true), cfg.train.eval_tokens),
       cfg_(cfg),
       device_(device),
       dist_(dist) {
   check_data(cfg.model.vocab_size);
-  const auto& t = cfg.train;
-  auto named = model->unique_named_parameters();
-  for (auto& [n, p] : named) params.push_back(p);
-  dist.broadcast(params);
-  model->parameters_changed();
-  sync = dist.gradient_sync(params);  // averages gradients over ranks
-  optimizer = std::make_unique<ShardedAdamW>(named, AdamWConfig{t.beta1, t.beta2, t.eps, t.weight_decay, t.adamw},
-                                             dist, t.shard_optimizer);
+  auto parts = build_training(cfg.model, cfg.train, rt, device, dist);  // as bench builds them
+  model = parts.model;
+  params = std::move(parts.params);
+  sync = std::move(parts.sync);
+  optimizer = std::move(parts.optimizer);
 }
 
 TrainingState::~TrainingState() = default;
@@ -130,8 +117,8 @@ void TrainingState::save(const std::filesystem::path& run_dir, int64_t keep, dou
   // The loss of a step is computed before its update: an update that made the
   // weights NaN or infinite shows only here, and such weights are never saved.
   if (const auto bad = first_non_finite(c.model, "model"))
-    throw std::runtime_error(fmt::format("{} is not finite after step {}; not saved. {}", *bad, step,
-                                         last_good_checkpoint(run_dir)));
+    throw std::runtime_error(
+        fmt::format("{} is not finite after step {}; not saved. {}", *bad, step, last_good_checkpoint(run_dir)));
   if (dist_.is_main()) {
     save_checkpoint(c, checkpoint_path(run_dir, step));
     prune_checkpoints(run_dir, keep);

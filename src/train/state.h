@@ -12,6 +12,7 @@
 #include "dist/context.h"
 #include "model/gpt.h"
 #include "train/checkpoint.h"
+#include "train/parts.h"
 #include "train/zero.h"
 
 #include <filesystem>
@@ -45,7 +46,7 @@ class TrainingState {
   DataLoader loader;
   ValidationSet val;
   int64_t step = 0, tokens = 0;
-  std::string run_id;  // written into every checkpoint (train/run_dir.h)
+  std::string run_id;         // written into every checkpoint (train/run_dir.h)
   double elapsed_before = 0;  // training time of the sessions before this one
 
  private:

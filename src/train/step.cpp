@@ -1,7 +1,6 @@
 #include "train/step.h"
 
 #include "train/grad_clip.h"
-#include "train/precision.h"
 
 namespace xsagpt {
 
@@ -17,15 +16,10 @@ TrainStep::TrainStep(GPT model, ShardedAdamW& optimizer, GradientSync& sync, std
 }
 
 StepStats TrainStep::operator()(const NextBatch& next_batch, double lr) {
-  const auto& rt = model_->runtime();
   torch::Tensor loss_sum;
   for (int64_t micro = 0; micro < accumulation_; ++micro) {
     auto [x, y] = next_batch();
-    torch::Tensor loss;
-    {
-      AutocastGuard autocast(x.device(), rt.autocast());
-      loss = model_->forward(x, y).loss / static_cast<double>(accumulation_);
-    }
+    auto loss = model_->forward(x, y).loss / static_cast<double>(accumulation_);  // in the runtime's precision
     sync_.backward(loss, /*last=*/micro + 1 == accumulation_);
     loss_sum = micro == 0 ? loss.detach() : loss_sum + loss.detach();
   }

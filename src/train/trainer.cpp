@@ -26,15 +26,16 @@ void announce(const RunConfig& cfg, const Runtime& rt, torch::Device device, con
   const auto& t = cfg.train;
   const int64_t world = dist.world_size();
   if (const auto gpu_bytes = device.is_cuda() ? device_memory(device) : std::nullopt) {
-    const auto est = estimate_training_memory(cfg.model, t.micro_batch, t.seq_len,
-                                              memory_options(rt, t.shard_optimizer ? world : 1));
+    const auto est =
+        estimate_training_memory(cfg.model, t.micro_batch, t.seq_len, MemoryOptions{rt, t.shard_optimizer ? world : 1});
     if (const auto warning = memory_warning(cfg, est.total(), *gpu_bytes)) spdlog::warn("{}", *warning);
   }
   const auto backend = sdpa_backend(cfg.model, device, rt.bf16, cfg.model.dropout);
   if (device.is_cuda() && backend == "math")
-    spdlog::warn("attention: ATen picks its math SDPA path (T x T weights in memory, slow) for head_dim {} in {}; "
-                 "flash attention needs bf16/fp16 and head_dim <= 256",
-                 cfg.model.head_dim, rt.bf16 ? "bf16" : "fp32");
+    spdlog::warn(
+        "attention: ATen picks its math SDPA path (T x T weights in memory, slow) for head_dim {} in {}; "
+        "flash attention needs bf16/fp16 and head_dim <= 256",
+        cfg.model.head_dim, rt.bf16 ? "bf16" : "fp32");
   else
     spdlog::info("attention: SDPA backend {}", backend);
   const auto counts = count_params(cfg.model);
@@ -43,14 +44,16 @@ void announce(const RunConfig& cfg, const Runtime& rt, torch::Device device, con
                counts.total / 1e6, counts.non_embedding / 1e6);
   spdlog::info("training: {} steps of {} tokens ({} x {} x {} accumulation x {} rank(s)), {} on {}, AdamW {}",
                t.max_steps, step_tokens, t.micro_batch, t.seq_len, cfg.accumulation_steps(world), world,
-               !rt.bf16 ? "fp32" : rt.autocast() ? "bf16 autocast" : "bf16 (weights copied once per step)",
+               !rt.bf16        ? "fp32"
+               : rt.autocast() ? "bf16 autocast"
+                               : "bf16 (weights copied once per step)",
                device.str(), s.optimizer->impl());
   spdlog::info("kernels: {}{}", describe(rt.kernels),
                rt.kernels == Kernels{} || device.is_cuda() ? "" : " (their ATen twins: this run is not on CUDA)");
   spdlog::info("optimizer: {}", s.optimizer->summary());
   if (!device.is_cuda()) spdlog::info("cpu: {}", cpu_threads_description());
-  spdlog::info("validation: {} batches ({} tokens); run dir {}", s.val.num_batches(),
-               s.val.num_sequences() * t.seq_len, cfg.out_dir);
+  spdlog::info("validation: {} batches ({} tokens); run dir {}", s.val.num_batches(), s.val.num_sequences() * t.seq_len,
+               cfg.out_dir);
 }
 
 }  // namespace
@@ -91,9 +94,12 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     return TrainResult{run.finished->step, true, run.finished->final_train_loss, run.finished->final_val_loss};
   }
   setup_cpu_threads(t.threads);
-  if (device.is_cuda()) {
-    at::globalContext().setAllowTF32CuBLAS(true);
-    at::globalContext().setAllowTF32CuDNN(true);
+  if (const auto bytes = device_memory(device)) {  // before the model is built: it might not fit at all
+    const auto est =
+        estimate_training_memory(cfg.model, t.micro_batch, t.seq_len, MemoryOptions{rt, t.shard_optimizer ? world : 1});
+    const double state = est.params_bytes + est.grads_bytes + est.optimizer_bytes + est.weight_copies_bytes;
+    if (const auto refusal = memory_refusal(cfg, state, *bytes, device.is_cuda() ? "this GPU" : "this machine's RAM"))
+      throw ConfigError(*refusal);
   }
   TrainingState s(cfg, rt, device, dist);  // model, AdamW and data, the same on every rank
   s.run_id = run.start.run_id;
@@ -126,8 +132,8 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   if (dist.is_main()) announce(cfg, rt, device, s, step_tokens, dist);
   TrainStep train_step(s.model, *s.optimizer, *s.sync, s.params, accum, t.grad_clip);
   Progress progress(cfg, dist, device, step_tokens, flops_per_token(cfg.model, t.seq_len) * double(step_tokens),
-                    device.is_cuda() ? gpu_peak_flops(device_name(device), rt.bf16) : std::nullopt,
-                    s.elapsed_before, metrics_path);
+                    device.is_cuda() ? gpu_peak_flops(device_name(device), rt.bf16) : std::nullopt, s.elapsed_before,
+                    metrics_path);
   TrainResult result;
   auto save = [&] {
     progress.check_finite();  // checkpoints only from finite states

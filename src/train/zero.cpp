@@ -42,7 +42,11 @@ std::string human_bytes(int64_t bytes) {
 
 ShardedAdamW::ShardedAdamW(std::vector<std::pair<std::string, torch::Tensor>> named_params, const AdamWConfig& cfg,
                            DistContext& dist, bool shard)
-    : dist_(dist), params_(std::move(named_params)), sharded_(shard && dist.world_size() > 1), asked_(shard) {
+    : dist_(dist),
+      cfg_(cfg),
+      params_(std::move(named_params)),
+      sharded_(shard && dist.world_size() > 1),
+      asked_(shard) {
   for (const auto& [n, p] : params_) tensors_.push_back(p);
   std::vector<std::pair<std::string, torch::Tensor>> mine = params_;
   if (sharded_) {
@@ -131,7 +135,8 @@ std::string ShardedAdamW::summary() const {
   const auto [lo, hi] = std::minmax_element(state_bytes_.begin(), state_bytes_.end());
   const std::string held = world <= 8 ? fmt::format("{} on ranks 0..{}", fmt::join(per_rank, ", "), world - 1)
                                       : fmt::format("{} to {} per rank", human_bytes(*lo), human_bytes(*hi));
-  return fmt::format("AdamW state sharded over {} ranks (ZeRO-1): {}, instead of {} on each", world, held, human_bytes(total));
+  return fmt::format("AdamW state sharded over {} ranks (ZeRO-1): {}, instead of {} on each", world, held,
+                     human_bytes(total));
 }
 
 }  // namespace xsagpt

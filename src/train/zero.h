@@ -44,19 +44,21 @@ class ShardedAdamW {
   void load_state(const AdamWState& s);
 
   bool sharded() const { return sharded_; }
+  const AdamWConfig& config() const { return cfg_; }
   const std::string& impl() const { return impl_; }
   // One line for the log: AdamW state bytes held per rank.
   std::string summary() const;
 
  private:
   DistContext& dist_;
+  AdamWConfig cfg_;
   std::vector<std::pair<std::string, torch::Tensor>> params_;
   std::vector<torch::Tensor> tensors_;
   std::vector<int64_t> owner_;  // per parameter; empty when not sharded
   bool sharded_;
   bool asked_;  // train.shard_optimizer was set
   std::string impl_;
-  std::unique_ptr<AdamW> local_;     // this rank's parameters; null if it owns none
+  std::unique_ptr<AdamW> local_;      // this rank's parameters; null if it owns none
   std::vector<int64_t> state_bytes_;  // per rank
 };
 

@@ -3,10 +3,10 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
 
 namespace xsagpt {
 
@@ -41,7 +41,8 @@ void write_file_atomic(const fs::path& path, const std::string& text) {
   }
   if (error.empty() && ::fsync(fd) != 0) error = errno_message(path, "cannot write (fsync)");
   if (::close(fd) != 0 && error.empty()) error = errno_message(path, "cannot write (close)");
-  if (error.empty() && ::rename(tmp.c_str(), path.c_str()) != 0) error = errno_message(path, "cannot rename the new file into place");
+  if (error.empty() && ::rename(tmp.c_str(), path.c_str()) != 0)
+    error = errno_message(path, "cannot rename the new file into place");
   if (!error.empty()) {
     ::unlink(tmp.c_str());
     throw WriteError(error + (fs::exists(path) ? "; the previous file is unchanged" : ""));

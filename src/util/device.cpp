@@ -1,6 +1,6 @@
 #include "util/device.h"
 
-#include "config/schema.h"
+#include "util/error.h"
 
 #include <fmt/format.h>
 

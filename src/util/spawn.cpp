@@ -1,10 +1,10 @@
 // posix_spawnp with an argument vector (see spawn.h).
 #include "util/spawn.h"
 
-#include <cerrno>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cerrno>
 
 extern char** environ;
 

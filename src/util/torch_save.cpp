@@ -8,8 +8,8 @@
 #include <torch/csrc/jit/serialization/import_read.h>
 #include <torch/csrc/jit/serialization/pickler.h>
 
-#include <cstdio>
 #include <unistd.h>
+#include <cstdio>
 
 namespace xsagpt {
 
@@ -34,8 +34,8 @@ void torch_save(const c10::IValue& value, const fs::path& path) {
       return n;
     });
     std::vector<char> pickle;
-    torch::jit::Pickler pickler([&](const char* buf, size_t n) { pickle.insert(pickle.end(), buf, buf + n); },
-                                nullptr, nullptr, nullptr, nullptr, /*tag_aggregates=*/false);
+    torch::jit::Pickler pickler([&](const char* buf, size_t n) { pickle.insert(pickle.end(), buf, buf + n); }, nullptr,
+                                nullptr, nullptr, nullptr, /*tag_aggregates=*/false);
     pickler.protocol();
     pickler.pushIValue(value);
     pickler.stop();

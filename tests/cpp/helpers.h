@@ -2,13 +2,55 @@
 #pragma once
 
 #include "config/model_config.h"
-#include "model/runtime.h"
+#include "config/runtime.h"
 
+#include <gtest/gtest.h>
+#include <stdlib.h>
 #include <torch/torch.h>
 
+#include <filesystem>
 #include <string>
+#include <vector>
 
 namespace xsagpt::test {
+
+// The message of the E that f() throws, or "(no error)": tests assert on what an
+// error says (the key, the file, what was expected), not only that one came.
+template <class E = std::exception, class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// std::filesystem::remove_all crashes in these binaries: the torch wheel's
+// libtorch.so exports its own, broken copy, which the dynamic linker picks. So
+// scratch folders are removed one entry at a time (symlinks are not followed).
+inline void remove_tree(const std::filesystem::path& p) {
+  namespace fs = std::filesystem;
+  if (fs::is_directory(fs::symlink_status(p))) {
+    std::vector<fs::path> children;
+    for (const auto& e : fs::directory_iterator(p)) children.push_back(e.path());
+    for (const auto& c : children) remove_tree(c);
+  }
+  fs::remove(p);
+}
+
+// A fixture with a fresh folder of its own under the system's temp dir (`tmp`),
+// removed with everything in it after each test.
+class TempDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "xsagpt-test-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    tmp = tmpl;
+  }
+  void TearDown() override { remove_tree(tmp); }
+  std::filesystem::path tmp;
+};
 
 // A model small enough for many forward/backward passes on a CPU core.
 inline ModelConfig small_model(const std::string& attention, int64_t vocab = 64) {

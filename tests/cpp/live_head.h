@@ -27,7 +27,8 @@ inline void randomize_head(GPT& m, double std = 0.5) {
 // Every parameter's gradient by name (undefined where none arrived).
 inline std::map<std::string, torch::Tensor> gradients(const GPT& m) {
   std::map<std::string, torch::Tensor> g;
-  for (const auto& [n, p] : m->unique_named_parameters()) g[n] = p.grad().defined() ? p.grad().clone() : torch::Tensor();
+  for (const auto& [n, p] : m->unique_named_parameters())
+    g[n] = p.grad().defined() ? p.grad().clone() : torch::Tensor();
   return g;
 }
 

@@ -13,7 +13,8 @@ class MatmulCounter {
  public:
   MatmulCounter() {
     count_ = 0;
-    handle_ = at::addThreadLocalCallback(at::RecordFunctionCallback(&MatmulCounter::seen).scopes({at::RecordScope::FUNCTION}));
+    handle_ = at::addThreadLocalCallback(
+        at::RecordFunctionCallback(&MatmulCounter::seen).scopes({at::RecordScope::FUNCTION}));
   }
   ~MatmulCounter() { at::removeCallback(handle_); }
   MatmulCounter(const MatmulCounter&) = delete;

@@ -10,12 +10,7 @@ using ::testing::HasSubstr;
 
 namespace {
 std::string error_of(const json& j) {
-  try {
-    model_config_from_json(j, "f.json: model");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test::error_of<ConfigError>([&] { model_config_from_json(j, "f.json: model"); });
 }
 }  // namespace
 
@@ -47,10 +42,16 @@ TEST(ModelConfig, ShippedModelConfigsAllLoad) {
 }
 
 TEST(ModelConfig, MissingOrBrokenFileIsNamed) {
-  EXPECT_THAT([] {
-    try { load_model_config("/nonexistent/x.json"); } catch (const ConfigError& e) { return std::string(e.what()); }
-    return std::string();
-  }(), HasSubstr("/nonexistent/x.json"));
+  EXPECT_THAT(
+      [] {
+        try {
+          load_model_config("/nonexistent/x.json");
+        } catch (const ConfigError& e) {
+          return std::string(e.what());
+        }
+        return std::string();
+      }(),
+      HasSubstr("/nonexistent/x.json"));
 }
 
 // `info` printed negative parameter counts for huge sizes (int64 overflow).

@@ -2,8 +2,12 @@
 // (an independent writer) and a stream order recomputed from loader.h's definition.
 #include "data/loader.h"
 
+#include "helpers.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <sys/stat.h>
 
 #include <csignal>
 #include <cstdlib>
@@ -36,7 +40,8 @@ void write_llmc(const fs::path& p, const Tokens& t, LlmcHeader h = {}, int64_t d
 }
 
 void write_raw(const fs::path& p, const Tokens& t) {
-  std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(t.data()), static_cast<std::streamsize>(t.size() * 2));
+  std::ofstream(p, std::ios::binary)
+      .write(reinterpret_cast<const char*>(t.data()), static_cast<std::streamsize>(t.size() * 2));
 }
 
 // Tokens that say where they are: every token in a test's shards is distinct.
@@ -51,33 +56,17 @@ std::vector<int64_t> row(const torch::Tensor& t, int64_t b) {
   return {r.data_ptr<int64_t>(), r.data_ptr<int64_t>() + r.numel()};
 }
 
-// std::filesystem::remove_all crashes here: libtorch.so exports its own, broken copy
-// that the dynamic linker picks. Test folders are flat, so remove file by file.
-void remove_flat_dir(const fs::path& dir) {
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path());
-  for (const auto& f : files) fs::remove(f);
-  fs::remove(dir);
-}
-
 template <class F>
 std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test::error_of<DataError>(f);
 }
 
-class Data : public ::testing::Test {
+class Data : public test::TempDirTest {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "xsagpt-test-data-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir = tmpl;
+    test::TempDirTest::SetUp();
+    dir = tmp;
   }
-  void TearDown() override { remove_flat_dir(dir); }
   std::string path(const std::string& name) const { return (dir / name).string(); }
 
   // Three shards of different lengths (one raw), all token ids distinct.
@@ -121,10 +110,10 @@ TEST_F(Data, DetectsLlmcAndRawFormats) {
   write_llmc(dir / "a.bin", t);
   write_raw(dir / "b.bin", t);
   const auto a = inspect_shard(path("a.bin")), b = inspect_shard(path("b.bin"));
-  EXPECT_EQ(a.format, ShardFormat::LlmC);
+  EXPECT_EQ(a.format, ShardFormat::kLlmC);
   EXPECT_EQ(a.header_bytes, 1024);
   EXPECT_EQ(a.num_tokens, 100);
-  EXPECT_EQ(b.format, ShardFormat::Raw);
+  EXPECT_EQ(b.format, ShardFormat::kRaw);
   EXPECT_EQ(b.header_bytes, 0);
   EXPECT_EQ(b.num_tokens, 100);
   for (const auto& info : {a, b}) {
@@ -160,6 +149,12 @@ TEST_F(Data, EveryMalformedFileHasItsOwnError) {
               HasSubstr("data pattern '" + path("nothing_*.bin") + "' matched no files"));
   EXPECT_THAT(error_of([&] { expand_patterns(path("magic.bin") + "," + path("nothing_*.bin")); }),
               HasSubstr("matched no files"));
+  // A pattern that matches only a FIFO or a folder says so, instead of "no files".
+  ASSERT_EQ(::mkfifo(path("pipe_0.bin").c_str(), 0600), 0);
+  EXPECT_THAT(error_of([&] { expand_patterns(path("pipe_*.bin")); }),
+              HasSubstr("matched no regular file: '" + path("pipe_0.bin") + "' is a FIFO (named pipe)"));
+  fs::create_directory(dir / "folder_0.bin");
+  EXPECT_THAT(error_of([&] { expand_patterns(path("folder_*.bin")); }), HasSubstr("is a directory"));
 
   write_llmc(dir / "short.bin", ramp(8, 0));
   LoaderOptions o;
@@ -182,8 +177,9 @@ TEST_F(Data, TokenIdsBeyondTheVocabularyAreReportedWithTheirOffset) {
   DataLoader l(o);
   l.next();
   l.next();  // tokens 0..16
-  EXPECT_THAT(error_of([&] { l.next(); }),
-              HasSubstr(path("train_0.bin") + ": token id 50304 at token offset 21 (byte 1066) is >= vocab_size 50304"));
+  EXPECT_THAT(
+      error_of([&] { l.next(); }),
+      HasSubstr(path("train_0.bin") + ": token id 50304 at token offset 21 (byte 1066) is >= vocab_size 50304"));
   o.vocab_size = 50305;  // the same id is fine for a larger vocabulary
   DataLoader ok(o);
   for (int i = 0; i < 4; ++i) EXPECT_NO_THROW(ok.next());
@@ -340,9 +336,17 @@ TEST_F(Data, StateFromJsonAndLoadStateRejectWhatDoesNotFit) {
   a.next();
   const json s = a.state().to_json();
 
-  EXPECT_THAT(error_of([&] { auto j = s; j.erase("epoch"); LoaderState::from_json(j); }),
+  EXPECT_THAT(error_of([&] {
+                auto j = s;
+                j.erase("epoch");
+                LoaderState::from_json(j);
+              }),
               HasSubstr("loader state: missing key 'epoch'"));
-  EXPECT_THAT(error_of([&] { auto j = s; j["shard"] = "one"; LoaderState::from_json(j); }),
+  EXPECT_THAT(error_of([&] {
+                auto j = s;
+                j["shard"] = "one";
+                LoaderState::from_json(j);
+              }),
               HasSubstr("loader state: key 'shard' has the wrong type"));
 
   auto load = [&](auto edit, LoaderOptions o) {
@@ -372,7 +376,8 @@ TEST_F(Data, OnlyTheCurrentShardIsMappedAndNoFilesStayOpen) {
   auto count = [&](const char* what) {
     int c = 0;
     if (std::string(what) == "fd") {
-      for (const auto& e : fs::directory_iterator("/proc/self/fd")) c += fs::read_symlink(e.path()).string().find(dir.string()) == 0;
+      for (const auto& e : fs::directory_iterator("/proc/self/fd"))
+        c += fs::read_symlink(e.path()).string().find(dir.string()) == 0;
     } else {
       std::ifstream maps("/proc/self/maps");
       for (std::string line; std::getline(maps, line);) c += line.find(dir.string()) != std::string::npos;

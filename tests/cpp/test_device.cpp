@@ -5,6 +5,8 @@
 #include "config/schema.h"
 #include "util/device.h"
 
+#include "helpers.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -17,14 +19,7 @@ using ::testing::HasSubstr;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+std::string error_of(const std::function<void()>& f) { return test::error_of<ConfigError>(f); }
 
 }  // namespace
 

@@ -37,9 +37,12 @@ std::string config_error(const EnvLookup& env) {
   return "(no error)";
 }
 
-const std::map<std::string, std::string> kTorchrun = {{"RANK", "3"},           {"LOCAL_RANK", "1"},
-                                                      {"WORLD_SIZE", "8"},     {"MASTER_ADDR", "node7"},
-                                                      {"MASTER_PORT", "29400"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"}};
+const std::map<std::string, std::string> kTorchrun = {{"RANK", "3"},
+                                                      {"LOCAL_RANK", "1"},
+                                                      {"WORLD_SIZE", "8"},
+                                                      {"MASTER_ADDR", "node7"},
+                                                      {"MASTER_PORT", "29400"},
+                                                      {"TORCHELASTIC_USE_AGENT_STORE", "True"}};
 
 }  // namespace
 
@@ -88,10 +91,14 @@ TEST(LaunchEnv, TorchrunErrorsNameTheVariable) {
 }
 
 TEST(LaunchEnv, SlurmFallback) {
-  std::map<std::string, std::string> srun = {{"SLURM_PROCID", "5"},         {"SLURM_LOCALID", "1"},
-                                             {"SLURM_STEP_NUM_TASKS", "8"}, {"SLURM_NTASKS", "16"},
-                                             {"SLURM_STEP_ID", "0"},        {"SLURM_STEP_NODELIST", "gpu[007-010],cpu1"},
-                                             {"SLURM_JOB_NODELIST", "other1"}, {"SLURM_JOB_ID", "123456"}};
+  std::map<std::string, std::string> srun = {{"SLURM_PROCID", "5"},
+                                             {"SLURM_LOCALID", "1"},
+                                             {"SLURM_STEP_NUM_TASKS", "8"},
+                                             {"SLURM_NTASKS", "16"},
+                                             {"SLURM_STEP_ID", "0"},
+                                             {"SLURM_STEP_NODELIST", "gpu[007-010],cpu1"},
+                                             {"SLURM_JOB_NODELIST", "other1"},
+                                             {"SLURM_JOB_ID", "123456"}};
   auto e = read_launch_env(env_of(srun));
   ASSERT_TRUE(e);
   EXPECT_EQ(e->launcher, "SLURM");
@@ -115,8 +122,11 @@ TEST(LaunchEnv, SlurmFallback) {
   EXPECT_EQ(read_launch_env(env_of(both))->launcher, "torchrun");
 
   // The batch script (no srun step) and one-task steps are single-process.
-  EXPECT_FALSE(read_launch_env(env_of({{"SLURM_PROCID", "0"}, {"SLURM_LOCALID", "0"}, {"SLURM_NTASKS", "4"},
-                                       {"SLURM_JOB_NODELIST", "a[1-2]"}, {"SLURM_JOB_ID", "7"}})));
+  EXPECT_FALSE(read_launch_env(env_of({{"SLURM_PROCID", "0"},
+                                       {"SLURM_LOCALID", "0"},
+                                       {"SLURM_NTASKS", "4"},
+                                       {"SLURM_JOB_NODELIST", "a[1-2]"},
+                                       {"SLURM_JOB_ID", "7"}})));
   auto single = srun;
   single["SLURM_STEP_NUM_TASKS"] = "1";
   single["SLURM_PROCID"] = "0";
@@ -230,14 +240,16 @@ TEST(ProcessGroup, Collectives) {
 }
 
 TEST(ProcessGroup, ModelsThatDifferAreRefused) {
-  EXPECT_THAT([] {
-    run_ranks(2, [](int r, ProcessGroupContext& d) {
-      std::vector<torch::Tensor> ts{torch::zeros({4, 2 + r})};
-      d.broadcast(ts);
-    });
-  }, ::testing::ThrowsMessage<std::runtime_error>(HasSubstr(
-         "rank(s) 1 built a different model than rank 0 (rank 1 has 1 tensors, rank 0 1; first difference at "
-         "tensor #0: [\"Float\",[4,3]] vs [\"Float\",[4,2]])")));
+  EXPECT_THAT(
+      [] {
+        run_ranks(2, [](int r, ProcessGroupContext& d) {
+          std::vector<torch::Tensor> ts{torch::zeros({4, 2 + r})};
+          d.broadcast(ts);
+        });
+      },
+      ::testing::ThrowsMessage<std::runtime_error>(HasSubstr(
+          "rank(s) 1 built a different model than rank 0 (rank 1 has 1 tensors, rank 0 1; first difference at "
+          "tensor #0: [\"Float\",[4,3]] vs [\"Float\",[4,2]])")));
 }
 
 // Gradients through the Reducer equal the float64 mean over ranks of each rank's
@@ -257,8 +269,8 @@ TEST(ProcessGroup, GradientSyncAveragesAccumulatedGradients) {
     return torch::randn({4, 16}, at::make_generator<at::CPUGeneratorImpl>(1000 + 100 * step + 10 * rank + micro));
   };
   auto loss_of = [](const std::vector<torch::Tensor>& p, const torch::Tensor& x) {
-    auto h = torch::tanh(torch::matmul(x, p[0]) + p[2]);                       // (4, 64)
-    auto g = torch::matmul(torch::cat({h, h, h, h, h, h, h, h}, 1), p[1]);     // (4, 512)
+    auto h = torch::tanh(torch::matmul(x, p[0]) + p[2]);                    // (4, 64)
+    auto g = torch::matmul(torch::cat({h, h, h, h, h, h, h, h}, 1), p[1]);  // (4, 512)
     return torch::matmul(g, p[3]).pow(2).mean() / kAccum;
   };
   // Reference, in float64: the mean over ranks of each rank's summed micro-batch gradients.
@@ -304,8 +316,9 @@ TEST(ProcessGroup, GradientsStayInTheBucketsAcrossSteps) {
   run_ranks(2, [&](int r, ProcessGroupContext& d) {
     // Sizes that the re-bucketing (1 MB first bucket, then 25 MB) splits into two buckets.
     auto g = at::make_generator<at::CPUGeneratorImpl>(1);
-    std::vector<torch::Tensor> p{torch::randn({16, 64}, g).requires_grad_(), torch::randn({512, 600}, g).requires_grad_(),
-                                 torch::randn({64}, g).requires_grad_(), torch::randn({600, 8}, g).requires_grad_()};
+    std::vector<torch::Tensor> p{torch::randn({16, 64}, g).requires_grad_(),
+                                 torch::randn({512, 600}, g).requires_grad_(), torch::randn({64}, g).requires_grad_(),
+                                 torch::randn({600, 8}, g).requires_grad_()};
     auto loss_of = [&](int seed) {
       auto x = torch::randn({4, 16}, at::make_generator<at::CPUGeneratorImpl>(100 * r + seed));
       auto h = torch::tanh(torch::matmul(x, p[0]) + p[2]).repeat({1, 8});  // (4, 512)
@@ -358,19 +371,22 @@ TEST(ProcessGroup, CheckReplicatedNamesTheRankThatDiffers) {
 }
 
 TEST(ProcessGroup, StalledPeerTimesOutNamingRankAndOperation) {
-  run_ranks(2, [](int r, ProcessGroupContext& d) {
-    if (r == 1) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // never joins the collective
-      return;
-    }
-    const auto t0 = std::chrono::steady_clock::now();
-    try {
-      d.barrier();
-      ADD_FAILURE() << "barrier passed without rank 1";
-    } catch (const std::runtime_error& e) {
-      EXPECT_THAT(e.what(), HasSubstr("rank 0 of 2: barrier failed"));
-      EXPECT_THAT(e.what(), HasSubstr("Ranks 1 failed to pass monitoredBarrier"));  // names the missing rank
-    }
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
-  }, /*timeout_s=*/1.0);
+  run_ranks(
+      2,
+      [](int r, ProcessGroupContext& d) {
+        if (r == 1) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // never joins the collective
+          return;
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        try {
+          d.barrier();
+          ADD_FAILURE() << "barrier passed without rank 1";
+        } catch (const std::runtime_error& e) {
+          EXPECT_THAT(e.what(), HasSubstr("rank 0 of 2: barrier failed"));
+          EXPECT_THAT(e.what(), HasSubstr("Ranks 1 failed to pass monitoredBarrier"));  // names the missing rank
+        }
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+      },
+      /*timeout_s=*/1.0);
 }

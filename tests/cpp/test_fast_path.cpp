@@ -7,10 +7,10 @@
 // it is 0 on both paths. (On CUDA: test_kernels_cuda.cpp.)
 #include "helpers.h"
 #include "live_head.h"
-#include "model/from_checkpoint.h"
 #include "model/gpt.h"
 #include "step_rig.h"
 #include "train/checkpoint.h"
+#include "train/from_checkpoint.h"
 
 #include <ATen/autocast_mode.h>
 #include <fmt/format.h>
@@ -78,16 +78,15 @@ TEST_P(FastPath, FusedKernelsGiveTheAtenLossAndGradientsInFloat64) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Kernels, FastPath,
-    ::testing::Values(FastPathCase{"plain", "none", 0, false, false, false, 0},
-                      FastPathCase{"tied_bias", "none", 0, true, true, false, 0},
-                      FastPathCase{"chunked", "none", 7, false, false, false, 0},
-                      FastPathCase{"mlp_recompute", "mlp", 0, false, true, false, 0},
-                      FastPathCase{"block_recompute_chunked", "block", 5, true, false, false, 0},
-                      FastPathCase{"block_recompute_gate_sinks", "block", 0, false, true, true, 2},
-                      FastPathCase{"gate_and_sinks", "none", 0, false, false, true, 2}),
-    [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Kernels, FastPath,
+                         ::testing::Values(FastPathCase{"plain", "none", 0, false, false, false, 0},
+                                           FastPathCase{"tied_bias", "none", 0, true, true, false, 0},
+                                           FastPathCase{"chunked", "none", 7, false, false, false, 0},
+                                           FastPathCase{"mlp_recompute", "mlp", 0, false, true, false, 0},
+                                           FastPathCase{"block_recompute_chunked", "block", 5, true, false, false, 0},
+                                           FastPathCase{"block_recompute_gate_sinks", "block", 0, false, true, true, 2},
+                                           FastPathCase{"gate_and_sinks", "none", 0, false, false, true, 2}),
+                         [](const auto& info) { return info.param.name; });
 
 TEST(FastPath, Bf16WithCopiedWeightsStaysWithinBf16NoiseOfAutocast) {
   auto cfg = test::small_model("xsa");
@@ -139,7 +138,7 @@ TEST(FastPath, TrainingStepsMatchTheAtenPathAndRefreshTheWeightCopies) {
     size_t i = 0;
     std::vector<double> losses;
     for (int s = 0; s < 3; ++s) losses.push_back(step([&] { return data[i++]; }, 1e-2).loss.item<double>());
-    return std::pair{losses, step.params};
+    return std::pair{losses, step.parts.params};
   };
   auto [la, pa] = train("aten");
   auto [lf, pf] = train("fused");
@@ -215,7 +214,7 @@ TEST(FastPath, Bf16TrainingStepsWithTheWeightCacheFollowAutocast) {
     size_t i = 0;
     Trained t;
     for (int s = 0; s < 6; ++s) t.losses.push_back(step([&] { return data[i++]; }, 3e-3).loss.item<double>());
-    t.params = step.params;
+    t.params = step.parts.params;
     for (auto& p : t.params) p = p.detach().clone();
     return t;
   };
@@ -249,7 +248,8 @@ TEST(FastPath, ResumeFromACheckpointWithTheWeightCacheContinuesTheRun) {
   };
   auto run_steps = [&](GPT& m, test::StepRig& step, size_t first, size_t n) {
     std::vector<double> losses;
-    for (size_t s = first; s < first + n; ++s) losses.push_back(step([&] { return data[s]; }, 1e-2).loss.item<double>());
+    for (size_t s = first; s < first + n; ++s)
+      losses.push_back(step([&] { return data[s]; }, 1e-2).loss.item<double>());
     return losses;
   };
 
@@ -265,7 +265,7 @@ TEST(FastPath, ResumeFromACheckpointWithTheWeightCacheContinuesTheRun) {
     Checkpoint c;
     c.step = 2;
     for (const auto& item : first->named_parameters()) c.model[item.key()] = item.value();
-    c.optimizer = step.optimizer->state();
+    c.optimizer = step.parts.optimizer->state();
     save_checkpoint(c, file);
   }
   GPT resumed = make(99);  // other weights...
@@ -278,10 +278,11 @@ TEST(FastPath, ResumeFromACheckpointWithTheWeightCacheContinuesTheRun) {
   std::filesystem::remove(file);
   load_weights(resumed, c.model, file.string());  // as TrainingState::restore does
   resumed->parameters_changed();
-  step.optimizer->load_state(c.optimizer);
+  step.parts.optimizer->load_state(c.optimizer);
   const auto got = run_steps(resumed, step, 2, 2);
   ASSERT_GT(std::abs(want[2] - want[0]), 0.05);  // the steps did move the weights
   EXPECT_DOUBLE_EQ(got[0], want[2]);
   EXPECT_DOUBLE_EQ(got[1], want[3]);
-  for (size_t k = 0; k < step.params.size(); ++k) EXPECT_TRUE(torch::equal(step.params[k], whole_step.params[k])) << k;
+  for (size_t k = 0; k < step.parts.params.size(); ++k)
+    EXPECT_TRUE(torch::equal(step.parts.params[k], whole_step.parts.params[k])) << k;
 }

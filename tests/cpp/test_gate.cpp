@@ -109,7 +109,8 @@ TEST(Gate, OnlyInXsaLayersOneDimensionalAndNeverDecayed) {
     for (auto& p : m->parameters()) p.mutable_grad() = torch::zeros_like(p);
     opt.step(0.1);
     EXPECT_TRUE(torch::equal(m->named_parameters()["transformer.h.1.attn.xsa_gate"], before)) << impl;
-    EXPECT_TRUE(torch::allclose(m->named_parameters()["transformer.h.1.attn.c_attn.weight"], w_before * (1 - 0.1 * 0.5)))
+    EXPECT_TRUE(
+        torch::allclose(m->named_parameters()["transformer.h.1.attn.c_attn.weight"], w_before * (1 - 0.1 * 0.5)))
         << impl;
   }
 }

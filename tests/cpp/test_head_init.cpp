@@ -48,8 +48,10 @@ TEST(HeadInit, EachModeStartsWhereItsConstructionSaysAtEveryShippedWidth) {
     // nanoGPT's tied head: each token's self-logit ~0.012-0.02 d_model dominates once it
     // passes ln V; below that (tiny) it barely shows.
     const double tied = step0_loss(cfg, true, "normal", idx, targets);
-    if (0.012 * d > log_v + 1) EXPECT_GT(tied, 0.012 * d) << "d_model " << d;
-    else EXPECT_GT(tied, log_v - 0.5);
+    if (0.012 * d > log_v + 1)
+      EXPECT_GT(tied, 0.012 * d) << "d_model " << d;
+    else
+      EXPECT_GT(tied, log_v - 0.5);
   }
 }
 
@@ -70,8 +72,7 @@ TEST(HeadInit, ScaledPassesGradientsEverywhereAndZeroNormToTheFinalGain) {
     loss.backward();
     for (auto& [n, p] : m->unique_named_parameters()) {
       ASSERT_TRUE(p.grad().defined()) << n;
-      if (init == "scaled" || n == "transformer.ln_f.weight")
-        EXPECT_GT(p.grad().abs().max().item<double>(), 0.0) << n;
+      if (init == "scaled" || n == "transformer.ln_f.weight") EXPECT_GT(p.grad().abs().max().item<double>(), 0.0) << n;
     }
   }
 }

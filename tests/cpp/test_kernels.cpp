@@ -12,7 +12,6 @@
 
 #include <gtest/gtest.h>
 
-
 using namespace xsagpt;
 
 namespace {
@@ -269,8 +268,8 @@ TEST(LMHeadLoss, Bf16GradientsAreScaledByTheExactIncomingGradient) {
     EXPECT_EQ(dh3.scalar_type(), hidden_dtype);
     // The same product of the same bf16 gradient and float32 1/3, rounded once.
     const auto want_dh = (dh1.to(torch::kFloat32) * static_cast<float>(1.0 / 3.0)).to(hidden_dtype);
-    EXPECT_TRUE(torch::equal(dh3, want_dh)) << "max diff "
-                                            << (dh3.to(torch::kFloat64) - want_dh.to(torch::kFloat64)).abs().max().item<double>();
+    EXPECT_TRUE(torch::equal(dh3, want_dh))
+        << "max diff " << (dh3.to(torch::kFloat64) - want_dh.to(torch::kFloat64)).abs().max().item<double>();
     EXPECT_TRUE(torch::allclose(dw3, dw1 * static_cast<float>(1.0 / 3.0), 1e-6, 0.0));
     // Ignored rows get no gradient.
     EXPECT_EQ(dh3[3].abs().max().item<float>(), 0.0f);
@@ -305,9 +304,10 @@ TEST(LMHeadLoss, TargetsOutsideTheVocabularyAreRejectedAndOnlyMinusOneIsIgnored)
   }
   auto t = torch::tensor({0, 1, -1, 2}, torch::kLong);
   namespace F = torch::nn::functional;
-  EXPECT_NEAR(lm_head_loss(h, w, w, t, 0).item<double>(),
-              F::cross_entropy(torch::matmul(h, w.t()), t, F::CrossEntropyFuncOptions().ignore_index(-1)).item<double>(),
-              1e-12);
+  EXPECT_NEAR(
+      lm_head_loss(h, w, w, t, 0).item<double>(),
+      F::cross_entropy(torch::matmul(h, w.t()), t, F::CrossEntropyFuncOptions().ignore_index(-1)).item<double>(),
+      1e-12);
 }
 
 TEST(CachedLinear, Bf16FromTheCopyAndFloat32GradientForTheParameter) {
@@ -328,8 +328,9 @@ TEST(CachedLinear, Bf16FromTheCopyAndFloat32GradientForTheParameter) {
   expect_close(w.grad(), torch::matmul(G.t(), X), 2e-2, "d weight");
   expect_close(b.grad(), G.sum(0), 2e-2, "d bias");
   expect_close(x.grad(), torch::matmul(g.to(torch::kFloat64), wc.to(torch::kFloat64)), 2e-2, "d x");
-  expect_close(y, torch::matmul(x.detach().to(torch::kFloat64), wc.to(torch::kFloat64).t()) + b.detach().to(torch::kFloat64),
-               2e-2, "y");
+  expect_close(
+      y, torch::matmul(x.detach().to(torch::kFloat64), wc.to(torch::kFloat64).t()) + b.detach().to(torch::kFloat64),
+      2e-2, "y");
 }
 
 TEST(WeightCache, CopiesOnceAndAgainOnlyWhenTheParameterChanged) {

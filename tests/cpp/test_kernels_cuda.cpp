@@ -3,8 +3,6 @@
 // model and training step with the fused kernels against the ATen path on a GPU.
 // These run on a machine with CUDA and skip elsewhere.
 #include "helpers.h"
-#include "live_head.h"
-#include "matmul_counter.h"
 #include "kernels/add_norm.h"
 #include "kernels/add_norm_cuda.h"
 #include "kernels/common.h"
@@ -13,11 +11,12 @@
 #include "kernels/lm_head_loss_cuda.h"
 #include "kernels/rope_qkv.h"
 #include "kernels/rope_qkv_cuda.h"
-#include "model/from_checkpoint.h"
+#include "live_head.h"
+#include "matmul_counter.h"
 #include "model/gpt.h"
 #include "model/rope.h"
 #include "step_rig.h"
-#include "train/precision.h"
+#include "train/from_checkpoint.h"
 
 #include <gtest/gtest.h>
 
@@ -88,7 +87,8 @@ TEST(KernelsCuda, AddNormForwardAndBackwardEqualTheAtenTwin) {
         auto x_out = torch::empty_like(x), h = torch::empty({N, d}, f32.dtype(dtype));
         auto mean = torch::empty({N}, f32), rstd = torch::empty({N}, f32);
         add_norm_forward_cuda(x, branch, w, b, 1e-5, x_out, h, mean, rstd);
-        auto rx = torch::empty_like(x), rh = torch::empty_like(h), rm = torch::empty_like(mean), rr = torch::empty_like(rstd);
+        auto rx = torch::empty_like(x), rh = torch::empty_like(h), rm = torch::empty_like(mean),
+             rr = torch::empty_like(rstd);
         add_norm_forward_aten(x, branch, w, b, 1e-5, rx, rh, rm, rr);
         const auto xo = branch_on ? x_out : x;
         if (branch_on) {
@@ -146,7 +146,8 @@ TEST(KernelsCuda, AddNormBackwardAtTrainingSizesMatchesFloat64Autograd) {
       auto x64 = c64(x), b64 = c64(branch), w64 = c64(w), bias64 = c64(b);
       auto xo64 = x64 + b64;
       auto h64 = torch::layer_norm(xo64, {d}, w64, bias64, 1e-5);
-      torch::autograd::backward({h64, xo64}, {dh.to(torch::kCPU, torch::kFloat64), dxo.to(torch::kCPU, torch::kFloat64)});
+      torch::autograd::backward({h64, xo64},
+                                {dh.to(torch::kCPU, torch::kFloat64), dxo.to(torch::kCPU, torch::kFloat64)});
       ASSERT_GT(w64.grad().abs().max().item<double>(), 1.0);
       EXPECT_LT(rel_err(h, h64), 1e-2);
       EXPECT_LT(rel_err(xa.grad(), x64.grad()), 1e-5);
@@ -322,7 +323,8 @@ TEST(KernelsCuda, CachedLinearWeightGradientIsFloat32FromTheGemm) {
   auto y = cached_linear(x, w, cache.get(w, torch::kBFloat16));
   auto g = torch::randn(y.sizes(), opts).to(torch::kBFloat16);
   y.backward(g);
-  auto ref = torch::matmul(g.reshape({-1, 512}).t().to(torch::kFloat64), x.detach().reshape({-1, 256}).to(torch::kFloat64));
+  auto ref =
+      torch::matmul(g.reshape({-1, 512}).t().to(torch::kFloat64), x.detach().reshape({-1, 256}).to(torch::kFloat64));
   EXPECT_EQ(w.grad().scalar_type(), torch::kFloat32);
   EXPECT_LT(rel_err(w.grad(), ref), 1e-4);  // float32 accumulation of bf16 products: no bf16 rounding of the result
 }
@@ -346,12 +348,8 @@ TEST(KernelsCuda, WholeModelFusedMatchesAtenInBf16) {
       m->to(kCuda);
       auto rt = test::runtime(recompute, chunk, kernels, true, /*bf16=*/true);
       m->set_runtime(rt);
-      torch::Tensor loss;
-      {
-        AutocastGuard ac(kCuda, rt.autocast());
-        loss = m->forward(idx, idx).loss;
-      }
-      (loss / 3.0).backward();  // g = 1/3, as three micro-batches give it
+      auto loss = m->forward(idx, idx).loss;  // in bf16: the model opens its autocast scope
+      (loss / 3.0).backward();                // g = 1/3, as three micro-batches give it
       return std::pair{loss.item<double>(), test::gradients(m)};
     };
     auto [la, ga] = run("aten", 0);
@@ -447,7 +445,7 @@ TEST(KernelsCuda, ResumeWithTheWeightCacheContinuesTheRun) {
   steps(first_step, 0, 2);
   std::map<std::string, torch::Tensor> weights;
   for (const auto& item : first->named_parameters()) weights[item.key()] = item.value().detach().clone();
-  const auto state = first_step.optimizer->state();
+  const auto state = first_step.parts.optimizer->state();
   GPT resumed = make(11);
   {
     torch::NoGradGuard g;
@@ -456,7 +454,7 @@ TEST(KernelsCuda, ResumeWithTheWeightCacheContinuesTheRun) {
   test::StepRig step(resumed, 1);
   load_weights(resumed, weights, "test");
   resumed->parameters_changed();
-  step.optimizer->load_state(state);
+  step.parts.optimizer->load_state(state);
   const auto got = steps(step, 2, 2);
   ASSERT_GT(std::abs(want[2] - want[0]), 0.05);
   // Same GPU, same kernels, same order: equal up to cuBLAS's choice of algorithm.

@@ -55,7 +55,7 @@ TEST(MemoryEstimate, BoundsMeasuredPeakForEveryMemoryOption) {
     for (const std::string recompute : {"none", "mlp", "block"}) {
       for (const int64_t chunk : {0, 128}) {
         SCOPED_TRACE(attention + ", checkpointing " + recompute + ", loss chunk " + std::to_string(chunk));
-        const auto e = estimate_training_memory(cfg, B, T, {/*bf16=*/false, recompute, chunk});
+        const auto e = estimate_training_memory(cfg, B, T, {test::runtime(recompute, chunk)});
         const double estimate = e.total() - e.params_bytes - e.optimizer_bytes;
         const double peak = measure(cfg, recompute, chunk, B, T).peak;
         EXPECT_LE(peak, estimate);
@@ -76,8 +76,8 @@ TEST(MemoryEstimate, CheckpointingAndChunkedLossShrinkThePaperModel) {
   ModelConfig c;
   c.vocab_size = 50304, c.block_size = 2048, c.n_layer = 24, c.d_model = 2048, c.n_head = 24, c.head_dim = 128;
   const double GiB = 1024.0 * 1024 * 1024;
-  const auto none = estimate_training_memory(c, 8, 2048, {true, "none", 0});
-  const auto block = estimate_training_memory(c, 8, 2048, {true, "block", 4096});
+  const auto none = estimate_training_memory(c, 8, 2048, {test::runtime("none", 0, "aten", false, /*bf16=*/true)});
+  const auto block = estimate_training_memory(c, 8, 2048, {test::runtime("block", 4096, "aten", false, /*bf16=*/true)});
   EXPECT_EQ(none.params_bytes, block.params_bytes);
   EXPECT_EQ(none.optimizer_bytes, 2 * none.params_bytes);
   EXPECT_GT(none.total() / GiB, 60);
@@ -87,7 +87,8 @@ TEST(MemoryEstimate, CheckpointingAndChunkedLossShrinkThePaperModel) {
   EXPECT_EQ(block.activations_bytes, 8.0 * 2048 * (24 * 4 * 2048 + 2 * 4 * 2048 + 4 * 2048 + 2 * 2048));
   EXPECT_LT(block.activations_bytes, none.activations_bytes / 8);
   EXPECT_EQ(block.logits_bytes, none.logits_bytes * 4096 / (8 * 2048));
-  const auto sharded = estimate_training_memory(c, 8, 2048, {true, "block", 4096, /*optimizer_shards=*/8});
+  const auto sharded = estimate_training_memory(
+      c, 8, 2048, {test::runtime("block", 4096, "aten", false, /*bf16=*/true), /*optimizer_shards=*/8});
   EXPECT_EQ(sharded.optimizer_bytes, block.optimizer_bytes / 8);
   EXPECT_EQ(sharded.total(), block.total() - block.optimizer_bytes * 7 / 8);
 }
@@ -101,8 +102,8 @@ TEST(MemoryEstimate, WarningNamesTheKeysThatShrinkTheRun) {
   ASSERT_TRUE(w.has_value());
   EXPECT_NE(w->find("83.8 GiB"), std::string::npos) << *w;
   EXPECT_NE(w->find("74.5 GiB"), std::string::npos) << *w;
-  for (const char* key : {"train.activation_checkpointing", "train.loss_chunk", "train.micro_batch",
-                          "train.shard_optimizer"})
+  for (const char* key :
+       {"train.activation_checkpointing", "train.loss_chunk", "train.micro_batch", "train.shard_optimizer"})
     EXPECT_NE(w->find(key), std::string::npos) << key << " in " << *w;
   cfg.train.activation_checkpointing = "block";
   cfg.train.loss_chunk = 1024;

@@ -131,11 +131,11 @@ TEST(Model, ParameterNamesFollowNanoGPT) {
   cfg.tie_embeddings = true;
   GPT m(cfg);
   auto params = m->named_parameters();
-  for (const char* name : {"transformer.wte.weight", "transformer.ln_e.weight", "transformer.ln_e.bias",
-                           "transformer.h.0.ln_1.weight", "transformer.h.1.attn.c_attn.weight",
-                           "transformer.h.1.attn.c_attn.bias", "transformer.h.0.attn.c_proj.weight",
-                           "transformer.h.0.ln_2.weight", "transformer.h.0.mlp.c_fc.weight",
-                           "transformer.h.0.mlp.c_proj.weight", "transformer.ln_f.weight", "lm_head.weight"}) {
+  for (const char* name :
+       {"transformer.wte.weight", "transformer.ln_e.weight", "transformer.ln_e.bias", "transformer.h.0.ln_1.weight",
+        "transformer.h.1.attn.c_attn.weight", "transformer.h.1.attn.c_attn.bias", "transformer.h.0.attn.c_proj.weight",
+        "transformer.h.0.ln_2.weight", "transformer.h.0.mlp.c_fc.weight", "transformer.h.0.mlp.c_proj.weight",
+        "transformer.ln_f.weight", "lm_head.weight"}) {
     EXPECT_TRUE(params.contains(name)) << name;
   }
   EXPECT_TRUE(params["lm_head.weight"].is_same(params["transformer.wte.weight"]));  // tied
@@ -168,13 +168,16 @@ TEST(Model, AnalyticParameterCountsEqualTheBuiltModel) {
 }
 
 TEST(Model, PaperConfigsLandOnThePapersSizes) {
-  struct Case { const char* name; double billions; };
+  struct Case {
+    const char* name;
+    double billions;
+  };
   for (auto [name, b] : {Case{"paper-0.7b", 0.68}, Case{"paper-1.4b", 1.41}, Case{"paper-2.7b", 2.68}}) {
     auto cfg = load_model_config(test::source_path(std::string("configs/model/") + name + ".json"));
     EXPECT_NEAR(count_params(cfg).non_embedding / 1e9, b, 0.006) << name;
   }
   auto gpt2 = load_model_config(test::source_path("configs/model/gpt2-124m.json"));
-  const double head = 50304.0 * 768;  // the untied LM head
+  const double head = 50304.0 * 768;                                 // the untied LM head
   EXPECT_NEAR((count_params(gpt2).total - head) / 1e6, 124.0, 1.5);  // nanoGPT's tied 124M less position embeddings
   gpt2.tie_embeddings = true;
   EXPECT_NEAR(count_params(gpt2).total / 1e6, 124.0, 1.5);

@@ -20,9 +20,9 @@ TEST(Schedule, WarmupPeakMidAndEnd) {
   t.min_lr_ratio = 0.1;
   t.warmup_steps = 100;
   t.max_steps = 1100;
-  EXPECT_DOUBLE_EQ(learning_rate(t, 0), 1e-3 * 1 / 100);      // first warmup step
-  EXPECT_DOUBLE_EQ(learning_rate(t, 49), 1e-3 * 50 / 100);    // linear
-  EXPECT_DOUBLE_EQ(learning_rate(t, 100), 1e-3);              // peak
+  EXPECT_DOUBLE_EQ(learning_rate(t, 0), 1e-3 * 1 / 100);                  // first warmup step
+  EXPECT_DOUBLE_EQ(learning_rate(t, 49), 1e-3 * 50 / 100);                // linear
+  EXPECT_DOUBLE_EQ(learning_rate(t, 100), 1e-3);                          // peak
   EXPECT_NEAR(learning_rate(t, 600), 1e-4 + 0.5 * (1e-3 - 1e-4), 1e-15);  // half way down the cosine
   EXPECT_NEAR(learning_rate(t, 350), 1e-4 + 0.5 * (1 + std::cos(std::numbers::pi * 0.25)) * 9e-4, 1e-15);
   EXPECT_DOUBLE_EQ(learning_rate(t, 1100), 1e-4);  // min_lr at max_steps
@@ -34,8 +34,9 @@ TEST(WeightDecay, OnlyMatricesDecay) {
   cfg.bias = true;
   GPT m(cfg);
   for (const auto& [name, p] : m->unique_named_parameters()) {
-    const bool matrix = name.ends_with("wte.weight") || name == "lm_head.weight" || name.find("c_attn.weight") != std::string::npos ||
-                        name.find("c_proj.weight") != std::string::npos || name.find("c_fc.weight") != std::string::npos;
+    const bool matrix =
+        name.ends_with("wte.weight") || name == "lm_head.weight" || name.find("c_attn.weight") != std::string::npos ||
+        name.find("c_proj.weight") != std::string::npos || name.find("c_fc.weight") != std::string::npos;
     EXPECT_EQ(decays(p), matrix) << name;
   }
 }
@@ -107,8 +108,8 @@ TEST(AdamW, WeightDecayLeavesNormsAlone) {
   for (auto& [n, p] : m->unique_named_parameters()) {
     if (decays(p)) {
       EXPECT_TRUE(torch::allclose(p, before[n] * (1 - 0.1 * 0.5))) << n;
-    }
-    else EXPECT_TRUE(torch::equal(p, before[n])) << n;
+    } else
+      EXPECT_TRUE(torch::equal(p, before[n])) << n;
   }
 }
 

@@ -39,7 +39,7 @@ TEST_P(RecomputeKinds, SameOutputAndGradientsAsPlainBackward) {
   auto cfg = test::small_model(GetParam());
   cfg.dropout = 0.2;
   torch::manual_seed(0);
-  Block block(cfg, 0);
+  Block block(cfg, 0, std::make_shared<Exec>());
   block->train();
   auto [cos, sin] = rope_tables(16, cfg.head_dim, cfg.rope_theta);
   auto x = torch::randn({2, 16, cfg.d_model});
@@ -48,13 +48,17 @@ TEST_P(RecomputeKinds, SameOutputAndGradientsAsPlainBackward) {
   EXPECT_TRUE(torch::allclose(plain.out, re.out, 1e-6, 1e-6));
   EXPECT_TRUE(torch::allclose(plain.dx, re.dx, 1e-5, 1e-6));
   ASSERT_EQ(plain.params.size(), re.params.size());
-  for (auto& [name, g] : plain.params)
-    EXPECT_TRUE(torch::allclose(g, re.params[name], 1e-5, 1e-6)) << name;
+  for (auto& [name, g] : plain.params) EXPECT_TRUE(torch::allclose(g, re.params[name], 1e-5, 1e-6)) << name;
   // The random numbers after backward are the ones the plain run leaves.
   EXPECT_GT(plain.dx.abs().sum().item<double>(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Recompute, RecomputeKinds, ::testing::Values("sa", "xsa"));
+
+TEST(Recompute, ABlockWithoutARuntimeIsRefused) {
+  // Not silently plain ATen: a Block runs in the runtime its GPT (or bench) gives it.
+  EXPECT_THROW(Block(test::small_model("xsa"), 0, nullptr), c10::Error);
+}
 
 TEST(Recompute, NoGradModeJustRunsTheFunction) {
   torch::NoGradGuard g;
@@ -81,7 +85,8 @@ TEST(Recompute, WholeModelMemoryOptionsKeepLossAndGradients) {
     return g;
   };
   const auto plain = grads("none", 0);
-  for (auto [recompute, chunk] : {std::pair<std::string, int64_t>{"mlp", 0}, {"block", 0}, {"none", 7}, {"block", 16}}) {
+  for (auto [recompute, chunk] :
+       {std::pair<std::string, int64_t>{"mlp", 0}, {"block", 0}, {"none", 7}, {"block", 16}}) {
     auto got = grads(recompute, chunk);
     ASSERT_EQ(got.size(), plain.size());
     for (size_t i = 0; i < got.size(); ++i)

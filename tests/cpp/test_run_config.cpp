@@ -19,16 +19,13 @@ fs::path write_tmp(const std::string& name, const json& j) {
   std::ofstream(dir / name) << j.dump(2);
   return dir / name;
 }
-const json kBase = {{"model", "tiny"}, {"data", {{"train", "a/*.bin"}, {"val", "b/*.bin"}}},
-                    {"train", {{"seq_len", 64}, {"micro_batch", 4}}}, {"out_dir", "runs/x"}};
+const json kBase = {{"model", "tiny"},
+                    {"data", {{"train", "a/*.bin"}, {"val", "b/*.bin"}}},
+                    {"train", {{"seq_len", 64}, {"micro_batch", 4}}},
+                    {"out_dir", "runs/x"}};
 
 std::string error_of(const json& j, std::vector<std::string> sets = {}, int64_t world = 1) {
-  try {
-    load_run_config(write_tmp("cfg.json", j).string(), sets, world);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test::error_of<ConfigError>([&] { load_run_config(write_tmp("cfg.json", j).string(), sets, world); });
 }
 }  // namespace
 
@@ -130,15 +127,15 @@ TEST(RunConfig, ADirectoryIsNotAConfigFile) {
 TEST(RunConfig, KernelNamesParseAndRoundTrip) {
   EXPECT_EQ(parse_kernels("auto", /*cuda=*/false), Kernels{});
   Kernels xsa_only;
-  xsa_only.xsa = XsaImpl::fused;
+  xsa_only.xsa = XsaImpl::kFused;
   EXPECT_EQ(parse_kernels("auto", /*cuda=*/true), xsa_only);
   EXPECT_EQ(parse_kernels("aten", true), Kernels{});
-  EXPECT_EQ(parse_kernels("fused", false), (Kernels{true, true, true, true, XsaImpl::fused_wide}));
-  EXPECT_EQ(parse_kernels("xsa,xsa_wide", false).xsa, XsaImpl::fused_wide);
-  EXPECT_EQ(parse_kernels("xsa_wide,xsa", false).xsa, XsaImpl::fused_wide);
+  EXPECT_EQ(parse_kernels("fused", false), (Kernels{true, true, true, true, XsaImpl::kFusedWide}));
+  EXPECT_EQ(parse_kernels("xsa,xsa_wide", false).xsa, XsaImpl::kFusedWide);
+  EXPECT_EQ(parse_kernels("xsa_wide,xsa", false).xsa, XsaImpl::kFusedWide);
   EXPECT_EQ(describe(Kernels{}), "aten");
-  for (const char* spec : {"weights", "norm", "rope", "xsa", "xsa_wide", "loss", "weights,norm,rope,xsa_wide,loss",
-                           "norm,xsa"})
+  for (const char* spec :
+       {"weights", "norm", "rope", "xsa", "xsa_wide", "loss", "weights,norm,rope,xsa_wide,loss", "norm,xsa"})
     EXPECT_EQ(describe(parse_kernels(spec, true)), spec);
   try {
     parse_kernels("xsa,wide", true);

@@ -3,19 +3,19 @@
 // never mixes two runs. Write failures are injected with RLIMIT_FSIZE (writes past
 // the limit fail with EFBIG, as they would with ENOSPC on a full disk), so these
 // run without root; tests/python/test_nothing_lost.py fills a real tmpfs.
+#include "helpers.h"
 #include "train/metrics.h"
 #include "train/run_dir.h"
 #include "util/torch_save.h"
-#include "helpers.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
 #include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <sstream>
-#include <sys/resource.h>
 
 using namespace xsagpt;
 using ::testing::HasSubstr;
@@ -53,16 +53,6 @@ std::string slurp(const fs::path& p) {
 
 void spit(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
 
-// std::filesystem::remove_all crashes in this binary (libtorch.so exports a broken copy).
-void remove_tree(const fs::path& p) {
-  if (fs::is_directory(p) && !fs::is_symlink(p)) {
-    std::vector<fs::path> children;
-    for (const auto& e : fs::directory_iterator(p)) children.push_back(e.path());
-    for (const auto& c : children) remove_tree(c);
-  }
-  fs::remove(p);
-}
-
 std::vector<std::string> names_in(const fs::path& dir) {
   std::vector<std::string> out;
   if (fs::is_directory(dir))
@@ -71,25 +61,11 @@ std::vector<std::string> names_in(const fs::path& dir) {
   return out;
 }
 
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
+using test::remove_tree;
 
-class RunDir : public ::testing::Test {
+class RunDir : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "xsagpt-test-rundir-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    tmp = tmpl;
-  }
-  void TearDown() override { remove_tree(tmp); }
-
   RunConfig config(const fs::path& out, int64_t max_steps) const {
     RunConfig c;
     c.model = test::small_model("sa");
@@ -122,8 +98,6 @@ class RunDir : public ::testing::Test {
       if (s % 4 == 0) log.write({{"step", s}, {"val_loss", 20.0 - static_cast<double>(s)}});
     }
   }
-
-  fs::path tmp;
 };
 
 }  // namespace
@@ -224,8 +198,8 @@ TEST_F(RunDir, MetricsHistoryIsRewrittenOnlyAtomically) {
 
 TEST_F(RunDir, CheckpointsAreListedByStepNumber) {
   fs::create_directories(tmp / "checkpoints");
-  for (const char* n : {"step_100000000.pt", "step_00000005.pt", "step_99999999.pt", "other.pt", "step_x.pt",
-                        "step_00000007.pt.tmp"})
+  for (const char* n :
+       {"step_100000000.pt", "step_00000005.pt", "step_99999999.pt", "other.pt", "step_x.pt", "step_00000007.pt.tmp"})
     spit(tmp / "checkpoints" / n, "");
   std::vector<int64_t> steps;
   for (const auto& p : list_checkpoints(tmp)) steps.push_back(checkpoint_step(p));
@@ -275,8 +249,8 @@ TEST_F(RunDir, ResumingAnOlderCheckpointOfTheSameRunNeedsOverwriteThenDropsWhatF
   const auto run = tmp / "run";
   for (int64_t s : {4, 8, 12}) checkpoint(run, s, 20);
   metrics_lines(run, 13);
-  const auto err = error_of<ConfigError>(
-      [&] { open_run(config(run, 20), checkpoint_path(run, 4).string(), false, 1); });
+  const auto err =
+      error_of<ConfigError>([&] { open_run(config(run, 20), checkpoint_path(run, 4).string(), false, 1); });
   EXPECT_THAT(err, HasSubstr("is step 4 of the run in " + run.string() + ", which has checkpoints up to step 12"));
 
   const auto cfg = config(run, 20);

@@ -1,8 +1,8 @@
 // Sweep files that try to escape: grid values that are paths, sweep keys of the
 // wrong type, and a plot command that must never go through a shell.
-#include "sweep/sweep.h"
-#include "util/spawn.h"
 #include "helpers.h"
+#include "sweep/summary.h"
+#include "util/spawn.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,23 +16,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class Sweeps : public ::testing::Test {
+class Sweeps : public test::TempDirTest {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "xsagpt-test-sweep-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    tmp = tmpl;
+    test::TempDirTest::SetUp();
     const json base = {{"model", "tiny"},
                        {"data", {{"train", "a/*.bin"}, {"val", "b/*.bin"}}},
                        {"train", {{"seq_len", 64}, {"micro_batch", 4}, {"eval_tokens", 256}}},
                        {"out_dir", "unused"}};
     std::ofstream(tmp / "base.json") << base.dump();
-  }
-  void TearDown() override {
-    for (const auto& e : fs::recursive_directory_iterator(tmp)) files.push_back(e.path());
-    std::sort(files.rbegin(), files.rend());  // children before their folders
-    for (const auto& f : files) fs::remove(f);
-    fs::remove(tmp);
   }
   fs::path spec(const json& extra) const {
     json j = {{"base", (tmp / "base.json").string()}, {"out_dir", (tmp / "sweep").string()}};
@@ -41,15 +33,8 @@ class Sweeps : public ::testing::Test {
     return tmp / "sweep.json";
   }
   std::string error_of(const json& extra) const {
-    try {
-      load_sweep(spec(extra).string(), 1);
-    } catch (const ConfigError& e) {
-      return e.what();
-    }
-    return "(no error)";
+    return test::error_of<ConfigError>([&] { load_sweep(spec(extra).string(), 1); });
   }
-  fs::path tmp;
-  std::vector<fs::path> files;
 };
 
 }  // namespace
@@ -68,7 +53,7 @@ TEST_F(Sweeps, EveryPointIsOneDirectoryInsideTheSweep) {
     names.insert(p.name);
   }
   EXPECT_TRUE(names.count("data.train=..%2F..%2Fescaped%2F*.bin"));
-  EXPECT_TRUE(names.count("data.train=x%252Fy"));  // '%' is escaped too: no two values share a name
+  EXPECT_TRUE(names.count("data.train=x%252Fy"));                      // '%' is escaped too: no two values share a name
   EXPECT_EQ(s.points[0].values["data.train"], "../../escaped/*.bin");  // the value itself is unchanged
   EXPECT_EQ(s.points[0].config.data.train, "../../escaped/*.bin");
   EXPECT_EQ(safe_name_part("a\nb\\c"), "a%0Ab%5Cc");

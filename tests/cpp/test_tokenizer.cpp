@@ -43,9 +43,12 @@ std::string slurp(const fs::path& p) {
 
 std::string utf8_of(uint32_t cp) {
   std::string s;
-  if (cp < 0x80) s += char(cp);
-  else if (cp < 0x800) s += char(0xC0 | cp >> 6), s += char(0x80 | (cp & 0x3F));
-  else if (cp < 0x10000) s += char(0xE0 | cp >> 12), s += char(0x80 | (cp >> 6 & 0x3F)), s += char(0x80 | (cp & 0x3F));
+  if (cp < 0x80)
+    s += char(cp);
+  else if (cp < 0x800)
+    s += char(0xC0 | cp >> 6), s += char(0x80 | (cp & 0x3F));
+  else if (cp < 0x10000)
+    s += char(0xE0 | cp >> 12), s += char(0x80 | (cp >> 6 & 0x3F)), s += char(0x80 | (cp & 0x3F));
   else
     s += char(0xF0 | cp >> 18), s += char(0x80 | (cp >> 12 & 0x3F)), s += char(0x80 | (cp >> 6 & 0x3F)),
         s += char(0x80 | (cp & 0x3F));
@@ -69,7 +72,7 @@ std::vector<std::string> gpt2_byte_spelling() {
 
 // The vocabulary as GPT-2's encoder.py reads it.
 struct Reference {
-  std::map<std::string, int32_t> encoder;            // spelled token -> id
+  std::map<std::string, int32_t> encoder;  // spelled token -> id
   std::map<std::pair<std::string, std::string>, int> merge_rank;
   std::vector<std::string> spell = gpt2_byte_spelling();
 
@@ -151,23 +154,8 @@ class Gpt2Bpe : public ::testing::Test {
   static inline std::unique_ptr<Reference> ref_;
 };
 
-// fs::remove_all resolves to a copy exported by the torch wheel's libtorch.so
-// that crashes, so scratch folders are removed one entry at a time.
-void remove_tree(const fs::path& p) {
-  if (fs::is_directory(fs::symlink_status(p)))
-    for (const auto& e : fs::directory_iterator(p)) remove_tree(e.path());
-  fs::remove(p);
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
+using test::remove_tree;
 
 // A scratch copy of the vocabulary whose files a test may damage.
 struct ScratchVocab {
@@ -263,15 +251,21 @@ TEST_F(Gpt2Bpe, PreTokenizerSplitsAsGpt2) {
   // No-break spaces are whitespace (Unicode White_Space, like \s in tiktoken's regex).
   EXPECT_EQ(tok_->encode("a\xC2\xA0\xC2\xA0"), ids({"a", "\xC2\xA0\xC2\xA0"}));
   EXPECT_EQ(tok_->encode("\xC2\xA0\xC2\xA0x"), pieces({"\xC2\xA0", "\xC2\xA0", "x"}));
-  EXPECT_EQ(tok_->encode("\xE4\xB8\x80\xE4\xBA\x8C 3.14!?"), pieces({"\xE4\xB8\x80\xE4\xBA\x8C", " 3", ".", "14", "!?"}));
+  EXPECT_EQ(tok_->encode("\xE4\xB8\x80\xE4\xBA\x8C 3.14!?"),
+            pieces({"\xE4\xB8\x80\xE4\xBA\x8C", " 3", ".", "14", "!?"}));
   EXPECT_TRUE(tok_->encode("").empty());
 }
 
 TEST_F(Gpt2Bpe, MergesAgreeWithGpt2ReferenceBpe) {
   // Single pieces (no pre-tokenizer involved) that take several merges.
-  std::vector<std::string> words = {"internationalization", " Supercalifragilisticexpialidocious", " tokenizer",
-                                    "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E", " \xF0\x9F\x98\x80\xF0\x9F\x98\x80",
-                                    std::string(300, 'a'), std::string(257, ' '), " 31415926535897932384626"};
+  std::vector<std::string> words = {"internationalization",
+                                    " Supercalifragilisticexpialidocious",
+                                    " tokenizer",
+                                    "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E",
+                                    " \xF0\x9F\x98\x80\xF0\x9F\x98\x80",
+                                    std::string(300, 'a'),
+                                    std::string(257, ' '),
+                                    " 31415926535897932384626"};
   std::mt19937 rng(1);
   for (int i = 0; i < 200; ++i) {  // random letter strings: many unusual merge orders
     std::string w = rng() % 2 ? " " : "";
@@ -285,7 +279,8 @@ TEST_F(Gpt2Bpe, MergesAgreeWithGpt2ReferenceBpe) {
 
 TEST_F(Gpt2Bpe, DecodeInvertsEncode) {
   std::vector<std::string> texts = {
-      "The quick brown fox\n\n  jumps\tover 1234567 lazy dogs!!! \xE2\x80\x94 caf\xC3\xA9, na\xC3\xAF" "ve, "
+      "The quick brown fox\n\n  jumps\tover 1234567 lazy dogs!!! \xE2\x80\x94 caf\xC3\xA9, na\xC3\xAF"
+      "ve, "
       "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E \xF0\x9F\x98\x80\xF0\x9F\x91\x8D\xF0\x9F\x8F\xBD   \n",
       std::string(5000, '7') + "   " + std::string(3000, '\n')};
   std::mt19937 rng(3);
@@ -398,13 +393,14 @@ TEST_F(Gpt2Bpe, DamagedVocabularyFilesAreNamed) {
 TEST_F(Gpt2Bpe, VocabularyDirectoryIsFound) {
   struct Restore {
     fs::path cwd = fs::current_path();
-    std::optional<std::string> env = std::getenv("XSAGPT_GPT2_VOCAB") ? std::optional<std::string>(
-                                                                            std::getenv("XSAGPT_GPT2_VOCAB"))
-                                                                      : std::nullopt;
+    std::optional<std::string> env =
+        std::getenv("XSAGPT_GPT2_VOCAB") ? std::optional<std::string>(std::getenv("XSAGPT_GPT2_VOCAB")) : std::nullopt;
     ~Restore() {
       fs::current_path(cwd);
-      if (env) ::setenv("XSAGPT_GPT2_VOCAB", env->c_str(), 1);
-      else ::unsetenv("XSAGPT_GPT2_VOCAB");
+      if (env)
+        ::setenv("XSAGPT_GPT2_VOCAB", env->c_str(), 1);
+      else
+        ::unsetenv("XSAGPT_GPT2_VOCAB");
     }
   } restore;
   const fs::path root = fs::temp_directory_path() / ("xsagpt-root-" + std::to_string(::getpid()));

@@ -87,7 +87,8 @@ TEST(XSA, CustomBackwardMatchesAutogradOfOrdinaryOps) {
     };
     auto mine = grads(exclude_self_value), ref = grads(exclude_self_value_autograd);
     const double tol = dtype == torch::kFloat64 ? 1e-12 : dtype == torch::kFloat32 ? 1e-5 : 2e-2;
-    EXPECT_TRUE(torch::allclose(mine[0].to(torch::kFloat64), ref[0].to(torch::kFloat64), tol, tol)) << "forward, " << dtype;
+    EXPECT_TRUE(torch::allclose(mine[0].to(torch::kFloat64), ref[0].to(torch::kFloat64), tol, tol))
+        << "forward, " << dtype;
     for (int i = 1; i < 3; ++i) {
       EXPECT_EQ(mine[i].scalar_type(), dtype);
       auto a = mine[i].to(torch::kFloat64), b = ref[i].to(torch::kFloat64);

@@ -6,11 +6,11 @@
 // float32 and bf16. Skipped without a CUDA device.
 #include "config/model_config.h"
 #include "helpers.h"
+#include "kernels/common.h"
+#include "kernels/xsa_cuda.h"
 #include "live_head.h"
 #include "model/gpt.h"
 #include "model/xsa.h"
-#include "kernels/common.h"
-#include "kernels/xsa_cuda.h"
 
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
@@ -128,7 +128,8 @@ TEST(XsaCuda, ModelWithFusedKernelsMatchesOps) {
     ops->to(torch::kCUDA);
     fused->to(torch::kCUDA);
     fused->set_runtime(test::runtime("none", 0, kernels, /*cuda=*/true));
-    auto idx = torch::randint(0, cfg.vocab_size, {3, cfg.block_size}, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kLong));
+    auto idx = torch::randint(0, cfg.vocab_size, {3, cfg.block_size},
+                              torch::TensorOptions().device(torch::kCUDA).dtype(torch::kLong));
     auto lo = ops->forward(idx, idx).loss, lf = fused->forward(idx, idx).loss;
     lo.backward();
     lf.backward();

@@ -87,7 +87,8 @@ std::pair<Named, AdamWState> reference(const std::string& impl, int steps) {
 }
 
 void expect_equal_state(const AdamWState& a, const AdamWState& b) {
-  for (auto [x, y, what] : {std::tuple{&a.exp_avg, &b.exp_avg, "exp_avg"}, {&a.exp_avg_sq, &b.exp_avg_sq, "exp_avg_sq"},
+  for (auto [x, y, what] : {std::tuple{&a.exp_avg, &b.exp_avg, "exp_avg"},
+                            {&a.exp_avg_sq, &b.exp_avg_sq, "exp_avg_sq"},
                             {&a.step, &b.step, "step"}}) {
     ASSERT_EQ(x->size(), y->size()) << what;
     for (const auto& [name, t] : *x) {
@@ -121,7 +122,8 @@ TEST_P(ShardedAdamWTest, MatchesUnshardedAdamWBitForBit) {
         opt.step(lr_at(s));
       }
       for (size_t i = 0; i < p.size(); ++i)
-        EXPECT_TRUE(torch::equal(p[i].second, want_p[i].second)) << "world " << world << " rank " << r << " " << p[i].first;
+        EXPECT_TRUE(torch::equal(p[i].second, want_p[i].second))
+            << "world " << world << " rank " << r << " " << p[i].first;
       const auto full = opt.state();
       if (r == 0) expect_equal_state(full, want_state);
 

@@ -336,3 +336,25 @@ def test_9_a_shard_rewritten_in_place_at_the_same_size_is_detected(tmp_path, sha
     assert proc.returncode == 1
     assert f"data shard {data / 'train_000002.bin'} holds other tokens than when the checkpoint was saved" in proc.stderr
     assert snapshot(tmp_path / "short") == before
+
+
+def test_15_a_model_whose_state_cannot_fit_is_refused_before_it_is_built(tmp_path, shards, xsagpt):
+    # d_model 65536: ~69G parameters, ~1 TiB of weights, gradients and AdamW state,
+    # more than any test machine's RAM. The estimate (model/counts.h) is exact for that part.
+    cfg = cpu_config(tmp_path, shards, max_steps=2)
+    proc = xsagpt("train", "-c", cfg, "--set", "model.d_model=65536", check=False, timeout=120)
+    # Before: the trainer began allocating it (std::bad_alloc, or the OOM killer).
+    assert proc.returncode == 2, proc.stderr
+    assert "this run cannot fit" in proc.stderr and "of this machine's RAM" in proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_16_a_fifo_shard_is_named_for_what_it_is(tmp_path, shards, xsagpt):
+    os.mkfifo(tmp_path / "val_000000.bin")
+    cfg = cpu_config(tmp_path, shards, max_steps=2)
+    proc = xsagpt("train", "-c", cfg, "--set", f"data.val={tmp_path}/val_*.bin", check=False, timeout=60)
+    # Before: "matched no files", though it matched one.
+    assert proc.returncode != 0
+    assert f"'{tmp_path}/val_000000.bin' is a FIFO (named pipe)" in proc.stderr, proc.stderr
+    assert "matched no files" not in proc.stderr
+    assert not (tmp_path / "run").exists()

@@ -1,4 +1,4 @@
-#include "sweep/sweep.h"
+#include "sweep/summary.h"
 
 #include "train/run_dir.h"
 
@@ -14,145 +14,20 @@ namespace xsagpt {
 
 namespace fs = std::filesystem;
 
-static std::string value_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+namespace {
 
 // CSV (RFC 4180): a quote inside a quoted field is doubled; a field holding a comma,
 // a quote or a line break is quoted, so a value can never add a column or a row.
-static std::string csv_quoted(const std::string& text) {
+std::string csv_quoted(const std::string& text) {
   std::string out;
   for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out;
 }
 
-static std::string csv_field(const std::string& text) {
+std::string csv_field(const std::string& text) {
   if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
   return '"' + csv_quoted(text) + '"';
 }
-
-std::filesystem::path failure_file(const SweepPoint& p) { return fs::path(p.config.out_dir) / "failed.json"; }
-
-std::optional<json> point_failure(const SweepPoint& p) {
-  const auto file = failure_file(p);
-  if (!fs::exists(file)) return std::nullopt;
-  try {
-    auto j = read_json_file(file);
-    if (j.is_object()) return j;
-  } catch (const ConfigError&) {  // a failure record cut short still says the point failed
-  }
-  return json{{"error", "unknown (" + file.string() + " is unreadable)"}};
-}
-
-void record_failure(const SweepPoint& p, const std::string& error) {
-  const fs::path dir = p.config.out_dir;
-  fs::create_directories(dir);
-  write_file_atomic(failure_file(p), json{{"error", error}, {"config", to_json(p.config)}}.dump(2) + "\n");
-}
-
-std::string safe_name_part(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (c == '/' || c == '%' || c == '\\' || c < 0x20 || c == 0x7f) out += fmt::format("%{:02X}", c);
-    else out += static_cast<char>(c);
-  }
-  return out;
-}
-
-Sweep load_sweep(const std::string& path, int64_t world_size) {
-  Sweep s;
-  s.spec = read_json_file(path);
-  const auto& spec = s.spec;
-  if (!spec.is_object()) schema::bad(path, "a JSON object", spec);
-  for (const auto& [k, v] : spec.items())
-    if (k != "base" && k != "set" && k != "grid" && k != "constant_batch_tokens" && k != "out_dir")
-      throw ConfigError(path + ": unknown key '" + k + "' (known: base, set, grid, constant_batch_tokens, out_dir)");
-  if (!spec.contains("base") || !spec["base"].is_string()) throw ConfigError(path + ": base: expected a run config path");
-  if (!spec.contains("out_dir") || !spec["out_dir"].is_string()) throw ConfigError(path + ": out_dir: expected a directory");
-  if (!spec.contains("grid") || !spec["grid"].is_object() || spec["grid"].empty())
-    throw ConfigError(path + ": grid: expected an object of key -> list of values");
-  std::vector<std::string> fixed;
-  if (spec.contains("set")) {
-    if (!spec["set"].is_array()) throw ConfigError(path + ": set: expected a list of \"section.key=value\"");
-    for (const auto& o : spec["set"]) {
-      if (!o.is_string()) schema::bad(path + ": set", "a list of \"section.key=value\" strings", o);
-      fixed.push_back(o.get<std::string>());
-    }
-  }
-  bool constant_tokens = false;
-  if (spec.contains("constant_batch_tokens"))
-    schema::read_value(spec["constant_batch_tokens"], constant_tokens, path + ": constant_batch_tokens");
-  s.dir = spec["out_dir"].get<std::string>();
-
-  fs::path base = spec["base"].get<std::string>();
-  if (!fs::exists(base) && fs::exists(fs::path(path).parent_path() / base)) base = fs::path(path).parent_path() / base;
-  const auto base_cfg = load_run_config(base.string(), fixed, world_size);
-
-  // Cartesian product over the keys in sorted order (JSON objects are sorted); the last varies fastest.
-  std::vector<std::vector<json>> axes;
-  for (const auto& [k, v] : spec["grid"].items()) {
-    if (!v.is_array() || v.empty()) throw ConfigError(path + ": grid." + k + ": expected a non-empty list");
-    s.keys.push_back(k);
-    axes.push_back(std::vector<json>(v.begin(), v.end()));
-  }
-  std::vector<size_t> idx(axes.size(), 0);
-  while (true) {
-    SweepPoint p;
-    p.values = json::object();
-    p.overrides = fixed;
-    std::string name;
-    for (size_t a = 0; a < axes.size(); ++a) {
-      const auto& v = axes[a][idx[a]];
-      p.values[s.keys[a]] = v;
-      p.overrides.push_back(s.keys[a] + "=" + v.dump());
-      name += (name.empty() ? "" : ",") + s.keys[a] + "=" + value_text(v);
-    }
-    // The name is a directory under the sweep's: '/' (and '%', backslash, control
-    // characters) are %XX-escaped, so values such as paths or ".." stay one folder
-    // inside it; names longer than a file name may be are refused.
-    p.name = safe_name_part(name);
-    if (p.name.size() > 200)
-      throw ConfigError(fmt::format("{}: point {}: the run directory name is {} bytes long (at most 200); use "
-                                    "shorter grid values", path, p.name, p.name.size()));
-    for (const auto& other : s.points)
-      if (other.name == p.name)
-        throw ConfigError(fmt::format("{}: grid: two points are both named {} (a value listed twice, e.g. 1e-3 "
-                                      "and 0.001?)", path, p.name));
-    if (constant_tokens && p.values.contains("train.seq_len")) {
-      const int64_t T = p.values["train.seq_len"].get<int64_t>();
-      const int64_t micro_tokens = base_cfg.train.micro_batch * base_cfg.train.seq_len;
-      const int64_t step_tokens = base_cfg.train.batch_tokens > 0 ? base_cfg.train.batch_tokens
-                                                                  : micro_tokens * world_size;
-      if (micro_tokens % T != 0 && T < micro_tokens)
-        throw ConfigError(fmt::format("{}: constant_batch_tokens: seq_len {} does not divide the base's "
-                                      "{} tokens per micro-batch", path, T, micro_tokens));
-      p.overrides.push_back(fmt::format("train.micro_batch={}", std::max<int64_t>(1, micro_tokens / T)));
-      p.overrides.push_back(fmt::format("train.batch_tokens={}", step_tokens));
-    }
-    p.overrides.push_back("out_dir=" + json((s.dir / p.name).string()).dump());
-    try {
-      p.config = load_run_config(base.string(), p.overrides, world_size);
-    } catch (const ConfigError& e) {
-      throw ConfigError(fmt::format("{}: point {}: {}", path, p.name, e.what()));
-    }
-    // Two grid values can spell one setting (1 and 1.0, 1e-3 and 0.001): the same run
-    // twice would count as two seeds or two learning rates.
-    json resolved = to_json(p.config);
-    resolved.erase("out_dir");
-    for (const auto& other : s.points) {
-      json theirs = to_json(other.config);
-      theirs.erase("out_dir");
-      if (theirs == resolved)
-        throw ConfigError(fmt::format("{}: grid: points {} and {} resolve to the same run config (a value listed "
-                                      "twice in two spellings?); list each setting once", path, other.name, p.name));
-    }
-    s.points.push_back(std::move(p));
-    size_t a = axes.size();
-    while (a > 0 && ++idx[a - 1] == axes[a - 1].size()) idx[--a] = 0;
-    if (a == 0) break;
-  }
-  return s;
-}
-
-namespace {
 
 constexpr const char* kSeedKey = "train.seed";
 
@@ -207,7 +82,8 @@ json over_seeds(const json& points, const json& diffs) {
   json pairs = json::array();
   for (const auto& a : groups) {
     for (const auto& b : groups) {
-      if (a["values"].value("model.attention", "") != "sa" || b["values"].value("model.attention", "") != "xsa") continue;
+      if (a["values"].value("model.attention", "") != "sa" || b["values"].value("model.attention", "") != "xsa")
+        continue;
       const json rest = without(a["values"], "model.attention");
       if (rest != without(b["values"], "model.attention")) continue;
       std::vector<double> paired;
@@ -219,8 +95,8 @@ json over_seeds(const json& points, const json& diffs) {
       pairs.push_back({{"values", rest},
                        {"sa", a["final_val_loss"]},
                        {"xsa", b["final_val_loss"]},
-                       {"xsa_minus_sa_mean", ma.is_number() && mb.is_number() ? json(mb.get<double>() - ma.get<double>())
-                                                                              : json(nullptr)},
+                       {"xsa_minus_sa_mean",
+                        ma.is_number() && mb.is_number() ? json(mb.get<double>() - ma.get<double>()) : json(nullptr)},
                        {"xsa_minus_sa_by_seed", spread(paired)}});
     }
   }
@@ -237,7 +113,8 @@ json sweep_summary(const Sweep& sweep) {
     if (fs::exists(dir / "done.json")) {
       auto done = read_json_file(dir / "done.json");
       e["status"] = "done";
-      for (const char* k : {"final_train_loss", "final_val_loss", "tokens", "wall_s", "step"}) e[k] = done.value(k, json());
+      for (const char* k : {"final_train_loss", "final_val_loss", "tokens", "wall_s", "step"})
+        e[k] = done.value(k, json());
     } else if (const auto failure = point_failure(p)) {
       e["status"] = "failed";
       e["error"] = failure->value("error", json("unknown"));
@@ -260,7 +137,8 @@ json sweep_summary(const Sweep& sweep) {
       json d = {{"values", va}, {"sa", a.name}, {"xsa", b.name}, {"xsa_minus_sa_val_loss", nullptr}};
       if (points[i]["status"] == "done" && points[j]["status"] == "done" && points[i]["final_val_loss"].is_number() &&
           points[j]["final_val_loss"].is_number())
-        d["xsa_minus_sa_val_loss"] = points[j]["final_val_loss"].get<double>() - points[i]["final_val_loss"].get<double>();
+        d["xsa_minus_sa_val_loss"] =
+            points[j]["final_val_loss"].get<double>() - points[i]["final_val_loss"].get<double>();
       diffs.push_back(d);
     }
   }

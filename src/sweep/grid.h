@@ -1,4 +1,4 @@
-// Sweeps: a grid over run-config keys, every point a normal training run in its
+// Sweeps, the grid: a grid over run-config keys, every point a normal training run in its
 // own directory under the sweep directory, named after its values.
 //
 // Sweep file (JSON):
@@ -23,11 +23,11 @@
 namespace xsagpt {
 
 struct SweepPoint {
-  std::string name;                  // "model.attention=xsa,train.lr=0.0006"; its directory under the sweep's
-                                     // ('/', '%', backslash, control characters %XX-escaped)
-  json values;                       // {"model.attention": "xsa", "train.lr": 0.0006}
+  std::string name;                    // "model.attention=xsa,train.lr=0.0006"; its directory under the sweep's
+                                       // ('/', '%', backslash, control characters %XX-escaped)
+  json values;                         // {"model.attention": "xsa", "train.lr": 0.0006}
   std::vector<std::string> overrides;  // everything --set would receive
-  RunConfig config;                  // resolved and validated
+  RunConfig config;                    // resolved and validated
 };
 
 struct Sweep {
@@ -52,13 +52,7 @@ std::filesystem::path failure_file(const SweepPoint& p);
 std::optional<json> point_failure(const SweepPoint& p);  // failed.json's contents, if the point failed
 void record_failure(const SweepPoint& p, const std::string& error);
 
-// summary.json / summary.csv from the points' done.json files: per point its values,
-// status (done, failed with its error, running, pending) and final losses; for each SA/XSA pair differing only in attention, XSA - SA
-// val loss. With train.seed in the grid also "over_seeds" (and summary_seeds.csv):
-// every group of points differing only in the seed with the mean, sample standard
-// deviation, min and max of its final val losses, and per SA/XSA pair of groups the
-// difference of the means and the spread of the per-seed differences.
-json sweep_summary(const Sweep& sweep);
-void write_summary(const Sweep& sweep);
+// A grid value as a name or CSV cell shows it: strings bare, everything else as JSON.
+std::string value_text(const json& v);
 
 }  // namespace xsagpt

@@ -1,4 +1,4 @@
-#include "model/from_checkpoint.h"
+#include "train/from_checkpoint.h"
 
 #include "config/schema.h"
 #include "train/checkpoint.h"

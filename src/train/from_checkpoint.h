@@ -13,9 +13,9 @@
 namespace xsagpt {
 
 struct TrainedModel {
-  GPT model{nullptr};           // in eval mode, on the requested device
-  nlohmann::json config;        // the run config saved with the checkpoint
-  std::filesystem::path file;   // the checkpoint read
+  GPT model{nullptr};          // in eval mode, on the requested device
+  nlohmann::json config;       // the run config saved with the checkpoint
+  std::filesystem::path file;  // the checkpoint read
   int64_t step = 0;
 };
 

@@ -1,9 +1,12 @@
 // How the model runs, as opposed to what it computes (config/model_config.h):
 // which fused kernels stand in for ATen ops, what is recomputed in backward, how
-// the LM-head loss is chunked, and the compute dtype. Parsed once from the train.*
-// keys (runtime_from_config in config/runtime.h) and handed to the model whole
-// (GPTImpl::set_runtime). Nothing here changes the function the model computes
-// beyond floating-point rounding.
+// the LM-head loss is chunked, the compute dtype and the float32 matmul precision.
+// Parsed once from the train.* keys (RunConfig::runtime) or a command's flags
+// (bench --dtype, score/eval --precision) through the functions below, and handed
+// to the model whole (GPTImpl::set_runtime), which runs every forward pass in it:
+// no caller opens an autocast scope or sets TF32 itself. Nothing here changes the
+// function the model computes beyond floating-point rounding. Configuration only:
+// no torch here.
 #pragma once
 
 #include <cstdint>
@@ -12,23 +15,24 @@
 namespace xsagpt {
 
 // train.activation_checkpointing (model/recompute.h).
-enum class Recompute { none, mlp, block };
+enum class Recompute { kNone, kMlp, kBlock };
 
 // XSA's step (model/xsa.h): the custom autograd function on ATen ops, the same
 // function as two CUDA kernels (element by element over a warp per row: the form
 // validated on an H100), the same kernels with 16-byte vector accesses (not yet
 // run on a GPU), or composed of ordinary ops (bench's "before").
-enum class XsaImpl { ops, fused, fused_wide, composed };
+enum class XsaImpl { kOps, kFused, kFusedWide, kComposed };
 
 // The fused implementations that replace ATen ops (src/kernels/), by train.kernels
 // name. Each is a custom autograd function with a CUDA kernel and an ATen twin of
 // the same arithmetic that runs elsewhere, so "fused" on a CPU is exact and tested.
 struct Kernels {
-  bool weights = false;  // bf16 weight copies made once per optimizer step; explicit bf16, no autocast (kernels/linear.h)
-  bool norm = false;     // each residual add fused into the LayerNorm that follows it (kernels/add_norm.h)
-  bool rope = false;     // q, k, v split into heads and RoPE in one pass (kernels/rope_qkv.h)
-  bool loss = false;     // LM-head cross-entropy with its gradient made in the forward pass (kernels/lm_head_loss.h)
-  XsaImpl xsa = XsaImpl::ops;  // "xsa": XsaImpl::fused, "xsa_wide": XsaImpl::fused_wide (kernels/xsa_cuda.h)
+  bool weights =
+      false;          // bf16 weight copies made once per optimizer step; explicit bf16, no autocast (kernels/linear.h)
+  bool norm = false;  // each residual add fused into the LayerNorm that follows it (kernels/add_norm.h)
+  bool rope = false;  // q, k, v split into heads and RoPE in one pass (kernels/rope_qkv.h)
+  bool loss = false;  // LM-head cross-entropy with its gradient made in the forward pass (kernels/lm_head_loss.h)
+  XsaImpl xsa = XsaImpl::kOps;  // "xsa": XsaImpl::kFused, "xsa_wide": XsaImpl::kFusedWide (kernels/xsa_cuda.h)
 
   bool operator==(const Kernels&) const = default;
 };
@@ -47,14 +51,24 @@ Kernels parse_kernels(const std::string& spec, bool cuda, const std::string& key
 // The chosen kernels as "weights,norm,..." ("aten" when none).
 std::string describe(const Kernels& k);
 
+// train.precision, bench --dtype, score/eval --precision: "auto" (bf16 on CUDA,
+// float32 elsewhere), "bf16" or "fp32". Whether to compute in bf16; ConfigError
+// naming `key` for anything else.
+bool parse_precision(const std::string& spec, bool cuda, const std::string& key = "train.precision");
+
 struct Runtime {
   Kernels kernels;
-  Recompute recompute = Recompute::none;
+  Recompute recompute = Recompute::kNone;
   int64_t loss_chunk = 0;  // LM-head loss this many tokens at a time (0: all at once)
   bool bf16 = false;       // compute in bfloat16 (float32 weights, grads and AdamW state)
+  // float32 matmuls on CUDA may use TF32 tensor cores: what a run's runtime asks
+  // for on CUDA (runtime_of in config/run_config.h; MFU counts against the TF32
+  // peak). A process-wide ATen switch, set when a model takes this runtime.
+  bool tf32 = false;
 
   // bf16 through ATen's autocast, unless the weights kernel computes in bf16 explicitly.
   bool autocast() const { return bf16 && !kernels.weights; }
+  bool operator==(const Runtime&) const = default;
 };
 
 }  // namespace xsagpt

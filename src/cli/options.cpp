@@ -1,0 +1,40 @@
+#include "cli/options.h"
+
+#include "util/device.h"
+#include "util/error.h"
+
+#include <iostream>
+
+namespace xsagpt::cli {
+
+std::optional<cxxopts::ParseResult> parse_command(cxxopts::Options& opts, int argc, char** argv) {
+  opts.add_options()("h,help", "show this help");
+  auto args = opts.parse(argc, argv);
+  if (args.count("help")) {
+    std::cout << opts.help() << "\n";
+    return std::nullopt;
+  }
+  if (!args.unmatched().empty()) throw ConfigError("unexpected argument '" + args.unmatched()[0] + "'");
+  return args;
+}
+
+void add_device_options(cxxopts::Options& opts) {
+  // clang-format off
+  opts.add_options()
+    ("device", "auto, cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("auto"))
+    ("threads", "CPU intra-op threads (0: LibTorch's default, one per physical core)",
+     cxxopts::value<int>()->default_value("0"));
+  // clang-format on
+}
+
+void setup_threads(const cxxopts::ParseResult& args) {
+  const int threads = args["threads"].as<int>();
+  if (threads < 0) throw ConfigError("--threads: must be >= 0 (0: the default)");
+  setup_cpu_threads(threads);
+}
+
+torch::Device device_option(const cxxopts::ParseResult& args) {
+  return resolve_device(args["device"].as<std::string>(), "--device");
+}
+
+}  // namespace xsagpt::cli
