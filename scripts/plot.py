@@ -441,8 +441,10 @@ def plot_sweep_final(sweep: Sweep, out_dir: pathlib.Path, prefix: str) -> list[p
     if not numeric:
         print(f"plot.py: {sweep.path}: no numeric swept key besides attention; no final-loss figure", file=sys.stderr)
         return []
+    failed = [p for p in sweep.summary["points"] if p.get("status") == "failed"]
     if not points:
-        print(f"plot.py: {sweep.path}: no point has finished; no final-loss figure", file=sys.stderr)
+        print(f"plot.py: {sweep.path}: no point has finished ({len(failed)} failed); no final-loss figure",
+              file=sys.stderr)
         return []
     diffs = [d for d in sweep.summary.get("differences", []) if isinstance(d.get("xsa_minus_sa_val_loss"), (int, float))]
     fig, axes = plt.subplots(2, len(numeric), figsize=(6.5 * len(numeric), 7), squeeze=False,
@@ -460,6 +462,12 @@ def plot_sweep_final(sweep: Sweep, out_dir: pathlib.Path, prefix: str) -> list[p
             label = tag(att) + (f" ({describe(dict(zip(others, rest)))})" if others else "")
             top.plot([p["values"][key] for p in ps], [p["final_val_loss"] for p in ps], color=c,
                      marker=VAL_MARKER[att], ms=6, lw=1.8, label=label)
+        # A failed point (diverged, bad data, out of memory: its failed.json) has no
+        # loss to plot; a red cross at its value along the top edge says it was tried.
+        xs = [p["values"][key] for p in failed if isinstance(p["values"].get(key), (int, float))]
+        if xs:
+            top.scatter(xs, [0.97] * len(xs), marker="x", s=60, color="tab:red", zorder=3, clip_on=False,
+                        transform=top.get_xaxis_transform(), label=f"failed ({len(xs)}: see summary.json)")
         top.set_ylabel("final val loss")
         top.grid(alpha=0.3)
         top.legend(frameon=False, fontsize="small")
@@ -488,7 +496,8 @@ def plot_sweep_final(sweep: Sweep, out_dir: pathlib.Path, prefix: str) -> list[p
         bottom.margins(y=0.25)  # room for the value labels
         set_xscale(bottom, [p["values"][key] for p in sweep.summary["points"]], key)
     fig.suptitle(f"Sweep {sweep.path.resolve().name}: final val loss "
-                 f"({len(points)} of {len(sweep.summary['points'])} points finished)")
+                 f"({len(points)} of {len(sweep.summary['points'])} points finished"
+                 + (f", {len(failed)} failed)" if failed else ")"))
     return [save(fig, out_dir, f"{prefix}sweep_final.png")]
 
 
@@ -510,13 +519,14 @@ def plot_sweep_curves(sweep: Sweep, out_dir: pathlib.Path, prefix: str, smooth: 
         ps = sorted(panels[rest], key=lambda p: str(point_attention(sweep, p)))
         for p, c in zip(ps, colours([point_attention(sweep, p) for p in ps])):
             run, att = sweep.runs[p["name"]], point_attention(sweep, p)
+            note = " (failed)" if p.get("status") == "failed" else ""
             if len(run.train.step):
                 y = ema(run.train.loss, smooth)
-                ax.plot(run.train.tokens, y, color=c, lw=1.0, alpha=0.55, label=f"{tag(att)} train")
+                ax.plot(run.train.tokens, y, color=c, lw=1.0, alpha=0.55, label=f"{tag(att)} train{note}")
                 curves.append((run.train.tokens, y))
             if len(run.val.step):
                 ax.plot(run.val.tokens, run.val.loss, color=c, lw=1.8, marker=VAL_MARKER[att], ms=4,
-                        label=f"{tag(att)} val")
+                        label=f"{tag(att)} val{note}")
                 curves.append((run.val.tokens, run.val.loss))
         ax.set_title(describe(dict(zip(others, rest))), fontsize="medium")
         ax.xaxis.set_major_formatter(ticker.FuncFormatter(si))

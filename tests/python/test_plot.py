@@ -265,3 +265,24 @@ def test_bad_path_exits_2_naming_it(tmp_path):
     proc = plot(tmp_path / "good", tmp_path / "nowhere", "--out", tmp_path / "out")
     assert proc.returncode == 2 and f"{tmp_path / 'nowhere'}: no such file or directory" in proc.stderr
     assert not (tmp_path / "out").exists()  # nothing drawn when any input is bad
+
+
+def test_a_failed_sweep_point_is_marked_as_failed(tmp_path, plot_module, monkeypatch):
+    # A diverged point (sweep.cpp records failed.json; summary.json says "failed") has no
+    # final loss: the final-loss figure marks it at its value and counts it in the title.
+    write_sweep(tmp_path / "sw")
+    s = json.loads((tmp_path / "sw" / "summary.json").read_text())
+    s["points"][3].update(status="failed", final_val_loss=None, error="loss is not finite at step 3")
+    s["differences"] = s["differences"][:1]
+    (tmp_path / "sw" / "summary.json").write_text(json.dumps(s))
+    figures = {}
+    monkeypatch.setattr(plot_module, "save", lambda fig, out_dir, name: figures.setdefault(name, fig) and name)
+    sweep = plot_module.load_sweep(tmp_path / "sw")
+    plot_module.plot_sweep(sweep, tmp_path / "out", "", None, False, None)
+    final = figures["sweep_final.png"]
+    assert "3 of 4 points finished, 1 failed" in final._suptitle.get_text()
+    marks = [c for c in final.axes[0].collections if c.get_label().startswith("failed")]
+    assert len(marks) == 1 and marks[0].get_offsets()[:, 0].tolist() == [6e-4]
+    curves = figures["sweep_curves.png"]
+    labels = [line.get_label() for ax in curves.axes for line in ax.get_lines()]
+    assert any(label.endswith("(failed)") for label in labels) and any("(failed)" not in l for l in labels)
