@@ -15,7 +15,7 @@ struct Saved : torch::CustomClassHolder {
   at::ScalarType autocast_dtype = at::kBFloat16;
 };
 
-struct Recompute : torch::autograd::Function<Recompute> {
+struct RecomputeInBackward : torch::autograd::Function<RecomputeInBackward> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x, const TensorFn& fn) {
     auto saved = c10::make_intrusive<Saved>();
     saved->fn = fn;
@@ -61,7 +61,7 @@ torch::Tensor recompute_in_backward(const TensorFn& fn, const torch::Tensor& x) 
   // Without an input that needs grad the function's output would have no grad_fn
   // and its parameters no gradients: run it plainly then.
   if (!torch::GradMode::is_enabled() || !x.requires_grad()) return fn(x);
-  return Recompute::apply(x, fn);
+  return RecomputeInBackward::apply(x, fn);
 }
 
 }  // namespace xsagpt
