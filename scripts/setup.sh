@@ -82,7 +82,7 @@ fi
 kernels=ON
 if [ "${targets[*]}" = xsagpt ] && ! nvidia-smi -L >/dev/null 2>&1; then
   # Keep what an earlier configure chose (the test command's ON stays ON).
-  kernels="$(sed -n 's/^XSAGPT_KERNELS:BOOL=//p' "$build/CMakeCache.txt" 2>/dev/null)"
+  kernels="$(sed -n 's/^XSAGPT_KERNELS:BOOL=//p' "$build/CMakeCache.txt" 2>/dev/null || true)"
   kernels="${kernels:-OFF}"
 fi
 if [ ! -f "$build/CMakeCache.txt" ] || ! grep -q "^XSAGPT_KERNELS:BOOL=$kernels\$" "$build/CMakeCache.txt"; then
