@@ -9,7 +9,7 @@ using namespace xsagpt;
 using ::testing::HasSubstr;
 
 namespace {
-std::string error_of(const json& j) {
+std::string model_error_of(const json& j) {
   return test::error_of<ConfigError>([&] { model_config_from_json(j, "f.json: model"); });
 }
 }  // namespace
@@ -22,17 +22,17 @@ TEST(ModelConfig, DefaultsRoundTripThroughJson) {
 }
 
 TEST(ModelConfig, ErrorsNameTheKeyAndWhatWasExpected) {
-  EXPECT_THAT(error_of({{"n_heads", 4}}), HasSubstr("f.json: model: unknown key 'n_heads'"));
-  EXPECT_THAT(error_of({{"n_head", "four"}}), HasSubstr("f.json: model.n_head: expected an integer"));
-  EXPECT_THAT(error_of({{"n_head", 0}}), HasSubstr("model.n_head: must be > 0"));
-  EXPECT_THAT(error_of({{"head_dim", 33}}), HasSubstr("model.head_dim"));
-  EXPECT_THAT(error_of({{"attention", "linear"}}), HasSubstr("model.attention: expected \"sa\" or \"xsa\""));
-  EXPECT_THAT(error_of({{"attention", "xsa"}, {"xsa_layers", "first 2"}}), HasSubstr("model.xsa_layers"));
-  EXPECT_THAT(error_of({{"attention", "xsa"}, {"n_layer", 2}, {"xsa_layers", {0, 2}}}),
+  EXPECT_THAT(model_error_of({{"n_heads", 4}}), HasSubstr("f.json: model: unknown key 'n_heads'"));
+  EXPECT_THAT(model_error_of({{"n_head", "four"}}), HasSubstr("f.json: model.n_head: expected an integer"));
+  EXPECT_THAT(model_error_of({{"n_head", 0}}), HasSubstr("model.n_head: must be > 0"));
+  EXPECT_THAT(model_error_of({{"head_dim", 33}}), HasSubstr("model.head_dim"));
+  EXPECT_THAT(model_error_of({{"attention", "linear"}}), HasSubstr("model.attention: expected \"sa\" or \"xsa\""));
+  EXPECT_THAT(model_error_of({{"attention", "xsa"}, {"xsa_layers", "first 2"}}), HasSubstr("model.xsa_layers"));
+  EXPECT_THAT(model_error_of({{"attention", "xsa"}, {"n_layer", 2}, {"xsa_layers", {0, 2}}}),
               HasSubstr("model.xsa_layers: layer indices must be integers in [0, 2)"));
-  EXPECT_THAT(error_of({{"xsa_layers", {0}}}), HasSubstr("only meaningful with attention=\"xsa\""));
-  EXPECT_THAT(error_of({{"dropout", 1.5}}), HasSubstr("model.dropout"));
-  EXPECT_THAT(error_of(json::array()), HasSubstr("expected a JSON object"));
+  EXPECT_THAT(model_error_of({{"xsa_layers", {0}}}), HasSubstr("only meaningful with attention=\"xsa\""));
+  EXPECT_THAT(model_error_of({{"dropout", 1.5}}), HasSubstr("model.dropout"));
+  EXPECT_THAT(model_error_of(json::array()), HasSubstr("expected a JSON object"));
 }
 
 TEST(ModelConfig, ShippedModelConfigsAllLoad) {
@@ -56,8 +56,10 @@ TEST(ModelConfig, MissingOrBrokenFileIsNamed) {
 
 // `info` printed negative parameter counts for huge sizes (int64 overflow).
 TEST(ModelConfig, SizesWhoseParameterCountOverflowsAreRefused) {
-  EXPECT_THAT(error_of({{"n_layer", 1000000}, {"d_model", 4000000}, {"n_head", 1}, {"head_dim", 4000000}}),
+  EXPECT_THAT(model_error_of({{"n_layer", 1000000}, {"d_model", 4000000}, {"n_head", 1}, {"head_dim", 4000000}}),
               HasSubstr("more than a 64-bit count can hold"));
-  EXPECT_THAT(error_of({{"vocab_size", 4000000000000}, {"d_model", 4000000}}), HasSubstr("f.json: model: n_layer"));
-  EXPECT_EQ(error_of({{"n_layer", 96}, {"d_model", 12288}, {"n_head", 96}, {"head_dim", 128}}), "(no error)");  // GPT-3
+  EXPECT_THAT(model_error_of({{"vocab_size", 4000000000000}, {"d_model", 4000000}}),
+              HasSubstr("f.json: model: n_layer"));
+  EXPECT_EQ(model_error_of({{"n_layer", 96}, {"d_model", 12288}, {"n_head", 96}, {"head_dim", 128}}),
+            "(no error)");  // GPT-3
 }

@@ -57,7 +57,7 @@ std::vector<int64_t> row(const torch::Tensor& t, int64_t b) {
 }
 
 template <class F>
-std::string error_of(F&& f) {
+std::string data_error_of(F&& f) {
   return test::error_of<DataError>(f);
 }
 
@@ -132,37 +132,39 @@ TEST_F(Data, EveryMalformedFileHasItsOwnError) {
   write_raw(dir / "odd.bin", t);
   fs::resize_file(dir / "odd.bin", 127);
 
-  EXPECT_THAT(error_of([&] { inspect_shard(path("magic.bin")); }),
+  EXPECT_THAT(data_error_of([&] { inspect_shard(path("magic.bin")); }),
               HasSubstr(path("magic.bin") + ": wrong magic 20240521 in an llm.c-style header (expected 20240520)"));
-  EXPECT_THAT(error_of([&] { inspect_shard(path("version.bin")); }),
+  EXPECT_THAT(data_error_of([&] { inspect_shard(path("version.bin")); }),
               HasSubstr(path("version.bin") + ": unsupported llm.c shard version 2 (expected 1"));
-  EXPECT_THAT(error_of([&] { inspect_shard(path("truncated.bin")); }),
+  EXPECT_THAT(data_error_of([&] { inspect_shard(path("truncated.bin")); }),
               HasSubstr(path("truncated.bin") + ": size 1146 bytes does not match the header's token count 64 "
                                                 "(expected 1024 + 2*64 = 1152 bytes): truncated"));
-  EXPECT_THAT(error_of([&] { inspect_shard(path("count.bin")); }), HasSubstr("token count 65"));
-  EXPECT_THAT(error_of([&] { inspect_shard(path("header.bin")); }),
+  EXPECT_THAT(data_error_of([&] { inspect_shard(path("count.bin")); }), HasSubstr("token count 65"));
+  EXPECT_THAT(data_error_of([&] { inspect_shard(path("header.bin")); }),
               HasSubstr(path("header.bin") + ": llm.c shard truncated: 8 bytes, shorter than its 1024-byte header"));
-  EXPECT_THAT(error_of([&] { inspect_shard(path("odd.bin")); }), HasSubstr(path("odd.bin") + ": not a token shard"));
-  EXPECT_THAT(error_of([&] { inspect_shard(path("missing.bin")); }), HasSubstr(path("missing.bin") + ": cannot open"));
+  EXPECT_THAT(data_error_of([&] { inspect_shard(path("odd.bin")); }),
+              HasSubstr(path("odd.bin") + ": not a token shard"));
+  EXPECT_THAT(data_error_of([&] { inspect_shard(path("missing.bin")); }),
+              HasSubstr(path("missing.bin") + ": cannot open"));
 
-  EXPECT_THAT(error_of([&] { expand_patterns(path("nothing_*.bin")); }),
+  EXPECT_THAT(data_error_of([&] { expand_patterns(path("nothing_*.bin")); }),
               HasSubstr("data pattern '" + path("nothing_*.bin") + "' matched no files"));
-  EXPECT_THAT(error_of([&] { expand_patterns(path("magic.bin") + "," + path("nothing_*.bin")); }),
+  EXPECT_THAT(data_error_of([&] { expand_patterns(path("magic.bin") + "," + path("nothing_*.bin")); }),
               HasSubstr("matched no files"));
   // A pattern that matches only a FIFO or a folder says so, instead of "no files".
   ASSERT_EQ(::mkfifo(path("pipe_0.bin").c_str(), 0600), 0);
-  EXPECT_THAT(error_of([&] { expand_patterns(path("pipe_*.bin")); }),
+  EXPECT_THAT(data_error_of([&] { expand_patterns(path("pipe_*.bin")); }),
               HasSubstr("matched no regular file: '" + path("pipe_0.bin") + "' is a FIFO (named pipe)"));
   fs::create_directory(dir / "folder_0.bin");
-  EXPECT_THAT(error_of([&] { expand_patterns(path("folder_*.bin")); }), HasSubstr("is a directory"));
+  EXPECT_THAT(data_error_of([&] { expand_patterns(path("folder_*.bin")); }), HasSubstr("is a directory"));
 
   write_llmc(dir / "short.bin", ramp(8, 0));
   LoaderOptions o;
   o.pattern = path("short.bin");
   o.seq_len = 8;  // needs 9 tokens
-  EXPECT_THAT(error_of([&] { DataLoader l(o); }),
+  EXPECT_THAT(data_error_of([&] { DataLoader l(o); }),
               HasSubstr(path("short.bin") + ": 8 tokens is too short for one sequence of seq_len 8 (needs 9 tokens)"));
-  EXPECT_THAT(error_of([&] { ValidationSet v(o, 0); }), HasSubstr("too short for one sequence"));
+  EXPECT_THAT(data_error_of([&] { ValidationSet v(o, 0); }), HasSubstr("too short for one sequence"));
 }
 
 TEST_F(Data, TokenIdsBeyondTheVocabularyAreReportedWithTheirOffset) {
@@ -178,14 +180,14 @@ TEST_F(Data, TokenIdsBeyondTheVocabularyAreReportedWithTheirOffset) {
   l.next();
   l.next();  // tokens 0..16
   EXPECT_THAT(
-      error_of([&] { l.next(); }),
+      data_error_of([&] { l.next(); }),
       HasSubstr(path("train_0.bin") + ": token id 50304 at token offset 21 (byte 1066) is >= vocab_size 50304"));
   o.vocab_size = 50305;  // the same id is fine for a larger vocabulary
   DataLoader ok(o);
   for (int i = 0; i < 4; ++i) EXPECT_NO_THROW(ok.next());
   o.vocab_size = 50304;
   ValidationSet v(o, 0);
-  EXPECT_THAT(error_of([&] { v.batch(2); }), HasSubstr("token id 50304 at token offset 21"));
+  EXPECT_THAT(data_error_of([&] { v.batch(2); }), HasSubstr("token id 50304 at token offset 21"));
 }
 
 TEST_F(Data, BadOptionsAreNamed) {
@@ -193,11 +195,11 @@ TEST_F(Data, BadOptionsAreNamed) {
   auto o = opts();
   o.rank = 2;
   o.world_size = 2;
-  EXPECT_THAT(error_of([&] { DataLoader l(o); }), HasSubstr("rank must be in [0, 2) (world_size), got 2"));
+  EXPECT_THAT(data_error_of([&] { DataLoader l(o); }), HasSubstr("rank must be in [0, 2) (world_size), got 2"));
   o = opts(0);
-  EXPECT_THAT(error_of([&] { DataLoader l(o); }), HasSubstr("batch_size must be > 0"));
+  EXPECT_THAT(data_error_of([&] { DataLoader l(o); }), HasSubstr("batch_size must be > 0"));
   o = opts(3, 0);
-  EXPECT_THAT(error_of([&] { DataLoader l(o); }), HasSubstr("seq_len must be > 0"));
+  EXPECT_THAT(data_error_of([&] { DataLoader l(o); }), HasSubstr("seq_len must be > 0"));
 }
 
 TEST_F(Data, UnshuffledBatchesAreTheFilesSequencesWithShiftedTargets) {
@@ -336,13 +338,13 @@ TEST_F(Data, StateFromJsonAndLoadStateRejectWhatDoesNotFit) {
   a.next();
   const json s = a.state().to_json();
 
-  EXPECT_THAT(error_of([&] {
+  EXPECT_THAT(data_error_of([&] {
                 auto j = s;
                 j.erase("epoch");
                 LoaderState::from_json(j);
               }),
               HasSubstr("loader state: missing key 'epoch'"));
-  EXPECT_THAT(error_of([&] {
+  EXPECT_THAT(data_error_of([&] {
                 auto j = s;
                 j["shard"] = "one";
                 LoaderState::from_json(j);
@@ -352,7 +354,7 @@ TEST_F(Data, StateFromJsonAndLoadStateRejectWhatDoesNotFit) {
   auto load = [&](auto edit, LoaderOptions o) {
     json j = s;
     edit(j);
-    return error_of([&] { DataLoader(o).load_state(LoaderState::from_json(j)); });
+    return data_error_of([&] { DataLoader(o).load_state(LoaderState::from_json(j)); });
   };
   auto keep = [](json&) {};
   EXPECT_THAT(load(keep, opts(3, 4)), HasSubstr("saved with seq_len 8, this loader has 4"));
@@ -439,7 +441,7 @@ TEST_F(Data, ValidationSetIsTheFirstSequencesInOrderSplitAcrossRanks) {
       EXPECT_EQ(row(y, b), sequence(0, r * 2 + b, 8, 1));
       rows.push_back(row(x, b));
     }
-    EXPECT_THAT(error_of([&] { v.batch(1); }), HasSubstr("batch 1 out of range [0, 1)"));
+    EXPECT_THAT(data_error_of([&] { v.batch(1); }), HasSubstr("batch 1 out of range [0, 1)"));
   }
   for (int64_t s = 0; s < 4; ++s) EXPECT_EQ(rows[static_cast<size_t>(s)], sequence(0, s, 8, 0));
 
@@ -454,9 +456,9 @@ TEST_F(Data, ValidationSetIsTheFirstSequencesInOrderSplitAcrossRanks) {
   EXPECT_EQ(row(v.batch(2).first, 0), sequence(2, 6, 8, 0));  // 14
 
   auto big = opts(16, 8);
-  EXPECT_THAT(error_of([&] { ValidationSet(big, 0); }),
+  EXPECT_THAT(data_error_of([&] { ValidationSet(big, 0); }),
               HasSubstr("gives 15 sequences of seq_len 8, fewer than one batch of batch_size 16 x world_size 1"));
-  EXPECT_THAT(error_of([&] { ValidationSet(opts(), 7); }), HasSubstr("max_tokens 7 is less than one sequence"));
+  EXPECT_THAT(data_error_of([&] { ValidationSet(opts(), 7); }), HasSubstr("max_tokens 7 is less than one sequence"));
 }
 
 TEST(DataPermutation, IsAPermutationAndDependsOnTheKey) {

@@ -19,7 +19,7 @@ using ::testing::HasSubstr;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) { return test::error_of<ConfigError>(f); }
+std::string config_error_of(const std::function<void()>& f) { return test::error_of<ConfigError>(f); }
 
 }  // namespace
 
@@ -27,7 +27,7 @@ TEST(Device, SpecSyntaxIsCheckedWithoutAskingForCuda) {
   for (const char* ok : {"auto", "cpu", "cuda", "cuda:0", "cuda:7", "cuda:15"})
     EXPECT_NO_THROW(check_device_spec(ok, "train.device")) << ok;
   for (const char* bad : {"gpu", "CPU", "", "cuda:", "cuda0", "cuda:x", "cuda:-1", "cuda:1:2", "cudax", " cpu"}) {
-    const auto msg = error_of([&] { check_device_spec(bad, "train.device"); });
+    const auto msg = config_error_of([&] { check_device_spec(bad, "train.device"); });
     EXPECT_THAT(msg, HasSubstr("train.device: expected \"auto\", \"cpu\", \"cuda\" or \"cuda:N\"")) << bad;
     EXPECT_THAT(msg, HasSubstr(std::string("got \"") + bad + "\"")) << bad;
   }
@@ -35,11 +35,11 @@ TEST(Device, SpecSyntaxIsCheckedWithoutAskingForCuda) {
 
 TEST(Device, ResolvesOnThisMachineAndNamesTheFlag) {
   EXPECT_EQ(resolve_device("cpu", "--device"), torch::Device(torch::kCPU));
-  EXPECT_THAT(error_of([] { resolve_device("gpu", "--device"); }), HasSubstr("--device: expected"));
+  EXPECT_THAT(config_error_of([] { resolve_device("gpu", "--device"); }), HasSubstr("--device: expected"));
   if (!torch::cuda::is_available()) {
     EXPECT_EQ(resolve_device("auto", "--device", 3), torch::Device(torch::kCPU));
     for (const char* want : {"cuda", "cuda:0"})
-      EXPECT_THAT(error_of([&] { resolve_device(want, "train.device"); }),
+      EXPECT_THAT(config_error_of([&] { resolve_device(want, "train.device"); }),
                   HasSubstr("train.device: \"" + std::string(want) + "\" asked for CUDA but no CUDA device"));
     return;
   }
@@ -47,9 +47,9 @@ TEST(Device, ResolvesOnThisMachineAndNamesTheFlag) {
   EXPECT_EQ(resolve_device("auto", "--device"), torch::Device(torch::kCUDA, 0));
   EXPECT_EQ(resolve_device("cuda", "train.device", n - 1), torch::Device(torch::kCUDA, n - 1));  // the local rank
   EXPECT_EQ(resolve_device("cuda:0", "train.device", n - 1), torch::Device(torch::kCUDA, 0));
-  EXPECT_THAT(error_of([&] { resolve_device("cuda", "train.device", n); }),
+  EXPECT_THAT(config_error_of([&] { resolve_device("cuda", "train.device", n); }),
               HasSubstr("train.device: \"cuda\" needs CUDA device " + std::to_string(n) + " (the local rank)"));
-  EXPECT_THAT(error_of([&] { resolve_device("cuda:" + std::to_string(n), "--device"); }),
+  EXPECT_THAT(config_error_of([&] { resolve_device("cuda:" + std::to_string(n), "--device"); }),
               HasSubstr("this process sees " + std::to_string(n)));
   EXPECT_FALSE(device_name(torch::Device(torch::kCUDA, 0)).empty());
   ASSERT_TRUE(device_memory(torch::Device(torch::kCUDA, 0)).has_value());

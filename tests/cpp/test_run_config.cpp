@@ -24,7 +24,7 @@ const json kBase = {{"model", "tiny"},
                     {"train", {{"seq_len", 64}, {"micro_batch", 4}}},
                     {"out_dir", "runs/x"}};
 
-std::string error_of(const json& j, std::vector<std::string> sets = {}, int64_t world = 1) {
+std::string run_error_of(const json& j, std::vector<std::string> sets = {}, int64_t world = 1) {
   return test::error_of<ConfigError>([&] { load_run_config(write_tmp("cfg.json", j).string(), sets, world); });
 }
 }  // namespace
@@ -52,25 +52,26 @@ TEST(RunConfig, ModelBasePlusOverrides) {
 }
 
 TEST(RunConfig, BadValuesNameTheKey) {
-  EXPECT_THAT(error_of(kBase, {"train.lr=-1"}), HasSubstr("train.lr: must be > 0"));
-  EXPECT_THAT(error_of(kBase, {"train.lr=fast"}), HasSubstr("train.lr: expected a number, got \"fast\""));
-  EXPECT_THAT(error_of(kBase, {"train.seq_len=100000"}), HasSubstr("train.seq_len: must be in 1..256"));
-  EXPECT_THAT(error_of(kBase, {"train.batch_tokens=1000"}), HasSubstr("train.batch_tokens: must be 0 or a multiple"));
-  EXPECT_THAT(error_of(kBase, {"train.batch_tokens=512"}, 4), HasSubstr("micro_batch*seq_len*world_size = 4*64*4"));
-  EXPECT_THAT(error_of(kBase, {"train.learning_rate=1"}), HasSubstr("unknown key 'learning_rate'"));
-  EXPECT_THAT(error_of(kBase, {"optim.lr=1"}), HasSubstr("unknown section 'optim'"));
-  EXPECT_THAT(error_of(kBase, {"lr"}), HasSubstr("expected section.key=value"));
-  EXPECT_THAT(error_of(kBase, {"model.attention=linear"}), HasSubstr("model.attention"));
-  EXPECT_THAT(error_of(kBase, {"train.precision=fp8"}), HasSubstr("train.precision"));
+  EXPECT_THAT(run_error_of(kBase, {"train.lr=-1"}), HasSubstr("train.lr: must be > 0"));
+  EXPECT_THAT(run_error_of(kBase, {"train.lr=fast"}), HasSubstr("train.lr: expected a number, got \"fast\""));
+  EXPECT_THAT(run_error_of(kBase, {"train.seq_len=100000"}), HasSubstr("train.seq_len: must be in 1..256"));
+  EXPECT_THAT(run_error_of(kBase, {"train.batch_tokens=1000"}),
+              HasSubstr("train.batch_tokens: must be 0 or a multiple"));
+  EXPECT_THAT(run_error_of(kBase, {"train.batch_tokens=512"}, 4), HasSubstr("micro_batch*seq_len*world_size = 4*64*4"));
+  EXPECT_THAT(run_error_of(kBase, {"train.learning_rate=1"}), HasSubstr("unknown key 'learning_rate'"));
+  EXPECT_THAT(run_error_of(kBase, {"optim.lr=1"}), HasSubstr("unknown section 'optim'"));
+  EXPECT_THAT(run_error_of(kBase, {"lr"}), HasSubstr("expected section.key=value"));
+  EXPECT_THAT(run_error_of(kBase, {"model.attention=linear"}), HasSubstr("model.attention"));
+  EXPECT_THAT(run_error_of(kBase, {"train.precision=fp8"}), HasSubstr("train.precision"));
   json no_data = kBase;
   no_data.erase("data");
-  EXPECT_THAT(error_of(no_data), HasSubstr("data.train: required"));
+  EXPECT_THAT(run_error_of(no_data), HasSubstr("data.train: required"));
   json bad_model = kBase;
   bad_model["model"] = "no-such-model";
-  EXPECT_THAT(error_of(bad_model), HasSubstr("model config 'no-such-model': no such file"));
+  EXPECT_THAT(run_error_of(bad_model), HasSubstr("model config 'no-such-model': no such file"));
   json extra = kBase;
   extra["optimizer"] = json::object();
-  EXPECT_THAT(error_of(extra), HasSubstr("unknown section 'optimizer'"));
+  EXPECT_THAT(run_error_of(extra), HasSubstr("unknown section 'optimizer'"));
 }
 
 TEST(RunConfig, AccumulationFromBatchTokens) {
@@ -97,16 +98,17 @@ TEST(RunConfig, ModelBaseCanBeSetLikeAnyKey) {
   cfg = load_run_config(write_tmp("ref.json", kBase).string(), {"model.base=gpt2-124m", "model.n_layer=3"});
   EXPECT_EQ(cfg.model.d_model, gpt2.d_model);
   EXPECT_EQ(cfg.model.n_layer, 3);
-  EXPECT_THAT(error_of(kBase, {"model.base=no-such-model"}), HasSubstr("model config 'no-such-model': no such file"));
+  EXPECT_THAT(run_error_of(kBase, {"model.base=no-such-model"}),
+              HasSubstr("model config 'no-such-model': no such file"));
 }
 
 // "max_tokens 10 ..." from the validation set, naming no key.
 TEST(RunConfig, EvalTokensBelowOneBatchNameTheKey) {
-  EXPECT_THAT(error_of(kBase, {"train.eval_tokens=10"}),
+  EXPECT_THAT(run_error_of(kBase, {"train.eval_tokens=10"}),
               HasSubstr("train.eval_tokens: 10 tokens is less than one validation batch of "
                         "micro_batch*seq_len*world_size = 4*64*1 = 256 tokens"));
-  EXPECT_EQ(error_of(kBase, {"train.eval_tokens=256"}), "(no error)");
-  EXPECT_EQ(error_of(kBase, {"train.eval_tokens=0"}), "(no error)");
+  EXPECT_EQ(run_error_of(kBase, {"train.eval_tokens=256"}), "(no error)");
+  EXPECT_EQ(run_error_of(kBase, {"train.eval_tokens=0"}), "(no error)");
 }
 
 // `-c DIR` answered "basic_filebuf::underflow ... Is a directory".

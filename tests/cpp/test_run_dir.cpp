@@ -61,9 +61,6 @@ std::vector<std::string> names_in(const fs::path& dir) {
   return out;
 }
 
-using test::error_of;
-using test::remove_tree;
-
 class RunDir : public test::TempDirTest {
  protected:
   RunConfig config(const fs::path& out, int64_t max_steps) const {
@@ -111,7 +108,7 @@ TEST_F(RunDir, FailedAtomicWriteKeepsThePreviousFileAndLeavesNoTemporary) {
   std::string err;
   {
     FileSizeLimit limit(1000);
-    err = error_of<WriteError>([&] { write_file_atomic(f, big); });
+    err = test::error_of<WriteError>([&] { write_file_atomic(f, big); });
   }
   EXPECT_THAT(err, HasSubstr(f.string() + ": cannot write: File too large"));
   EXPECT_EQ(slurp(f), "old\n");
@@ -127,7 +124,7 @@ TEST_F(RunDir, CheckpointOnAFullDiskIsAnErrorNamingTheFileNotACrash) {
   std::string err;
   {
     FileSizeLimit limit(64 * 1024);
-    err = error_of<SaveError>([&] { torch_save(c10::IValue(torch::zeros({1 << 18})), f); });  // 1 MiB of floats
+    err = test::error_of<SaveError>([&] { torch_save(c10::IValue(torch::zeros({1 << 18})), f); });  // 1 MiB of floats
   }
   EXPECT_THAT(err, HasSubstr(f.string() + ": cannot write: File too large"));
   EXPECT_THAT(err, HasSubstr("partial file was removed and nothing was replaced"));
@@ -139,7 +136,7 @@ TEST_F(RunDir, CheckpointOnAFullDiskIsAnErrorNamingTheFileNotACrash) {
     FileSizeLimit limit(64 * 1024);
     Checkpoint c;
     c.model["w"] = torch::zeros({1 << 18});
-    err = error_of<CheckpointError>([&] { save_checkpoint(c, checkpoint_path(tmp, 6)); });
+    err = test::error_of<CheckpointError>([&] { save_checkpoint(c, checkpoint_path(tmp, 6)); });
   }
   EXPECT_THAT(err, HasSubstr(checkpoint_path(tmp, 6).string() + ": cannot write"));
   EXPECT_EQ(names_in(f.parent_path()), std::vector<std::string>{f.filename().string()});
@@ -155,7 +152,7 @@ TEST_F(RunDir, MetricsWriteFailureStopsWithANamedErrorAndLeavesWholeLines) {
   {
     FileSizeLimit limit(1000);
     MetricsLog log(f);
-    err = error_of<MetricsError>([&] {
+    err = test::error_of<MetricsError>([&] {
       for (; written < 1000; ++written) log.write({{"step", written}, {"train_loss", 1.0 / 3.0}, {"lr", 6e-4}});
     });
   }
@@ -178,7 +175,7 @@ TEST_F(RunDir, MetricsHistoryIsRewrittenOnlyAtomically) {
   std::string err;
   {
     FileSizeLimit limit(20);  // smaller than what is kept: the rewrite fails
-    err = error_of<MetricsError>([&] { truncate_metrics(f, 4); });
+    err = test::error_of<MetricsError>([&] { truncate_metrics(f, 4); });
   }
   EXPECT_THAT(err, HasSubstr(f.string() + ": cannot write: File too large"));
   EXPECT_EQ(slurp(f), before);
@@ -212,7 +209,7 @@ TEST_F(RunDir, AFreshStartNeverReusesADirectoryHoldingARun) {
   const auto run = tmp / "run";
   EXPECT_FALSE(open_run(config(run, 10), "", false, 1).start.clear);
   checkpoint(run, 4, 10);
-  EXPECT_THAT(error_of<ConfigError>([&] { open_run(config(run, 10), "", false, 1); }),
+  EXPECT_THAT(test::error_of<ConfigError>([&] { open_run(config(run, 10), "", false, 1); }),
               HasSubstr("out_dir " + run.string() + " already holds a run (checkpoints up to step 4)"));
   EXPECT_TRUE(open_run(config(run, 10), "", true, 1).start.clear);
   EXPECT_TRUE(fs::exists(checkpoint_path(run, 4)));  // deciding wrote nothing
@@ -228,7 +225,7 @@ TEST_F(RunDir, ResumingAnotherRunsCheckpointIntoARunIsRefusedNamingBoth) {
   write_file_atomic(mix / "done.json", "{}\n");
   const auto before = slurp(mix / "metrics.jsonl");
 
-  const auto err = error_of<ConfigError>([&] { open_run(config(mix, 12), from.string(), false, 1); });
+  const auto err = test::error_of<ConfigError>([&] { open_run(config(mix, 12), from.string(), false, 1); });
   EXPECT_THAT(err, HasSubstr("out_dir " + mix.string() + " already holds another run (checkpoints up to step 40"));
   EXPECT_THAT(err, HasSubstr(from.string() + " is a checkpoint of " + base.string()));
   EXPECT_THAT(err, HasSubstr("--overwrite"));
@@ -250,7 +247,7 @@ TEST_F(RunDir, ResumingAnOlderCheckpointOfTheSameRunNeedsOverwriteThenDropsWhatF
   for (int64_t s : {4, 8, 12}) checkpoint(run, s, 20);
   metrics_lines(run, 13);
   const auto err =
-      error_of<ConfigError>([&] { open_run(config(run, 20), checkpoint_path(run, 4).string(), false, 1); });
+      test::error_of<ConfigError>([&] { open_run(config(run, 20), checkpoint_path(run, 4).string(), false, 1); });
   EXPECT_THAT(err, HasSubstr("is step 4 of the run in " + run.string() + ", which has checkpoints up to step 12"));
 
   const auto cfg = config(run, 20);
@@ -330,7 +327,7 @@ TEST_F(RunDir, APreparationThatFailsLeavesAFinishedRunFinished) {
   std::string err;
   {
     FileSizeLimit limit(100);  // the metrics history and config.json cannot be written
-    err = error_of<std::exception>([&] { prepare_run_dir(run, cfg20, opening.start); });
+    err = test::error_of<std::exception>([&] { prepare_run_dir(run, cfg20, opening.start); });
   }
   EXPECT_THAT(err, HasSubstr("File too large"));
   EXPECT_EQ(slurp(run / "done.json"), done);

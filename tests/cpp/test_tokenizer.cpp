@@ -154,9 +154,6 @@ class Gpt2Bpe : public ::testing::Test {
   static inline std::unique_ptr<Reference> ref_;
 };
 
-using test::error_of;
-using test::remove_tree;
-
 // A scratch copy of the vocabulary whose files a test may damage.
 struct ScratchVocab {
   fs::path dir;
@@ -167,7 +164,7 @@ struct ScratchVocab {
     fs::copy_file(from / "encoder.json", dir / "encoder.json", fs::copy_options::overwrite_existing);
     fs::copy_file(from / "vocab.bpe", dir / "vocab.bpe", fs::copy_options::overwrite_existing);
   }
-  ~ScratchVocab() { remove_tree(dir); }
+  ~ScratchVocab() { test::remove_tree(dir); }
   void write(const std::string& name, const std::string& content) const { std::ofstream(dir / name) << content; }
   std::string read(const std::string& name) const { return slurp(dir / name); }
 };
@@ -331,10 +328,11 @@ TEST_F(Gpt2Bpe, DecodeReplacesSplitCharacters) {
 // ---- errors ------------------------------------------------------------------
 
 TEST_F(Gpt2Bpe, BadInputIsReported) {
-  EXPECT_THAT(error_of([&] { tok_->encode("ok\xFF"); }), HasSubstr("not valid UTF-8 at byte 2"));
+  EXPECT_THAT(test::error_of([&] { tok_->encode("ok\xFF"); }), HasSubstr("not valid UTF-8 at byte 2"));
   EXPECT_THROW(tok_->encode("ok\xFF"), std::invalid_argument);
   const std::vector<int32_t> bad = {1, tok_->vocab_size()};
-  EXPECT_THAT(error_of([&] { tok_->decode(bad); }), HasSubstr("token id 50257 is outside the vocabulary [0, 50257)"));
+  EXPECT_THAT(test::error_of([&] { tok_->decode(bad); }),
+              HasSubstr("token id 50257 is outside the vocabulary [0, 50257)"));
   EXPECT_THROW(tok_->decode(std::vector<int32_t>{-1}), std::out_of_range);
 }
 
@@ -413,12 +411,12 @@ TEST_F(Gpt2Bpe, VocabularyDirectoryIsFound) {
   fs::current_path(root / "some" / "sub");  // found from a subfolder of the project
   EXPECT_EQ(fs::canonical(find_gpt2_vocab_dir()), fs::canonical(root / "data" / "gpt2"));
   EXPECT_EQ(find_gpt2_vocab_dir(dir_.string()), dir_);  // explicit wins
-  EXPECT_THAT(error_of([&] { find_gpt2_vocab_dir((root / "some").string()); }),
+  EXPECT_THAT(test::error_of([&] { find_gpt2_vocab_dir((root / "some").string()); }),
               HasSubstr((root / "some").string() + " has no encoder.json and vocab.bpe"));
   ::setenv("XSAGPT_GPT2_VOCAB", dir_.c_str(), 1);
   EXPECT_EQ(find_gpt2_vocab_dir(), dir_);
   ::setenv("XSAGPT_GPT2_VOCAB", (root / "some").c_str(), 1);  // set but wrong: an error, not a fallback
-  EXPECT_THAT(error_of([&] { find_gpt2_vocab_dir(); }), HasSubstr("XSAGPT_GPT2_VOCAB: "));
+  EXPECT_THAT(test::error_of([&] { find_gpt2_vocab_dir(); }), HasSubstr("XSAGPT_GPT2_VOCAB: "));
   fs::current_path(restore.cwd);
-  remove_tree(root);
+  test::remove_tree(root);
 }
