@@ -10,7 +10,8 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-bool kernel_for(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias, c10::ScalarType out) {
+bool add_norm_kernel_for(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                         c10::ScalarType out) {
   const bool low = out == torch::kFloat || out == torch::kBFloat16 || out == torch::kHalf;
   return use_cuda_kernel(x) && low && x.scalar_type() == torch::kFloat && weight.scalar_type() == torch::kFloat &&
          (!bias.defined() || bias.scalar_type() == torch::kFloat);
@@ -25,7 +26,7 @@ struct AddNorm : torch::autograd::Function<AddNorm> {
     const auto x2 = x.reshape({-1, d}).contiguous();
     const auto N = x2.size(0);
     const auto b = bias.value_or(torch::Tensor());
-    const bool kernel = kernel_for(x2, weight, b, out);
+    const bool kernel = add_norm_kernel_for(x2, weight, b, out);
     // The branch is added in float32 on both paths, whatever its dtype: the kernel
     // reads float32 or the compute dtype as they come, anything else is widened.
     torch::Tensor br;

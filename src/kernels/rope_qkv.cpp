@@ -15,7 +15,7 @@ torch::Tensor part(const torch::Tensor& qkv, int64_t which, int64_t H, int64_t D
   return qkv.narrow(-1, which * H * D, H * D).view({qkv.size(0), qkv.size(1), H, D});
 }
 
-bool kernel_for(const torch::Tensor& t, const torch::Tensor& cos) {
+bool rope_kernel_for(const torch::Tensor& t, const torch::Tensor& cos) {
   return use_cuda_kernel(t) && cos.is_cuda() && t.scalar_type() != torch::kDouble;
 }
 
@@ -26,7 +26,7 @@ struct RopeQKV : torch::autograd::Function<RopeQKV> {
     const auto B = qkv.size(0), T = qkv.size(1);
     auto q = torch::empty({B, T, H, D}, qkv.options());
     auto k = torch::empty_like(q), v = torch::empty_like(q);
-    if (kernel_for(qkv, cos)) {
+    if (rope_kernel_for(qkv, cos)) {
       rope_qkv_forward_cuda(qkv, cos.contiguous(), sin.contiguous(), q, k, v);
     } else {
       rope_qkv_aten(part(qkv, 0, H, D), part(qkv, 1, H, D), part(qkv, 2, H, D), cos, sin, /*inverse=*/false, q, k, v);
@@ -52,7 +52,7 @@ struct RopeQKV : torch::autograd::Function<RopeQKV> {
     const auto dq = get(0), dk = get(1), dv = get(2);
     const auto B = like->size(0), T = like->size(1);
     auto dqkv = torch::empty({B, T, 3 * H * D}, like->options());
-    if (kernel_for(dq, cos)) {
+    if (rope_kernel_for(dq, cos)) {
       rope_qkv_backward_cuda(dq, dk, dv, cos.contiguous(), sin.contiguous(), dqkv);
     } else {
       auto oq = part(dqkv, 0, H, D), ok = part(dqkv, 1, H, D), ov = part(dqkv, 2, H, D);

@@ -9,6 +9,8 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,14 @@ std::string error_of(F&& f) {
     return e.what();
   }
   return "(no error)";
+}
+
+// A file's bytes.
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 // std::filesystem::remove_all crashes in these binaries: the torch wheel's

@@ -16,7 +16,8 @@ struct Grads {
   std::map<std::string, torch::Tensor> params;
 };
 
-Grads run(Block& block, const torch::Tensor& x0, bool recompute, const torch::Tensor& cos, const torch::Tensor& sin) {
+Grads run_block(Block& block, const torch::Tensor& x0, bool recompute, const torch::Tensor& cos,
+                const torch::Tensor& sin) {
   block->zero_grad();
   auto x = x0.detach().clone().requires_grad_(true);
   torch::manual_seed(42);  // same dropout masks for both variants
@@ -43,8 +44,8 @@ TEST_P(RecomputeKinds, SameOutputAndGradientsAsPlainBackward) {
   block->train();
   auto [cos, sin] = rope_tables(16, cfg.head_dim, cfg.rope_theta);
   auto x = torch::randn({2, 16, cfg.d_model});
-  auto plain = run(block, x, false, cos, sin);
-  auto re = run(block, x, true, cos, sin);
+  auto plain = run_block(block, x, false, cos, sin);
+  auto re = run_block(block, x, true, cos, sin);
   EXPECT_TRUE(torch::allclose(plain.out, re.out, 1e-6, 1e-6));
   EXPECT_TRUE(torch::allclose(plain.dx, re.dx, 1e-5, 1e-6));
   ASSERT_EQ(plain.params.size(), re.params.size());

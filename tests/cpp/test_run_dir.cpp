@@ -44,13 +44,6 @@ class FileSizeLimit {
   void (*old_handler_)(int) = nullptr;
 };
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 void spit(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
 
 std::vector<std::string> names_in(const fs::path& dir) {
@@ -111,7 +104,7 @@ TEST_F(RunDir, FailedAtomicWriteKeepsThePreviousFileAndLeavesNoTemporary) {
     err = test::error_of<WriteError>([&] { write_file_atomic(f, big); });
   }
   EXPECT_THAT(err, HasSubstr(f.string() + ": cannot write: File too large"));
-  EXPECT_EQ(slurp(f), "old\n");
+  EXPECT_EQ(test::slurp(f), "old\n");
   EXPECT_EQ(names_in(tmp), std::vector<std::string>{"config.json"});
 }
 
@@ -120,7 +113,7 @@ TEST_F(RunDir, FailedAtomicWriteKeepsThePreviousFileAndLeavesNoTemporary) {
 TEST_F(RunDir, CheckpointOnAFullDiskIsAnErrorNamingTheFileNotACrash) {
   const auto f = checkpoint_path(tmp, 3);
   torch_save(c10::IValue(torch::arange(8)), f);
-  const auto before = slurp(f);
+  const auto before = test::slurp(f);
   std::string err;
   {
     FileSizeLimit limit(64 * 1024);
@@ -129,7 +122,7 @@ TEST_F(RunDir, CheckpointOnAFullDiskIsAnErrorNamingTheFileNotACrash) {
   EXPECT_THAT(err, HasSubstr(f.string() + ": cannot write: File too large"));
   EXPECT_THAT(err, HasSubstr("partial file was removed and nothing was replaced"));
   EXPECT_EQ(names_in(f.parent_path()), std::vector<std::string>{f.filename().string()});
-  EXPECT_EQ(slurp(f), before);
+  EXPECT_EQ(test::slurp(f), before);
   EXPECT_TRUE(torch::equal(torch_load(f).toTensor(), torch::arange(8)));
   // And through save_checkpoint, as the trainer calls it.
   {
@@ -158,7 +151,7 @@ TEST_F(RunDir, MetricsWriteFailureStopsWithANamedErrorAndLeavesWholeLines) {
   }
   EXPECT_THAT(err, HasSubstr(f.string() + ": cannot write: File too large"));
   EXPECT_THAT(err, HasSubstr("the run stops at step " + std::to_string(written)));
-  const auto text = slurp(f);
+  const auto text = test::slurp(f);
   ASSERT_FALSE(text.empty());
   EXPECT_EQ(text.back(), '\n');
   std::istringstream in(text);
@@ -170,19 +163,19 @@ TEST_F(RunDir, MetricsWriteFailureStopsWithANamedErrorAndLeavesWholeLines) {
 TEST_F(RunDir, MetricsHistoryIsRewrittenOnlyAtomically) {
   const auto f = tmp / "metrics.jsonl";
   metrics_lines(tmp, 9);
-  spit(f, slurp(f) + "{\"step\": 10, \"train_lo");  // a line cut off by a kill
-  const auto before = slurp(f);
+  spit(f, test::slurp(f) + "{\"step\": 10, \"train_lo");  // a line cut off by a kill
+  const auto before = test::slurp(f);
   std::string err;
   {
     FileSizeLimit limit(20);  // smaller than what is kept: the rewrite fails
     err = test::error_of<MetricsError>([&] { truncate_metrics(f, 4); });
   }
   EXPECT_THAT(err, HasSubstr(f.string() + ": cannot write: File too large"));
-  EXPECT_EQ(slurp(f), before);
+  EXPECT_EQ(test::slurp(f), before);
   EXPECT_EQ(names_in(tmp), std::vector<std::string>{"metrics.jsonl"});
 
   truncate_metrics(f, 4);
-  std::istringstream in(slurp(f));
+  std::istringstream in(test::slurp(f));
   std::vector<int64_t> steps;
   for (std::string line; std::getline(in, line);) steps.push_back(json::parse(line)["step"]);
   EXPECT_EQ(steps, (std::vector<int64_t>{0, 0, 1, 2, 3, 4, 4}));
@@ -223,7 +216,7 @@ TEST_F(RunDir, ResumingAnotherRunsCheckpointIntoARunIsRefusedNamingBoth) {
   for (int64_t s : {38, 39, 40}) checkpoint(mix, s, 40, 1.0, 2.0);
   metrics_lines(mix, 41);
   write_file_atomic(mix / "done.json", "{}\n");
-  const auto before = slurp(mix / "metrics.jsonl");
+  const auto before = test::slurp(mix / "metrics.jsonl");
 
   const auto err = test::error_of<ConfigError>([&] { open_run(config(mix, 12), from.string(), false, 1); });
   EXPECT_THAT(err, HasSubstr("out_dir " + mix.string() + " already holds another run (checkpoints up to step 40"));
@@ -235,7 +228,7 @@ TEST_F(RunDir, ResumingAnotherRunsCheckpointIntoARunIsRefusedNamingBoth) {
   auto run = open_run(cfg, from.string(), true, 1);
   ASSERT_TRUE(run.checkpoint);
   EXPECT_TRUE(run.start.clear);
-  EXPECT_EQ(slurp(mix / "metrics.jsonl"), before);  // still untouched
+  EXPECT_EQ(test::slurp(mix / "metrics.jsonl"), before);  // still untouched
   prepare_run_dir(mix, cfg, run.start);
   EXPECT_EQ(names_in(mix), (std::vector<std::string>{"config.json", "run.json"}));  // run.json: the run's id
   EXPECT_EQ(read_json_file(mix / "config.json"), to_json(cfg));
@@ -254,12 +247,12 @@ TEST_F(RunDir, ResumingAnOlderCheckpointOfTheSameRunNeedsOverwriteThenDropsWhatF
   auto opening = open_run(cfg, checkpoint_path(run, 4).string(), true, 1);
   EXPECT_TRUE(opening.start.rewind);
   EXPECT_FALSE(opening.start.clear);
-  const auto history = slurp(run / "metrics.jsonl");
+  const auto history = test::slurp(run / "metrics.jsonl");
   prepare_run_dir(run, cfg, opening.start);
   EXPECT_EQ(names_in(run / "checkpoints"), std::vector<std::string>{"step_00000004.pt"});
-  EXPECT_EQ(slurp(run / "metrics.jsonl"), history);  // staged: replaced only once a new checkpoint lands
+  EXPECT_EQ(test::slurp(run / "metrics.jsonl"), history);  // staged: replaced only once a new checkpoint lands
   commit_staged_run(run);
-  std::istringstream in(slurp(run / "metrics.jsonl"));
+  std::istringstream in(test::slurp(run / "metrics.jsonl"));
   int64_t last = -1;
   for (std::string line; std::getline(in, line);) last = json::parse(line)["step"];
   EXPECT_EQ(last, 4);
@@ -318,7 +311,7 @@ TEST_F(RunDir, APreparationThatFailsLeavesAFinishedRunFinished) {
   metrics_lines(run, 12);
   prepare_run_dir(run, cfg12, RunStart{});
   finish_run(run, {12, 1200, 3.0, 3.0, 18.0});
-  const auto done = slurp(run / "done.json"), config_json = slurp(run / "config.json");
+  const auto done = test::slurp(run / "done.json"), config_json = test::slurp(run / "config.json");
 
   const auto cfg20 = config(run, 20);
   auto opening = open_run(cfg20, "auto", false, 1);
@@ -330,8 +323,8 @@ TEST_F(RunDir, APreparationThatFailsLeavesAFinishedRunFinished) {
     err = test::error_of<std::exception>([&] { prepare_run_dir(run, cfg20, opening.start); });
   }
   EXPECT_THAT(err, HasSubstr("File too large"));
-  EXPECT_EQ(slurp(run / "done.json"), done);
-  EXPECT_EQ(slurp(run / "config.json"), config_json);
+  EXPECT_EQ(test::slurp(run / "done.json"), done);
+  EXPECT_EQ(test::slurp(run / "config.json"), config_json);
   EXPECT_THAT(names_in(run), Not(::testing::Contains(::testing::EndsWith(".tmp"))));
 
   EXPECT_THAT(names_in(run), Not(::testing::Contains(::testing::HasSubstr("staged"))));
@@ -339,8 +332,8 @@ TEST_F(RunDir, APreparationThatFailsLeavesAFinishedRunFinished) {
   // Prepared, the resumed run is staged: the finished run stays as it was until the
   // session's first checkpoint commits it (a failure in between changes nothing).
   prepare_run_dir(run, cfg20, opening.start);
-  EXPECT_EQ(slurp(run / "done.json"), done);
-  EXPECT_EQ(slurp(run / "config.json"), config_json);
+  EXPECT_EQ(test::slurp(run / "done.json"), done);
+  EXPECT_EQ(test::slurp(run / "config.json"), config_json);
   recover_staged_run(run);  // a session that never saved a checkpoint: its staged files go
   EXPECT_EQ(names_in(run), (std::vector<std::string>{"checkpoints", "config.json", "done.json", "metrics.jsonl"}));
   prepare_run_dir(run, cfg20, opening.start);

@@ -34,13 +34,6 @@ std::optional<fs::path> vocab_dir() {  // same places as tests/python/conftest.p
   return std::nullopt;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string utf8_of(uint32_t cp) {
   std::string s;
   if (cp < 0x80)
@@ -77,9 +70,9 @@ struct Reference {
   std::vector<std::string> spell = gpt2_byte_spelling();
 
   explicit Reference(const fs::path& dir) {
-    const json enc = json::parse(slurp(dir / "encoder.json"));
+    const json enc = json::parse(test::slurp(dir / "encoder.json"));
     for (const auto& [k, v] : enc.items()) encoder[k] = v.get<int32_t>();
-    std::istringstream lines(slurp(dir / "vocab.bpe"));
+    std::istringstream lines(test::slurp(dir / "vocab.bpe"));
     std::string line;
     std::getline(lines, line);  // #version header
     for (int rank = 0; std::getline(lines, line);)
@@ -166,7 +159,7 @@ struct ScratchVocab {
   }
   ~ScratchVocab() { test::remove_tree(dir); }
   void write(const std::string& name, const std::string& content) const { std::ofstream(dir / name) << content; }
-  std::string read(const std::string& name) const { return slurp(dir / name); }
+  std::string read(const std::string& name) const { return test::slurp(dir / name); }
 };
 
 }  // namespace

@@ -19,9 +19,9 @@ using namespace xsagpt;
 
 namespace {
 
-bool skip() { return !torch::cuda::is_available() || !cuda_kernels_built(); }
+bool no_cuda_kernels() { return !torch::cuda::is_available() || !cuda_kernels_built(); }
 
-double rel_err(const torch::Tensor& got, const torch::Tensor& ref) {
+double rel_norm_err(const torch::Tensor& got, const torch::Tensor& ref) {
   return ((got.cpu().to(torch::kFloat64) - ref).norm() / ref.norm()).item<double>();
 }
 
@@ -53,7 +53,7 @@ torch::Tensor reference_z(const torch::Tensor& y, const torch::Tensor& v, const 
 }  // namespace
 
 TEST(XsaCuda, ForwardMatchesFloat64FormulaInEveryLayout) {
-  if (skip()) GTEST_SKIP() << "no CUDA device or no CUDA kernels in this build";
+  if (no_cuda_kernels()) GTEST_SKIP() << "no CUDA device or no CUDA kernels in this build";
   torch::manual_seed(0);
   for (bool wide : {false, true})  // "xsa" (element by element) and "xsa_wide" (16-byte vectors)
     for (auto dtype : {torch::kFloat32, torch::kBFloat16})
@@ -68,7 +68,7 @@ TEST(XsaCuda, ForwardMatchesFloat64FormulaInEveryLayout) {
           auto z = exclude_self_value_fused(y, v, 1e-6, gate, wide);
           EXPECT_EQ(z.scalar_type(), dtype);
           EXPECT_TRUE(z.isfinite().all().item<bool>());
-          EXPECT_LT(rel_err(z, reference_z(y, v, gate, 1e-6)), dtype == torch::kFloat32 ? 1e-6 : 1e-2);
+          EXPECT_LT(rel_norm_err(z, reference_z(y, v, gate, 1e-6)), dtype == torch::kFloat32 ? 1e-6 : 1e-2);
           // z is laid out like y: back to (B, T, H*D) without a copy.
           if (!misaligned) {
             EXPECT_TRUE(z.transpose(1, 2).is_contiguous());
@@ -77,7 +77,7 @@ TEST(XsaCuda, ForwardMatchesFloat64FormulaInEveryLayout) {
 }
 
 TEST(XsaCuda, BackwardMatchesFloat64Autograd) {
-  if (skip()) GTEST_SKIP() << "no CUDA device or no CUDA kernels in this build";
+  if (no_cuda_kernels()) GTEST_SKIP() << "no CUDA device or no CUDA kernels in this build";
   torch::manual_seed(1);
   for (bool wide : {false, true})
     for (auto dtype : {torch::kFloat32, torch::kBFloat16})
@@ -100,17 +100,17 @@ TEST(XsaCuda, BackwardMatchesFloat64Autograd) {
           exclude_self_value_autograd(y64, v64, 1e-6, gated ? torch::tanh(gate64) : torch::Tensor())
               .backward(g.cpu().to(torch::kFloat64));
           const double tol = dtype == torch::kFloat32 ? 1e-5 : 2e-2;
-          EXPECT_LT(rel_err(y.grad(), y64.grad()), tol);
-          EXPECT_LT(rel_err(v.grad(), v64.grad()), tol);
+          EXPECT_LT(rel_norm_err(y.grad(), y64.grad()), tol);
+          EXPECT_LT(rel_norm_err(v.grad(), v64.grad()), tol);
           if (gated) {
-            EXPECT_LT(rel_err(gate.grad(), gate64.grad()), tol);
+            EXPECT_LT(rel_norm_err(gate.grad(), gate64.grad()), tol);
           }
         }
 }
 
 // The whole model with train.kernels "xsa" and "xsa_wide" against ATen's ops on the same GPU.
 TEST(XsaCuda, ModelWithFusedKernelsMatchesOps) {
-  if (skip()) GTEST_SKIP() << "no CUDA device or no CUDA kernels in this build";
+  if (no_cuda_kernels()) GTEST_SKIP() << "no CUDA device or no CUDA kernels in this build";
   for (const char* kernels : {"xsa", "xsa_wide"}) {
     SCOPED_TRACE(kernels);
     auto cfg = test::small_model("xsa");
