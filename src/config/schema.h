@@ -1,7 +1,7 @@
 // Config schema machinery. Each config struct lists its fields exactly once, in a
 // static `fields(self, visitor)` function: JSON name, member, one-line help. The
 // member initialisers are the single source of defaults; reading (with errors that
-// name the key and what was expected), writing and the README's reference table
+// name the key and what was expected), writing and the configuration reference (docs/config-reference.md)
 // are all derived from that list, so they cannot drift apart.
 #pragma once
 
@@ -95,7 +95,7 @@ json write(const Cfg& cfg) {
   return j;
 }
 
-// Markdown rows "| section.key | default | meaning |" for the README's reference.
+// Markdown rows "| section.key | default | meaning |" for docs/config-reference.md.
 template <class Cfg>
 std::string reference_rows(const std::string& section) {
   Cfg defaults{};
