@@ -14,38 +14,20 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from shardio import write_shard
+from shardio import write_markov_shards
+from tinyrun import metrics, write_run_config
 
 SEQ = 32
 
 
 @pytest.fixture(scope="module")
 def shards(tmp_path_factory):
-    """Learnable tokens over a 256 vocabulary: a noisy Markov chain."""
-    d = tmp_path_factory.mktemp("shards")
-    rng = np.random.default_rng(0)
-    nxt = rng.integers(0, 256, size=256)
-    for name, n in (("val_000000.bin", 4096), ("train_000001.bin", 20000)):
-        toks = np.empty(n, dtype=np.int64)
-        toks[0] = 0
-        for i in range(1, n):
-            toks[i] = rng.integers(0, 256) if rng.random() < 0.1 else nxt[toks[i - 1]]
-        write_shard(d / name, toks)
-    return d
+    return write_markov_shards(tmp_path_factory.mktemp("shards"), {"val_000000.bin": 4096, "train_000001.bin": 20000})
 
 
 def write_config(path, shards, out_dir, model=None, **train):
-    cfg = {
-        "model": {"base": "tiny", "vocab_size": 256, "block_size": 64, "n_layer": 2, "d_model": 64,
-                  "n_head": 2, "head_dim": 32, "attention": "xsa", **(model or {})},
-        "data": {"train": str(shards / "train_*.bin"), "val": str(shards / "val_*.bin")},
-        "train": {"lr": 1e-2, "warmup_steps": 2, "max_steps": 8, "seq_len": SEQ, "micro_batch": 4,
-                  "log_interval": 1, "eval_interval": 0, "eval_tokens": 512, "ckpt_interval": 0,
-                  "device": "cpu", "threads": 1, **train},
-        "out_dir": str(out_dir),
-    }
-    path.write_text(json.dumps(cfg))
-    return path
+    return write_run_config(path, shards, out_dir, model, **{
+        "max_steps": 8, "seq_len": SEQ, "eval_interval": 0, "ckpt_interval": 0, **train})
 
 
 @pytest.fixture(scope="module")
@@ -153,11 +135,6 @@ def test_analyze_bad_input_is_named(runs, xsagpt, tmp_path):
     assert proc.returncode == 2 and "--device" in proc.stderr
     proc = xsagpt("analyze", tmp_path / "nothing.pt", "--device", "cpu", check=False)
     assert proc.returncode != 0 and "nothing.pt" in proc.stderr
-
-
-def metrics(run_dir):
-    lines = [json.loads(l) for l in (pathlib.Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
-    return {l["step"]: l["train_loss"] for l in lines if "train_loss" in l}
 
 
 def test_sink_model_trains_resumes_exactly_and_analyzes(tmp_path, shards, xsagpt, build_dir):

@@ -17,47 +17,25 @@ import numpy as np
 import pytest
 import torch
 
-from shardio import write_shard
+from shardio import write_markov_shards
+from tinyrun import metrics, write_run_config
 
 TIMEOUT = 180
 
 
 @pytest.fixture(scope="module")
 def shards(tmp_path_factory):
-    """A learnable corpus over 256 tokens: a noisy Markov chain."""
-    d = tmp_path_factory.mktemp("dist_shards")
-    rng = np.random.default_rng(1)
-    nxt = rng.integers(0, 256, size=256)
-    for name, n in (("val_000000.bin", 4096), ("train_000001.bin", 30000), ("train_000002.bin", 20000)):
-        toks = np.empty(n, dtype=np.int64)
-        toks[0] = 0
-        noise, rand = rng.random(n) < 0.1, rng.integers(0, 256, size=n)
-        for i in range(1, n):
-            toks[i] = rand[i] if noise[i] else nxt[toks[i - 1]]
-        write_shard(d / name, toks)
-    return d
+    return write_markov_shards(tmp_path_factory.mktemp("dist_shards"), {
+        "val_000000.bin": 4096, "train_000001.bin": 30000, "train_000002.bin": 20000}, seed=1)
 
 
 def write_config(path, shards, **train):
-    cfg = {
-        "model": {"base": "tiny", "vocab_size": 256, "block_size": 64, "n_layer": 2, "d_model": 64,
-                  "n_head": 2, "head_dim": 32, "attention": "xsa", "dropout": 0.0},
-        "data": {"train": str(shards / "train_*.bin"), "val": str(shards / "val_*.bin")},
-        # 16 sequences per optimizer step: 2 ranks x 4 x 2 micro-batches, or 1 x 8 x 2.
-        # Float32 sums in another order differ in the last bits, and Adam turns that
-        # into a difference of up to ~lr/500 where a gradient element is near zero:
-        # lr 1e-3 keeps one process and two within 1e-5.
-        "train": {"lr": 1e-3, "warmup_steps": 2, "max_steps": 6, "seq_len": 32, "micro_batch": 4,
-                  "batch_tokens": 16 * 32, "log_interval": 1, "eval_interval": 3, "eval_tokens": 512,
-                  "ckpt_interval": 3, "device": "cpu", "threads": 1, **train},
-    }
-    path.write_text(json.dumps(cfg))
-    return path
-
-
-def metrics(run_dir, kind="train_loss"):
-    lines = [json.loads(l) for l in (pathlib.Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
-    return {l["step"]: l[kind] for l in lines if kind in l}
+    # 16 sequences per optimizer step: 2 ranks x 4 x 2 micro-batches, or 1 x 8 x 2.
+    # Float32 sums in another order differ in the last bits, and Adam turns that
+    # into a difference of up to ~lr/500 where a gradient element is near zero:
+    # lr 1e-3 keeps one process and two within 1e-5.
+    return write_run_config(path, shards, model={"dropout": 0.0}, **{
+        "lr": 1e-3, "max_steps": 6, "batch_tokens": 16 * 32, "eval_interval": 3, "ckpt_interval": 3, **train})
 
 
 def weights(ckpt):

@@ -14,44 +14,20 @@ import numpy as np
 import pytest
 import torch
 
-from shardio import write_shard
+from shardio import write_markov_shards
+from tinyrun import metrics, write_run_config
 
 
 @pytest.fixture(scope="module")
 def shards(tmp_path_factory):
-    """A learnable synthetic corpus over 256 tokens: a noisy Markov chain."""
-    d = tmp_path_factory.mktemp("shards")
-    rng = np.random.default_rng(0)
-    nxt = rng.integers(0, 256, size=256)
-    for name, n in (("val_000000.bin", 4096), ("train_000001.bin", 20000), ("train_000002.bin", 15000)):
-        toks = np.empty(n, dtype=np.int64)
-        toks[0] = 0
-        noise = rng.random(n) < 0.1
-        rand = rng.integers(0, 256, size=n)
-        for i in range(1, n):
-            toks[i] = rand[i] if noise[i] else nxt[toks[i - 1]]
-        write_shard(d / name, toks)
-    return d
+    return write_markov_shards(tmp_path_factory.mktemp("shards"), {
+        "val_000000.bin": 4096, "train_000001.bin": 20000, "train_000002.bin": 15000}, seed=0)
 
 
 def run_config(tmp_path, shards, **train):
-    cfg = {
-        "model": {"base": "tiny", "vocab_size": 256, "block_size": 64, "n_layer": 2, "d_model": 64,
-                  "n_head": 2, "head_dim": 32, "attention": "xsa"},
-        "data": {"train": str(shards / "train_*.bin"), "val": str(shards / "val_*.bin")},
-        "train": {"lr": 1e-2, "warmup_steps": 2, "max_steps": 12, "seq_len": 32, "micro_batch": 4,
-                  "log_interval": 1, "eval_interval": 4, "eval_tokens": 512, "ckpt_interval": 4,
-                  "device": "cpu", "threads": 1, **train},
-        "out_dir": str(tmp_path / "run"),
-    }
+    """tinyrun's config into tmp_path/cfg_N.json (a new N each call), run dir tmp_path/run."""
     path = tmp_path / f"cfg_{len(list(tmp_path.glob('cfg_*.json')))}.json"
-    path.write_text(json.dumps(cfg))
-    return path
-
-
-def metrics(run_dir, kind="train_loss"):
-    lines = [json.loads(l) for l in (pathlib.Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
-    return {l["step"]: l[kind] for l in lines if kind in l}
+    return write_run_config(path, shards, tmp_path / "run", **train)
 
 
 def test_same_config_gives_same_losses(tmp_path, shards, xsagpt):
