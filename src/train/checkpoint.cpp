@@ -58,6 +58,10 @@ void save_checkpoint(const Checkpoint& c, const fs::path& path) {
   d.insert("train_loss", c.train_loss);
   d.insert("val_loss", c.val_loss);
   d.insert("run_id", c.run_id);
+  GenericDict window(c10::StringType::get(), c10::AnyType::get());
+  window.insert("loss_sum", c.window.loss_sum);
+  window.insert("steps", c.window.steps);
+  d.insert("train_window", window);
 
   try {
     torch_save(c10::IValue(d), path);
@@ -113,6 +117,15 @@ Checkpoint load_checkpoint(const fs::path& path) {
     if (d.contains("train_loss")) c.train_loss = d.at("train_loss").toDouble();
     if (d.contains("val_loss")) c.val_loss = d.at("val_loss").toDouble();
     if (d.contains("run_id")) c.run_id = d.at("run_id").toStringRef();
+    if (d.contains("train_window")) {
+      auto w = d.at("train_window").toGenericDict();
+      c.window = {w.at("loss_sum").toDouble(), w.at("steps").toInt()};
+      if (c.window.steps < 0 || !std::isfinite(c.window.loss_sum))
+        throw CheckpointError(
+            fmt::format("{}: train_window: expected a finite loss sum over >= 0 steps, got {} "
+                        "over {}",
+                        name, c.window.loss_sum, c.window.steps));
+    }
   } catch (const c10::Error& e) {
     throw CheckpointError(name + ": malformed checkpoint: " + e.what_without_backtrace());
   }

@@ -13,6 +13,10 @@
 //   "train_loss", "val_loss": the last ones logged (NaN before the first), so a
 //     checkpoint of the final step holds the run's final losses (done.json can be
 //     rewritten from it after a kill between the last save and done.json),
+//   "train_window": {"loss_sum": float, "steps": int}: the losses of the steps since
+//     the last train-loss log line (their sum, averaged over ranks) and their count,
+//     so a run resumed between two log lines logs the same means an uninterrupted
+//     run logs (absent in older checkpoints: an empty window),
 //   "run_id": the run it belongs to (made when the run started, out_dir/run.json),
 //     so a checkpoint copied in from another run is never taken for one of its own.
 //
@@ -39,6 +43,12 @@
 
 namespace xsagpt {
 
+// The steps since the last train-loss log line (train/progress.h).
+struct TrainWindow {
+  double loss_sum = 0;  // a float32 sum, exact in a double
+  int64_t steps = 0;
+};
+
 struct Checkpoint {
   int64_t step = 0;
   int64_t tokens = 0;
@@ -49,6 +59,7 @@ struct Checkpoint {
   nlohmann::json loader = nlohmann::json::array();
   torch::Tensor rng_cpu, rng_cuda;
   double train_loss = NAN, val_loss = NAN;  // absent in checkpoints of older versions: NaN
+  TrainWindow window;                       // absent in checkpoints of older versions: empty
   std::string run_id;                       // absent in checkpoints of older versions: ""
 };
 

@@ -48,6 +48,14 @@ void Progress::record(int64_t step, const StepStats& stats) {
   bad_step_ = torch::where((bad_step_ < 0) & ~(torch::isfinite(stats.loss) & torch::isfinite(stats.grad_norm)),
                            torch::full_like(bad_step_, step), bad_step_);
   ++interval_steps_;
+  ++window_steps_;
+}
+
+TrainWindow Progress::window() { return {dist_.mean(loss_sum_).item<double>(), window_steps_}; }
+
+void Progress::restore_window(const TrainWindow& w) {
+  loss_sum_.fill_(w.loss_sum);
+  window_steps_ = w.steps;
 }
 
 void Progress::check_finite() {
@@ -63,7 +71,7 @@ double Progress::elapsed() const {
 double Progress::log_train(int64_t step, int64_t tokens, double lr) {
   check_finite();
   const auto steps = static_cast<double>(std::max<int64_t>(1, interval_steps_));
-  const double loss = dist_.mean(loss_sum_).item<double>() / steps;
+  const double loss = dist_.mean(loss_sum_).item<double>() / static_cast<double>(std::max<int64_t>(1, window_steps_));
   const double norm = grad_norm_.defined() ? grad_norm_.item<double>() : NAN;
   const double dt = std::chrono::duration<double>(Clock::now() - interval_start_).count();
   const double tok_s = steps * static_cast<double>(step_tokens_) / dt;
@@ -85,6 +93,7 @@ double Progress::log_train(int64_t step, int64_t tokens, double lr) {
   }
   loss_sum_.zero_();
   interval_steps_ = 0;
+  window_steps_ = 0;
   interval_start_ = Clock::now();
   return loss;
 }

@@ -9,6 +9,7 @@
 
 #include "config/run_config.h"
 #include "dist/context.h"
+#include "train/checkpoint.h"
 #include "train/metrics.h"
 #include "train/step.h"
 
@@ -31,6 +32,11 @@ class Progress {
   void record(int64_t step, const StepStats& stats);
   // The train line over the steps since the last one; returns the mean loss.
   double log_train(int64_t step, int64_t tokens, double lr);
+  // The steps since the last train line, for a checkpoint (every rank calls it: the
+  // sum is averaged over ranks), and, on resume, those of the checkpoint: the next
+  // line then averages the same steps an uninterrupted run averages.
+  TrainWindow window();
+  void restore_window(const TrainWindow& w);
   void log_val(int64_t step, int64_t tokens, double val_loss);
   // Throws naming the first step whose loss or gradient norm was not finite.
   void check_finite();
@@ -49,7 +55,8 @@ class Progress {
   std::optional<double> peak_flops_;
   double elapsed_before_;
   Clock::time_point start_ = Clock::now(), interval_start_ = Clock::now();
-  int64_t interval_steps_ = 0;
+  int64_t interval_steps_ = 0;  // steps since the throughput clock started (this session)
+  int64_t window_steps_ = 0;    // steps whose losses loss_sum_ holds (earlier sessions' too)
   torch::Tensor loss_sum_, grad_norm_, bad_step_;
 };
 

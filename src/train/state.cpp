@@ -99,7 +99,7 @@ std::pair<torch::Tensor, torch::Tensor> TrainingState::next_batch() {
 }
 
 void TrainingState::save(const std::filesystem::path& run_dir, int64_t keep, double elapsed_s, double train_loss,
-                         double val_loss) {
+                         double val_loss, const TrainWindow& window) {
   dist_.check_replicated(params, "parameters");  // a diverged replica must not be saved
   Checkpoint c;
   c.step = step;
@@ -113,6 +113,7 @@ void TrainingState::save(const std::filesystem::path& run_dir, int64_t keep, dou
   if (device_.is_cuda()) c.rng_cuda = default_generator(device_).get_state();
   c.train_loss = train_loss;
   c.val_loss = val_loss;
+  c.window = window;
   c.run_id = run_id;
   // The loss of a step is computed before its update: an update that made the
   // weights NaN or infinite shows only here, and such weights are never saved.

@@ -37,7 +37,9 @@ class TrainingState {
   // Writes checkpoint run_dir/checkpoints/step_N.pt on rank 0 (every rank takes
   // part: the optimizer state and data positions are gathered) and keeps the
   // newest `keep`; the final losses go in too, so done.json can be made from it.
-  void save(const std::filesystem::path& run_dir, int64_t keep, double elapsed_s, double train_loss, double val_loss);
+  // `window` holds the steps since the last train-loss log line (train/progress.h).
+  void save(const std::filesystem::path& run_dir, int64_t keep, double elapsed_s, double train_loss, double val_loss,
+            const TrainWindow& window);
 
   GPT model{nullptr};
   std::vector<torch::Tensor> params;  // unique parameters, in one order on every rank

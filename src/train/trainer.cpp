@@ -104,6 +104,13 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   TrainingState s(cfg, rt, device, dist);  // model, AdamW and data, the same on every rank
   s.run_id = run.start.run_id;
   if (run.checkpoint) s.restore(*run.checkpoint, run.start.checkpoint->string());
+  TrainResult result;
+  TrainWindow window;  // the steps since the checkpoint's last train-loss line
+  if (run.checkpoint) {
+    result.final_train_loss = run.checkpoint->train_loss;
+    result.final_val_loss = run.checkpoint->val_loss;
+    window = run.checkpoint->window;
+  }
   run.checkpoint.reset();  // free the host copy of the weights
   dist.barrier();          // every rank has read the run directory and passed every check
   std::filesystem::path metrics_path;
@@ -134,10 +141,11 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   Progress progress(cfg, dist, device, step_tokens, flops_per_token(cfg.model, t.seq_len) * double(step_tokens),
                     device.is_cuda() ? gpu_peak_flops(device_name(device), rt.bf16) : std::nullopt, s.elapsed_before,
                     metrics_path);
-  TrainResult result;
+  progress.restore_window(window);
   auto save = [&] {
     progress.check_finite();  // checkpoints only from finite states
-    s.save(dir, t.keep_checkpoints, progress.elapsed(), result.final_train_loss, result.final_val_loss);
+    s.save(dir, t.keep_checkpoints, progress.elapsed(), result.final_train_loss, result.final_val_loss,
+           progress.window());
     if (dist.is_main()) {
       commit_staged_run(dir);  // a resumed run replaces the finished one only from here on
       spdlog::info("saved {}", checkpoint_path(dir, s.step).string());

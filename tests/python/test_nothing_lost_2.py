@@ -358,3 +358,19 @@ def test_16_a_fifo_shard_is_named_for_what_it_is(tmp_path, shards, xsagpt):
     assert f"'{tmp_path}/val_000000.bin' is a FIFO (named pipe)" in proc.stderr, proc.stderr
     assert "matched no files" not in proc.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_10_a_resume_between_log_lines_logs_what_an_uninterrupted_run_logs(tmp_path, shards, xsagpt):
+    cfg = cpu_config(tmp_path, shards, max_steps=12, log_interval=5, ckpt_interval=7, eval_interval=0)
+    xsagpt("train", "-c", cfg, "--out", tmp_path / "a")
+    # The same run continued from its step-7 checkpoint, two steps after a log line.
+    xsagpt("train", "-c", cfg, "--out", tmp_path / "b", "--resume",
+           tmp_path / "a" / "checkpoints" / "step_00000007.pt")
+    a, b = metrics(tmp_path / "a"), metrics(tmp_path / "b")
+    assert sorted(a) == [5, 10, 12] and sorted(b) == [10, 12]
+    # Before: b's step-10 line averaged steps 8-10 only (3.2196 against 3.2008 in the issue).
+    assert b[10] == a[10] and b[12] == a[12]
+    done_a, done_b = (json.loads((tmp_path / r / "done.json").read_text()) for r in "ab")
+    assert done_b["final_train_loss"] == done_a["final_train_loss"] == a[12]
+    ck = torch.load(tmp_path / "a" / "checkpoints" / "step_00000007.pt", weights_only=True)
+    assert ck["train_window"]["steps"] == 2 and ck["train_window"]["loss_sum"] > 0
