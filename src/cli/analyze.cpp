@@ -49,12 +49,9 @@ int analyze(int argc, char** argv) {
     ("o,out", "JSON output (default: analysis.json in the run directory)", cxxopts::value<std::string>());
   // clang-format on
   add_device_options(opts);
-  opts.parse_positional({"checkpoint"});
-  opts.positional_help("CHECKPOINT");
-  const auto parsed = parse_command(opts, argc, argv);
+  const auto parsed = parse_checkpoint_command(opts, argc, argv);
   if (!parsed) return 0;
   const auto& args = *parsed;
-  if (!args.count("checkpoint")) throw ConfigError("--checkpoint: required (a checkpoint file or a run directory)");
   const int64_t n_seq = args["sequences"].as<int64_t>(), batch_arg = args["batch"].as<int64_t>();
   if (n_seq < 1) throw ConfigError("--sequences: must be >= 1");
   if (batch_arg < 1) throw ConfigError("--batch: must be >= 1");

@@ -18,6 +18,15 @@ std::optional<cxxopts::ParseResult> parse_command(cxxopts::Options& opts, int ar
   return args;
 }
 
+std::optional<cxxopts::ParseResult> parse_checkpoint_command(cxxopts::Options& opts, int argc, char** argv) {
+  opts.parse_positional({"checkpoint"});
+  opts.positional_help("CHECKPOINT");
+  auto args = parse_command(opts, argc, argv);
+  if (args && !args->count("checkpoint"))
+    throw ConfigError("--checkpoint: required (a checkpoint file or a run directory)");
+  return args;
+}
+
 void add_device_options(cxxopts::Options& opts) {
   // clang-format off
   opts.add_options()

@@ -19,6 +19,11 @@ namespace xsagpt::cli {
 // ConfigError naming it.
 std::optional<cxxopts::ParseResult> parse_command(cxxopts::Options& opts, int argc, char** argv);
 
+// parse_command for a command that reads one checkpoint: its first positional
+// argument (or --checkpoint), a checkpoint file or a run directory, is required.
+// The command declares the "checkpoint" option itself (its help says what it reads).
+std::optional<cxxopts::ParseResult> parse_checkpoint_command(cxxopts::Options& opts, int argc, char** argv);
+
 // --device (auto, cpu, cuda or cuda:N) and --threads (CPU intra-op threads).
 void add_device_options(cxxopts::Options& opts);
 // Checks --threads and sets LibTorch's CPU threads from it (ConfigError naming the flag).

@@ -57,12 +57,9 @@ int sample(int argc, char** argv) {
      cxxopts::value<std::string>());
   // clang-format on
   add_device_options(opts);
-  opts.parse_positional({"checkpoint"});
-  opts.positional_help("CHECKPOINT");
-  const auto parsed = parse_command(opts, argc, argv);
+  const auto parsed = parse_checkpoint_command(opts, argc, argv);
   if (!parsed) return 0;
   const auto& args = *parsed;
-  if (!args.count("checkpoint")) throw ConfigError("--checkpoint: required (a checkpoint file or a run directory)");
   if (args.count("prompt") == args.count("prompt-ids"))
     throw ConfigError("give the prompt either as text (--prompt) or as token ids (--prompt-ids)");
 
