@@ -50,6 +50,7 @@ std::vector<Score> score_requests(GPT& model, const std::vector<TokenRequest>& r
 
   torch::NoGradGuard no_grad;
   model->eval();
+  const auto precision = model->precision_scope(device);  // bf16 weight casts made once for all batches
   size_t done = 0;
   for (size_t first = 0; first < rows.size();) {
     const int64_t width = rows[first].len;

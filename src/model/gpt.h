@@ -93,6 +93,10 @@ struct GPTImpl : torch::nn::Module {
   // op through ATen in float32.
   void set_runtime(const Runtime& rt);
   const Runtime& runtime() const { return exec_->rt; }
+  // The precision scope forward opens itself. A caller that runs many small forward
+  // passes (generation) may hold one around them: scopes nest, and autocast then
+  // casts each weight to bf16 once, not once per pass.
+  auto precision_scope(torch::Device device) const { return exec_->scope(device); }
   // After the parameters changed in place (an optimizer step, loaded weights):
   // the bf16 weight copies of the weights kernel are made again.
   void parameters_changed() { exec_->weights.refresh(); }

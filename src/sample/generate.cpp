@@ -38,6 +38,7 @@ std::vector<int64_t> generate(GPT& model, const std::vector<int64_t>& prompt, co
   const int64_t block = model->cfg.block_size, keep = std::max<int64_t>(1, block / 2);
   at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(opts.seed);
   KVCache cache(model->cfg);
+  const auto precision = model->precision_scope(device);  // bf16 weight casts made once, not per token
 
   std::vector<int64_t> tokens = prompt, out;
   auto ids = [&](size_t from) {
