@@ -136,14 +136,15 @@ def test_resume_after_sigterm_is_exact(tmp_path, shards, xsagpt, build_dir):
 
 
 def test_resume_after_kill9_is_exact(tmp_path, shards, xsagpt, build_dir):
-    cfg = run_config(tmp_path, shards, max_steps=40, ckpt_interval=4)
+    # 100 steps: on an idle machine 40 (a few ms each) could end between two polls.
+    cfg = run_config(tmp_path, shards, max_steps=100, ckpt_interval=4)
     xsagpt("train", "-c", cfg, "--out", tmp_path / "straight")
     out = tmp_path / "killed"
     proc = subprocess.Popen([build_dir / "xsagpt", "train", "-c", cfg, "--out", out], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     # Kill once a checkpoint exists and steps past it were logged.
     ok = wait_for(lambda: (out / "checkpoints").exists() and any((out / "checkpoints").glob("*.pt"))
-                  and max(metrics(out), default=0) % 4 >= 2, proc)
+                  and max(metrics(out), default=0) % 4 != 0, proc)
     assert ok, "run finished before it could be killed"
     proc.kill()
     proc.wait()
