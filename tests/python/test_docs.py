@@ -1,7 +1,7 @@
 """The docs show what the code does now: the configuration reference equals
 `xsagpt config`, the README names every subcommand `xsagpt --help` lists, every
-relative link in README.md and docs/ leads to a file (and a heading) that exists, and
-the README stays a page a newcomer reads in two minutes."""
+relative link in README.md and docs/ leads to a file (and a heading) that exists, the
+README links every page of docs/, and it stays a page a newcomer reads in two minutes."""
 import re
 import subprocess
 import sys
@@ -66,6 +66,13 @@ def test_the_link_check_sees_a_broken_link(tmp_path):
     (tmp_path / "docs" / "a.md").write_text("# A page\n\n## Its part\n")
     (tmp_path / "README.md").write_text("[ok](docs/a.md#its-part) [gone](docs/b.md) [heading](docs/a.md#nope)\n")
     assert broken_links(tmp_path) == ["README.md: docs/b.md (no such file)", "README.md: docs/a.md#nope (no such heading)"]
+
+
+def test_readme_indexes_every_doc(repo_root):
+    """The README's documentation table is the way into docs/: a page missing from it is lost."""
+    linked = set(LINK.findall((repo_root / "README.md").read_text()))
+    missing = [p.name for p in sorted((repo_root / "docs").glob("*.md")) if f"docs/{p.name}" not in linked]
+    assert missing == [], f"docs/ pages the README does not link: {missing}"
 
 
 def test_readme_is_short(repo_root):
