@@ -22,14 +22,11 @@ namespace {
 
 // The start-up block of the log: what runs where, and whether it will fit.
 void announce(const RunConfig& cfg, const Runtime& rt, torch::Device device, const TrainingState& s,
-              int64_t step_tokens, DistContext& dist) {
+              const MemoryEstimate& est, int64_t step_tokens, DistContext& dist) {
   const auto& t = cfg.train;
   const int64_t world = dist.world_size();
-  if (const auto gpu_bytes = device.is_cuda() ? device_memory(device) : std::nullopt) {
-    const auto est =
-        estimate_training_memory(cfg.model, t.micro_batch, t.seq_len, MemoryOptions{rt, t.shard_optimizer ? world : 1});
+  if (const auto gpu_bytes = device.is_cuda() ? device_memory(device) : std::nullopt)
     if (const auto warning = memory_warning(cfg, est.total(), *gpu_bytes)) spdlog::warn("{}", *warning);
-  }
   const auto backend = sdpa_backend(cfg.model, device, rt.bf16, cfg.model.dropout);
   if (device.is_cuda() && backend == "math")
     spdlog::warn(
@@ -94,9 +91,9 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     return TrainResult{run.finished->step, true, run.finished->final_train_loss, run.finished->final_val_loss};
   }
   setup_cpu_threads(t.threads);
+  const auto est =
+      estimate_training_memory(cfg.model, t.micro_batch, t.seq_len, MemoryOptions{rt, t.shard_optimizer ? world : 1});
   if (const auto bytes = device_memory(device)) {  // before the model is built: it might not fit at all
-    const auto est =
-        estimate_training_memory(cfg.model, t.micro_batch, t.seq_len, MemoryOptions{rt, t.shard_optimizer ? world : 1});
     const double state = est.params_bytes + est.grads_bytes + est.optimizer_bytes + est.weight_copies_bytes;
     if (const auto refusal = memory_refusal(cfg, state, *bytes, device.is_cuda() ? "this GPU" : "this machine's RAM"))
       throw ConfigError(*refusal);
@@ -136,7 +133,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
 
   const int64_t accum = cfg.accumulation_steps(world);
   const int64_t step_tokens = cfg.tokens_per_micro_step(world) * accum;
-  if (dist.is_main()) announce(cfg, rt, device, s, step_tokens, dist);
+  if (dist.is_main()) announce(cfg, rt, device, s, est, step_tokens, dist);
   TrainStep train_step(s.model, *s.optimizer, *s.sync, s.params, accum, t.grad_clip);
   Progress progress(cfg, dist, device, step_tokens, flops_per_token(cfg.model, t.seq_len) * double(step_tokens),
                     device.is_cuda() ? gpu_peak_flops(device_name(device), rt.bf16) : std::nullopt, s.elapsed_before,
