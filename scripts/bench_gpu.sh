@@ -1,42 +1,42 @@
 #!/usr/bin/env bash
-# GPU session in one script: build against the machine's PyTorch, run the tests,
-# then the GPU benchmarks (issue 12), each as a stage so that one lease can take
-# them in a few calls (a lent machine keeps build/ while it stays warm):
+# GPU session in one script: the verdict on the fused kernels, then the stages the
+# speed work measures with. A lent GPU allows 10 minutes a command and about 30 in
+# all, and keeps build/ only while warm (30 s after a call), so:
 #
-#   bash scripts/bench_gpu.sh verdict                 the one command that decides (below)
-#   bash scripts/bench_gpu.sh verdict --cpu-dry-run   the same stages at tiny sizes on a CPU
+#   bash scripts/bench_gpu.sh verdict [--cpu-dry-run] [--budget S] [--only a,b] [--retry-failed] [--sanitizer]
 #   bash scripts/bench_gpu.sh build test step kernels pytorch summary
-#   bash scripts/bench_gpu.sh parity train memory block
+#   bash scripts/bench_gpu.sh train memory block
 #
-#   verdict  build; the CUDA tests; 200 steps of gpt2-124m (XSA) on the KJV shards with
-#            each fused kernel alone and with `fused`, against `aten` with the same seed
-#            (final val loss, largest parameter difference, tokens/s, ratio); the step
-#            benchmark of aten/auto/fused at 124M 16x1024 and 0.7B 8x2048, SA and XSA,
-#            beside PyTorch eager and torch.compile; then one table, kernel | tests |
-#            loss delta | speed ratio | verdict (scripts/bench_verdict.py), also written
-#            to out/gpu/verdict.md. Needs data/kjv/shards (carry it). With --cpu-dry-run:
-#            out/gpu-dry-run/, the tiny model, 20 steps, CUDA tests skipped, no decision.
+#   verdict  scripts/bench_verdict.py: preflight, build, the CUDA tests (one process per
+#            suite), 200 steps of gpt2-124m XSA on the KJV shards per kernel against aten,
+#            the step benchmark at 124M and 0.7B in 3 paired rounds, each kernel alone in
+#            GB/s, PyTorch eager and torch.compile; named stages of at most 6 minutes,
+#            resumed where the last call stopped (results in out/gpu/), the table printed
+#            at the end of every call. Needs data/kjv/shards and third_party (carry both).
+#            With --cpu-dry-run: the same stages at tiny sizes here, into out/gpu-dry-run/.
 #   build    configure + build (Release, Hopper sm_90 unless TORCH_CUDA_ARCH_LIST is set)
-#   test     the C++ tests (the CUDA ones run here instead of skipping: every fused kernel
-#            against its ATen twin and float64, the model and training step fused vs ATen,
-#            the SDPA backend flash attention must be) and the Python suite
+#   test     the C++ tests (the CUDA ones run here instead of skipping) and the Python suite
 #   step     training-step tokens/s and MFU of gpt2-124m (16x1024) and paper-0.7b (8x2048),
-#            SA and XSA, today's ATen path (@aten, the baseline), the default (auto) and all
-#            fused kernels (@fused)
+#            SA and XSA: ATen (@aten, the baseline), the default (auto) and every fused kernel
 #   kernels  what each fused kernel is worth alone (gpt2-124m 16x1024)
 #   pytorch  the same steps in PyTorch (tests/reference/model.py), eager and torch.compile
 #   summary  one table: xsagpt's steps against PyTorch eager and compiled (scripts/bench_compare.py)
-#   parity   400 steps of gpt2-124m on the KJV shards, aten vs fused: final val losses
-#            (needs data/kjv/shards in carry)
 #   train    `xsagpt train` with the shipped paper-0.7b run config (KJV shards) against the
 #            bench step of the same shape: tokens/s of the real loop vs the benchmark
 #   memory   peak memory of a 1.4B and a 2.7B step at 8x2048, without and with block checkpointing
 #   block    `xsagpt bench` block grid: XSA vs SA time and memory, T 1024..8192
 #
-# Logs and JSON go to out/gpu/ and, where the device tool's $OUT is set, a tarball
-# of them to $OUT/gpu-results.tgz. See docs/gpu-machine.md for the carry list.
+# Logs and JSON go to out/gpu/ and, where the device tool's $OUT is set, a tarball of
+# their text (no checkpoint: runs train into out/gpu-scratch/, deleted after) to
+# $OUT/gpu-stages.tgz. See docs/gpu-machine.md for the device calls.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [[ ${1:-} == verdict ]]; then
+  shift
+  PY=${PYTHON:-python3}
+  [[ " $* " == *" --cpu-dry-run "* && -z ${PYTHON:-} && -x .venv/bin/python ]] && PY=.venv/bin/python
+  exec "$PY" scripts/bench_verdict.py "$@"
+fi
 DRY=0
 stages=()
 for a in "$@"; do
@@ -53,7 +53,12 @@ PY=${PYTHON:-python3}
 [[ $DRY == 1 ]] || export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
 
 log() { printf '\n=== %s  %s\n' "$(date +%H:%M:%S)" "$*"; }
-finish() { [[ -n ${OUT:-} ]] && tar czf "$OUT/gpu-results.tgz" -C out gpu || true; }
+SCRATCH=out/gpu-scratch
+finish() {
+  [[ -n ${OUT:-} ]] || return 0
+  (cd out && find gpu -type f \( -name '*.json' -o -name '*.jsonl' -o -name '*.md' -o -name '*.txt' -o -name '*.log' \) \
+    -size -512k -print0 | tar czf "$OUT/gpu-stages.tgz" --null -T -) || true
+}
 trap finish EXIT
 
 stage_build() {
@@ -105,31 +110,14 @@ stage_kernels() {
     | tee "$RES/kernels-124m-chunk.txt"
 }
 
-stage_parity() {
-  [[ -f data/kjv/shards/val_000000.bin ]] || { echo "parity: data/kjv/shards missing (carry it)"; exit 1; }
-  for k in aten fused; do
-    log "400 steps of gpt2-124m on KJV, kernels $k"
-    $BIN train -c configs/runs/cpu-demo-sa.json --out "$RES/parity-$k" --overwrite --set model.base=gpt2-124m \
-      --set model.attention=xsa --set train.kernels=$k --set train.max_steps=400 --set train.seq_len=1024 \
-      --set train.micro_batch=16 --set train.lr=6e-4 --set train.warmup_steps=40 --set train.eval_interval=400 \
-      --set train.eval_tokens=65536 --set train.ckpt_interval=0 --set train.log_interval=50 \
-      2>&1 | grep -E "val loss|tok/s" | tail -4 | tee -a "$RES/parity.txt"
-  done
-  "$PY" - "$RES" <<'PYEOF' | tee -a "$RES/parity.txt"
-import json, pathlib, sys
-res = pathlib.Path(sys.argv[1])
-val = {k: json.loads((res / f"parity-{k}" / "done.json").read_text())["final_val_loss"] for k in ("aten", "fused")}
-print(f"final val loss: aten {val['aten']:.4f}, fused {val['fused']:.4f}, |diff| {abs(val['aten'] - val['fused']):.4f} (target <= 0.01)")
-PYEOF
-}
-
 stage_train() {
   [[ -f data/kjv/shards/val_000000.bin ]] || { echo "train: data/kjv/shards missing (carry it)"; exit 1; }
   log "xsagpt train, configs/runs/paper-0.7b.json on KJV (16 x 2048 x 16 accumulation, loss chunk 4096)"
-  $BIN train -c configs/runs/paper-0.7b.json --out "$RES/train-0.7b" --overwrite \
+  $BIN train -c configs/runs/paper-0.7b.json --out "$SCRATCH/train-0.7b" --overwrite \
     --set data.train='data/kjv/shards/train_*.bin' --set data.val='data/kjv/shards/val_*.bin' \
     --set train.max_steps=12 --set train.log_interval=4 --set train.eval_interval=0 --set train.eval_tokens=32768 \
     --set train.ckpt_interval=0 2>&1 | grep -E "kernels|step .*tok/s" | tee "$RES/train-0.7b.txt"
+  rm -rf "$SCRATCH/train-0.7b"  # its final checkpoint is about 10 GB: nothing to bring back
   log "the bench step of the same shape"
   $BIN bench --no-block --variants xsa --step-config paper-0.7b --step-batch 16 --step-seq-len 2048 --step-accum 16 \
     --step-loss-chunk 4096 --warmup 1 --iters 3 --json "$RES/train-bench-0.7b.json" 2>"$RES/train-bench-0.7b.err" \
@@ -164,97 +152,7 @@ stage_summary() {
     | tee "$RES/summary.md"
 }
 
-VERDICT_KERNELS=weights,norm,rope,loss,xsa,xsa_wide,fused
-
-verdict_build() {
-  if [[ $DRY == 1 ]]; then
-    log "machine (CPU dry run)"
-    echo "CPU dry run: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores" | tee "$RES/gpu.txt"
-  else
-    log "machine"
-    nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | tee "$RES/gpu.txt"
-  fi
-  "$PY" -c 'import torch; print("torch", torch.__version__, torch.version.cuda)' | tee -a "$RES/gpu.txt"
-  log "build (xsagpt, xsagpt_tests)"
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -Wno-dev \
-    >"$RES/configure.log" 2>&1 || { tail -30 "$RES/configure.log"; exit 1; }
-  cmake --build build -j"$(nproc)" --target xsagpt xsagpt_tests >"$RES/build.log" 2>&1 \
-    || { grep -m20 -A5 error "$RES/build.log"; exit 1; }
-}
-
-# The CUDA tests, all of them, into cuda-tests.json; a failure is recorded, not fatal:
-# the table says which kernels it touches.
-verdict_tests() {
-  log "CUDA tests (KernelsCuda.*, XsaCuda.*)"
-  build/tests/xsagpt_tests --gtest_filter='KernelsCuda.*:XsaCuda.*' --gtest_output="json:$RES/cuda-tests.json" \
-    >"$RES/cuda-tests.log" 2>&1 || echo "some CUDA tests FAILED: see $RES/cuda-tests.log"
-  grep -E "^\[  (PASSED|FAILED|SKIPPED) *\] [0-9]+ test|^\[  FAILED  \] [A-Z]" "$RES/cuda-tests.log" || true
-}
-
-# 200 steps (dry run: 20 of the tiny model) for aten and each kernel set, same seed.
-verdict_parity() {
-  [[ -f data/kjv/shards/val_000000.bin ]] || { echo "verdict: data/kjv/shards missing (carry it)"; exit 1; }
-  local size
-  if [[ $DRY == 1 ]]; then
-    size=(--set model.base=tiny --set train.max_steps=20 --set train.seq_len=64 --set train.micro_batch=4
-          --set train.warmup_steps=2 --set train.lr=3e-3 --set train.eval_interval=20 --set train.eval_tokens=2048
-          --set train.log_interval=5)
-  else
-    size=(--set model.base=gpt2-124m --set train.max_steps=200 --set train.seq_len=1024 --set train.micro_batch=16
-          --set train.warmup_steps=20 --set train.lr=6e-4 --set train.eval_interval=200 --set train.eval_tokens=65536
-          --set train.log_interval=25)
-  fi
-  for k in aten ${VERDICT_KERNELS//,/ }; do
-    log "parity run, kernels $k"
-    $BIN train -c configs/runs/cpu-demo-sa.json --out "$RES/parity-$k" --overwrite --set model.attention=xsa \
-      --set train.kernels=$k --set train.ckpt_interval=0 --set train.keep_checkpoints=1 "${size[@]}" \
-      >"$RES/parity-$k.log" 2>&1 || { tail -20 "$RES/parity-$k.log"; exit 1; }
-    grep -E "val loss" "$RES/parity-$k.log" | tail -1 || true
-  done
-}
-
-verdict_step() {
-  local v=sa@aten,sa,sa@fused,xsa@aten,xsa,xsa@fused
-  rm -f "$RES/pytorch.jsonl" "$RES"/step-*.json
-  if [[ $DRY == 1 ]]; then
-    log "training step, tiny 2x64 (dry run)"
-    $BIN bench --no-block --variants $v --step-config tiny --step-batch 2 --step-seq-len 64 --warmup 1 --iters 2 \
-      --json "$RES/step-tiny.json" 2>"$RES/step-tiny.err" | tee "$RES/step-tiny.txt"
-    for a in sa xsa; do
-      log "PyTorch tiny $a (eager, torch.compile)"
-      "$PY" scripts/bench_pytorch.py --config tiny -b 2 -t 64 --attention $a --steps 2 --warmup 1 --compile \
-        | tee -a "$RES/pytorch.jsonl"
-    done
-  else
-    log "training step, gpt2-124m 16x1024"
-    $BIN bench --no-block --variants $v --step-config gpt2-124m --step-batch 16 --step-seq-len 1024 --iters 20 \
-      --json "$RES/step-124m.json" 2>"$RES/step-124m.err" | tee "$RES/step-124m.txt"
-    log "training step, paper-0.7b 8x2048"
-    $BIN bench --no-block --variants $v --step-config paper-0.7b --step-batch 8 --step-seq-len 2048 --iters 10 \
-      --json "$RES/step-0.7b.json" 2>"$RES/step-0.7b.err" | tee "$RES/step-0.7b.txt"
-    for a in sa xsa; do
-      log "PyTorch gpt2-124m $a"
-      "$PY" scripts/bench_pytorch.py --config gpt2-124m -b 16 -t 1024 --attention $a --compile | tee -a "$RES/pytorch.jsonl"
-      log "PyTorch paper-0.7b $a"
-      "$PY" scripts/bench_pytorch.py --config paper-0.7b -b 8 -t 2048 --attention $a --steps 10 --compile \
-        | tee -a "$RES/pytorch.jsonl"
-    done
-  fi
-  "$PY" scripts/bench_compare.py "$RES"/step-*.json --pytorch "$RES/pytorch.jsonl" | tee "$RES/summary.md"
-}
-
-stage_verdict() {
-  local t0=$SECONDS
-  verdict_build
-  verdict_tests
-  verdict_parity
-  verdict_step
-  log "verdict"
-  "$PY" scripts/bench_verdict.py "$RES" --kernels $VERDICT_KERNELS $([[ $DRY == 1 ]] && echo --dry-run)
-  echo "verdict took $((SECONDS - t0)) s"
-}
-
-[[ ${#stages[@]} -gt 0 ]] || { sed -n '2,38p' "$0"; exit 2; }
+[[ ${#stages[@]} -gt 0 ]] || { sed -n '2,31p' "$0"; exit 2; }
 for s in "${stages[@]}"; do
   declare -F "stage_$s" >/dev/null || { echo "bench_gpu.sh: unknown stage '$s'" >&2; exit 2; }
   "stage_$s"

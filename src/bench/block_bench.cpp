@@ -161,28 +161,37 @@ Results bench_train_step(const BenchOptions& o, const ModelConfig& model, int64_
   const auto y = torch::randint(0, model.vocab_size, {micro_batch, seq_len}, opts);
   const NextBatch next = [&] { return std::pair{x, y}; };
   DistContext single;  // one process: the trainer's collectives are identities
+  std::map<std::string, std::vector<double>> all_ms;
   Results r;
-  for (const auto& v : o.variants) {  // one variant alive at a time
-    auto parts = bench_training_parts(o, model, v, single);
-    TrainStep step(parts.model, *parts.optimizer, *parts.sync, parts.params, o.accumulation, o.train.grad_clip);
-    auto iteration = [&] { step(next, 1e-4); };
-    // The first step allocates AdamW's state: always warm up at least once.
-    for (int64_t i = 0; i < std::max<int64_t>(1, o.warmup); ++i) iteration();
-    std::vector<double> ms;
-    for (int64_t i = 0; i < o.iters; ++i) ms.push_back(time_ms(o.device, iteration));
-    auto t = summarize(ms);
-    {
+  for (int64_t round = 0; round < o.repeat; ++round) {
+    for (const auto& v : o.variants) {  // one variant alive at a time
+      auto parts = bench_training_parts(o, model, v, single);
+      TrainStep step(parts.model, *parts.optimizer, *parts.sync, parts.params, o.accumulation, o.train.grad_clip);
+      auto iteration = [&] { step(next, 1e-4); };
+      // The first step allocates AdamW's state: always warm up at least once.
+      for (int64_t i = 0; i < std::max<int64_t>(1, o.warmup); ++i) iteration();
+      std::vector<double> ms;
+      for (int64_t i = 0; i < o.iters; ++i) ms.push_back(time_ms(o.device, iteration));
+      r[v].round_ms.push_back(summarize(ms).median_ms);
+      all_ms[v].insert(all_ms[v].end(), ms.begin(), ms.end());
+      if (round + 1 < o.repeat) continue;
       PeakMemory pm(o.device);
       iteration();
-      t.peak_bytes = pm.peak_bytes();
+      r[v].peak_bytes = pm.peak_bytes();
     }
-    r[v] = t;
+  }
+  for (auto& [v, t] : r) {
+    const auto s = summarize(all_ms[v]);
+    t.median_ms = s.median_ms;
+    t.min_ms = s.min_ms;
   }
   return r;
 }
 
 nlohmann::json to_json(const Timing& t) {
-  return {{"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"peak_bytes", t.peak_bytes}};
+  nlohmann::json j = {{"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"peak_bytes", t.peak_bytes}};
+  if (!t.round_ms.empty()) j["round_ms"] = t.round_ms;
+  return j;
 }
 
 }  // namespace xsagpt

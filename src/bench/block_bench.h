@@ -15,7 +15,10 @@
 // speed hits them alike. The training step runs the variants one after another,
 // each model freed before the next is built, so the paper's sizes fit one GPU.
 // Time per iteration is the median (CUDA synchronised around each); memory is
-// measured on one more iteration of each variant after the timed ones.
+// measured on one more iteration of each variant after the timed ones. With
+// `repeat` > 1 the training step runs the variants round after round, each round
+// building every variant afresh, so a ratio between two variants can be read per
+// round: its spread over rounds says whether a 1-2% difference is real or drift.
 #pragma once
 
 #include "config/model_config.h"
@@ -34,8 +37,9 @@
 namespace xsagpt {
 
 struct Timing {
-  double median_ms = 0, min_ms = 0;
+  double median_ms = 0, min_ms = 0;  // over every timed iteration of every round
   int64_t peak_bytes = 0;
+  std::vector<double> round_ms;  // training step: the median of each round, in order
 };
 
 struct BenchOptions {
@@ -51,6 +55,7 @@ struct BenchOptions {
   // runtime_of(train, cuda): what the variants run with, before their own kernels.
   Runtime runtime;
   int64_t accumulation = 1;  // training step only: micro-batches per optimizer step
+  int64_t repeat = 1;        // training step only: rounds over the variants
 };
 
 using Results = std::map<std::string, Timing>;  // by variant

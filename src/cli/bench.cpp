@@ -3,6 +3,7 @@
 // training step; prints the XSA/SA ratios and writes JSON. See bench/block_bench.h.
 // Defaults follow the paper on a GPU (batch 32, bf16) and are small on a CPU.
 #include "bench/block_bench.h"
+#include "bench/kernel_bench.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "config/model_config.h"
@@ -101,6 +102,11 @@ void add_results(json& j, std::string& row, const Table& table, const std::vecto
     const double mr =
         base.peak_bytes > 0 ? static_cast<double>(t.peak_bytes) / static_cast<double>(base.peak_bytes) : NAN;
     j["ratios"][v] = {{"time", tr}, {"memory", std::isfinite(mr) ? json(mr) : json(nullptr)}};
+    if (t.round_ms.size() > 1) {  // paired within each round: drift between rounds cancels
+      std::vector<double> rounds;
+      for (size_t k = 0; k < t.round_ms.size(); ++k) rounds.push_back(t.round_ms[k] / base.round_ms[k]);
+      j["ratios"][v]["time_rounds"] = rounds;
+    }
     time_ratio.push_back(fmt::format("{:.3f}", tr));
     mem_ratio.push_back(fmt::format("{:.3f}", mr));
   }
@@ -134,6 +140,8 @@ BenchOptions read_options(const cxxopts::ParseResult& args) {
   if (o.head_dim < 2 || o.head_dim % 2) throw ConfigError("--head-dim: must be even and >= 2 (RoPE rotates pairs)");
   o.accumulation = args["step-accum"].as<int64_t>();
   if (o.accumulation < 1) throw ConfigError("--step-accum: must be >= 1");
+  o.repeat = args["repeat"].as<int64_t>();
+  if (o.repeat < 1) throw ConfigError("--repeat: must be >= 1");
   if (o.warmup < 0 || o.iters < 1) throw ConfigError("--warmup must be >= 0 and --iters >= 1");
   if (o.variants.empty()) throw ConfigError("--variants: empty list");
   for (size_t i = 0; i < o.variants.size(); ++i) {
@@ -213,6 +221,23 @@ json run_train_step(const BenchOptions& o, const Table& table, const std::string
   return j;
 }
 
+// Each fused kernel alone against a device copy (bench/kernel_bench.h).
+json run_micro(const std::vector<std::string>& specs, const BenchOptions& o, const std::string& machine_name) {
+  std::vector<MicroShape> shapes;
+  for (const auto& spec : specs) shapes.push_back(parse_micro_shape(spec, "--micro"));
+  const auto r = bench_kernels(shapes, o.device, o.iters, /*inner=*/10);
+  std::cout << fmt::format(
+      "fused kernels alone ({}): {}; device copy {:.0f} GB/s (read + written, {:.0f} MiB); median of {}\n"
+      "{:<16} {:<34} {:>10} {:>10} {:>9} {:>8}\n",
+      r.implementation, machine_name, r.copy_gb_per_s, mib(static_cast<int64_t>(r.copy_bytes)), o.iters, "kernel",
+      "shape", "MiB moved", "ms", "GB/s", "of copy");
+  for (const auto& row : r.rows)
+    std::cout << fmt::format("{:<16} {:<34} {:>10.1f} {:>10.4f} {:>9.0f} {:>7.0f}%\n", row.kernel, row.shape,
+                             mib(static_cast<int64_t>(row.bytes)), row.ms, row.gb_per_s(),
+                             100 * row.gb_per_s() / r.copy_gb_per_s);
+  return to_json(r);
+}
+
 }  // namespace
 
 int bench(int argc, char** argv) {
@@ -241,8 +266,10 @@ int bench(int argc, char** argv) {
     ("step-recompute", "activation checkpointing of the training step: none, mlp or block", cxxopts::value<std::string>()->default_value("none"))
     ("step-loss-chunk", "LM-head loss in chunks of this many tokens in the training step (0: whole)", cxxopts::value<int64_t>()->default_value("0"))
     ("step-accum", "micro-batches per optimizer step in the training step (gradient accumulation)", cxxopts::value<int64_t>()->default_value("1"))
+    ("repeat", "rounds of the training step over all variants, each built afresh; JSON gets each round's median and each round's ratio to the first variant", cxxopts::value<int64_t>()->default_value("1"))
     ("no-step", "skip the training-step benchmark")
     ("no-block", "skip the block grid")
+    ("micro", "instead of the block grid and the step: each fused kernel alone (norm, rope, loss, xsa; forward and backward) as GB/s against a device copy, at CONFIG:BxT shapes, comma-separated (e.g. gpt2-124m:16x1024,paper-0.7b:8x2048); ATen twins where the CUDA kernels cannot run", cxxopts::value<std::string>())
     ("json", "write the results to this JSON file", cxxopts::value<std::string>());
   // clang-format on
   add_device_options(opts);
@@ -281,9 +308,13 @@ int bench(int argc, char** argv) {
               {"variants", o.variants}};
   spdlog::info("bench on {} ({}), {}, batch {}", o.device.str(), out["machine"].get<std::string>(),
                out["dtype"].get<std::string>(), o.batch);
-  out["block"] = run_block_grid(o, table, args.count("no-block") ? std::vector<int64_t>{} : widths, seq_lens,
-                                out["machine"].get<std::string>());
-  if (!args.count("no-step")) out["step"] = run_train_step(o, table, step_ref, B, T);
+  if (args.count("micro")) {
+    out["micro"] = run_micro(str_list(args["micro"].as<std::string>()), o, out["machine"].get<std::string>());
+  } else {
+    out["block"] = run_block_grid(o, table, args.count("no-block") ? std::vector<int64_t>{} : widths, seq_lens,
+                                  out["machine"].get<std::string>());
+    if (!args.count("no-step")) out["step"] = run_train_step(o, table, step_ref, B, T);
+  }
   if (args.count("json")) {
     const std::filesystem::path path = args["json"].as<std::string>();
     if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());

@@ -56,6 +56,57 @@ def test_step_with_checkpointing_and_chunked_loss_uses_less_memory(tmp_path, xsa
     assert peaks["block"] < 0.6 * peaks["none"]
 
 
+def test_repeated_rounds_give_paired_ratios(tmp_path, xsagpt):
+    """--repeat N: each variant's median per round, and each round's ratio to the
+    first variant from that round's own medians (drift between rounds cancels)."""
+    model = tmp_path / "m.json"
+    model.write_text(json.dumps({"vocab_size": 256, "block_size": 32, "n_layer": 1, "d_model": 32, "n_head": 2,
+                                 "head_dim": 16}))
+    out = tmp_path / "step.json"
+    xsagpt("bench", "--device", "cpu", "--no-block", "--variants", "xsa@aten,xsa@norm", "--warmup", 0, "--iters", 2,
+           "--repeat", 3, "--step-config", model, "--step-batch", 2, "--step-seq-len", 16, "--threads", 1,
+           "--json", out)
+    step = json.loads(out.read_text())["step"]
+    base, norm = step["results"]["xsa@aten"], step["results"]["xsa@norm"]
+    assert len(base["round_ms"]) == len(norm["round_ms"]) == 3 and min(base["round_ms"] + norm["round_ms"]) > 0
+    rounds = step["ratios"]["xsa@norm"]["time_rounds"]
+    assert rounds == pytest.approx([n / b for n, b in zip(norm["round_ms"], base["round_ms"])])
+    for r in (base, norm):  # the overall median and minimum are over every round's iterations
+        assert r["min_ms"] <= min(r["round_ms"]) and r["min_ms"] <= r["median_ms"] <= max(r["round_ms"]) * 2
+
+
+def test_micro_counts_each_kernels_bytes(tmp_path, xsagpt):
+    """--micro: each kernel's row moves the bytes its inputs and outputs hold (counted
+    here independently, float32 on a CPU), and GB/s and the share of the copy follow
+    from the row's own time."""
+    model = tmp_path / "m.json"
+    V, d, H, D = 300, 32, 2, 16
+    model.write_text(json.dumps({"vocab_size": V, "block_size": 64, "n_layer": 1, "d_model": d, "n_head": H,
+                                 "head_dim": D}))
+    out = tmp_path / "micro.json"
+    xsagpt("bench", "--device", "cpu", "--micro", f"{model}:2x16", "--iters", 2, "--threads", 1, "--json", out)
+    micro = json.loads(out.read_text())["micro"]
+    assert micro["implementation"] == "aten twin" and micro["copy_gb_per_s"] > 0
+    N, T, f = 2 * 16, 16, 4
+    expect = {
+        "norm forward": N * d * f * 4 + 2 * d * f + 2 * N * f,         # x, branch, w, b; x_out, h, mean, rstd
+        "norm backward": N * d * f * 5 + 2 * N * f + 3 * d * f,        # dh, dx_out, x_out, dx, dbranch; stats; w, dw, db
+        "rope forward": 2 * N * 3 * H * D * f + 2 * T * (D // 2) * 4,  # qkv in, q k v out; cos, sin
+        "rope backward": 2 * N * 3 * H * D * f + 2 * T * (D // 2) * 4,
+        "loss rows": 2 * N * V * f + N * 8 + N * 4,                    # logits read and overwritten; targets, losses
+        "xsa forward": 3 * N * H * D * f,
+        "xsa backward": 5 * N * H * D * f,
+    }
+    rows = {r["kernel"]: r for r in micro["rows"]}
+    assert set(rows) == set(expect)
+    for k, b in expect.items():
+        r = rows[k]
+        assert r["bytes"] == b, k
+        assert r["ms"] > 0 and r["gb_per_s"] == pytest.approx(b / (r["ms"] * 1e6))
+        assert r["of_copy"] == pytest.approx(r["gb_per_s"] / micro["copy_gb_per_s"])
+        assert r["shape"].startswith(f"{model} 2x16")
+
+
 @pytest.mark.parametrize("args,message", [
     (["--widths", "30", "--head-dim", "16"], "--widths"),
     (["--variants", "sa,flash"], "flash"),
@@ -64,6 +115,9 @@ def test_step_with_checkpointing_and_chunked_loss_uses_less_memory(tmp_path, xsa
     (["--step-recompute", "attn"], "--step-recompute"),
     (["--variants", "sa,xsa-fused"], "xsa-fused"),  # CUDA only, and these run with --device cpu
     (["--step-loss-chunk", "-1"], "--step-loss-chunk"),
+    (["--repeat", "0"], "--repeat"),
+    (["--micro", "tiny:2by64"], "--micro"),
+    (["--micro", "no-such-config:2x64"], "no-such-config"),
 ])
 def test_bad_arguments_are_named(xsagpt, args, message):
     proc = xsagpt("bench", "--device", "cpu", "--no-step", *args, check=False)
