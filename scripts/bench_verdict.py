@@ -199,6 +199,8 @@ class Verdict:
 
     def sanitizer(self, timeout):
         tool = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
+        if not pathlib.Path(tool).exists():
+            raise StageFailed("compute-sanitizer not found (part of the full CUDA toolkit; the GPU machine has it)")
         if self.dry:  # no GPU to check: show the tool is there and what would run
             self.sh("sanitizer", [tool, "--version"], timeout)
             return

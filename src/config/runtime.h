@@ -18,9 +18,9 @@ namespace xsagpt {
 enum class Recompute { kNone, kMlp, kBlock };
 
 // XSA's step (model/xsa.h): the custom autograd function on ATen ops, the same
-// function as two CUDA kernels (element by element over a warp per row: the form
-// validated on an H100), the same kernels with 16-byte vector accesses (not yet
-// run on a GPU), or composed of ordinary ops (bench's "before").
+// function as two CUDA kernels (element by element over a warp per row), the same
+// kernels with 16-byte vector accesses, or composed of ordinary ops (bench's
+// "before"). Which of them a GPU has validated: docs/benchmarks.md.
 enum class XsaImpl { kOps, kFused, kFusedWide, kComposed };
 
 // The fused implementations that replace ATen ops (src/kernels/), by train.kernels

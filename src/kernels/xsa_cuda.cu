@@ -6,12 +6,12 @@
 // read in place. A row (b, h, t) belongs to a group of LANES lanes of one warp
 // (32 / LANES rows per warp); lane l of the group handles elements l*VEC.. in steps
 // of LANES*VEC, so a group's loads cover consecutive addresses. With `wide`
-// (train.kernels "xsa_wide", not yet run on a GPU) and every row start 16-byte
+// (train.kernels "xsa_wide") and every row start 16-byte
 // aligned (the usual case), VEC elements move as one 16-byte access
 // and LANES is the smallest power of two covering the row (8 lanes for bf16 D = 64),
 // which should keep the kernels at memory bandwidth for the paper's head sizes;
-// otherwise VEC = 1 and LANES = 32 (one warp per row, element by element: the form
-// the H100 validated, and the default "xsa"). The row is read
+// otherwise VEC = 1 and LANES = 32 (one warp per row, element by element: the
+// default "xsa"). The row is read
 // twice (once for the dot products, once for the outputs); the second read hits L1.
 #include "kernels/common.cuh"
 #include "kernels/xsa_cuda.h"

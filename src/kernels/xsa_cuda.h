@@ -25,7 +25,7 @@ namespace xsagpt {
 // y, v: (B, H, T, D) CUDA tensors of one floating dtype, last dim contiguous;
 // gate: undefined or float32 with H elements (one per head). `wide`: 16-byte vector
 // accesses where every row is aligned for them (train.kernels "xsa_wide"); else one
-// element at a time over a warp per row, the form validated on an H100.
+// element at a time over a warp per row.
 at::Tensor xsa_forward_cuda(const at::Tensor& y, const at::Tensor& v, const at::Tensor& gate, double eps,
                             bool wide = false);
 
