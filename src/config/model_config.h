@@ -23,6 +23,13 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   bool bias = false;
   double dropout = 0.0;
+  // The LM head. Untied by default, N(0, sigma) with sigma = min(0.02, 0.5/sqrt(d_model)):
+  // nanoGPT's init up to width 625, capped above so the step-0 logits have std <= 0.5 and
+  // the loss starts within ~0.13 nats of ln(vocab) at any width. Tied to wte, as nanoGPT
+  // ties it, the post-embedding LayerNorm makes the hidden state of token i about
+  // LN(e_i), whose logit for token i itself is LN(e_i).e_i ~ 0.02 d_model (15 nats at
+  // d_model 768, 51 at 2560): a fresh tied model is confident that every token repeats.
+  // head_init offers the other starts the head study compared (docs/lm-head-study.md).
   bool tie_embeddings = false;
   std::string head_init = "normal";
   double norm_eps = 1e-5;

@@ -84,13 +84,7 @@ struct TrainConfig {
       "recompute activations in backward to save memory: \"none\", \"mlp\" (MLP half of each block) or \"block\"");
     v("loss_chunk", s.loss_chunk,
       "compute the LM-head loss this many tokens at a time without full logits (0: all at once)");
-    v("kernels", s.kernels,
-      "fused implementations in place of ATen ops (src/kernels/): \"auto\" (those validated on a GPU: xsa on "
-      "CUDA, none on CPU), \"aten\" (none), \"fused\" (all) or a comma-separated list of weights (bf16 weight "
-      "copies made once per optimizer step, no autocast), norm (residual add + LayerNorm), rope (qkv split + RoPE), "
-      "xsa (XSA step), xsa_wide (the XSA kernels with 16-byte vector accesses), loss (LM-head cross-entropy with its "
-      "gradient in forward). CUDA kernels on CUDA, the same "
-      "arithmetic in ATen elsewhere");
+    v("kernels", s.kernels, kernels_help());
     v("shard_optimizer", s.shard_optimizer,
       "with several ranks, each keeps AdamW state for (and updates) only its share of the parameters "
       "(ZeRO-1): AdamW memory per rank / world size, same results; no effect in one process");

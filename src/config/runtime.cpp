@@ -2,6 +2,8 @@
 
 #include "util/error.h"
 
+#include <algorithm>
+#include <iterator>
 #include <sstream>
 
 namespace xsagpt {
@@ -22,38 +24,81 @@ const char* name(Recompute r) {
   return "none";
 }
 
+namespace {
+
+// The kernels, a row each: the name train.kernels takes, how the name switches it
+// on, whether a Kernels has it on, and what it fuses. Parsing, describe(), the list
+// of names and the key's help text all read this table, so a new kernel is one row
+// here plus its implementation.
+struct KernelRow {
+  const char* name;
+  void (*enable)(Kernels&);
+  bool (*on)(const Kernels&);
+  const char* help;
+};
+
+constexpr KernelRow kKernelTable[] = {
+    {"weights", [](Kernels& k) { k.weights = true; }, [](const Kernels& k) { return k.weights; },
+     "bf16 weight copies made once per optimizer step, no autocast"},
+    {"norm", [](Kernels& k) { k.norm = true; }, [](const Kernels& k) { return k.norm; },
+     "residual add + LayerNorm"},
+    {"rope", [](Kernels& k) { k.rope = true; }, [](const Kernels& k) { return k.rope; }, "qkv split + RoPE"},
+    // xsa_wide wins over xsa in either order: both name XSA's kernels, one of them vectorised.
+    {"xsa", [](Kernels& k) { k.xsa = k.xsa == XsaImpl::kFusedWide ? k.xsa : XsaImpl::kFused; },
+     [](const Kernels& k) { return k.xsa == XsaImpl::kFused; }, "XSA step"},
+    {"xsa_wide", [](Kernels& k) { k.xsa = XsaImpl::kFusedWide; },
+     [](const Kernels& k) { return k.xsa == XsaImpl::kFusedWide; }, "the XSA kernels with 16-byte vector accesses"},
+    {"loss", [](Kernels& k) { k.loss = true; }, [](const Kernels& k) { return k.loss; },
+     "LM-head cross-entropy with its gradient in forward"},
+};
+
+}  // namespace
+
+std::vector<std::string> kernel_names() {
+  std::vector<std::string> out;
+  for (const auto& row : kKernelTable) out.push_back(row.name);
+  return out;
+}
+
+const char* kernels_help() {
+  static const std::string text = [] {
+    std::string list;
+    for (const auto& row : kKernelTable)
+      list += (list.empty() ? "" : ", ") + std::string(row.name) + " (" + row.help + ")";
+    return "fused implementations in place of ATen ops (src/kernels/): \"auto\" (those validated on a GPU: xsa on "
+           "CUDA, none on CPU), \"aten\" (none), \"fused\" (all) or a comma-separated list of " +
+           list + ". CUDA kernels on CUDA, the same arithmetic in ATen elsewhere";
+  }();
+  return text.c_str();
+}
+
 Kernels parse_kernels(const std::string& spec, bool cuda, const std::string& key) {
   Kernels k;
   if (spec == "aten") return k;
   if (spec == "auto") {
-    // Validated on an H100 (XsaCuda.* against the float64 formula; 1.6-4% of the
-    // step against 18-23% for ops). The others default on once a GPU has checked them.
+    // What a GPU has validated (docs/benchmarks.md); the others default on once it has.
     if (cuda) k.xsa = XsaImpl::kFused;
     return k;
   }
-  if (spec == "fused") return Kernels{true, true, true, true, XsaImpl::kFusedWide};
+  if (spec == "fused") {
+    for (const auto& row : kKernelTable) row.enable(k);
+    return k;
+  }
   std::stringstream ss(spec);
   std::string name;
   bool any = false;
   while (std::getline(ss, name, ',')) {
     any = true;
-    if (name == "weights")
-      k.weights = true;
-    else if (name == "norm")
-      k.norm = true;
-    else if (name == "rope")
-      k.rope = true;
-    else if (name == "xsa")
-      k.xsa = k.xsa == XsaImpl::kFusedWide ? k.xsa : XsaImpl::kFused;
-    else if (name == "xsa_wide")
-      k.xsa = XsaImpl::kFusedWide;  // XSA's kernels, vectorised
-    else if (name == "loss")
-      k.loss = true;
-    else
+    const auto* row = std::find_if(std::begin(kKernelTable), std::end(kKernelTable),
+                                   [&](const KernelRow& r) { return name == r.name; });
+    if (row == std::end(kKernelTable)) {
+      std::string names;
+      for (const auto& r : kKernelTable) names += (names.empty() ? "" : ", ") + std::string(r.name);
       throw ConfigError(key + ": unknown kernel \"" + name +
-                        "\" (expected \"auto\", \"aten\", \"fused\" or a comma-separated list of weights, norm, "
-                        "rope, xsa, xsa_wide, loss), got \"" +
-                        spec + "\"");
+                        "\" (expected \"auto\", \"aten\", \"fused\" or a comma-separated list of " + names +
+                        "), got \"" + spec + "\"");
+    }
+    row->enable(k);
   }
   if (!any) throw ConfigError(key + ": expected \"auto\", \"aten\", \"fused\" or a list of kernels, got \"\"");
   return k;
@@ -67,10 +112,9 @@ bool parse_precision(const std::string& spec, bool cuda, const std::string& key)
 }
 
 std::string describe(const Kernels& k) {
-  const bool on[] = {k.weights, k.norm, k.rope, k.xsa == XsaImpl::kFused, k.xsa == XsaImpl::kFusedWide, k.loss};
   std::string out;
-  for (size_t i = 0; i < std::size(kKernelNames); ++i)
-    if (on[i]) out += (out.empty() ? "" : ",") + std::string(kKernelNames[i]);
+  for (const auto& row : kKernelTable)
+    if (row.on(k)) out += (out.empty() ? "" : ",") + std::string(row.name);
   return out.empty() ? "aten" : out;
 }
 

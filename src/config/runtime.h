@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace xsagpt {
 
@@ -37,8 +38,10 @@ struct Kernels {
   bool operator==(const Kernels&) const = default;
 };
 
-// The names train.kernels takes, in the order describe() lists them.
-inline constexpr const char* kKernelNames[] = {"weights", "norm", "rope", "xsa", "xsa_wide", "loss"};
+// The names train.kernels takes, in the order describe() lists them, and the help
+// text of the key; both come from one table in runtime.cpp, a row per kernel.
+std::vector<std::string> kernel_names();
+const char* kernels_help();
 
 // train.activation_checkpointing: "none", "mlp" or "block"; ConfigError naming `key` otherwise.
 Recompute parse_recompute(const std::string& mode, const std::string& key = "train.activation_checkpointing");

@@ -31,8 +31,12 @@
 // Memory. Shard headers are read when a loader is built (errors surface before
 // training starts); tokens are memory-mapped only when the walk reaches a shard and
 // only the current shard is mapped. A batch is copied out of the map and widened to
-// int64; token ids are checked against the vocabulary on that copy (the max over the
-// batch), never by scanning whole shards. Not thread-safe: one loader per thread.
+// int64, and its token ids are checked against the vocabulary on that copy (the max
+// over the batch), so the loader itself never scans a whole shard. `xsagpt train`
+// also scans every train and val shard once at start (check_token_ids in shard.h,
+// from TrainingState), so a bad id stops a run before its first step instead of
+// hours into it; after that only the per-batch check runs. Not thread-safe: one
+// loader per thread.
 #pragma once
 
 #include "data/shard.h"

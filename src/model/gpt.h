@@ -5,14 +5,8 @@
 //   for each block:  x = x + attn(ln_1(x));  x = x + mlp(ln_2(x))
 //   logits = lm_head(ln_f(x))
 //
-// The LM head is its own matrix (model.tie_embeddings = false), N(0, sigma) with
-// sigma = min(0.02, 0.5/sqrt(d_model)): nanoGPT's init up to width 625, capped above
-// so the step-0 logits have std <= 0.5 and the loss starts within ~0.13 nats of
-// ln(vocab) at any width. Tied to wte, as nanoGPT ties it, the post-embedding
-// LayerNorm makes the hidden state of token i about LN(e_i), whose logit for token i
-// itself is LN(e_i).e_i ~ 0.02 d_model (15 nats at d_model 768, 51 at 2560): a fresh
-// tied model is confident that every token repeats. model.head_init offers the other
-// starts the head study compared (docs/lm-head-study.md).
+// The LM head is its own matrix by default, started small; config/model_config.h
+// (tie_embeddings, head_init) says why, and what a head tied as nanoGPT ties it does.
 //
 // Attention sinks (model.n_sink > 0, StreamingLLM's learnable sink): learned
 // vectors transformer.sink (n_sink, d_model) placed in front of every sequence as

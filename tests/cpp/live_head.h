@@ -1,5 +1,5 @@
 // Model-level gradient comparisons need an LM head that passes a gradient down.
-// With a zero head (model.head_init "zero", the default before issue 23) the logits
+// With a zero head (model.head_init "zero") the logits
 // are 0 at step 0, the loss is ln V on any path and every gradient below the head is
 // exactly 0: comparing those passes whatever the kernels compute. Tests that
 // compare gradients give the head random weights first and check that what they

@@ -1,4 +1,4 @@
-// model.head_init (issue 23): where each way of starting the LM head puts the step-0
+// model.head_init: where each way of starting the LM head puts the step-0
 // loss, checked at every shipped config's width (two layers of it), because the tied
 // head's excess grows with d_model (LN(e).e ~ std * d_model) and a tiny width hides it.
 // On the CPU, also where a GPU is present.

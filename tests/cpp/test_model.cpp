@@ -183,9 +183,9 @@ TEST(Model, PaperConfigsLandOnThePapersSizes) {
   EXPECT_NEAR(count_params(gpt2).total / 1e6, 124.0, 1.5);
 }
 
-// Issue 13: a tied head under the paper's post-embedding LayerNorm starts ~0.02 d_model
+// A tied head under the paper's post-embedding LayerNorm starts ~0.02 d_model
 // nats above ln(vocab), which the tiny widths hide. At every shipped config's width
-// (two layers of it), the default untied head (small random, issue 23) starts near
+// (two layers of it), the default untied head (small random) starts near
 // ln(vocab) with first-step gradient norms of order 1-10 (measured 11.7 at 1.4B and
 // 13.2 at 2.7B: unlike a zero head it passes gradient to every layer at step 0), and
 // the tied head shows the problem.

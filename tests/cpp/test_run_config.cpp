@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 using namespace xsagpt;
 using ::testing::HasSubstr;
@@ -144,5 +145,28 @@ TEST(RunConfig, KernelNamesParseAndRoundTrip) {
     ADD_FAILURE() << "an unknown kernel name was accepted";
   } catch (const ConfigError& e) {
     EXPECT_THAT(e.what(), HasSubstr("train.kernels: unknown kernel \"wide\""));
+  }
+}
+
+// The kernel table drives everything that names kernels: every name parses to a
+// kernel of its own that describe() names back, the key's help lists each, and the
+// error for an unknown name offers them all.
+TEST(RunConfig, EveryKernelOfTheTableParsesDescribesAndIsDocumented) {
+  const auto names = kernel_names();
+  ASSERT_EQ(names.size(), 6u);
+  std::set<std::string> described;
+  for (const auto& n : names) {
+    const auto k = parse_kernels(n, /*cuda=*/true);
+    EXPECT_NE(k, Kernels{}) << n;
+    EXPECT_EQ(describe(k), n);
+    described.insert(describe(k));
+    EXPECT_THAT(kernels_help(), HasSubstr(n + " (")) << n;
+  }
+  EXPECT_EQ(described.size(), names.size());
+  try {
+    parse_kernels("nope", true);
+    ADD_FAILURE() << "an unknown kernel name was accepted";
+  } catch (const ConfigError& e) {
+    for (const auto& n : names) EXPECT_THAT(e.what(), HasSubstr(n)) << n;
   }
 }
