@@ -15,8 +15,8 @@ failed.json (and a sweep's summary.json says every point ended) and everything l
 before it is mirrored; --once mirrors what is there now and exits.
 
 Restarting never duplicates a point: TensorBoard's own event files (read back with
-tensorboard's reader) say which steps are there; for W&B a small state file in
---wandb-dir does. A run that resumes from a checkpoint and logs its steps again (with
+tensorboard's reader) say which steps each tag has; for W&B a small state file in
+--wandb-dir, written before the points go to W&B, does. A run that resumes from a checkpoint and logs its steps again (with
 the same values: resuming is exact) has them skipped. W&B runs offline when there is no
 network or no API key (--wandb-mode auto): `wandb sync WANDB_DIR/wandb/offline-run-*`
 uploads them later. Needs requirements-track.txt (scripts/setup.sh --track).
@@ -97,6 +97,9 @@ class TensorBoardSink:
         if fresh:
             self.writer.add_text("config", "```\n" + json.dumps(run.config(), indent=2) + "\n```", 0)
 
+    def begin(self) -> None:
+        pass  # the event files themselves say what is logged
+
     def log(self, values: dict, step: int) -> None:
         for tag, v in values.items():
             self.writer.add_scalar(tag, v, step)
@@ -132,17 +135,20 @@ class WandbSink:
         self.run = wandb.init(project=project, id=run_id, name=run.name, group=run.group, config=run.config(),
                               dir=str(wandb_dir), mode=mode, resume="allow", reinit="create_new")
 
-    def log(self, values: dict, step: int) -> None:
-        self.run.log(values, step=step)
-
-    def flush(self) -> None:
+    def begin(self) -> None:
+        # The state first: a kill before W&B has the points can lose them, never repeat them.
         self.state.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.state.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.run_last))
         os.replace(tmp, self.state)
 
+    def log(self, values: dict, step: int) -> None:
+        self.run.log(values, step=step)
+
+    def flush(self) -> None:
+        pass  # W&B's own process writes its files
+
     def close(self) -> None:
-        self.flush()
         self.run.finish()
 
 
@@ -194,18 +200,20 @@ def discover(paths: list[pathlib.Path]) -> tuple[list[tuple[pathlib.Path, str, s
 
 
 def mirror(run: Run) -> int:
-    n = 0
+    batch = []
     for rec in run.new_records():
         step, tags = rec["step"], TRAIN_TAGS if "train_loss" in rec else VAL_TAGS
         values = {tag: float(rec[k]) for k, tag in tags.items()
                   if isinstance(rec.get(k), (int, float)) and step > run.last.get(tag, -1)}  # null: not measured
         if values:
-            run.sink.log(values, step)
+            batch.append((values, step))
             run.last.update(dict.fromkeys(values, step))
-            n += 1
-    if n:
+    if batch:
+        run.sink.begin()
+        for values, step in batch:
+            run.sink.log(values, step)
         run.sink.flush()
-    return n
+    return len(batch)
 
 
 def main(argv=None) -> int:
