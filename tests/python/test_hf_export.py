@@ -108,6 +108,10 @@ with torch.no_grad():
         out["encoded"].append(ids[0].tolist())
         gen = model.generate(ids, max_new_tokens=request["n"], do_sample=False, eos_token_id=None, pad_token_id=0)
         out["greedy"].append(gen[0, ids.size(1):].tolist())
+    tok.pad_token, tok.padding_side = tok.eos_token, "left"  # one batch, the shorter prompts padded on the left
+    batch = tok(request["prompts"], return_tensors="pt", padding=True)
+    gen = model.generate(**batch, max_new_tokens=request["n"], do_sample=False, eos_token_id=None)
+    out["batched"] = gen[:, batch.input_ids.size(1):].tolist()
 print(json.dumps(out))
 """
 
@@ -155,6 +159,7 @@ def test_transformers_model_matches_the_binary(variant, exports, xsagpt, gpt2_vo
     assert hf["logprobs"] == pytest.approx([o["logprob"] for o in scored], abs=1e-4)
     assert hf["encoded"] == [enc.encode(p) for p in PROMPTS]
     assert hf["greedy"] == greedy
+    assert len({len(e) for e in hf["encoded"]}) > 1 and hf["batched"] == greedy  # left padding changes nothing
 
 
 def test_model_card_names_its_sources(exports):
