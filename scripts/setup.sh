@@ -73,22 +73,18 @@ if [ "$(cat .venv/.requirements.sha256 2>/dev/null)" != "$req_hash" ]; then
 else
   say ".venv up to date ($(.venv/bin/python -c 'import torch; print("torch", torch.__version__)'))"
 fi
-if [ "$eval_extra" = 1 ]; then
-  eval_hash="$(sha256sum requirements-eval.txt | cut -d' ' -f1)"
-  if [ "$(cat .venv/.requirements-eval.sha256 2>/dev/null)" != "$eval_hash" ]; then
-    say "installing requirements-eval.txt into .venv (lm-eval for downstream evaluation)"
-    .venv/bin/python -m pip install -q -r requirements-eval.txt
-    echo "$eval_hash" > .venv/.requirements-eval.sha256
+# The extras, each installed again only when its requirements file changed.
+install_extra() {  # $1: eval or track, $2: what it is for
+  local hash
+  hash="$(sha256sum "requirements-$1.txt" | cut -d' ' -f1)"
+  if [ "$(cat ".venv/.requirements-$1.sha256" 2>/dev/null)" != "$hash" ]; then
+    say "installing requirements-$1.txt into .venv ($2)"
+    .venv/bin/python -m pip install -q -r "requirements-$1.txt"
+    echo "$hash" > ".venv/.requirements-$1.sha256"
   fi
-fi
-if [ "$track_extra" = 1 ]; then
-  track_hash="$(sha256sum requirements-track.txt | cut -d' ' -f1)"
-  if [ "$(cat .venv/.requirements-track.sha256 2>/dev/null)" != "$track_hash" ]; then
-    say "installing requirements-track.txt into .venv (tensorboard and wandb for scripts/track.py)"
-    .venv/bin/python -m pip install -q -r requirements-track.txt
-    echo "$track_hash" > .venv/.requirements-track.sha256
-  fi
-fi
+}
+if [ "$eval_extra" = 1 ]; then install_extra eval "lm-eval and transformers for downstream evaluation"; fi
+if [ "$track_extra" = 1 ]; then install_extra track "tensorboard and wandb for scripts/track.py"; fi
 
 # 3. Configure once, then build incrementally.
 kernels=ON
