@@ -2,10 +2,12 @@
 # Installs what xsagpt needs and builds it: Debian packages, the project's .venv
 # (LibTorch comes from the pinned torch wheel), then a Release build in build/.
 # Idempotent: each step is skipped when what it makes is already up to date.
-#   bash scripts/setup.sh [--eval] [--target NAME]...
+#   bash scripts/setup.sh [--eval] [--track] [--target NAME]...
 #   --eval             also install requirements-eval.txt (lm-eval, ~0.5 GB: pandas,
-#                      scipy, scikit-learn, pyarrow); the test command and
-#                      scripts/lm_eval_xsagpt.py ask for it, the demo does not
+#                      scipy, scikit-learn, pyarrow; transformers); the test command
+#                      and scripts/lm_eval_xsagpt.py ask for it, the demo does not
+#   --track            also install requirements-track.txt (tensorboard, wandb) for
+#                      scripts/track.py; the test command asks for it, the demo does not
 #   --target NAME      build only NAME (repeatable; e.g. xsagpt: what the demo runs);
 #                      default: everything, the test binaries included. A first
 #                      build of only xsagpt on a machine with no GPU leaves the fused
@@ -24,12 +26,14 @@ cd "$root"
 build="${XSAGPT_BUILD_DIR:-build}"
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 eval_extra=0
+track_extra=0
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --eval) eval_extra=1 ;;
+    --track) track_extra=1 ;;
     --target) [ $# -ge 2 ] || { echo "setup.sh: --target needs a name" >&2; exit 2; }; targets+=("$2"); shift ;;
-    *) echo "setup.sh: unknown argument '$1' (expected --eval or --target NAME)" >&2; exit 2 ;;
+    *) echo "setup.sh: unknown argument '$1' (expected --eval, --track or --target NAME)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -69,14 +73,18 @@ if [ "$(cat .venv/.requirements.sha256 2>/dev/null)" != "$req_hash" ]; then
 else
   say ".venv up to date ($(.venv/bin/python -c 'import torch; print("torch", torch.__version__)'))"
 fi
-if [ "$eval_extra" = 1 ]; then
-  eval_hash="$(sha256sum requirements-eval.txt | cut -d' ' -f1)"
-  if [ "$(cat .venv/.requirements-eval.sha256 2>/dev/null)" != "$eval_hash" ]; then
-    say "installing requirements-eval.txt into .venv (lm-eval for downstream evaluation)"
-    .venv/bin/python -m pip install -q -r requirements-eval.txt
-    echo "$eval_hash" > .venv/.requirements-eval.sha256
+# The extras, each installed again only when its requirements file changed.
+install_extra() {  # $1: eval or track, $2: what it is for
+  local hash
+  hash="$(sha256sum "requirements-$1.txt" | cut -d' ' -f1)"
+  if [ "$(cat ".venv/.requirements-$1.sha256" 2>/dev/null)" != "$hash" ]; then
+    say "installing requirements-$1.txt into .venv ($2)"
+    .venv/bin/python -m pip install -q -r "requirements-$1.txt"
+    echo "$hash" > ".venv/.requirements-$1.sha256"
   fi
-fi
+}
+if [ "$eval_extra" = 1 ]; then install_extra eval "lm-eval and transformers for downstream evaluation"; fi
+if [ "$track_extra" = 1 ]; then install_extra track "tensorboard and wandb for scripts/track.py"; fi
 
 # 3. Configure once, then build incrementally.
 kernels=ON

@@ -6,7 +6,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 build="${XSAGPT_BUILD_DIR:-build}"
-bash scripts/setup.sh --eval
+bash scripts/setup.sh --eval --track
 status=0
 echo "[test] C++ suite (ctest)"
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@" || status=1

@@ -2,6 +2,8 @@
 
 #include "util/device.h"
 #include "util/error.h"
+#include "util/paths.h"
+#include "util/spawn.h"
 
 #include <iostream>
 
@@ -44,6 +46,17 @@ void setup_threads(const cxxopts::ParseResult& args) {
 
 torch::Device device_option(const cxxopts::ParseResult& args) {
   return resolve_device(args["device"].as<std::string>(), "--device");
+}
+
+std::string track_command(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  const auto root = project_root();
+  const fs::path python =
+      root && fs::exists(*root / ".venv/bin/python") ? *root / ".venv/bin/python" : fs::path("python3");
+  const fs::path script = root ? *root / "scripts/track.py" : fs::path("scripts/track.py");
+  const fs::path tb = (dir.has_parent_path() ? dir.parent_path() : fs::path(".")) / "tb";
+  return shell_quote(python.string()) + " " + shell_quote(script.string()) + " " + shell_quote(dir.string()) +
+         " --tensorboard " + shell_quote(tb.string());
 }
 
 }  // namespace xsagpt::cli

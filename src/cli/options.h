@@ -10,7 +10,9 @@
 #include <torch/types.h>
 #include <cxxopts.hpp>
 
+#include <filesystem>
 #include <optional>
+#include <string>
 
 namespace xsagpt::cli {
 
@@ -30,5 +32,10 @@ void add_device_options(cxxopts::Options& opts);
 void setup_threads(const cxxopts::ParseResult& args);
 // --device resolved to a device of this machine (ConfigError naming the flag).
 torch::Device device_option(const cxxopts::ParseResult& args);
+
+// The command line that mirrors a run or sweep directory live into TensorBoard
+// (scripts/track.py, into tb/ beside the directory), which `train` and `sweep` print
+// at start so that watching a run needs no reading up.
+std::string track_command(const std::filesystem::path& dir);
 
 }  // namespace xsagpt::cli

@@ -127,6 +127,7 @@ int sweep(int argc, char** argv) {
   if (dist.is_main()) {
     fs::create_directories(sweep.dir);
     write_file_atomic(spec_file, sweep.spec.dump(2) + "\n");
+    spdlog::info("watch it live: {}  (or --wandb PROJECT)", track_command(sweep.dir));
   }
 
   const bool force = args.count("force") > 0, retry = args.count("retry-failed") > 0;

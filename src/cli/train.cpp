@@ -43,6 +43,7 @@ int train(int argc, char** argv) {
   DistContext& dist = *dist_ctx;
   auto cfg = load_run_config(args["config"].as<std::string>(), overrides, dist.world_size());
 
+  if (dist.is_main()) spdlog::info("watch it live: {}  (or --wandb PROJECT)", track_command(cfg.out_dir));
   TrainOptions topts;
   if (args.count("resume")) topts.resume = args["resume"].as<std::string>();
   topts.overwrite = args.count("overwrite") > 0;
