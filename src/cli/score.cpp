@@ -56,6 +56,12 @@ struct Session {
         reqs.insert(reqs.end(), windows.begin(), windows.end());
       } else if (rolling_only) {
         throw ConfigError(l.where + ": --rolling expects {\"text\": str} lines, got a generation request");
+      } else if (l.generate.max_new_tokens > block) {
+        // More would push the whole prompt out of the window: text continued from nothing.
+        throw ConfigError(
+            fmt::format("{}: \"max_new_tokens\": expected 1..{} (the model's context window, "
+                        "block_size), got {}",
+                        l.where, block, l.generate.max_new_tokens));
       }
       span[i].second = reqs.size() - span[i].first;
     }
