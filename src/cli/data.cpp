@@ -1,10 +1,12 @@
 // `xsagpt data --check PATTERN`: validates token shards the way the trainer will
 // read them, and reports what they hold as JSON, before any GPU time is spent.
-// Unlike the loader, it scans every token (vocabulary range, document count).
+// Unlike the loader, it scans every token (vocabulary range, document count). A
+// file name that is not UTF-8 is reported with those bytes escaped as \xNN.
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "config/schema.h"
 #include "data/shard.h"
+#include "util/utf8.h"
 
 #include <fmt/format.h>
 
@@ -35,7 +37,7 @@ ordered_json check_file(const std::string& path, int64_t vocab, int64_t dump) {
   }
   ordered_json first = ordered_json::array();
   for (int64_t i = 0; i < std::min(dump, info.num_tokens); ++i) first.push_back(tok[i]);
-  ordered_json j = {{"path", path},
+  ordered_json j = {{"path", utf8::escape_invalid(path)},  // JSON holds UTF-8 only
                     {"format", format_name(info.format)},
                     {"tokens", info.num_tokens},
                     {"documents", docs},
@@ -72,7 +74,7 @@ int data(int argc, char** argv) {
       docs += j["documents"].get<int64_t>();
       files.push_back(std::move(j));
     } catch (const DataError& e) {
-      files.push_back({{"path", path}, {"error", e.what()}});
+      files.push_back({{"path", utf8::escape_invalid(path)}, {"error", utf8::escape_invalid(e.what())}});
       ++bad;
     }
   }

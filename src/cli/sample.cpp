@@ -10,6 +10,7 @@
 #include "tokenizer/utf8.h"
 #include "train/from_checkpoint.h"
 #include "util/device.h"
+#include "util/json_read.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -23,7 +24,7 @@ namespace {
 std::vector<int64_t> parse_prompt_ids(const std::string& text, int64_t vocab) {
   json j;
   try {
-    j = json::parse(text.find('[') == std::string::npos ? "[" + text + "]" : text);
+    j = parse_json(text.find('[') == std::string::npos ? "[" + text + "]" : text, "--prompt-ids");
   } catch (const json::parse_error&) {
     throw ConfigError("--prompt-ids: expected token ids like 1,2,3 or [1, 2, 3], got \"" + text + "\"");
   }
@@ -45,7 +46,7 @@ int sample(int argc, char** argv) {
     ("checkpoint", "checkpoint file, or a run directory (its newest checkpoint)", cxxopts::value<std::string>())
     ("p,prompt", "prompt text", cxxopts::value<std::string>())
     ("prompt-ids", "prompt as token ids (1,2,3), no tokenizer needed", cxxopts::value<std::string>())
-    ("n,max-new-tokens", "tokens to generate", cxxopts::value<int64_t>()->default_value("200"))
+    ("n,max-new-tokens", "tokens to generate (at most 1048576)", cxxopts::value<int64_t>()->default_value("200"))
     ("t,temperature", "softmax temperature; 0 picks the most likely token", cxxopts::value<double>()->default_value("0.8"))
     ("k,top-k", "sample among the k most likely tokens (0: all)", cxxopts::value<int64_t>()->default_value("200"))
     ("s,seed", "random seed", cxxopts::value<uint64_t>()->default_value("1337"))
@@ -70,8 +71,10 @@ int sample(int argc, char** argv) {
   so.top_k = args["top-k"].as<int64_t>();
   so.seed = args["seed"].as<uint64_t>();
   so.use_cache = !args.count("no-cache");
-  if (so.max_new_tokens < 0) throw ConfigError("--max-new-tokens: must be >= 0");
-  if (!(so.temperature >= 0) || !std::isfinite(so.temperature)) throw ConfigError("--temperature: must be >= 0");
+  if (so.max_new_tokens < 0 || so.max_new_tokens > kMaxNewTokens)
+    throw ConfigError(fmt::format("--max-new-tokens: expected 0..{}, got {}", kMaxNewTokens, so.max_new_tokens));
+  if (!(so.temperature >= 0) || !std::isfinite(so.temperature))
+    throw ConfigError(fmt::format("--temperature: expected 0 (greedy) or a finite number > 0, got {}", so.temperature));
   if (so.top_k < 0) throw ConfigError("--top-k: must be >= 0 (0: no cut)");
 
   const bool text_out = !args.count("ids");

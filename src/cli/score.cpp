@@ -56,6 +56,12 @@ struct Session {
         reqs.insert(reqs.end(), windows.begin(), windows.end());
       } else if (rolling_only) {
         throw ConfigError(l.where + ": --rolling expects {\"text\": str} lines, got a generation request");
+      } else if (l.generate.max_new_tokens > block) {
+        // More would push the whole prompt out of the window: text continued from nothing.
+        throw ConfigError(
+            fmt::format("{}: \"max_new_tokens\": expected 1..{} (the model's context window, "
+                        "block_size), got {}",
+                        l.where, block, l.generate.max_new_tokens));
       }
       span[i].second = reqs.size() - span[i].first;
     }
@@ -115,7 +121,9 @@ int score(int argc, char** argv) {
       "  {\"context\": str, \"continuation\": str}   log p(continuation | context)\n"
       "  {\"text\": str}                           log p(text) over rolling windows (loglikelihood_rolling)\n"
       "  {\"prompt\": str, \"until\": [str], \"max_new_tokens\": int, \"temperature\": float, \"seed\": int}\n"
-      "                                          generated text up to the first stop string (generate_until)\n"
+      "                                          generated text up to the first stop string (generate_until);\n"
+      "                                          max_new_tokens 1..block_size (default min(256, block_size)),\n"
+      "                                          temperature 0 (greedy, the default) or > 0\n"
       "Output: one JSON line per request, in order: {\"logprob\": float (natural log), \"is_greedy\": bool,\n"
       "\"n_tokens\": int (continuation tokens scored)}, or {\"text\": str, \"n_tokens\": int} for a prompt.\n"
       "Trailing whitespace of a context moves to the continuation; a context longer than the model's\n"

@@ -7,6 +7,7 @@
 #include "train/run_dir.h"
 #include "train/signals.h"
 #include "train/trainer.h"
+#include "util/dir_lock.h"
 #include "util/paths.h"
 #include "util/spawn.h"
 
@@ -118,6 +119,27 @@ int sweep(int argc, char** argv) {
   if (dist.is_main()) print_points(sweep, dist.world_size());
   if (args.count("dry-run")) return 0;
 
+  // One sweep process per sweep directory (util/dir_lock.h): a second one would run
+  // the same points into each other's locks and write the same summary files.
+  DirLock lock;
+  {
+    std::string busy;
+    if (dist.is_main()) {
+      fs::create_directories(sweep.dir);
+      try {
+        lock = DirLock::acquire(sweep.dir, "sweep", [&](const std::string& holder) {
+          return fmt::format(
+              "sweep directory {} is in use: {} runs a sweep in it (it holds {}). Wait for it to finish, or stop it "
+              "and run the same command again to continue",
+              sweep.dir.string(), holder, (sweep.dir / ".lock").string());
+        });
+      } catch (const DirBusy& e) {
+        busy = e.what();
+      }
+    }
+    if (dist.any(!busy.empty()))
+      throw DirBusy(busy.empty() ? fmt::format("sweep directory {} is in use (see rank 0)", sweep.dir.string()) : busy);
+  }
   const auto spec_file = sweep.dir / "sweep.json";
   if (fs::exists(spec_file) && read_json_file(spec_file) != sweep.spec && !args.count("force"))
     throw ConfigError(
@@ -125,7 +147,6 @@ int sweep(int argc, char** argv) {
                     "continue with the new one",
                     sweep.dir.string()));
   if (dist.is_main()) {
-    fs::create_directories(sweep.dir);
     write_file_atomic(spec_file, sweep.spec.dump(2) + "\n");
     spdlog::info("watch it live: {}  (or --wandb PROJECT)", track_command(sweep.dir));
   }
@@ -151,12 +172,15 @@ int sweep(int argc, char** argv) {
     stale[i] = true;
   }
 
-  std::vector<std::string> failed;
+  std::vector<std::string> failed, busy;
   for (size_t i = 0; i < sweep.points.size(); ++i) {
     const auto& p = sweep.points[i];
     const auto tag = fmt::format("[{}/{}] {}", i + 1, sweep.points.size(), p.name);
     if (!stale[i] && fs::exists(fs::path(p.config.out_dir) / "done.json")) {
-      if (dist.is_main()) spdlog::info("{}: finished, skipping", tag);
+      if (dist.is_main()) {
+        spdlog::info("{}: finished, skipping", tag);
+        fs::remove(failure_file(p));  // a record of an earlier attempt says nothing about a finished point
+      }
       continue;
     }
     if (!stale[i] && !retry) {
@@ -174,6 +198,12 @@ int sweep(int argc, char** argv) {
     try {
       // A stale point starts over (--overwrite); any other continues what it has.
       result = train(p.config, stale[i] ? TrainOptions{"", true} : TrainOptions{"auto", false}, dist);
+    } catch (const DirBusy& e) {
+      // Another process (a trainer started by hand) owns the point: not this point's
+      // failure, and nothing of it is touched.
+      if (dist.is_main()) spdlog::warn("{}: skipped, not recorded as failed: {}", tag, e.what());
+      busy.push_back(p.name);
+      continue;
     } catch (const std::exception& e) {
       // One point's failure (a diverging learning rate, bad data, out of memory) is
       // that point's result: recorded, and the queue goes on.
@@ -189,7 +219,10 @@ int sweep(int argc, char** argv) {
       if (dist.world_size() > 1) throw;
       continue;
     }
-    if (dist.is_main()) write_summary(sweep);
+    if (dist.is_main()) {
+      if (result.finished) fs::remove(failure_file(p));
+      write_summary(sweep);
+    }
     if (!result.finished) {
       if (dist.is_main()) spdlog::warn("sweep interrupted; run the same command again to continue");
       return 0;
@@ -206,8 +239,13 @@ int sweep(int argc, char** argv) {
           "{} of {} point(s) failed: {} (each reason in summary.json and its failed.json); "
           "--retry-failed runs them again",
           failed.size(), sweep.points.size(), fmt::join(failed, "; "));
+    if (!busy.empty())
+      spdlog::error(
+          "{} of {} point(s) were in use by another process and did not run: {}; run the sweep again once "
+          "they are free",
+          busy.size(), sweep.points.size(), fmt::join(busy, "; "));
   }
-  return failed.empty() ? 0 : 1;
+  return failed.empty() && busy.empty() ? 0 : 1;
 }
 
 }  // namespace xsagpt::cli

@@ -5,6 +5,7 @@
 #include "cli/options.h"
 #include "config/schema.h"
 #include "tokenizer/gpt2_bpe.h"
+#include "util/json_read.h"
 
 #include <fmt/format.h>
 
@@ -36,7 +37,7 @@ std::string read_input(const std::string& file) {
 std::vector<int32_t> parse_ids(const std::string& text, const std::string& name) {
   json j;
   try {
-    j = json::parse(text);
+    j = parse_json(text, name);
   } catch (const json::parse_error& e) {
     throw ConfigError(fmt::format("{}: expected a JSON array of token ids: {}", name, e.what()));
   }

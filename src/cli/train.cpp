@@ -5,6 +5,7 @@
 #include "dist/process_group.h"
 #include "train/signals.h"
 #include "train/trainer.h"
+#include "util/utf8.h"
 
 #include <spdlog/spdlog.h>
 
@@ -37,8 +38,11 @@ int train(int argc, char** argv) {
 
   std::vector<std::string> overrides;
   if (args.count("set")) overrides = args["set"].as<std::vector<std::string>>();
-  if (args.count("out"))
-    overrides.push_back("out_dir=" + json(args["out"].as<std::string>()).dump());  // any characters
+  if (args.count("out")) {
+    const auto out = args["out"].as<std::string>();
+    if (const auto bad = utf8::first_invalid(out); bad != out.size()) throw ConfigError("--out: " + not_utf8(out, bad));
+    overrides.push_back("out_dir=" + json(out).dump());  // any characters
+  }
   auto dist_ctx = make_dist_context();  // single-process unless launched by torchrun/srun
   DistContext& dist = *dist_ctx;
   auto cfg = load_run_config(args["config"].as<std::string>(), overrides, dist.world_size());

@@ -1,5 +1,6 @@
 #include "config/model_config.h"
 
+#include "util/json_read.h"
 #include "util/paths.h"
 
 #include <fmt/format.h>
@@ -135,7 +136,7 @@ json read_json_file(const fs::path& path) {
     return true;
   };
   try {
-    return json::parse(in, no_duplicates, true, /*ignore_comments=*/true);
+    return parse_json(in, path.string(), no_duplicates, /*ignore_comments=*/true);
   } catch (const ConfigError&) {
     throw;
   } catch (const json::parse_error& e) {

@@ -1,6 +1,8 @@
 #include "config/run_config.h"
 
 #include "util/device.h"
+#include "util/json_read.h"
+#include "util/utf8.h"
 
 #include <fmt/format.h>
 
@@ -56,6 +58,15 @@ void RunConfig::validate(int64_t world_size) const {
   if (data.train.empty()) fail("data.train", "required: glob pattern of training shards");
   if (data.val.empty()) fail("data.val", "required: glob pattern of validation shards");
   if (out_dir.empty()) fail("out_dir", "must not be empty");
+  for (const auto& [key, path] : {std::pair{"out_dir", &out_dir}, {"data.train", &data.train}, {"data.val", &data.val}})
+    if (const auto bad = utf8::first_invalid(*path); bad != path->size()) fail(key, not_utf8(*path, bad));
+}
+
+std::string not_utf8(const std::string& path, size_t at) {
+  return fmt::format(
+      "\"{}\" is not valid UTF-8 (byte 0x{:02x} at offset {}); a run records its paths in config.json and its "
+      "checkpoints, which hold UTF-8 text: choose a name in UTF-8",
+      utf8::escape_invalid(path), static_cast<unsigned char>(path[at]), at);
 }
 
 Runtime RunConfig::runtime(bool cuda) const { return runtime_of(train, cuda); }
@@ -126,8 +137,12 @@ void apply_overrides(json& raw, const std::vector<std::string>& overrides) {
     if (eq == std::string::npos || eq == 0)
       throw ConfigError("--set " + o + ": expected section.key=value (e.g. train.lr=3e-4)");
     const auto text = o.substr(eq + 1);
-    json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (value.is_discarded()) value = text;  // bare strings: model.attention=xsa
+    json value;
+    try {
+      value = parse_json(text, "--set " + key);
+    } catch (const json::parse_error&) {
+      value = text;  // bare strings: model.attention=xsa
+    }
     if (dot == std::string::npos) {
       if (key != "out_dir") throw ConfigError("--set " + o + ": unknown key '" + key + "' (use section.key)");
       raw[key] = value;

@@ -110,6 +110,9 @@ struct RunConfig {
 Runtime runtime_of(const TrainConfig& train, bool cuda);
 
 json to_json(const RunConfig& c);
+// Why `path` cannot be a run's path: its bytes from offset `at` are not UTF-8 (shown
+// escaped, util/utf8.h). For the message naming the key or option.
+std::string not_utf8(const std::string& path, size_t at);
 // Reads a resolved run config (e.g. from a checkpoint or a run's config.json).
 RunConfig run_config_from_json(const json& j, const std::string& where);
 // Applies "section.key=value" overrides (value parsed as JSON, else taken as a string).

@@ -209,8 +209,9 @@ std::pair<torch::Tensor, torch::Tensor> DataLoader::next() {
   for (int64_t b = 0; b < B; ++b) {
     int64_t file = 0, offset = 0;
     const uint16_t* src = sequence_tokens(p, &file, &offset);
-    if (fill_row(src, T, in + b * T, tg + b * T) >= opts_.vocab_size)
-      bad_token(shards_[file], src, T, offset, opts_.vocab_size);
+    const uint16_t mx = fill_row(src, T, in + b * T, tg + b * T);
+    mapped_.check_intact();  // before anything is concluded from the copy
+    if (mx >= opts_.vocab_size) bad_token(shards_[file], src, T, offset, opts_.vocab_size);
     advance(p, 1);
   }
   advance(p, (opts_.world_size - opts_.rank - 1) * B);
@@ -305,10 +306,42 @@ std::pair<torch::Tensor, torch::Tensor> ValidationSet::batch(int64_t i) const {
     const Seq& s = seqs_[static_cast<size_t>(first + b)];
     const MappedShard& m = *maps_[static_cast<size_t>(s.file)];
     const uint16_t* src = m.tokens() + s.start;
-    if (fill_row(src, T, in + b * T, tg + b * T) >= opts_.vocab_size)
-      bad_token(shards_[static_cast<size_t>(s.file)], src, T, s.start, opts_.vocab_size);
+    const uint16_t mx = fill_row(src, T, in + b * T, tg + b * T);
+    m.check_intact();  // a val loss from zeros past a new end of the file would be recorded as the run's
+    if (mx >= opts_.vocab_size) bad_token(shards_[static_cast<size_t>(s.file)], src, T, s.start, opts_.vocab_size);
   }
   return {inputs, targets};
+}
+
+json ValidationSet::identity() const {
+  json out = json::array();
+  for (const auto& f : shards_)
+    out.push_back({{"file", std::filesystem::path(f.path).filename().string()},
+                   {"tokens", f.num_tokens},
+                   {"fingerprint", f.fingerprint}});
+  return out;
+}
+
+void ValidationSet::check_identity(const json& saved) const {
+  if (!saved.is_array() || saved.empty()) return;
+  const json now = identity();
+  auto names = [](const json& list) {
+    std::vector<std::string> v;
+    for (const auto& e : list) v.push_back(e.value("file", json("?")).dump());
+    return fmt::format("{}", fmt::join(v, ", "));
+  };
+  if (saved.size() != now.size() || names(saved) != names(now))
+    throw DataError(fmt::format(
+        "validation shards: the checkpoint was saved over [{}] but data.val '{}' now matches [{}]; the val curve "
+        "would switch data mid-run. Point data.val at the run's shards, or start a new run on the new ones",
+        names(saved), opts_.pattern, names(now)));
+  for (size_t i = 0; i < now.size(); ++i)
+    if (saved[i] != now[i])
+      throw DataError(fmt::format(
+          "validation shard {} holds other tokens than when the checkpoint was saved ({} tokens, content fingerprint "
+          "{} then; {} tokens, {} now): rewritten in place? Restore it, or start a new run on the new data",
+          shards_[i].path, saved[i].value("tokens", json()).dump(), saved[i].value("fingerprint", json()).dump(),
+          now[i]["tokens"].dump(), now[i]["fingerprint"].dump()));
 }
 
 }  // namespace xsagpt

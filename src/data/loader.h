@@ -135,8 +135,17 @@ class ValidationSet {
   ValidationSet(const LoaderOptions& opts, int64_t max_tokens);  // opts.shuffle ignored
   int64_t num_batches() const { return num_batches_; }
   int64_t num_sequences() const { return num_batches_ * opts_.batch_size * opts_.world_size; }  // all ranks
+  // Every read is checked against the size each shard had when opened: a truncated
+  // shard stops the run with a DataError naming it instead of giving a wrong loss.
   std::pair<torch::Tensor, torch::Tensor> batch(int64_t i) const;
   const std::vector<ShardInfo>& shards() const { return shards_; }
+  // What the val shards are, for a checkpoint: [{"file": name, "tokens": N,
+  // "fingerprint": shard_fingerprint}] for every shard the pattern matches.
+  json identity() const;
+  // DataError naming the first shard that is not what `saved` (an identity()) says,
+  // so a resumed run never switches its val curve to other data. An empty `saved`
+  // (a checkpoint of an older version) is not checked.
+  void check_identity(const json& saved) const;
 
  private:
   struct Seq {

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
@@ -266,6 +267,18 @@ void MappedShard::unmap() {
   }
   base_ = nullptr;
   tokens_ = nullptr;
+}
+
+void MappedShard::check_intact() const {
+  if (!base_) return;
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) != 0) throw DataError(sys_error(path_, "stat"));
+  if (static_cast<size_t>(st.st_size) >= length_) return;
+  throw DataError(fmt::format(
+      "data shard {}: {} bytes now, {} when this run opened it: truncated on disk while the run read it, so what "
+      "was read past its new end are zeros, not tokens. The run stops before using them; checkpoints and metrics "
+      "written so far are intact: restore the shard (shards must not change during a run), then --resume auto",
+      path_, static_cast<int64_t>(st.st_size), length_));
 }
 
 void check_token_ids(const ShardInfo& info, int64_t vocab_size) {

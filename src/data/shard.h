@@ -17,7 +17,8 @@
 // when a loader reaches the shard, so thousands of 100M-token shards cost neither
 // memory nor start-up time. A mapped shard must not change on disk: reading a
 // truncated one faults (SIGBUS), and the process then exits with a message naming
-// the shard instead of dying silently (shard.cpp).
+// the shard instead of dying silently (shard.cpp). A truncation that keeps the last
+// page mapped reads as zeros instead: MappedShard::check_intact() finds it.
 #pragma once
 
 #include <cstdint>
@@ -88,6 +89,13 @@ class MappedShard {
   const uint16_t* tokens() const { return tokens_; }
   int64_t num_tokens() const { return num_tokens_; }
   const std::string& path() const { return path_; }
+  // Throws DataError naming the shard when the file is now shorter than when it was
+  // mapped. Call it after copying tokens out: the part of the last page past a new
+  // end reads as zeros without a fault, so only the file's size tells that a copy
+  // made before this call may hold zeros that were never tokens. (The path is looked
+  // at, not the mapped file, so that no descriptor stays open per shard: a shorter
+  // file renamed over it mid-run stops the run too, as it should.)
+  void check_intact() const;
 
  private:
   void unmap();

@@ -21,11 +21,13 @@ Generation generate_until(GPT& model, const Gpt2Tokenizer& tok, const GenerateRe
   auto ids = tok.encode(req.prompt, SpecialTokens::kAllowed);
   std::vector<int64_t> prompt(ids.begin(), ids.end());
   if (prompt.empty()) prompt.push_back(tok.eot_id());
-  const int64_t room = std::max<int64_t>(1, model->cfg.block_size - req.max_new_tokens);
+  const int64_t block = model->cfg.block_size;
+  const int64_t max_new = req.max_new_tokens > 0 ? req.max_new_tokens : std::min<int64_t>(256, block);
+  const int64_t room = std::max<int64_t>(1, block - max_new);
   if (static_cast<int64_t>(prompt.size()) > room) prompt.erase(prompt.begin(), prompt.end() - room);
 
   SampleOptions so;
-  so.max_new_tokens = req.max_new_tokens;
+  so.max_new_tokens = max_new;
   so.temperature = req.temperature;
   so.top_k = 0;
   so.seed = req.seed;

@@ -17,8 +17,8 @@ namespace xsagpt::eval {
 struct GenerateRequest {
   std::string prompt;
   std::vector<std::string> until;  // stop strings; empty ones are ignored
-  int64_t max_new_tokens = 256;
-  double temperature = 0;  // 0: greedy
+  int64_t max_new_tokens = 0;      // 1..block_size (score checks it); 0: not given, min(256, block_size)
+  double temperature = 0;          // 0: greedy
   uint64_t seed = 1337;
 };
 

@@ -1,6 +1,7 @@
 #include "eval/json_line.h"
 
 #include "config/schema.h"
+#include "util/json_read.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +10,7 @@ namespace xsagpt::eval {
 nlohmann::json parse_object_line(const std::string& line, const std::string& where) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(line);
+    j = parse_json(line, where);
   } catch (const nlohmann::json::parse_error& e) {
     throw ConfigError(fmt::format("{}: malformed JSON: {}", where, e.what()));
   }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace xsagpt::eval {
 
@@ -48,9 +49,10 @@ LineRequest parse_request_line(const std::string& line, const std::string& where
       g.max_new_tokens = j["max_new_tokens"].get<int64_t>();
     }
     if (j.contains("temperature")) {
-      if (!j["temperature"].is_number() || !(j["temperature"].get<double>() >= 0))
-        throw ConfigError(
-            fmt::format("{}: \"temperature\": expected a number >= 0, got {}", where, schema::show(j["temperature"])));
+      if (!j["temperature"].is_number() || !(j["temperature"].get<double>() >= 0) ||
+          !std::isfinite(j["temperature"].get<double>()))
+        throw ConfigError(fmt::format("{}: \"temperature\": expected 0 (greedy) or a finite number > 0, got {}", where,
+                                      schema::show(j["temperature"])));
       g.temperature = j["temperature"].get<double>();
     }
     if (j.contains("seed")) {

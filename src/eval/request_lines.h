@@ -3,7 +3,8 @@
 //   {"context": str, "continuation": str}   log p(continuation | context)
 //   {"text": str}                           log p(text), whole (rolling windows)
 //   {"prompt": str, "until": [str], "max_new_tokens": int, "temperature": float,
-//    "seed": int}                           generated text (all but "prompt" optional)
+//    "seed": int}                           generated text (all but "prompt" optional;
+//                                           max_new_tokens 1..block_size, default min(256, block_size))
 // and gets one output line, in order:
 //   {"logprob": float, "is_greedy": bool, "n_tokens": int}   (the first two kinds)
 //   {"text": str, "n_tokens": int}                           (generation)

@@ -15,14 +15,18 @@ int64_t sample_token(const torch::Tensor& logits, const SampleOptions& opts, at:
   if (opts.vocab_limit > 0 && opts.vocab_limit < V)
     l.narrow(0, opts.vocab_limit, V - opts.vocab_limit).fill_(-INFINITY);
   if (opts.temperature == 0) return l.argmax().item<int64_t>();
-  l /= opts.temperature;
+  // In float64 and shifted so that the largest logit is 0 before dividing: a tiny
+  // temperature (1e-40) then sends the others to -inf instead of every logit to
+  // +-inf (whose softmax is NaN), and the draw tends to greedy as it should.
+  auto s = l.to(torch::kFloat64);
+  s = (s - s.max()) / opts.temperature;
   if (opts.top_k > 0 && opts.top_k < V) {
-    auto kth = std::get<0>(l.topk(opts.top_k)).min();
-    l.masked_fill_(l < kth, -INFINITY);
+    auto kth = std::get<0>(s.topk(opts.top_k)).min();
+    s.masked_fill_(s < kth, -INFINITY);
   }
   // Inverse CDF with one uniform draw: id i owns [cdf[i-1], cdf[i]), so ids cut
   // above (probability 0) own empty intervals and are never drawn.
-  auto cdf = torch::softmax(l.to(torch::kFloat64), 0).cumsum(0);
+  auto cdf = torch::softmax(s, 0).cumsum(0);
   auto u = torch::rand({1}, gen, torch::kFloat64) * cdf[-1];
   return torch::searchsorted(cdf, u, /*out_int32=*/false, /*right=*/true).item<int64_t>();
 }

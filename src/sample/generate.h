@@ -17,10 +17,15 @@
 
 namespace xsagpt {
 
+// The most tokens one `sample` may generate. Past the context window generation
+// slides it (generate() below), so block_size is no bound; this one keeps a typo
+// such as 1e12 from running for days.
+inline constexpr int64_t kMaxNewTokens = int64_t{1} << 20;
+
 struct SampleOptions {
-  int64_t max_new_tokens = 100;
-  double temperature = 1.0;  // 0: greedy (argmax)
-  int64_t top_k = 0;         // keep only the k most likely tokens; 0: all
+  int64_t max_new_tokens = 100;  // at most kMaxNewTokens (the commands check it)
+  double temperature = 1.0;      // 0: greedy (argmax)
+  int64_t top_k = 0;             // keep only the k most likely tokens; 0: all
   uint64_t seed = 1337;
   bool use_cache = true;
   int64_t vocab_limit = 0;  // > 0: ids >= this are never produced (GPT-2's 50257 in a vocab padded to 50304)

@@ -2,6 +2,7 @@
 
 #include "config/schema.h"
 #include "tokenizer/utf8.h"
+#include "util/json_read.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <fmt/format.h>
@@ -114,7 +115,7 @@ Gpt2Tokenizer::Gpt2Tokenizer(const fs::path& dir) : pretokenizer_(std::make_shar
   const std::string enc_name = enc_path.string();
   nlohmann::json encoder;
   try {
-    encoder = nlohmann::json::parse(read_file(enc_path));
+    encoder = parse_json(read_file(enc_path), enc_path.string());
   } catch (const nlohmann::json::parse_error& e) {
     throw ConfigError(fmt::format("{}: not valid JSON: {}", enc_name, e.what()));
   }

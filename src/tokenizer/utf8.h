@@ -5,15 +5,13 @@
 // bytes.decode("utf-8", errors="replace") does and so what tiktoken's decode gives.
 #pragma once
 
+#include "util/utf8.h"  // well-formedness: first_invalid, escape_invalid
+
 #include <cstddef>
 #include <string>
 #include <string_view>
 
 namespace xsagpt::utf8 {
-
-// Byte offset of the first byte that is not part of a well-formed sequence
-// (a truncated sequence at the end counts as ill-formed); s.size() if s is valid.
-size_t first_invalid(std::string_view s);
 
 // s with every maximal ill-formed subpart replaced by U+FFFD.
 std::string replace_invalid(std::string_view s);

@@ -51,6 +51,7 @@ void save_checkpoint(const Checkpoint& c, const fs::path& path) {
   opt.insert("step", tensor_dict(c.optimizer.step));
   d.insert("optimizer", opt);
   d.insert("loader", json_to_ivalue(c.loader));
+  d.insert("val_shards", json_to_ivalue(c.val_shards));
   GenericDict rng(c10::StringType::get(), c10::TensorType::get());
   if (c.rng_cpu.defined()) rng.insert("cpu", c.rng_cpu);
   if (c.rng_cuda.defined()) rng.insert("cuda", c.rng_cuda);
@@ -111,6 +112,7 @@ Checkpoint load_checkpoint(const fs::path& path) {
     c.optimizer.exp_avg_sq = tensor_map(opt.at("exp_avg_sq"), name + ": optimizer.exp_avg_sq");
     c.optimizer.step = tensor_map(opt.at("step"), name + ": optimizer.step");
     c.loader = ivalue_to_json(need("loader"));
+    if (d.contains("val_shards")) c.val_shards = ivalue_to_json(d.at("val_shards"));
     auto rng = need("rng").toGenericDict();
     if (rng.contains("cpu")) c.rng_cpu = rng.at("cpu").toTensor();
     if (rng.contains("cuda")) c.rng_cuda = rng.at("cuda").toTensor();

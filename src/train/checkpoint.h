@@ -8,7 +8,9 @@
 //   "optimizer": {"exp_avg": {name: t}, "exp_avg_sq": {name: t}, "step": {name: t}},
 //     every parameter's, also from a run with sharded optimizer state (train/zero.h),
 //   "step": optimizer steps completed, "tokens": tokens trained on,
-//   "loader": [one loader state per rank], "rng": {"cpu": t, "cuda": t (if any)},
+//   "loader": [one loader state per rank],
+//   "val_shards": [{"file", "tokens", "fingerprint"} per validation shard] (data/loader.h:
+//     ValidationSet::identity; absent in older checkpoints: not checked), "rng": {"cpu": t, "cuda": t (if any)},
 //   "elapsed_s": training wall time so far,
 //   "train_loss", "val_loss": the last ones logged (NaN before the first), so a
 //     checkpoint of the final step holds the run's final losses (done.json can be
@@ -57,6 +59,7 @@ struct Checkpoint {
   std::map<std::string, torch::Tensor> model;
   AdamWState optimizer;
   nlohmann::json loader = nlohmann::json::array();
+  nlohmann::json val_shards = nlohmann::json::array();  // absent in checkpoints of older versions: empty
   torch::Tensor rng_cpu, rng_cuda;
   double train_loss = NAN, val_loss = NAN;  // absent in checkpoints of older versions: NaN
   TrainWindow window;                       // absent in checkpoints of older versions: empty

@@ -7,14 +7,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-#include <cerrno>
-#include <chrono>
-#include <ctime>
+#include <fstream>
+#include <iterator>
 #include <random>
-#include <utility>
 
 namespace xsagpt {
 
@@ -242,11 +237,14 @@ namespace {
 constexpr const char* kStagedMarker = "staged.json";
 constexpr const char* kStagedConfig = "config.json.staged";
 constexpr const char* kStagedMetrics = "metrics.jsonl.staged";
+constexpr const char* kDamagedMetrics = "metrics.jsonl.damaged";
+constexpr const char* kStagedDamaged = "metrics.jsonl.damaged.staged";
 
 void remove_staged(const fs::path& dir) {
   fs::remove(dir / kStagedMarker);  // first: without it the staged files are only leftovers
-  for (const char* name : {kStagedConfig, kStagedMetrics}) fs::remove(dir / name);
-  for (const char* name : {"staged.json.tmp", "config.json.staged.tmp", "metrics.jsonl.staged.tmp"})
+  for (const char* name : {kStagedConfig, kStagedMetrics, kStagedDamaged}) fs::remove(dir / name);
+  for (const char* name :
+       {"staged.json.tmp", "config.json.staged.tmp", "metrics.jsonl.staged.tmp", "metrics.jsonl.damaged.staged.tmp"})
     fs::remove(dir / name);
 }
 
@@ -256,12 +254,42 @@ void rename_into_place(const fs::path& from, const fs::path& to) {
     throw WriteError(errno_message(to, "cannot rename the staged file into place"));
 }
 
+// Damaged lines of the history are not part of the resumed one, but are never
+// dropped unseen: staged byte for byte after those of earlier resumes (committed
+// into metrics.jsonl.damaged with the rest) and named with their line numbers.
+// A history that stops short of the checkpoint lost its last lines before this
+// resume (a file cut or emptied by hand); that is said too.
+void report_metrics_cut(const fs::path& dir, const MetricsCut& cut, int64_t resume_step, int64_t log_interval) {
+  const auto file = (dir / "metrics.jsonl").string();
+  if (!cut.damaged_lines.empty()) {
+    std::string kept;
+    if (fs::exists(dir / kDamagedMetrics)) {
+      std::ifstream in(dir / kDamagedMetrics, std::ios::binary);
+      kept.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      if (in.bad()) throw WriteError(errno_message(dir / kDamagedMetrics, "cannot read"));
+    }
+    write_file_atomic(dir / kStagedDamaged, kept + cut.damaged);
+    spdlog::warn(
+        "{}: {} damaged line(s) (line(s) {}: cut off, or not a JSON object with a step) are left out of the "
+        "resumed history and kept, byte for byte, in {}",
+        file, cut.damaged_lines.size(), line_ranges(cut.damaged_lines), (dir / kDamagedMetrics).string());
+  }
+  const int64_t last_logged = log_interval > 0 ? resume_step / log_interval * log_interval : 0;
+  if (last_logged > 0 && cut.last_step < last_logged)
+    spdlog::warn(
+        "{}: {}, but the checkpoint resumed is at step {} (log_interval {}): the lines after that were lost before "
+        "this resume (the file was cut or emptied), and the history keeps the gap",
+        file, cut.last_step < 0 ? "no line is left" : fmt::format("the last line left is of step {}", cut.last_step),
+        resume_step, log_interval);
+}
+
 }  // namespace
 
 void commit_staged_run(const fs::path& dir) {
   if (!fs::exists(dir / kStagedMarker)) return;
   rename_into_place(dir / kStagedConfig, dir / "config.json");
   rename_into_place(dir / kStagedMetrics, dir / "metrics.jsonl");
+  rename_into_place(dir / kStagedDamaged, dir / kDamagedMetrics);
   if (!fs::exists(dir / "run.json")) {  // a new directory, or one of an older version
     json marker;
     try {
@@ -308,7 +336,8 @@ fs::path prepare_run_dir(const fs::path& dir, const RunConfig& cfg, const RunSta
     for (const auto& e : fs::directory_iterator(dir / "checkpoints"))
       if (e.path().extension() == ".tmp" && checkpoint_step(e.path().stem()) >= 0) fs::remove(e.path());
   if (start.clear) {
-    for (const char* name : {"metrics.jsonl", "done.json", "config.json", "run.json"}) fs::remove(dir / name);
+    for (const char* name : {"metrics.jsonl", kDamagedMetrics, "done.json", "config.json", "run.json"})
+      fs::remove(dir / name);
     fs::remove_all(dir / "checkpoints");
   }
   if (!start.checkpoint || start.clear) {  // nothing of a run to keep: written in place
@@ -322,7 +351,8 @@ fs::path prepare_run_dir(const fs::path& dir, const RunConfig& cfg, const RunSta
   try {
     if (fs::exists(dir / "metrics.jsonl")) {
       fs::copy_file(dir / "metrics.jsonl", dir / kStagedMetrics, fs::copy_options::overwrite_existing);
-      truncate_metrics(dir / kStagedMetrics, start.resume_step);
+      const auto cut = truncate_metrics(dir / kStagedMetrics, start.resume_step);
+      report_metrics_cut(dir, cut, start.resume_step, cfg.train.log_interval);
     } else {
       write_file_atomic(dir / kStagedMetrics, "");
     }
@@ -366,78 +396,22 @@ void finish_run(const fs::path& dir, const RunSummary& summary) {
   write_file_atomic(dir / "done.json", summary.to_json().dump(2) + "\n");
 }
 
-namespace {
-
-std::string host_name() {
-  char buf[256] = {};
-  return ::gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("unknown host");
-}
-
-}  // namespace
-
-RunDirLock::RunDirLock(const fs::path& dir) {
-  const fs::path file = dir / ".lock";
-  const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) throw ConfigError(errno_message(file, "cannot open the run directory's lock file"));
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    if (err != EWOULDBLOCK && err != EINTR) {
-      ::close(fd);
-      errno = err;
-      spdlog::warn("{}; two trainers in {} would not be detected", errno_message(file, "cannot lock"), dir.string());
-      return;
-    }
-    std::string text(4096, '\0');
-    const ssize_t n = ::pread(fd, text.data(), text.size(), 0);
-    ::close(fd);
-    text.resize(n > 0 ? static_cast<size_t>(n) : 0);
-    const auto holder = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    std::string who = "another process";
-    if (holder.is_object() && holder.contains("pid") && holder.contains("host"))
-      who = fmt::format("pid {} on host {}{}", holder["pid"].dump(),
-                        holder["host"].is_string() ? holder["host"].get<std::string>() : holder["host"].dump(),
-                        holder.contains("since") && holder["since"].is_string()
-                            ? ", since " + holder["since"].get<std::string>()
-                            : "");
-    throw ConfigError(
-        fmt::format("out_dir {} is in use: {} trains in it (it holds {}). Wait for it to finish, or "
-                    "stop it (it saves a checkpoint) and continue with --resume auto",
-                    dir.string(), who, file.string()));
-  }
-  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  char since[32] = {};
-  std::strftime(since, sizeof since, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  const std::string text = json{{"pid", ::getpid()}, {"host", host_name()}, {"since", since}}.dump() + "\n";
-  // Best effort: the lock, not this text, is what keeps a second trainer out.
-  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, text.data(), text.size(), 0) < 0)
-    spdlog::warn("{} (the lock is held; a second trainer's message will not name this one)",
-                 errno_message(file, "cannot record the lock's holder"));
-  fd_ = fd;
-}
-
-RunDirLock::RunDirLock(RunDirLock&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-
-RunDirLock& RunDirLock::operator=(RunDirLock&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(o.fd_, -1);
-  }
-  return *this;
-}
-
-RunDirLock::~RunDirLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing the only descriptor releases the flock
+RunDirLock lock_run_dir(const fs::path& dir) {
+  return DirLock::acquire(dir, "train", [&](const std::string& holder) {
+    return fmt::format(
+        "out_dir {} is in use: {} trains in it (it holds {}). Wait for it to finish, or stop it (it saves a "
+        "checkpoint) and continue with --resume auto",
+        dir.string(), holder, (dir / ".lock").string());
+  });
 }
 
 RunDirLock lock_new_run_dir(const fs::path& dir) {
-  fs::create_directories(dir);
-  RunDirLock lock(dir);
-  if (holds_run(dir))
-    throw ConfigError(
-        fmt::format("out_dir {} was created by another trainer while this one was starting ({}); "
-                    "nothing was changed: rerun with --resume auto to continue it, or choose another --out",
-                    dir.string(), describe_run(dir)));
-  return lock;
+  return DirLock::create(dir, "train", [&](const std::string& holder) {
+    return fmt::format(
+        "out_dir {} is in use: it did not exist when this trainer started, and {} has made it since. Nothing was "
+        "changed: once that run is done or stopped, continue it with --resume auto, or choose another --out",
+        dir.string(), holder);
+  });
 }
 
 }  // namespace xsagpt

@@ -11,7 +11,7 @@
 //   out_dir/done.json       written once the run reached train.max_steps
 //   out_dir/run.json        {"run_id": ...}, made at a fresh start; every checkpoint
 //                           carries it, and --resume auto refuses one that does not
-//   out_dir/.lock           see RunDirLock
+//   out_dir/.lock           see lock_run_dir
 //
 // A directory that already holds a run is never silently reused, and two runs are
 // never mixed in one: a checkpoint belongs to the run in out_dir only when it lies
@@ -23,6 +23,7 @@
 #include "config/run_config.h"
 #include "train/checkpoint.h"
 #include "util/atomic_file.h"
+#include "util/dir_lock.h"
 
 #include <cmath>
 #include <filesystem>
@@ -98,34 +99,14 @@ void check_resume_compatible(const RunConfig& cfg, const json& saved, const std:
 // Writes done.json (atomically).
 void finish_run(const std::filesystem::path& dir, const RunSummary& summary);
 
-// One owner per run directory: an advisory lock (flock) on out_dir/.lock, held by
-// `train` from before it reads the directory until it returns, and released by the
-// kernel whatever way the process ends (kill -9 included). The file holds the
-// holder's pid, host and start time, for the message a second trainer gets.
-// On NFS Linux turns flock into an NFS byte-range lock, so the lock holds across
-// machines where the server supports locking (NFSv4, NFSv3 with lockd); a mount
-// with `nolock` (or a file system without locks) makes it local to one machine. A
-// file system that refuses locks altogether gets a warning, and the run goes on
-// unprotected.
-class RunDirLock {
- public:
-  RunDirLock() = default;
-  // Locks `dir` (which must exist); throws ConfigError naming the holder when another
-  // process has it.
-  explicit RunDirLock(const std::filesystem::path& dir);
-  RunDirLock(RunDirLock&& o) noexcept;
-  RunDirLock& operator=(RunDirLock&& o) noexcept;
-  RunDirLock(const RunDirLock&) = delete;
-  RunDirLock& operator=(const RunDirLock&) = delete;
-  ~RunDirLock();
-  bool held() const { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
-};
-
-// For a directory that did not exist when open_run decided how to start: creates it,
-// locks it, and throws ConfigError if another trainer filled it in the meantime.
+// One owner per run directory (util/dir_lock.h): `train` holds the lock on out_dir
+// from before it reads the directory until it returns. A directory that exists at
+// start is locked there (lock_run_dir); one that does not is claimed when the run
+// creates it (lock_new_run_dir), so a second trainer that decided to create the
+// same directory meanwhile finds it there and is refused: whoever loses gets DirBusy
+// ("out_dir ... is in use"), never a share of the directory.
+using RunDirLock = DirLock;
+RunDirLock lock_run_dir(const std::filesystem::path& dir);
 RunDirLock lock_new_run_dir(const std::filesystem::path& dir);
 
 }  // namespace xsagpt

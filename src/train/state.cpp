@@ -80,6 +80,7 @@ void TrainingState::restore(const Checkpoint& c, const std::string& file) {
   optimizer->load_state(c.optimizer);
   try {
     loader.load_state(LoaderState::from_json(c.loader[dist_.rank()]));
+    val.check_identity(c.val_shards);
   } catch (const DataError& e) {
     throw DataError(fmt::format("{}: {}", file, e.what()));
   }
@@ -109,6 +110,7 @@ void TrainingState::save(const std::filesystem::path& run_dir, int64_t keep, dou
   for (const auto& item : model->named_parameters()) c.model[item.key()] = item.value();
   c.optimizer = optimizer->state();  // every rank takes part; complete on rank 0
   c.loader = dist_.all_gather((batches_ ? batches_->state() : loader.state()).to_json());
+  c.val_shards = val.identity();
   c.rng_cpu = default_generator(torch::kCPU).get_state();
   if (device_.is_cuda()) c.rng_cuda = default_generator(device_).get_state();
   c.train_loss = train_loss;

@@ -12,6 +12,7 @@
 #include "train/state.h"
 #include "train/step.h"
 #include "util/device.h"
+#include "util/test_stop.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -68,21 +69,29 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   // state have all been set up without error (train/run_dir.h).
   // One trainer per run directory (train/run_dir.h): locked before it is read, so no
   // second trainer decides from a state the first is changing. A directory that does
-  // not exist yet is locked when it is made, after every check.
+  // not exist yet is claimed when it is made, after every check.
   RunDirLock lock;
-  {
-    std::string busy;
-    if (dist.is_main() && std::filesystem::is_directory(dir)) {
+  const bool existed = dist.any(dist.is_main() && std::filesystem::is_directory(dir));  // rank 0 decides
+  auto take_lock = [&](auto&& lock_fn) {  // on rank 0; every rank learns whether it failed
+    std::string error;
+    bool busy = false;
+    if (dist.is_main()) {
       try {
-        lock = RunDirLock(dir);
-      } catch (const ConfigError& e) {
-        busy = e.what();
+        lock = lock_fn(dir);
+      } catch (const DirBusy& e) {
+        error = e.what();
+        busy = true;
+      } catch (const std::exception& e) {  // e.g. a directory this user cannot write
+        error = e.what();
       }
     }
-    if (dist.any(!busy.empty()))
-      throw ConfigError(busy.empty() ? fmt::format("out_dir {} is in use by another trainer (see rank 0)", cfg.out_dir)
-                                     : busy);
-  }
+    if (!dist.any(!error.empty())) return;
+    const bool any_busy = dist.any(busy);  // the same exception on every rank: a sweep goes on alike
+    if (error.empty()) error = fmt::format("out_dir {}: cannot be locked (see rank 0)", cfg.out_dir);
+    if (any_busy) throw DirBusy(error);
+    throw ConfigError(error);
+  };
+  if (existed) take_lock(lock_run_dir);
   if (dist.is_main() && lock.held()) recover_staged_run(dir);  // a session killed before its commit
   dist.barrier();
   auto run = open_run(cfg, opts.resume, opts.overwrite, world);
@@ -111,10 +120,9 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   run.checkpoint.reset();  // free the host copy of the weights
   dist.barrier();          // every rank has read the run directory and passed every check
   std::filesystem::path metrics_path;
-  if (dist.is_main()) {
-    if (!lock.held() && !std::filesystem::is_directory(dir)) lock = lock_new_run_dir(dir);
-    metrics_path = prepare_run_dir(dir, cfg, run.start);
-  }
+  stop_here_for_tests("train:before-creating-out-dir");
+  if (!existed) take_lock(lock_new_run_dir);
+  if (dist.is_main()) metrics_path = prepare_run_dir(dir, cfg, run.start);
   // However this session ends, what it staged is committed if a checkpoint of it
   // landed, else removed: a failed resume leaves the run exactly as it was.
   struct StagedCleanup {

@@ -1,9 +1,12 @@
 // Model config reading: defaults, unknown keys, types, impossible values.
 #include "config/model_config.h"
 #include "helpers.h"
+#include "util/json_read.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <fstream>
 
 using namespace xsagpt;
 using ::testing::HasSubstr;
@@ -52,6 +55,27 @@ TEST(ModelConfig, MissingOrBrokenFileIsNamed) {
         return std::string();
       }(),
       HasSubstr("/nonexistent/x.json"));
+}
+
+// nlohmann::json dumps and compares recursively: a value nested 100,000 deep crashed
+// the message that showed it. The depth is limited while the text is read.
+class JsonRead : public test::TempDirTest {};
+
+TEST_F(JsonRead, NestingDeeperThanTheLimitIsRefusedWhileReading) {
+  auto nested = [](int depth) { return std::string(depth, '[') + std::string(depth, ']'); };
+  json j = parse_json(nested(kMaxJsonDepth), "x");
+  int depth = 1;
+  for (const json* v = &j; !v->empty(); v = &(*v)[0]) ++depth;
+  EXPECT_EQ(depth, kMaxJsonDepth);
+  EXPECT_EQ(test::error_of<JsonDepthError>([&] { parse_json(nested(kMaxJsonDepth + 1), "f.json"); }),
+            "f.json: JSON nested more than 64 levels deep (arrays and objects inside each other); expected at most 64");
+  EXPECT_TRUE(parse_json_or_discarded(nested(100000)).is_discarded());
+  EXPECT_TRUE(parse_json_or_discarded("{\"a\": ").is_discarded());
+  EXPECT_THROW(parse_json("{\"a\": ", "x"), json::parse_error);  // callers keep their own syntax messages
+  const auto f = tmp / "deep.json";
+  std::ofstream(f) << "{\"model\": " << nested(100000) << "}";
+  EXPECT_THAT(test::error_of<ConfigError>([&] { read_json_file(f); }),
+              HasSubstr(f.string() + ": JSON nested more than 64 levels deep"));
 }
 
 // `info` printed negative parameter counts for huge sizes (int64 overflow).

@@ -461,6 +461,40 @@ TEST_F(Data, ValidationSetIsTheFirstSequencesInOrderSplitAcrossRanks) {
   EXPECT_THAT(data_error_of([&] { ValidationSet(opts(), 7); }), HasSubstr("max_tokens 7 is less than one sequence"));
 }
 
+// A truncation that keeps the last page mapped reads zeros, not a fault: every read is
+// checked against the size the shard had when it was opened.
+TEST_F(Data, ATruncationInsideTheLastPageStopsTheReadNamingTheShard) {
+  three_shards();
+  ValidationSet v(opts(2, 8), 0);
+  DataLoader l([&] {
+    auto o = opts(2, 8);
+    o.shuffle = false;
+    return o;
+  }());
+  EXPECT_EQ(row(v.batch(0).first, 0), sequence(0, 0, 8, 0));
+  l.next();
+  fs::resize_file(dir / "train_000.bin", 1024 + 10);  // 5 tokens of 41 left, all in the first page
+  EXPECT_THAT(data_error_of([&] { v.batch(0); }),
+              HasSubstr(path("train_000.bin") + ": 1034 bytes now, 1106 when this run opened it"));
+  EXPECT_THAT(data_error_of([&] { l.next(); }), HasSubstr(path("train_000.bin") + ": 1034 bytes now"));
+}
+
+TEST_F(Data, ValidationShardsAreCheckedAgainstWhatACheckpointSaw) {
+  three_shards();
+  const auto saved = ValidationSet(opts(1, 8), 0).identity();
+  ASSERT_EQ(saved.size(), 3u);
+  EXPECT_EQ(saved[1]["file"], "train_001.bin");
+  EXPECT_EQ(saved[1]["tokens"], 30);
+  EXPECT_NO_THROW(ValidationSet(opts(1, 8), 0).check_identity(saved));
+  EXPECT_NO_THROW(ValidationSet(opts(1, 8), 0).check_identity(json::array()));  // older checkpoints
+  write_raw(dir / "train_001.bin", ramp(30, 5000));                             // same size, other tokens
+  EXPECT_THAT(data_error_of([&] { ValidationSet(opts(1, 8), 0).check_identity(saved); }),
+              HasSubstr("validation shard " + path("train_001.bin") + " holds other tokens"));
+  fs::remove(dir / "train_002.bin");
+  EXPECT_THAT(data_error_of([&] { ValidationSet(opts(1, 8), 0).check_identity(saved); }),
+              HasSubstr("saved over [\"train_000.bin\", \"train_001.bin\", \"train_002.bin\"]"));
+}
+
 TEST(DataPermutation, IsAPermutationAndDependsOnTheKey) {
   const auto p = permutation(1000, derive_seed(1337, 0, 0));
   std::vector<int64_t> sorted = p;

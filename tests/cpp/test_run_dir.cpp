@@ -6,18 +6,22 @@
 #include "helpers.h"
 #include "train/metrics.h"
 #include "train/run_dir.h"
+#include "util/dir_lock.h"
 #include "util/torch_save.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <sys/resource.h>
+#include <unistd.h>
 #include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <sstream>
 
 using namespace xsagpt;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 namespace fs = std::filesystem;
@@ -182,6 +186,36 @@ TEST_F(RunDir, MetricsHistoryIsRewrittenOnlyAtomically) {
   EXPECT_EQ(losses_at_step(f, 4).train_loss.value_or(NAN), 6.0);
   EXPECT_EQ(losses_at_step(f, 4).val_loss.value_or(NAN), 16.0);
   EXPECT_FALSE(losses_at_step(f, 3).val_loss);
+}
+
+TEST_F(RunDir, DamagedMetricsLinesAreReturnedByteForByteWithTheirNumbers) {
+  const auto f = tmp / "metrics.jsonl";
+  const std::string nul("\0\0", 2);
+  spit(f, "{\"step\": 1}\ngarbage\n{\"step\": 2}\n" + nul + "\n[1]\n{\"step\": \"3\"}\n{\"step\": 5}\n{\"step\": 3");
+  const auto cut = truncate_metrics(f, 4);
+  EXPECT_EQ(cut.damaged_lines, (std::vector<int64_t>{2, 4, 5, 6, 8}));
+  EXPECT_EQ(cut.damaged, "garbage\n" + nul + "\n[1]\n{\"step\": \"3\"}\n{\"step\": 3\n");
+  EXPECT_EQ(cut.last_step, 2);
+  EXPECT_EQ(test::slurp(f), "{\"step\": 1}\n{\"step\": 2}\n");  // step 5 is past the checkpoint: dropped
+  EXPECT_EQ(line_ranges({1, 2, 3, 5, 7, 8}), "1-3, 5, 7-8");
+  EXPECT_EQ(line_ranges({}), "");
+}
+
+TEST_F(RunDir, ANewRunDirectoryBelongsToWhoeverCreatedIt) {
+  const auto busy = [](const std::string& holder) { return "in use: " + holder; };
+  const auto dir = tmp / "a" / "run";
+  auto first = DirLock::create(dir, "train", busy);
+  ASSERT_TRUE(first.held());
+  // The same directory again, created or locked: refused naming the holder.
+  const std::string holder = fmt::format("in use: pid {} on host ", ::getpid());
+  EXPECT_THAT(test::error_of<DirBusy>([&] { DirLock::create(dir, "train", busy); }), HasSubstr(holder));
+  EXPECT_THAT(test::error_of<DirBusy>([&] { DirLock::acquire(dir, "sweep", busy); }),
+              AllOf(HasSubstr(holder), HasSubstr("(xsagpt train), since ")));
+  first = DirLock();  // released
+  EXPECT_TRUE(DirLock::acquire(dir, "train", busy).held());
+  // A directory someone made without locking it yet is theirs too.
+  fs::create_directories(tmp / "b");
+  EXPECT_EQ(test::error_of<DirBusy>([&] { DirLock::create(tmp / "b", "train", busy); }), "in use: another process");
 }
 
 // ---- checkpoints --------------------------------------------------------------

@@ -185,6 +185,15 @@ TEST(Utf8, ReplacesMaximalSubpartsAsTheUnicodeStandardSpecifies) {
   EXPECT_EQ(utf8::first_invalid(valid.substr(0, valid.size() - 1)), valid.size() - 4);  // truncated at the end
 }
 
+TEST(Utf8, EscapingShowsEachBadByteAndKeepsTheRest) {
+  // The same maximal subparts as above, each byte as \xNN; valid characters unchanged.
+  EXPECT_EQ(utf8::escape_invalid("\x61\xF1\x80\x80\xE1\x80\xC2\x62\xC3\xA9\xFF"),
+            "a\\xf1\\x80\\x80\\xe1\\x80\\xc2b\xC3\xA9\\xff");
+  EXPECT_EQ(utf8::escape_invalid("runs/\xF0\x9F\x98\x80"), "runs/\xF0\x9F\x98\x80");
+  const auto escaped = utf8::escape_invalid("runs/\xFF");
+  EXPECT_EQ(utf8::first_invalid(escaped), escaped.size());
+}
+
 TEST(Utf8, StreamDecoderHoldsBackSplitCharactersOnly) {
   utf8::StreamDecoder d;
   EXPECT_EQ(d.push("a\xE2\x82"), "a");  // first two bytes of €

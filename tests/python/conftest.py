@@ -1,7 +1,12 @@
-"""Shared pytest fixtures: where the repository, the build and GPT-2's vocabulary are."""
+"""Shared pytest fixtures: where the repository, the build and GPT-2's vocabulary are;
+shards a test may change; xsagpt processes in the background, also held at a test stop
+point (util/test_stop.h)."""
 import os
 import pathlib
+import shutil
+import signal
 import subprocess
+import time
 
 import pytest
 
@@ -54,3 +59,58 @@ def kjv_shards(repo_root, gpt2_vocab_dir):
     env = dict(os.environ, XSAGPT_GPT2_VOCAB=str(gpt2_vocab_dir))
     subprocess.run(["bash", repo_root / "data" / "kjv" / "prepare.sh"], check=True, env=env, capture_output=True)
     return repo_root / "data" / "kjv" / "shards"
+
+
+@pytest.fixture(scope="session")
+def markov_shards(tmp_path_factory):
+    """test_train's tiny corpus (a val shard and two train shards of a noisy Markov chain)."""
+    from shardio import write_markov_shards
+    return write_markov_shards(tmp_path_factory.mktemp("markov"), {
+        "val_000000.bin": 4096, "train_000001.bin": 20000, "train_000002.bin": 15000}, seed=0)
+
+
+@pytest.fixture
+def own_shards(tmp_path, markov_shards):
+    """A private copy of markov_shards in tmp_path/data, for a test that rewrites or truncates them."""
+    return pathlib.Path(shutil.copytree(markov_shards, tmp_path / "data"))
+
+
+def _state(pid):
+    """The process state letter of /proc/PID/stat ('T': stopped), or None once it is gone."""
+    try:
+        return pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return None
+
+
+@pytest.fixture
+def spawn(build_dir):
+    """spawn(*args, stop_at=None, env=None) starts `xsagpt ARGS` in the background (text pipes).
+    With stop_at it is held where the binary's test stop point of that name is
+    (XSAGPT_TEST_STOP_AT): spawn returns once it stopped there; continue it with
+    SIGCONT. Whatever still runs when the test ends is continued and killed."""
+    procs = []
+
+    def start(*args, stop_at=None, env=None):
+        env = {**os.environ, **(env or {})}
+        if stop_at:
+            env["XSAGPT_TEST_STOP_AT"] = stop_at
+        proc = subprocess.Popen([str(build_dir / "xsagpt"), *map(str, args)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env)
+        procs.append(proc)
+        t0 = time.time()
+        while stop_at and _state(proc.pid) != "T":
+            if proc.poll() is not None:
+                out, err = proc.communicate()
+                raise AssertionError(f"xsagpt {' '.join(map(str, args))} exited {proc.returncode} before "
+                                     f"reaching {stop_at}\n{out}\n{err}")
+            assert time.time() - t0 < 120, f"xsagpt never reached {stop_at}"
+            time.sleep(0.005)
+        return proc
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
+            proc.kill()
+            proc.communicate()

@@ -239,6 +239,8 @@ def test_generation_is_greedy_sampling_cut_at_the_stop_string(runs, xsagpt, gpt2
     ('{"context": 1, "continuation": "b"}', '"context": expected a string'),
     ('{"question": "a"}', 'got the keys ["question"]'),
     ('{"prompt": "a", "max_new_tokens": 0}', '"max_new_tokens": expected an integer >= 1'),
+    ('{"prompt": "a", "temperature": -1}', '"temperature": expected 0 (greedy) or a finite number > 0'),
+    ("[" * 100000 + "]" * 100000, "JSON nested more than 64 levels deep"),  # before: exit 139
 ])
 def test_score_names_the_bad_line(line, message, runs, xsagpt, gpt2_vocab_dir):
     good = json.dumps({"context": "a", "continuation": " b"})
@@ -248,6 +250,20 @@ def test_score_names_the_bad_line(line, message, runs, xsagpt, gpt2_vocab_dir):
     (error,) = [line for line in proc.stderr.splitlines() if "[error]" in line]
     assert "<stdin>:3: " in error and message in error
     assert len(proc.stdout.splitlines()) == 1  # the group before the empty line was answered
+
+
+def test_score_bounds_max_new_tokens_by_the_context_window(runs, xsagpt, gpt2_vocab_dir):
+    # Before: accepted, and generated for hours with no output.
+    proc = xsagpt("score", runs["sa"], "--vocab", gpt2_vocab_dir, "--device", "cpu", "--threads", 1,
+                  input=json.dumps({"prompt": "a", "max_new_tokens": 10**12}) + "\n", check=False, timeout=120)
+    assert proc.returncode == 2
+    assert f'<stdin>:1: "max_new_tokens": expected 1..{BLOCK} (the model\'s context window, block_size), ' \
+        f"got {10**12}" in proc.stderr
+    # The window itself is allowed, and a request without the key gets min(256, block_size).
+    (o,) = score(xsagpt, runs["sa"], gpt2_vocab_dir, [{"prompt": "a", "max_new_tokens": BLOCK}])
+    assert o["n_tokens"] == BLOCK
+    (o,) = score(xsagpt, runs["sa"], gpt2_vocab_dir, [{"prompt": "a"}])
+    assert o["n_tokens"] == min(256, BLOCK)
 
 
 def test_score_refusals(runs, xsagpt, gpt2_vocab_dir, tmp_path):
@@ -353,6 +369,8 @@ def test_eval_accuracy_matches_reference(eval_report, reference, enc):
     # What lm-eval refuses: no continuation tokens of its own (BPE merges "hell" + "o").
     (['{"context": "hell", "endings": ["o", "p"], "label": 0, "target_delimiter": ""}'], 1,
      'choice 0: the continuation "o" has no tokens of its own'),
+    (['{"context": "a", "endings": ["b"], "label": 0}', "[" * 100000 + "]" * 100000], 2,
+     "JSON nested more than 64 levels deep"),  # before: exit 139
 ])
 def test_bad_task_files_are_named_with_their_line(lines, line_no, message, runs, xsagpt, gpt2_vocab_dir, tmp_path):
     bad = tmp_path / "bad.jsonl"

@@ -133,6 +133,18 @@ def test_data_check_reads_headerless_shards_and_reports_each_bad_one(one_process
     assert raw["format"] == "raw" and raw["first_tokens"] == val.tolist()
 
 
+def test_data_check_shows_a_file_name_that_is_not_utf8_escaped(one_process, xsagpt, tmp_path):
+    shutil.copy(one_process / "val_000000.bin", tmp_path / "v\udcff.bin")  # the byte 0xff in the name
+    (tmp_path / "c\udcfe.bin").write_bytes(b"odd")
+    proc = xsagpt("data", "--check", f"{tmp_path}/*.bin", check=False)
+    # Before: a bare "[json.exception.type_error.316] invalid UTF-8 byte", and no report.
+    assert proc.returncode == 1, proc.stderr
+    bad, good = json.loads(proc.stdout)["files"]
+    assert good["path"] == f"{tmp_path}/v\\xff.bin" and good["tokens"] == VAL
+    assert bad["path"] == f"{tmp_path}/c\\xfe.bin"
+    assert bad["error"].startswith(f"{tmp_path}/c\\xfe.bin: not a token shard")
+
+
 def test_any_number_of_processes_writes_the_same_bytes(corpus, one_process, gpt2_vocab_dir, tmp_path):
     out = tmp_path / "shards"
     run_prepare(*prepare_args(corpus[1], out, 3, gpt2_vocab_dir))

@@ -91,3 +91,18 @@ def test_small_vocabulary_models_use_id_mode(tmp_path, xsagpt, gpt2_vocab_dir):
     assert set(ids) == set(range(7))
     bad = xsagpt("sample", run, "--prompt-ids", "1,300", "--ids", "--device", "cpu", check=False)
     assert bad.returncode == 2 and "300" in bad.stderr
+
+
+def test_generation_options_are_checked_and_tiny_temperatures_tend_to_greedy(gpt2_run, xsagpt, gpt2_vocab_dir):
+    def ids(*args, check=True):
+        return xsagpt("sample", gpt2_run, "--vocab", gpt2_vocab_dir, "--device", "cpu", "--threads", 1,
+                      "--prompt", "Hello", "--ids", "-n", 20, *args, check=check, timeout=120)
+    greedy = json.loads(ids("--temperature", 0).stdout)
+    assert len(set(greedy)) > 1  # not one token over and over: the comparison below means something
+    # Before: "index out of range in self" (logits / 1e-40 overflowed to inf, and their softmax to NaN).
+    for t in (1e-40, 1e-300):
+        assert json.loads(ids("--temperature", t, "--top-k", 0).stdout) == greedy
+    for flags, message in [(("--temperature", -1), "--temperature: expected 0 (greedy) or a finite number > 0"),
+                           (("-n", 10**12), f"--max-new-tokens: expected 0..{2**20}, got {10**12}")]:
+        proc = ids(*flags, check=False)
+        assert proc.returncode == 2 and message in proc.stderr, proc.stderr

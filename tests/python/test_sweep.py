@@ -1,8 +1,10 @@
 """`xsagpt sweep` end to end: a 2 learning rates x SA/XSA grid on CPU runs to
 completion, summarises four points and two XSA-SA differences, is skipped on a
 second invocation, survives being killed midway, and plots; seeds in the grid give
-each attention's mean and spread; the shipped sweeps validate."""
+each attention's mean and spread; the shipped sweeps validate; one sweep process owns
+its directory, and a point another process owns is skipped, never recorded as failed."""
 import json
+import os
 import signal
 import statistics
 import subprocess
@@ -157,3 +159,51 @@ def test_shipped_sweeps_validate(xsagpt, repo_root):
     assert len(rows) == 4 and {r.split()[0] for r in rows} == {
         f"model.attention={a},train.seed={s}" for a in ("sa", "xsa") for s in (1337, 1338)}
     assert all("seq_len=1024 micro_batch=16 accumulation=1 steps=400" in r for r in rows)
+
+
+def test_a_second_sweep_process_on_a_sweep_dir_is_refused_by_name(tmp_path, shards, xsagpt, spawn):
+    base = run_config(tmp_path, shards, max_steps=100000, eval_interval=0, ckpt_interval=5)
+    spec = tmp_path / "long.json"
+    spec.write_text(json.dumps({"base": str(base), "grid": {"model.attention": ["sa", "xsa"]},
+                                "out_dir": str(tmp_path / "sweep")}))
+    first = spawn("sweep", "-c", spec, "--no-plot")
+    t0 = time.time()
+    while not list((tmp_path / "sweep").glob("*/checkpoints/step_*.pt")):
+        assert first.poll() is None and time.time() - t0 < 120, first.communicate()
+        time.sleep(0.01)
+    second = xsagpt("sweep", "-c", spec, "--no-plot", check=False)
+    # Before: the second sweep ran into the first one's points, recorded "in use" as their failed.json and
+    # raced it for the summaries' temporary files.
+    assert second.returncode == 2, second.stderr
+    assert (f"sweep directory {tmp_path / 'sweep'} is in use: pid {first.pid} on host {os.uname().nodename} "
+            "(xsagpt sweep)") in second.stderr
+    assert not list((tmp_path / "sweep").rglob("failed.json"))
+    first.send_signal(signal.SIGTERM)
+    first.communicate(timeout=60)
+    assert first.returncode == 0
+
+
+def test_a_point_in_use_by_another_trainer_is_not_recorded_as_failed(tmp_path, shards, xsagpt, spawn):
+    base = run_config(tmp_path, shards, max_steps=4, eval_interval=0, ckpt_interval=2)
+    spec = tmp_path / "sw.json"
+    spec.write_text(json.dumps({"base": str(base), "grid": {"model.attention": ["sa", "xsa"]},
+                                "out_dir": str(tmp_path / "sw")}))
+    sa, xsa = tmp_path / "sw" / "model.attention=sa", tmp_path / "sw" / "model.attention=xsa"
+    xsa.mkdir(parents=True)
+    # A trainer started by hand on the xsa point, held while it owns the directory.
+    holder = spawn("train", "-c", base, "--set", "model.attention=xsa", "--out", xsa,
+                   stop_at="train:before-creating-out-dir")
+    proc = xsagpt("sweep", "-c", spec, "--no-plot", check=False)
+    # Before: the other process's lock became the point's failed.json, parked until --retry-failed.
+    assert proc.returncode == 1, proc.stderr
+    assert f"model.attention=xsa: skipped, not recorded as failed: out_dir {xsa} is in use: pid {holder.pid}" \
+        in proc.stderr
+    assert "1 of 2 point(s) were in use by another process" in proc.stderr
+    assert (sa / "done.json").exists() and not (xsa / "failed.json").exists()
+    holder.send_signal(signal.SIGKILL)
+    holder.communicate()
+    # A record of an earlier attempt does not outlive the point's finish.
+    (sa / "failed.json").write_text(json.dumps({"error": "an earlier attempt"}))
+    xsagpt("sweep", "-c", spec, "--no-plot")
+    assert (xsa / "done.json").exists() and not list((tmp_path / "sw").rglob("failed.json"))
+    assert [p["status"] for p in json.loads((tmp_path / "sw" / "summary.json").read_text())["points"]] == ["done"] * 2

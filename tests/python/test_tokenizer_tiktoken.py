@@ -140,6 +140,7 @@ def test_bad_input_is_reported(tokenize, xsagpt, tmp_path):
         ([1, 50257], ["--decode"], "token id 50257 is outside the vocabulary [0, 50257)"),
         ([1, "2"], ["--decode"], "element 1: expected a token id"),
         ("not json", ["--decode"], "expected a JSON array of token ids"),
+        ("[" * 100000 + "]" * 100000, ["--decode"], "JSON nested more than 64 levels deep"),  # before: exit 139
     ]:
         returncode, output = tokenize(value, *flags, check=False)
         assert returncode == 2, output

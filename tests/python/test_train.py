@@ -1,11 +1,15 @@
 """End-to-end tests of `xsagpt train` with the real binary: determinism, exact
-resume after SIGTERM and after kill -9, run-directory safety, bad configs,
-checkpoints readable by plain torch.load, NaN handling, and learning on the
-offline real-text corpus."""
+resume after SIGTERM and after kill -9, run-directory safety (also two trainers racing
+to create one), validation shards checked at resume and on every read, damaged metrics
+lines kept on resume, bad configs (deep JSON, paths that are not UTF-8), what a resume
+accepts as docs/training.md's table says, checkpoints readable by plain torch.load, NaN
+handling, and learning on the offline real-text corpus."""
 import json
 import math
 import os
 import pathlib
+import re
+import shutil
 import signal
 import subprocess
 import time
@@ -14,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from shardio import write_markov_shards
+from shardio import read_shard, write_markov_shards, write_shard
 from tinyrun import metrics, write_run_config
 
 
@@ -247,3 +251,185 @@ def test_tiny_model_learns_real_text(tmp_path, kjv_shards, xsagpt, repo_root, at
     val = metrics(tmp_path / attention, "val_loss")
     assert abs(val[0] - math.log(50304)) < 0.3  # starts at chance
     assert val[60] < val[0] - 3.0, val  # and learns
+
+
+# ---- two trainers, one new run directory ----------------------------------------------
+
+def test_two_trainers_deciding_to_create_one_out_dir_never_share_it(tmp_path, markov_shards, spawn, xsagpt):
+    """Both trainers decide that the run directory is new and are held right there (the
+    stop point before it is created), then continued together or one after the other:
+    in every trial exactly one trains and the other is refused as "in use" without
+    writing anything, and the run it leaves resumes."""
+    cfg = write_run_config(tmp_path / "cfg.json", markov_shards, max_steps=2, eval_interval=0, ckpt_interval=2)
+    for trial in range(20):
+        out = tmp_path / f"race{trial}"
+        held = [spawn("train", "-c", cfg, "--out", out, stop_at="train:before-creating-out-dir") for _ in range(2)]
+        order = held if trial % 2 == 0 else held[::-1]
+        if trial % 4 == 3:  # one finishes before the other goes on
+            order[0].send_signal(signal.SIGCONT)
+            order[0].communicate(timeout=120)
+            order[1].send_signal(signal.SIGCONT)
+        else:
+            for p in order:
+                p.send_signal(signal.SIGCONT)
+        errs = [p.communicate(timeout=120)[1] for p in held]
+        codes = [p.returncode for p in held]
+        # Before: both trained (every step twice in metrics.jsonl, config/run.json of one, checkpoints
+        # of the other) or the loser failed later on "run.json: cannot rename".
+        assert sorted(codes) == [0, 2], f"trial {trial}: exit codes {codes}\n" + "\n".join(errs)
+        loser = errs[codes.index(2)]
+        assert f"out_dir {out} is in use" in loser, loser
+        lines = [json.loads(l) for l in (out / "metrics.jsonl").read_text().splitlines()]
+        steps = [l["step"] for l in lines if "train_loss" in l]
+        assert steps == [1, 2], f"trial {trial}: {steps}"
+        assert sorted(p.name for p in out.iterdir()) == [".lock", "checkpoints", "config.json", "done.json",
+                                                        "metrics.jsonl", "run.json"]
+    # The run left behind is one run: it continues from its own checkpoint.
+    xsagpt("train", "-c", cfg, "--out", tmp_path / "race19", "--resume", "auto", "--set", "train.max_steps=3")
+    assert sorted(metrics(tmp_path / "race19")) == [1, 2, 3]
+
+
+# ---- validation shards: fingerprinted, and read only within their size ------------------
+
+def dir_snapshot(d: pathlib.Path) -> dict:
+    """Every file under d with its bytes, but .lock (it names whichever trainer last tried)."""
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file() and p.name != ".lock"}
+
+
+def test_a_val_shard_rewritten_between_stop_and_resume_is_refused_naming_it(tmp_path, own_shards, xsagpt):
+    cfg = write_run_config(tmp_path / "cfg.json", own_shards, tmp_path / "run", max_steps=4, ckpt_interval=4)
+    xsagpt("train", "-c", cfg)
+    val = own_shards / "val_000000.bin"
+    size = val.stat().st_size
+    write_shard(val, read_shard(val)[::-1])  # other tokens, the same size, the same file
+    assert val.stat().st_size == size
+    before = dir_snapshot(tmp_path / "run")
+    proc = xsagpt("train", "-c", cfg, "--resume", "auto", "--set", "train.max_steps=8", check=False)
+    # Before: accepted in silence, and the val curve switched data at step 4.
+    assert proc.returncode == 1, proc.stderr
+    assert f"validation shard {val} holds other tokens than when the checkpoint was saved" in proc.stderr
+    assert dir_snapshot(tmp_path / "run") == before
+
+
+def test_a_val_shard_truncated_while_the_run_reads_it_stops_the_run_naming_it(tmp_path, own_shards, spawn):
+    cfg = write_run_config(tmp_path / "cfg.json", own_shards, tmp_path / "run", max_steps=100000, eval_interval=2,
+                           ckpt_interval=2)
+    proc = spawn("train", "-c", cfg)
+    assert wait_for(lambda: list((tmp_path / "run").glob("checkpoints/step_*.pt")), proc)
+    val = own_shards / "val_000000.bin"
+    # Cut inside the first page: the evaluated tokens past the new end read as zeros, no fault.
+    os.truncate(val, 1500)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:  # before: evaluated the zeros and went on with exit 0 in the end
+        raise AssertionError("the run went on evaluating a truncated val shard")
+    assert proc.returncode == 1, err
+    assert f"data shard {val}: 1500 bytes now, 9216 when this run opened it" in err and "--resume auto" in err
+    assert not (tmp_path / "run" / "done.json").exists()
+
+
+# ---- damaged metrics lines are kept and reported on resume ------------------------------
+
+def test_damaged_metrics_lines_are_reported_and_kept_on_resume(tmp_path, markov_shards, xsagpt):
+    run = tmp_path / "run"
+    cfg = write_run_config(tmp_path / "cfg.json", markov_shards, run, max_steps=8, ckpt_interval=4)
+    xsagpt("train", "-c", cfg)
+    path = run / "metrics.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    damaged = [b"garbage\n", b"\x00\x00\x00\n", lines[3][:9] + b"\n"]  # also a line cut by a kill
+    text = lines[:2] + [damaged[0]] + lines[2:3] + [damaged[1], damaged[2]] + lines[4:]
+    path.write_bytes(b"".join(text))
+    proc = xsagpt("train", "-c", cfg, "--resume", "auto", "--set", "train.max_steps=12")
+    # Before: the three lines vanished without a word.
+    assert f"{path}: 3 damaged line(s) (line(s) 3, 5-6: cut off" in proc.stderr, proc.stderr
+    assert (run / "metrics.jsonl.damaged").read_bytes() == b"".join(damaged)
+    assert sorted(metrics(run)) == [s for s in range(1, 13) if s != 3]  # step 3's line was the one cut
+    # A history emptied by hand: the gap is named, and the damaged lines stay kept.
+    path.write_bytes(b"")
+    proc = xsagpt("train", "-c", cfg, "--resume", "auto", "--set", "train.max_steps=16")
+    assert f"{path}: no line is left, but the checkpoint resumed is at step 12" in proc.stderr, proc.stderr
+    assert sorted(metrics(run)) == [13, 14, 15, 16]
+    assert (run / "metrics.jsonl.damaged").read_bytes() == b"".join(damaged)
+
+
+# ---- what configs and options can hold --------------------------------------------------
+
+def test_deeply_nested_json_is_refused_while_it_is_read(tmp_path, markov_shards, xsagpt):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100000 + "]" * 100000)
+    for command in ("train", "info"):
+        proc = xsagpt(command, "-c", deep, check=False)
+        # Before: exit 139, the stack overflowing while the error message showed the value.
+        assert proc.returncode == 2, proc.stderr
+        assert f"{deep}: JSON nested more than 64 levels deep" in proc.stderr
+    cfg = write_run_config(tmp_path / "cfg.json", markov_shards, tmp_path / "run")
+    proc = xsagpt("train", "-c", cfg, "--set", "train.lr=" + "[" * 60000 + "]" * 60000, check=False)  # < ARG_MAX
+    assert proc.returncode == 2 and "--set train.lr: JSON nested more than 64 levels deep" in proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_paths_that_are_not_utf8_are_named_escaped(tmp_path, markov_shards, xsagpt):
+    cfg = write_run_config(tmp_path / "cfg.json", markov_shards)
+    out = tmp_path / "runs" / "\udcff"  # the byte 0xff, as Python passes it to the program
+    proc = xsagpt("train", "-c", cfg, "--out", out, check=False)
+    # Before: a bare "[json.exception.type_error.316] invalid UTF-8 byte", naming neither option nor path.
+    assert proc.returncode == 2, proc.stderr
+    assert f'--out: "{tmp_path}/runs/\\xff" is not valid UTF-8 (byte 0xff at offset {len(str(tmp_path)) + 6})' \
+        in proc.stderr
+    proc = xsagpt("train", "-c", cfg, "--set", f"data.val={markov_shards}/\udcfe*.bin", check=False)
+    assert proc.returncode == 2 and f'data.val: "{markov_shards}/\\xfe*.bin" is not valid UTF-8' in proc.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+# ---- docs/training.md's table of what a resume accepts ------------------------------------
+
+def resume_rules(repo_root) -> dict:
+    """docs/training.md's resume table: each key named in a row -> (its first word on resume:
+    refused/warns/taken, its bit-exact cell); of two rows naming a key, the last."""
+    section = (repo_root / "docs" / "training.md").read_text().split("### What a resume accepts")[1]
+    rules = {}
+    for line in section.split("\n\n|")[1].split("\n\n")[0].splitlines():
+        cells = [c.strip() for c in ("|" + line if not line.startswith("|") else line).strip("|").split("|")]
+        for key in re.findall(r"`([a-z_]+(?:\.[a-z_0-9*]+)?)`", cells[0]):
+            rules[key] = (cells[1].split()[0], cells[2])
+    return rules
+
+
+def test_the_resume_table_says_what_a_resume_does(tmp_path, markov_shards, xsagpt, repo_root):
+    rules = resume_rules(repo_root)
+    keys = re.findall(r"^\| `([a-z_.]+)` \|", (repo_root / "docs" / "config-reference.md").read_text(), re.M)
+    assert len(keys) > 30
+    missing = [k for k in keys if k not in rules and not (k.startswith("model.") and "model.*" in rules)]
+    assert not missing, f"docs/training.md's resume table has no row for {missing}"
+    # An uninterrupted 6-step run; each case resumes a copy of it from its checkpoint at step 4.
+    full = tmp_path / "full"
+    cfg = write_run_config(tmp_path / "cfg.json", markov_shards, full, max_steps=6, ckpt_interval=4, eval_interval=2)
+    xsagpt("train", "-c", cfg)
+    for key, value in [("model.d_model", 32), ("train.seq_len", 16), ("train.seed", 1), ("data.shuffle", False),
+                       ("train.micro_batch", 2), ("train.lr", 5e-3), ("train.eval_tokens", 256),
+                       ("train.log_interval", 2), ("data.train", f"{markov_shards}/train_00000*.bin"),
+                       ("data.val", f"{markov_shards}/val_0*.bin"), ("out_dir", None)]:
+        run = tmp_path / key
+        shutil.copytree(full, run)
+        (run / "checkpoints" / "step_00000006.pt").unlink()
+        (run / "done.json").unlink()
+        before = dir_snapshot(run)
+        if key == "out_dir":  # the checkpoint into a new directory
+            args = ("--resume", run / "checkpoints" / "step_00000004.pt", "--out", tmp_path / "elsewhere")
+            run = tmp_path / "elsewhere"
+        else:
+            args = ("--out", run, "--resume", "auto", "--set", f"{key}={json.dumps(value)}")
+        proc = xsagpt("train", "-c", cfg, *args, check=False)
+        action, exact = rules.get(key) or rules["model.*"]
+        if action == "refused":
+            assert proc.returncode in (1, 2), f"{key}: {proc.stderr}"
+            assert dir_snapshot(run) == before, key
+            continue
+        assert proc.returncode == 0, f"{key}: {proc.stderr}"
+        assert (f"] {key}: " in proc.stderr) == (action == "warns"), f"{key}: {action}\n{proc.stderr}"
+        # Bit-exact: the weights at the end are those of the uninterrupted run, bit for bit (and the
+        # changes the table calls not bit-exact show that this comparison sees a difference).
+        ours, theirs = (torch.load(d / "checkpoints" / "step_00000006.pt", weights_only=True)["model"]
+                        for d in (run, full))
+        same = ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
+        assert same == exact.startswith("yes"), f"{key}: {exact}"
