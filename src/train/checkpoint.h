@@ -5,8 +5,11 @@
 //   "format": "xsagpt-checkpoint", "version": 1,
 //   "model": {nanoGPT-style name: tensor}  (tied lm_head.weight listed too),
 //   "config": the resolved run config (nested dict, as config.json),
-//   "optimizer": {"exp_avg": {name: t}, "exp_avg_sq": {name: t}, "step": {name: t}},
-//     every parameter's, also from a run with sharded optimizer state (train/zero.h),
+//   "optimizer": {"name": "adamw" or "muon" (train.optimizer; absent in older
+//     checkpoints: "adamw"), "exp_avg": {name: t}, "exp_avg_sq": {name: t},
+//     "step": {name: t} (AdamW's, for every parameter AdamW updates, also from a
+//     run with sharded optimizer state, train/zero.h), "momentum_buffer": {name: t}
+//     (Muon's, for every matrix Muon updates; empty with AdamW)},
 //   "step": optimizer steps completed, "tokens": tokens trained on,
 //   "loader": [one loader state per rank], "rng": {"cpu": t, "cuda": t (if any)},
 //   "elapsed_s": training wall time so far,
@@ -55,7 +58,7 @@ struct Checkpoint {
   double elapsed_s = 0;
   nlohmann::json config;
   std::map<std::string, torch::Tensor> model;
-  AdamWState optimizer;
+  OptimizerState optimizer;
   nlohmann::json loader = nlohmann::json::array();
   torch::Tensor rng_cpu, rng_cuda;
   double train_loss = NAN, val_loss = NAN;  // absent in checkpoints of older versions: NaN
