@@ -54,15 +54,19 @@ def run_sweep(binary, cell, config, grid):
     with open(cell / "sweep.log", "a") as f:
         rc = subprocess.run([str(binary), "sweep", "-c", str(cell / "sweep.json")], stdout=f,
                             stderr=subprocess.STDOUT, env=dict(os.environ, OMP_NUM_THREADS="1")).returncode
-    print(f"[study] {cell.name}: {'done' if rc == 0 else f'FAILED (exit {rc}, see {cell / 'sweep.log'})'}", flush=True)
+    log = cell / "sweep.log"
+    print(f"[study] {cell.name}: {'done' if rc == 0 else f'FAILED (exit {rc}, see {log})'}", flush=True)
 
 
 def vals(cell, key, values, seeds):
     """(value, attention, seed) -> final val loss of the finished runs of a cell."""
+    runs = {}  # a run directory's name is its grid point, "k=v,k=v,..."
+    for d in (cell / "runs").glob("*=*"):
+        point = dict(kv.split("=", 1) for kv in d.name.split(","))
+        runs[(point.get(key), point.get("model.attention"), point.get("train.seed"))] = d
     out = {}
     for v, att, seed in itertools.product(values, ("sa", "xsa"), seeds):
-        pattern = (f"*{key}={v}," if key else "*") + f"*model.attention={att},train.seed={seed}"
-        d = next((cell / "runs").glob(pattern), None)
+        d = runs.get((None if key is None else f"{v:g}", att, str(seed)))
         loss = final_val(d) if d else None
         if loss is not None:
             out[(v, att, seed)] = loss
