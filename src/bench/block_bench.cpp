@@ -188,6 +188,25 @@ Results bench_train_step(const BenchOptions& o, const ModelConfig& model, int64_
   return r;
 }
 
+Results bench_optimizer_step(const BenchOptions& o, const ModelConfig& model) {
+  DistContext single;
+  Results r;
+  for (const std::string name : {"adamw", "muon"}) {
+    BenchOptions with = o;
+    with.train.optimizer = name;
+    with.train.shard_optimizer = false;  // one process: nothing to shard
+    auto parts = bench_training_parts(with, model, o.variants.front(), single);
+    torch::manual_seed(0);
+    for (auto& p : parts.params) p.mutable_grad() = torch::randn_like(p) * 1e-3;
+    auto iteration = [&] { parts.optimizer->step(1e-4); };
+    for (int64_t i = 0; i < std::max<int64_t>(1, o.warmup); ++i) iteration();
+    std::vector<double> ms;
+    for (int64_t i = 0; i < o.iters; ++i) ms.push_back(time_ms(o.device, iteration));
+    r[name] = summarize(ms);
+  }
+  return r;
+}
+
 nlohmann::json to_json(const Timing& t) {
   nlohmann::json j = {{"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"peak_bytes", t.peak_bytes}};
   if (!t.round_ms.empty()) j["round_ms"] = t.round_ms;

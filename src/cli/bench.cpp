@@ -210,6 +210,11 @@ json run_train_step(const BenchOptions& o, const Table& table, const std::string
   const double est_step = est.total() - est.params_bytes - est.optimizer_bytes - est.weight_copies_bytes;
   j["estimated_peak_bytes"] = est_step;
   rates += fmt::format("  (estimated peak {:.1f} MiB)", mib(static_cast<int64_t>(est_step)));
+  // The optimizer's share of the step: AdamW, and Muon (Newton-Schulz included) in its place.
+  const auto opt = bench_optimizer_step(o, model);
+  for (const auto& [name, t] : opt) j["optimizer_step"][name] = to_json(t);
+  rates += fmt::format("\n  optimizer step alone: AdamW {:.2f} ms, Muon + AdamW {:.2f} ms (train.optimizer=muon)",
+                       opt.at("adamw").median_ms, opt.at("muon").median_ms);
   std::cout << fmt::format(
                    "\ntraining step (forward, backward, clip, AdamW) of {}: {} layers, d_model {}, {}, "
                    "kernels {}, checkpointing {}, loss chunk {}, {} micro-batch(es)\n",

@@ -32,6 +32,7 @@ int info(int argc, char** argv) {
     ("t,seq-len", "sequence length (default: the model's block_size)", cxxopts::value<int64_t>())
     ("precision", "activations for the memory estimate: bf16, fp32 or auto (bf16, as on a GPU)", cxxopts::value<std::string>()->default_value("bf16"))
     ("recompute", "activation checkpointing for the memory estimate: none, mlp or block (train.activation_checkpointing)", cxxopts::value<std::string>()->default_value("none"))
+    ("optimizer", "train.optimizer for the memory estimate: adamw, or muon (one momentum buffer for the block matrices instead of two AdamW moments)", cxxopts::value<std::string>()->default_value("adamw"))
     ("optimizer-shards", "ranks sharing the AdamW state for the memory estimate (train.shard_optimizer over N GPUs)", cxxopts::value<int64_t>()->default_value("1"))
     ("kernels", "train.kernels of the run (for the memory estimate, as on a GPU)", cxxopts::value<std::string>()->default_value("auto"))
     ("loss-chunk", "LM-head loss in chunks of this many tokens for the memory estimate (train.loss_chunk; 0: whole)", cxxopts::value<int64_t>()->default_value("0"))
@@ -55,6 +56,12 @@ int info(int argc, char** argv) {
   mem_opts.rt.kernels = parse_kernels(args["kernels"].as<std::string>(), /*cuda=*/true, "--kernels");
   mem_opts.optimizer_shards = args["optimizer-shards"].as<int64_t>();
   if (mem_opts.optimizer_shards < 1) throw ConfigError("--optimizer-shards: must be >= 1");
+  const auto optimizer = args["optimizer"].as<std::string>();
+  if (optimizer != "adamw" && optimizer != "muon")
+    throw ConfigError("--optimizer: expected adamw or muon, got " + optimizer);
+  mem_opts.muon = optimizer == "muon";
+  if (mem_opts.muon && mem_opts.optimizer_shards > 1)
+    throw ConfigError("--optimizer-shards: train.shard_optimizer is not supported with train.optimizer=muon");
   if (mem_opts.rt.loss_chunk < 0) throw ConfigError("--loss-chunk: must be >= 0");
   const std::string precision = mem_opts.rt.bf16 ? "bf16" : "fp32";
 
@@ -72,6 +79,7 @@ int info(int argc, char** argv) {
               {"precision", precision},
               {"recompute", name(mem_opts.rt.recompute)},
               {"loss_chunk", mem_opts.rt.loss_chunk},
+              {"optimizer", optimizer},
               {"optimizer_shards", mem_opts.optimizer_shards},
               {"kernels", describe(mem_opts.rt.kernels)},
               {"memory_bytes",
@@ -91,13 +99,13 @@ int info(int argc, char** argv) {
       "parameters   {} total, {} non-embedding, {} embedding{}\n"
       "FLOPs/token  {} (training, seq_len {})\n"
       "memory       {} estimated at micro-batch {} x {} tokens, {} activations, checkpointing {}, loss chunk {}:\n"
-      "             weights {}{}, grads {}, AdamW {}{}, activations {}, logits {}{}\n",
+      "             weights {}{}, grads {}, {} {}{}, activations {}, logits {}{}\n",
       cfg.n_layer, cfg.d_model, cfg.n_head, cfg.head_dim, cfg.inner_dim(), cfg.mlp_dim(), cfg.vocab_size, cfg.attention,
       human(p.total), human(p.non_embedding), human(p.embedding), cfg.tie_embeddings ? " (head tied)" : "",
       human(flops, "FLOP"), T, gib(mem.total()), B, T, precision, name(mem_opts.rt.recompute),
       mem_opts.rt.loss_chunk ? std::to_string(mem_opts.rt.loss_chunk) : "off", gib(mem.params_bytes),
       mem.weight_copies_bytes > 0 ? " + bf16 copies " + gib(mem.weight_copies_bytes) : "", gib(mem.grads_bytes),
-      gib(mem.optimizer_bytes),
+      mem_opts.muon ? "Muon + AdamW" : "AdamW", gib(mem.optimizer_bytes),
       mem_opts.optimizer_shards > 1 ? fmt::format(" (1/{} per rank)", mem_opts.optimizer_shards) : "",
       gib(mem.activations_bytes), gib(mem.logits_bytes),
       mem.recompute_bytes > 0 ? ", one layer recomputed " + gib(mem.recompute_bytes) : "");

@@ -36,6 +36,23 @@ void RunConfig::validate(int64_t world_size) const {
   if (t.beta1 < 0 || t.beta1 >= 1) fail("train.beta1", "must be in [0, 1)");
   if (t.beta2 < 0 || t.beta2 >= 1) fail("train.beta2", "must be in [0, 1)");
   if (!(t.eps > 0)) fail("train.eps", "must be > 0");
+  if (t.optimizer != "adamw" && t.optimizer != "muon")
+    fail("train.optimizer", "expected \"adamw\" or \"muon\", got \"" + t.optimizer + "\"");
+  if (!(t.muon_lr > 0)) fail("train.muon_lr", fmt::format("must be > 0, got {}", t.muon_lr));
+  if (t.muon_momentum < 0 || t.muon_momentum >= 1)
+    fail("train.muon_momentum", fmt::format("must be in [0, 1), got {}", t.muon_momentum));
+  if (t.muon_ns_steps < 1 || t.muon_ns_steps > 99)
+    fail("train.muon_ns_steps", fmt::format("must be in 1..99, got {}", t.muon_ns_steps));
+  if (t.muon_weight_decay < 0) fail("train.muon_weight_decay", "must be >= 0");
+  if (t.muon_adjust_lr != "original" && t.muon_adjust_lr != "match_rms_adamw")
+    fail("train.muon_adjust_lr", "expected \"original\" or \"match_rms_adamw\", got \"" + t.muon_adjust_lr + "\"");
+  // Sharding Muon would split whole matrices over ranks, each orthogonalising its
+  // share and broadcasting it; refused for now rather than silently replicated
+  // (docs/training.md#muon says why).
+  if (t.shard_optimizer && t.optimizer == "muon")
+    fail("train.shard_optimizer",
+         "not supported with train.optimizer=muon (Muon's momentum is kept on every rank); set "
+         "train.shard_optimizer=false, or train.optimizer=adamw to shard AdamW's state");
   if (t.grad_clip < 0) fail("train.grad_clip", "must be >= 0 (0 disables clipping)");
   if (t.log_interval < 1) fail("train.log_interval", "must be >= 1");
   if (t.eval_interval < 0) fail("train.eval_interval", "must be >= 0");

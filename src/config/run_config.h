@@ -37,6 +37,12 @@ struct TrainConfig {
   double beta1 = 0.9;
   double beta2 = 0.95;
   double eps = 1e-8;
+  std::string optimizer = "adamw";
+  double muon_lr = 0.02;
+  double muon_momentum = 0.95;
+  int64_t muon_ns_steps = 5;
+  double muon_weight_decay = 0.0;
+  std::string muon_adjust_lr = "original";
   double grad_clip = 1.0;
   int64_t log_interval = 10;
   int64_t eval_interval = 250;
@@ -68,6 +74,18 @@ struct TrainConfig {
     v("beta1", s.beta1, "AdamW beta1");
     v("beta2", s.beta2, "AdamW beta2");
     v("eps", s.eps, "AdamW epsilon");
+    v("optimizer", s.optimizer,
+      "\"adamw\" (every parameter) or \"muon\" (Muon for the 2-D matrices inside the blocks: attention q/k/v/o "
+      "and MLP; AdamW with the settings above for the embedding, LM head, norms, biases, XSA gates and sinks)");
+    v("muon_lr", s.muon_lr, "Muon's peak learning rate; the schedule scales it as it scales lr (both logged)");
+    v("muon_momentum", s.muon_momentum, "Muon's Nesterov momentum");
+    v("muon_ns_steps", s.muon_ns_steps,
+      "Newton-Schulz iterations orthogonalising each Muon update (quintic, torch.optim.Muon's coefficients)");
+    v("muon_weight_decay", s.muon_weight_decay,
+      "Muon's decoupled weight decay: each step multiplies its matrices by 1 - muon lr * this");
+    v("muon_adjust_lr", s.muon_adjust_lr,
+      "Muon's per-matrix rate for an A x B matrix (q, k, v counted apart): \"original\" muon_lr * "
+      "sqrt(max(1, A/B)) or \"match_rms_adamw\" muon_lr * 0.2 * sqrt(max(A, B)), as torch.optim.Muon");
     v("grad_clip", s.grad_clip, "clip the global gradient norm to this (0 disables)");
     v("log_interval", s.log_interval, "steps between train-loss log lines");
     v("eval_interval", s.eval_interval, "steps between val-loss evaluations (0: only at the end)");
@@ -87,7 +105,8 @@ struct TrainConfig {
     v("kernels", s.kernels, kernels_help());
     v("shard_optimizer", s.shard_optimizer,
       "with several ranks, each keeps AdamW state for (and updates) only its share of the parameters "
-      "(ZeRO-1): AdamW memory per rank / world size, same results; no effect in one process");
+      "(ZeRO-1): AdamW memory per rank / world size, same results; no effect in one process; not with "
+      "train.optimizer=muon");
   }
 };
 

@@ -18,6 +18,7 @@ ParamCounts count_params(const ModelConfig& c) {
   p.non_embedding = 2 * norm + c.n_layer * per_layer + c.n_sink * d + gates;  // ln_e, ln_f, blocks, sinks, gates
   p.total = p.embedding + p.non_embedding;
   p.matmul = c.n_layer * (attn + mlp) + V * d;  // the head is a matmul; the lookup is not
+  p.block_matrices = c.n_layer * (d * 3 * inner + inner * d + 2 * d * hidden);
   return p;
 }
 
@@ -32,7 +33,9 @@ MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batc
   const double P = static_cast<double>(count_params(c).total);
   m.params_bytes = 4 * P;
   m.grads_bytes = 4 * P;
-  m.optimizer_bytes = 8 * P / static_cast<double>(std::max<int64_t>(1, o.optimizer_shards));  // exp_avg + exp_avg_sq
+  // AdamW: exp_avg + exp_avg_sq; Muon: its momentum buffer (Muon is never sharded).
+  const double muon = o.muon ? static_cast<double>(count_params(c).block_matrices) : 0.0;
+  m.optimizer_bytes = 8 * (P - muon) / static_cast<double>(std::max<int64_t>(1, o.optimizer_shards)) + 4 * muon;
   const double tokens = static_cast<double>(micro_batch * seq_len);
   const Runtime& rt = o.rt;
   const double a = rt.bf16 ? 2.0 : 4.0;  // bytes per saved activation element

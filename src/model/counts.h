@@ -3,7 +3,8 @@
 //  - parameters: exact, checked against the built model in the tests;
 //  - FLOPs per token: 6*N_matmul for forward+backward plus the attention term
 //    12 * n_layer * inner_dim * T (PaLM appendix B; the convention MFU uses);
-//  - training memory: weights, grads and AdamW state in float32 plus an estimate
+//  - training memory: weights, grads and optimizer state (AdamW's two moments, or
+//    Muon's one momentum for the block matrices) in float32 plus an estimate
 //    of the activations autograd keeps for one micro-batch, with the memory
 //    options (activation checkpointing, chunked loss) the trainer can run with.
 //    Checked against measured peaks on the CPU in tests/cpp/test_memory_estimate.cpp.
@@ -18,10 +19,11 @@
 namespace xsagpt {
 
 struct ParamCounts {
-  int64_t total = 0;          // unique parameters (a tied head counted once)
-  int64_t embedding = 0;      // token embedding (+ untied head)
-  int64_t non_embedding = 0;  // total - embedding
-  int64_t matmul = 0;         // parameters used in a matmul per token (incl. the LM head)
+  int64_t total = 0;           // unique parameters (a tied head counted once)
+  int64_t embedding = 0;       // token embedding (+ untied head)
+  int64_t non_embedding = 0;   // total - embedding
+  int64_t matmul = 0;          // parameters used in a matmul per token (incl. the LM head)
+  int64_t block_matrices = 0;  // weights of the blocks' q/k/v, output and MLP matrices (what Muon updates)
 };
 ParamCounts count_params(const ModelConfig& c);
 
@@ -45,10 +47,12 @@ struct MemoryEstimate {
 // What changes memory: the runtime the model trains in (config/runtime.h: bf16
 // activations or float32, checkpointing, loss chunk, kernels: weights adds bf16
 // weight copies, loss changes the LM head's buffers) and the ranks sharing the
-// AdamW state (train.shard_optimizer: the world size; train/zero.h).
+// AdamW state (train.shard_optimizer: the world size; train/zero.h), and whether
+// Muon takes the block matrices (train/run_optimizer.h).
 struct MemoryOptions {
   Runtime rt;
   int64_t optimizer_shards = 1;
+  bool muon = false;  // train.optimizer=muon: one momentum buffer (4 bytes) per block matrix weight, not two moments
 };
 MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq_len,
                                         const MemoryOptions& o);

@@ -46,9 +46,11 @@ void save_checkpoint(const Checkpoint& c, const fs::path& path) {
   d.insert("config", json_to_ivalue(c.config));
   d.insert("model", tensor_dict(c.model));
   GenericDict opt(c10::StringType::get(), c10::AnyType::get());
-  opt.insert("exp_avg", tensor_dict(c.optimizer.exp_avg));
-  opt.insert("exp_avg_sq", tensor_dict(c.optimizer.exp_avg_sq));
-  opt.insert("step", tensor_dict(c.optimizer.step));
+  opt.insert("name", c.optimizer.name);
+  opt.insert("exp_avg", tensor_dict(c.optimizer.adamw.exp_avg));
+  opt.insert("exp_avg_sq", tensor_dict(c.optimizer.adamw.exp_avg_sq));
+  opt.insert("step", tensor_dict(c.optimizer.adamw.step));
+  opt.insert("momentum_buffer", tensor_dict(c.optimizer.muon_momentum));
   d.insert("optimizer", opt);
   d.insert("loader", json_to_ivalue(c.loader));
   d.insert("val_shards", json_to_ivalue(c.val_shards));
@@ -108,9 +110,12 @@ Checkpoint load_checkpoint(const fs::path& path) {
     c.config = ivalue_to_json(need("config"));
     c.model = tensor_map(need("model"), name + ": model");
     auto opt = need("optimizer").toGenericDict();
-    c.optimizer.exp_avg = tensor_map(opt.at("exp_avg"), name + ": optimizer.exp_avg");
-    c.optimizer.exp_avg_sq = tensor_map(opt.at("exp_avg_sq"), name + ": optimizer.exp_avg_sq");
-    c.optimizer.step = tensor_map(opt.at("step"), name + ": optimizer.step");
+    if (opt.contains("name")) c.optimizer.name = opt.at("name").toStringRef();
+    c.optimizer.adamw.exp_avg = tensor_map(opt.at("exp_avg"), name + ": optimizer.exp_avg");
+    c.optimizer.adamw.exp_avg_sq = tensor_map(opt.at("exp_avg_sq"), name + ": optimizer.exp_avg_sq");
+    c.optimizer.adamw.step = tensor_map(opt.at("step"), name + ": optimizer.step");
+    if (opt.contains("momentum_buffer"))
+      c.optimizer.muon_momentum = tensor_map(opt.at("momentum_buffer"), name + ": optimizer.momentum_buffer");
     c.loader = ivalue_to_json(need("loader"));
     if (d.contains("val_shards")) c.val_shards = ivalue_to_json(d.at("val_shards"));
     auto rng = need("rng").toGenericDict();
@@ -132,8 +137,9 @@ Checkpoint load_checkpoint(const fs::path& path) {
     throw CheckpointError(name + ": malformed checkpoint: " + e.what_without_backtrace());
   }
   for (const auto& [what, tensors] :
-       {std::pair{"model", &c.model}, std::pair{"optimizer.exp_avg", &c.optimizer.exp_avg},
-        std::pair{"optimizer.exp_avg_sq", &c.optimizer.exp_avg_sq}})
+       {std::pair{"model", &c.model}, std::pair{"optimizer.exp_avg", &c.optimizer.adamw.exp_avg},
+        std::pair{"optimizer.exp_avg_sq", &c.optimizer.adamw.exp_avg_sq},
+        std::pair{"optimizer.momentum_buffer", &c.optimizer.muon_momentum}})
     if (const auto bad = first_non_finite(*tensors, what))
       throw CheckpointError(
           fmt::format("{}: {} holds NaN or infinite values: the run had diverged when it was saved; "

@@ -5,8 +5,11 @@
 //   "format": "xsagpt-checkpoint", "version": 1,
 //   "model": {nanoGPT-style name: tensor}  (tied lm_head.weight listed too),
 //   "config": the resolved run config (nested dict, as config.json),
-//   "optimizer": {"exp_avg": {name: t}, "exp_avg_sq": {name: t}, "step": {name: t}},
-//     every parameter's, also from a run with sharded optimizer state (train/zero.h),
+//   "optimizer": {"name": "adamw" or "muon" (train.optimizer; absent in older
+//     checkpoints: "adamw"), "exp_avg": {name: t}, "exp_avg_sq": {name: t},
+//     "step": {name: t} (AdamW's, for every parameter AdamW updates, also from a
+//     run with sharded optimizer state, train/zero.h), "momentum_buffer": {name: t}
+//     (Muon's, for every matrix Muon updates; empty with AdamW)},
 //   "step": optimizer steps completed, "tokens": tokens trained on,
 //   "loader": [one loader state per rank],
 //   "val_shards": [{"file", "tokens", "fingerprint"} per validation shard] (data/loader.h:
@@ -57,7 +60,7 @@ struct Checkpoint {
   double elapsed_s = 0;
   nlohmann::json config;
   std::map<std::string, torch::Tensor> model;
-  AdamWState optimizer;
+  OptimizerState optimizer;
   nlohmann::json loader = nlohmann::json::array();
   nlohmann::json val_shards = nlohmann::json::array();  // absent in checkpoints of older versions: empty
   torch::Tensor rng_cpu, rng_cuda;

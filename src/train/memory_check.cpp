@@ -13,7 +13,7 @@ std::optional<std::string> memory_warning(const RunConfig& cfg, double estimate_
                           t.activation_checkpointing == "none" ? "mlp\" or \"block" : "block");
   if (t.loss_chunk == 0) advice += " train.loss_chunk=4096,";
   advice += " a smaller train.micro_batch (train.batch_tokens stays, accumulation grows)";
-  if (!t.shard_optimizer) advice += ", or with several GPUs train.shard_optimizer=true";
+  if (!t.shard_optimizer && t.optimizer != "muon") advice += ", or with several GPUs train.shard_optimizer=true";
   constexpr double GiB = 1024.0 * 1024 * 1024;
   return fmt::format(
       "estimated training memory {:.1f} GiB (weights, grads, AdamW state and activations of a {} x {} micro-batch; "
@@ -30,7 +30,9 @@ std::optional<std::string> memory_refusal(const RunConfig& cfg, double state_byt
       "than the {:.1f} GiB of {}: this run cannot fit; use a smaller model (model.d_model, model.n_layer, "
       "model.vocab_size){}",
       state_bytes / GiB, device_bytes / GiB, device,
-      cfg.train.shard_optimizer ? "" : " or, with several GPUs, train.shard_optimizer=true");
+      cfg.train.shard_optimizer || cfg.train.optimizer == "muon"
+          ? ""
+          : " or, with several GPUs, train.shard_optimizer=true");
 }
 
 }  // namespace xsagpt

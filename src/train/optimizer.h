@@ -25,6 +25,15 @@ struct AdamWState {
   std::map<std::string, torch::Tensor> exp_avg, exp_avg_sq, step;
 };
 
+// A run's whole optimizer state (train/run_optimizer.h), as a checkpoint holds it:
+// which optimizer (train.optimizer), AdamW's state and, with Muon, its momentum
+// buffers, each by parameter name.
+struct OptimizerState {
+  std::string name = "adamw";
+  AdamWState adamw;
+  std::map<std::string, torch::Tensor> muon_momentum;
+};
+
 // Parameters that get weight decay: every tensor with 2 or more dimensions.
 inline bool decays(const torch::Tensor& p) { return p.dim() >= 2; }
 

@@ -22,8 +22,7 @@ TrainingParts build_training(GPT model, const TrainConfig& train, DistContext& d
   p.model = model;
   p.params = model->unique_parameters();
   p.sync = dist.gradient_sync(p.params);  // averages gradients over ranks
-  p.optimizer = std::make_unique<ShardedAdamW>(model->unique_named_parameters(), adamw_config(train), dist,
-                                               train.shard_optimizer);
+  p.optimizer = std::make_unique<RunOptimizer>(model->unique_named_parameters(), train, adamw_config(train), dist);
   return p;
 }
 

@@ -1,15 +1,16 @@
 // The parts of a training run that `train` and `bench` build alike: the model
 // (seeded, in its runtime, on its device, in training mode), its unique parameters
-// in one order on every rank, the gradient all-reduce and AdamW, sharded or not.
-// One function builds them, so `bench` times the optimizer and the runtime that
-// `train` runs; AdamW's settings come from the train.* keys, whose member
-// initialisers (config/run_config.h) are the only copy of their defaults.
+// in one order on every rank, the gradient all-reduce and the optimizer (AdamW,
+// sharded or not, or Muon with AdamW: train/run_optimizer.h). One function builds
+// them, so `bench` times the optimizer and the runtime that `train` runs; the
+// optimizers' settings come from the train.* keys, whose member initialisers
+// (config/run_config.h) are the only copy of their defaults.
 #pragma once
 
 #include "config/run_config.h"
 #include "dist/context.h"
 #include "model/gpt.h"
-#include "train/zero.h"
+#include "train/run_optimizer.h"
 
 #include <memory>
 #include <vector>
@@ -20,7 +21,7 @@ struct TrainingParts {
   GPT model{nullptr};
   std::vector<torch::Tensor> params;  // GPTImpl::unique_parameters, the order every rank shares
   std::unique_ptr<GradientSync> sync;
-  std::unique_ptr<ShardedAdamW> optimizer;
+  std::unique_ptr<RunOptimizer> optimizer;
 };
 
 // AdamW as train.beta1, beta2, eps, weight_decay and adamw set it.

@@ -1,6 +1,7 @@
 #include "train/progress.h"
 
 #include "train/checkpoint.h"
+#include "train/schedule.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -79,17 +80,16 @@ double Progress::log_train(int64_t step, int64_t tokens, double lr) {
   if (peak_flops_) mfu = flops_per_step_ * steps / dt / (*peak_flops_ * static_cast<double>(dist_.world_size()));
   if (dist_.is_main()) {
     const double eta = dt / steps * static_cast<double>(cfg_.train.max_steps - step);
-    spdlog::info("step {:>6}/{} | loss {:.4f} | lr {:.2e} | norm {:.3f} | {} tok/s | MFU {} | ETA {}", step,
-                 cfg_.train.max_steps, loss, lr, norm, human_rate(tok_s),
-                 mfu ? fmt::format("{:.1f}%", *mfu * 100) : "n/a", format_duration(eta));
-    metrics_.write({{"step", step},
-                    {"tokens", tokens},
-                    {"time_s", elapsed()},
-                    {"train_loss", loss},
-                    {"lr", lr},
-                    {"grad_norm", norm},
-                    {"tokens_per_s", tok_s},
-                    {"mfu", mfu ? json(*mfu) : json(nullptr)}});
+    const bool muon = cfg_.train.optimizer == "muon";
+    const double muon_lr = muon_learning_rate(cfg_.train, lr);
+    spdlog::info("step {:>6}/{} | loss {:.4f} | lr {:.2e}{} | norm {:.3f} | {} tok/s | MFU {} | ETA {}", step,
+                 cfg_.train.max_steps, loss, lr, muon ? fmt::format(" | muon lr {:.2e}", muon_lr) : "", norm,
+                 human_rate(tok_s), mfu ? fmt::format("{:.1f}%", *mfu * 100) : "n/a", format_duration(eta));
+    json line = {
+        {"step", step}, {"tokens", tokens},  {"time_s", elapsed()},   {"train_loss", loss},
+        {"lr", lr},     {"grad_norm", norm}, {"tokens_per_s", tok_s}, {"mfu", mfu ? json(*mfu) : json(nullptr)}};
+    if (muon) line["muon_lr"] = muon_lr;
+    metrics_.write(line);
   }
   loss_sum_.zero_();
   interval_steps_ = 0;

@@ -1,5 +1,6 @@
 // Learning-rate schedule of the paper: linear warmup from 0 to the peak rate
-// over warmup_steps, then cosine decay to min_lr_ratio * peak at max_steps.
+// over warmup_steps, then cosine decay to min_lr_ratio * peak at max_steps. With
+// train.optimizer=muon the same curve, scaled to train.muon_lr, drives Muon.
 #pragma once
 
 #include "config/run_config.h"
@@ -18,5 +19,8 @@ inline double learning_rate(const TrainConfig& t, int64_t step) {
   const double progress = static_cast<double>(step - t.warmup_steps) / decay_steps;
   return min_lr + 0.5 * (1.0 + std::cos(std::numbers::pi * progress)) * (t.lr - min_lr);
 }
+
+// Muon's rate at the step whose scheduled rate is lr: the same schedule, scaled to muon_lr.
+inline double muon_learning_rate(const TrainConfig& t, double lr) { return lr * t.muon_lr / t.lr; }
 
 }  // namespace xsagpt

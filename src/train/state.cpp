@@ -77,7 +77,7 @@ void TrainingState::restore(const Checkpoint& c, const std::string& file) {
   TORCH_CHECK(!batches_, "TrainingState::restore: the batch thread has started");
   load_weights(model, c.model, file);
   model->parameters_changed();
-  optimizer->load_state(c.optimizer);
+  optimizer->load_state(c.optimizer, file);
   try {
     loader.load_state(LoaderState::from_json(c.loader[dist_.rank()]));
     val.check_identity(c.val_shards);

@@ -1,6 +1,6 @@
 // Everything a training run carries from one step to the next, built the same way
-// on every rank: the model (same seed, then rank 0's weights broadcast), AdamW
-// (sharded or not, train/zero.h), the gradient all-reduce, the data position, the
+// on every rank: the model (same seed, then rank 0's weights broadcast), the
+// optimizer (train/run_optimizer.h), the gradient all-reduce, the data position, the
 // step and token counts and the random generators. restore() puts a checkpoint's
 // state back; save() writes the state as one (train/checkpoint.h), so a resumed
 // run continues exactly where the saved one was.
@@ -13,7 +13,7 @@
 #include "model/gpt.h"
 #include "train/checkpoint.h"
 #include "train/parts.h"
-#include "train/zero.h"
+#include "train/run_optimizer.h"
 
 #include <filesystem>
 #include <memory>
@@ -44,7 +44,7 @@ class TrainingState {
   GPT model{nullptr};
   std::vector<torch::Tensor> params;  // unique parameters, in one order on every rank
   std::unique_ptr<GradientSync> sync;
-  std::unique_ptr<ShardedAdamW> optimizer;
+  std::unique_ptr<RunOptimizer> optimizer;
   DataLoader loader;
   ValidationSet val;
   int64_t step = 0, tokens = 0;

@@ -4,7 +4,7 @@
 
 namespace xsagpt {
 
-TrainStep::TrainStep(GPT model, ShardedAdamW& optimizer, GradientSync& sync, std::vector<torch::Tensor> params,
+TrainStep::TrainStep(GPT model, RunOptimizer& optimizer, GradientSync& sync, std::vector<torch::Tensor> params,
                      int64_t accumulation, double grad_clip)
     : model_(std::move(model)),
       optimizer_(optimizer),

@@ -1,6 +1,6 @@
 // One optimizer step, exactly as `xsagpt train` runs it and `xsagpt bench` times
 // it: forward and backward over the micro-batches (gradients averaged over ranks
-// on the last one), global-norm clipping, AdamW at the given rate, gradients
+// on the last one), global-norm clipping, the optimizer at the given rate, gradients
 // cleared, and the model's bf16 weight copies made anew for the next forward.
 // Loss and gradient norm come back as device scalars: nothing here waits for the
 // GPU, so the host runs ahead and queues the next step's kernels.
@@ -8,7 +8,7 @@
 
 #include "dist/context.h"
 #include "model/gpt.h"
-#include "train/zero.h"
+#include "train/run_optimizer.h"
 
 #include <functional>
 #include <utility>
@@ -26,13 +26,13 @@ using NextBatch = std::function<std::pair<torch::Tensor, torch::Tensor>()>;
 class TrainStep {
  public:
   // accumulation: micro-batches per optimizer step; grad_clip <= 0 only measures the norm.
-  TrainStep(GPT model, ShardedAdamW& optimizer, GradientSync& sync, std::vector<torch::Tensor> params,
+  TrainStep(GPT model, RunOptimizer& optimizer, GradientSync& sync, std::vector<torch::Tensor> params,
             int64_t accumulation, double grad_clip);
   StepStats operator()(const NextBatch& next_batch, double lr);
 
  private:
   GPT model_;
-  ShardedAdamW& optimizer_;
+  RunOptimizer& optimizer_;
   GradientSync& sync_;
   std::vector<torch::Tensor> params_;
   int64_t accumulation_;

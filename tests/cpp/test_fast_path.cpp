@@ -278,7 +278,7 @@ TEST(FastPath, ResumeFromACheckpointWithTheWeightCacheContinuesTheRun) {
   std::filesystem::remove(file);
   load_weights(resumed, c.model, file.string());  // as TrainingState::restore does
   resumed->parameters_changed();
-  step.parts.optimizer->load_state(c.optimizer);
+  step.parts.optimizer->load_state(c.optimizer, file.string());
   const auto got = run_steps(resumed, step, 2, 2);
   ASSERT_GT(std::abs(want[2] - want[0]), 0.05);  // the steps did move the weights
   EXPECT_DOUBLE_EQ(got[0], want[2]);

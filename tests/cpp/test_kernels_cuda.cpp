@@ -454,7 +454,7 @@ TEST(KernelsCuda, ResumeWithTheWeightCacheContinuesTheRun) {
   test::StepRig step(resumed, 1);
   load_weights(resumed, weights, "test");
   resumed->parameters_changed();
-  step.parts.optimizer->load_state(state);
+  step.parts.optimizer->load_state(state, "the first step's state");
   const auto got = steps(step, 2, 2);
   ASSERT_GT(std::abs(want[2] - want[0]), 0.05);
   // Same GPU, same kernels, same order: equal up to cuBLAS's choice of algorithm.

@@ -115,3 +115,17 @@ TEST(MemoryEstimate, WarningNamesTheKeysThatShrinkTheRun) {
   EXPECT_EQ(w->find("train.shard_optimizer"), std::string::npos) << *w;
   EXPECT_NE(w->find("train.micro_batch"), std::string::npos) << *w;
 }
+
+// With Muon, ZeRO-1 is refused (config/run_config.cpp), so neither message offers it.
+TEST(MemoryEstimate, MuonRunsAreNotToldToShard) {
+  RunConfig cfg;
+  cfg.train.optimizer = "muon";
+  const auto w = memory_warning(cfg, 90e9, 80e9);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->find("train.shard_optimizer"), std::string::npos) << *w;
+  const auto r = memory_refusal(cfg, 90e9, 80e9, "this GPU");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->find("train.shard_optimizer"), std::string::npos) << *r;
+  cfg.train.optimizer = "adamw";
+  EXPECT_NE(memory_refusal(cfg, 90e9, 80e9, "this GPU")->find("train.shard_optimizer"), std::string::npos);
+}

@@ -75,6 +75,21 @@ TEST(RunConfig, BadValuesNameTheKey) {
   EXPECT_THAT(run_error_of(extra), HasSubstr("unknown section 'optimizer'"));
 }
 
+TEST(RunConfig, MuonKeysAreChecked) {
+  EXPECT_THAT(run_error_of(kBase, {"train.optimizer=sgd"}),
+              HasSubstr("train.optimizer: expected \"adamw\" or \"muon\""));
+  EXPECT_THAT(run_error_of(kBase, {"train.muon_lr=0"}), HasSubstr("train.muon_lr: must be > 0"));
+  EXPECT_THAT(run_error_of(kBase, {"train.muon_momentum=1"}), HasSubstr("train.muon_momentum: must be in [0, 1)"));
+  EXPECT_THAT(run_error_of(kBase, {"train.muon_ns_steps=0"}), HasSubstr("train.muon_ns_steps: must be in 1..99"));
+  EXPECT_THAT(run_error_of(kBase, {"train.muon_weight_decay=-0.1"}), HasSubstr("train.muon_weight_decay"));
+  EXPECT_THAT(run_error_of(kBase, {"train.muon_adjust_lr=spectral"}), HasSubstr("train.muon_adjust_lr: expected"));
+  // Refused whatever the world size: a config meant for 8 GPUs fails on the laptop that writes it.
+  EXPECT_THAT(run_error_of(kBase, {"train.optimizer=muon", "train.shard_optimizer=true"}),
+              HasSubstr("train.shard_optimizer: not supported with train.optimizer=muon"));
+  EXPECT_EQ(run_error_of(kBase, {"train.shard_optimizer=true"}), "(no error)");  // AdamW shards
+  EXPECT_EQ(run_error_of(kBase, {"train.optimizer=muon", "train.muon_adjust_lr=match_rms_adamw"}), "(no error)");
+}
+
 TEST(RunConfig, AccumulationFromBatchTokens) {
   auto cfg = load_run_config(write_tmp("acc.json", kBase).string(), {"train.batch_tokens=2048"}, 2);
   EXPECT_EQ(cfg.accumulation_steps(2), 4);  // 2048 / (4*64*2)

@@ -1,8 +1,8 @@
 """Data-parallel training with the real binary on CPU (Gloo): two processes
 launched by torchrun (agent-hosted store) or as SLURM tasks (rank 0 serves the
 store) against one process with the same global batch; parameters identical on
-both ranks; stop on one rank's signal and exact resume; a dead rank brings the
-job down."""
+both ranks; the same with Muon; stop on one rank's signal and exact resume; a dead
+rank brings the job down."""
 import json
 import os
 import pathlib
@@ -115,6 +115,20 @@ def test_parameters_identical_on_both_ranks(runs):
         # (the checksum is a sum, so the order does not matter).
         assert not torch.equal(w["lm_head.weight"], w["transformer.wte.weight"])
         assert line == checksum(w.values())
+
+
+def test_muon_two_ranks_match_one_process(shards, build_dir, tmp_path):
+    """Muon orthogonalises the averaged gradient the same way on every rank."""
+    cfg = write_config(tmp_path / "cfg.json", shards, optimizer="muon", muon_lr=0.02)
+    run([build_dir / "xsagpt", "train", "-c", cfg, "--out", tmp_path / "one", "--set", "train.micro_batch=8"])
+    log = run(torchrun(build_dir, "-c", cfg, "--out", tmp_path / "two"))
+    assert "Muon momentum" in log
+    wa, wb = (weights(tmp_path / d / "checkpoints" / "step_00000006.pt") for d in ("one", "two"))
+    init = weights(tmp_path / "two" / "checkpoints" / "step_00000003.pt")
+    hidden = "transformer.h.0.mlp.c_fc.weight"
+    assert (wb[hidden] - init[hidden]).abs().max().item() > 1e-3, "Muon's matrices barely moved"
+    worst = max((wa[k] - wb[k]).abs().max().item() for k in wa)
+    assert worst < 1e-5, worst
 
 
 def free_port():

@@ -2,6 +2,7 @@
 estimate responds to the memory options the trainer runs with."""
 import json
 import pathlib
+import re
 import sys
 
 import pytest
@@ -36,10 +37,29 @@ def test_memory_options_shrink_the_estimate(xsagpt):
     assert sharded["optimizer"] == n["optimizer"] / 8 and sharded["params"] == n["params"]
 
 
+def test_muon_state_is_counted(xsagpt, repo_root):
+    """Muon keeps one float32 momentum per weight of the block matrices, AdamW two moments
+    for every other parameter; the block matrices counted in the PyTorch reference model."""
+    d = json.loads((repo_root / "configs" / "model" / "gpt2-124m.json").read_text())
+    with torch.device("meta"):
+        ref = GPT(GPTConfig.from_dict(d, "gpt2-124m"))
+    params = dict(ref.named_parameters())
+    block = re.compile(r"transformer\.h\.\d+\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight")
+    muon = sum(p.numel() for n, p in params.items() if block.fullmatch(n))
+    total = sum(p.numel() for p in params.values())
+    assert 0 < muon < total
+    got = info(xsagpt, "-c", "gpt2-124m", "--optimizer", "muon")
+    assert got["optimizer"] == "muon"
+    assert got["memory_bytes"]["optimizer"] == 8 * (total - muon) + 4 * muon
+    assert info(xsagpt, "-c", "gpt2-124m")["memory_bytes"]["optimizer"] == 8 * total
+
+
 @pytest.mark.parametrize("args,message", [
     (["--recompute", "attn"], "--recompute"),
     (["--loss-chunk", "-5"], "--loss-chunk"),
     (["--optimizer-shards", "0"], "--optimizer-shards"),
+    (["--optimizer", "sgd"], "--optimizer"),
+    (["--optimizer", "muon", "--optimizer-shards", "2"], "not supported with train.optimizer=muon"),
     (["--seq-len", "99999"], "--seq-len"),
 ])
 def test_bad_options_are_named(xsagpt, args, message):

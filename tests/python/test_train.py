@@ -12,14 +12,13 @@ import re
 import shutil
 import signal
 import subprocess
-import time
 
 import numpy as np
 import pytest
 import torch
 
 from shardio import read_shard, write_markov_shards, write_shard
-from tinyrun import metrics, write_run_config
+from tinyrun import metrics, wait_for, write_run_config
 
 
 @pytest.fixture(scope="module")
@@ -106,18 +105,6 @@ def test_cuda_run_follows_the_cpu_run(tmp_path, shards, xsagpt):
     assert metrics(tmp_path / "cpu")[6] < metrics(tmp_path / "cpu")[1] - 0.1  # it learned: not two idle runs
 
 
-def wait_for(predicate, proc, timeout=120):
-    t0 = time.time()
-    while not predicate():
-        if proc.poll() is not None:
-            return False
-        if time.time() - t0 > timeout:
-            proc.kill()
-            raise AssertionError("timed out waiting for the training run")
-        time.sleep(0.01)
-    return True
-
-
 def test_resume_after_sigterm_is_exact(tmp_path, shards, xsagpt, build_dir):
     cfg = run_config(tmp_path, shards, max_steps=60, ckpt_interval=25)
     xsagpt("train", "-c", cfg, "--out", tmp_path / "straight")
@@ -139,9 +126,10 @@ def test_resume_after_sigterm_is_exact(tmp_path, shards, xsagpt, build_dir):
     assert metrics(out, "val_loss") == metrics(tmp_path / "straight", "val_loss")
 
 
-def test_resume_after_kill9_is_exact(tmp_path, shards, xsagpt, build_dir):
+@pytest.mark.parametrize("optimizer", ["adamw", "muon"])
+def test_resume_after_kill9_is_exact(tmp_path, shards, xsagpt, build_dir, optimizer):
     # 100 steps: on an idle machine 40 (a few ms each) could end between two polls.
-    cfg = run_config(tmp_path, shards, max_steps=100, ckpt_interval=4)
+    cfg = run_config(tmp_path, shards, max_steps=100, ckpt_interval=4, optimizer=optimizer)
     xsagpt("train", "-c", cfg, "--out", tmp_path / "straight")
     out = tmp_path / "killed"
     proc = subprocess.Popen([build_dir / "xsagpt", "train", "-c", cfg, "--out", out], stdout=subprocess.DEVNULL,

@@ -4,6 +4,7 @@ CPU on any machine, so runs compare bit for bit) with each test's overrides, and
 losses its metrics.jsonl holds."""
 import json
 import pathlib
+import time
 
 MODEL = {"base": "tiny", "vocab_size": 256, "block_size": 64, "n_layer": 2, "d_model": 64,
          "n_head": 2, "head_dim": 32, "attention": "xsa"}
@@ -28,3 +29,17 @@ def metrics(run_dir, kind="train_loss") -> dict:
     """step -> value of `kind` (train_loss, val_loss, grad_norm, ...) in run_dir/metrics.jsonl."""
     lines = [json.loads(l) for l in (pathlib.Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
     return {l["step"]: l[kind] for l in lines if kind in l}
+
+
+def wait_for(predicate, proc, timeout=120):
+    """Polls predicate() until it holds (True) or the process `proc` ends first (False);
+    kills proc and fails after `timeout` seconds."""
+    t0 = time.time()
+    while not predicate():
+        if proc.poll() is not None:
+            return False
+        if time.time() - t0 > timeout:
+            proc.kill()
+            raise AssertionError("timed out waiting for the training run")
+        time.sleep(0.01)
+    return True
