@@ -1,6 +1,7 @@
 #include "bench/block_bench.h"
 
 #include "bench/peak_memory.h"
+#include "bench/timing.h"
 #include "dist/context.h"
 #include "model/gpt.h"
 #include "model/rope.h"
@@ -10,19 +11,9 @@
 #include <chrono>
 #include <functional>
 
-#ifdef XSAGPT_CUDA
-#include <torch/cuda.h>
-#endif
-
 namespace xsagpt {
 
 namespace {
-
-void sync(const torch::Device& d) {
-#ifdef XSAGPT_CUDA
-  if (d.is_cuda()) torch::cuda::synchronize(d.index());
-#endif
-}
 
 struct Case {
   std::function<void()> reset, iteration;  // reset: drop the gradients of the previous iteration
@@ -37,10 +28,10 @@ Timing summarize(std::vector<double> ms) {
 }
 
 double time_ms(const torch::Device& device, const std::function<void()>& f) {
-  sync(device);
+  sync_device(device);
   const auto t0 = std::chrono::steady_clock::now();
   f();
-  sync(device);
+  sync_device(device);
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 

@@ -1,5 +1,6 @@
 #include "bench/kernel_bench.h"
 
+#include "bench/timing.h"
 #include "kernels/add_norm.h"
 #include "kernels/add_norm_cuda.h"
 #include "kernels/common.h"
@@ -19,19 +20,9 @@
 #include <functional>
 #include <regex>
 
-#ifdef XSAGPT_CUDA
-#include <torch/cuda.h>
-#endif
-
 namespace xsagpt {
 
 namespace {
-
-void sync_device(const torch::Device& d) {
-#ifdef XSAGPT_CUDA
-  if (d.is_cuda()) torch::cuda::synchronize(d.index());
-#endif
-}
 
 // Median over `iters` of the time per launch of `inner` launches in a row: one
 // synchronisation per `inner` launches keeps the host's round trip out of
