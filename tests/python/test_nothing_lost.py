@@ -1,4 +1,4 @@
-"""Nothing lost, ever: end-to-end with the real binary (issue 14's repros).
+"""Nothing lost, ever: end-to-end with the real binary, one test per way a run can lose work.
 
 A full disk while saving a checkpoint or writing metrics, a resume that fails, a
 resume from another run's checkpoint, a run killed between its last checkpoint and

@@ -1,5 +1,5 @@
-"""Nothing lost, round two (issue 22): end to end with the real binary, one test per
-numbered case of the issue, each of which failed before the change it tests.
+"""Nothing lost when runs are stopped, resumed and fed bad input: end to end with the
+real binary, each test a case that once failed.
 
 Sweeps are queues of independent jobs (a failed point is recorded and the rest run);
 one trainer owns a run directory; everything a run reads is checked before anything
