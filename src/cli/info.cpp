@@ -28,6 +28,7 @@ int info(int argc, char** argv) {
   // clang-format off
   opts.add_options()
     ("c,config", "model config: a name in configs/model/ or a JSON file", cxxopts::value<std::string>())
+    ("s,set", "override a model key as train's --set does: model.key=value (repeatable), e.g. --set model.block_size=16384 to size a longer context; the run's train.* settings are this command's own options", cxxopts::value<std::vector<std::string>>())
     ("b,micro-batch", "micro-batch for the memory estimate", cxxopts::value<int64_t>()->default_value("8"))
     ("t,seq-len", "sequence length (default: the model's block_size)", cxxopts::value<int64_t>())
     ("precision", "activations for the memory estimate: bf16, fp32 or auto (bf16, as on a GPU)", cxxopts::value<std::string>()->default_value("bf16"))
@@ -42,7 +43,18 @@ int info(int argc, char** argv) {
   if (!parsed) return 0;
   const auto& args = *parsed;
   if (!args.count("config")) throw ConfigError("--config: required (e.g. --config paper-0.7b)");
-  const auto cfg = load_model_config(args["config"].as<std::string>());
+  auto cfg = load_model_config(args["config"].as<std::string>());
+  if (args.count("set")) {  // through train's own parser, so a key means here what it means there
+    json raw = {{"model", to_json(cfg)}};
+    apply_overrides(raw, args["set"].as<std::vector<std::string>>());
+    for (const auto& [section, _] : raw.items())
+      if (section != "model")
+        throw ConfigError("--set: info takes model.* keys; " + section +
+                          " settings are its own options (--micro-batch, --seq-len, --precision, --recompute, "
+                          "--optimizer, --kernels, --loss-chunk, --optimizer-shards)");
+    schema::read(raw["model"], cfg, "--set model");
+    cfg.validate("--set model");
+  }
   const int64_t T = args.count("seq-len") ? args["seq-len"].as<int64_t>() : cfg.block_size;
   const int64_t B = args["micro-batch"].as<int64_t>();
   if (T <= 0 || T > cfg.block_size)

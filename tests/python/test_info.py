@@ -65,3 +65,26 @@ def test_muon_state_is_counted(xsagpt, repo_root):
 def test_bad_options_are_named(xsagpt, args, message):
     proc = xsagpt("info", "-c", "tiny", *args, check=False)
     assert proc.returncode == 2 and message in proc.stderr
+
+
+def test_set_overrides_the_model_as_train_does(xsagpt, tmp_path):
+    """--set model.KEY=VALUE: what a config file with that value would give (its own
+    parser, so a key means here what it means to train), e.g. the 16384-token points of
+    the sequence-length sweep, which paper-1.4b's block_size of 2048 refuses."""
+    assert xsagpt("info", "-c", "paper-1.4b", "-t", "16384", check=False).returncode == 2
+    got = info(xsagpt, "-c", "paper-1.4b", "--set", "model.block_size=16384", "--set", "model.attention=xsa",
+               "-t", "16384")
+    edited = json.loads((pathlib.Path(__file__).resolve().parents[2] / "configs/model/paper-1.4b.json").read_text())
+    edited.update(block_size=16384, attention="xsa")
+    (tmp_path / "long.json").write_text(json.dumps(edited))
+    want = info(xsagpt, "-c", tmp_path / "long.json", "-t", "16384")
+    assert got == {**want, "config": got["config"]} and got["config"] == want["config"]
+    assert got["config"]["block_size"] == 16384 and got["seq_len"] == 16384
+    # Memory grows with the context it now allows (activations scale with T).
+    short = info(xsagpt, "-c", "paper-1.4b", "-t", "2048")
+    assert got["memory_bytes"]["activations"] > 4 * short["memory_bytes"]["activations"]
+    for args, message in ((["--set", "model.foo=1"], "unknown key 'foo'"),
+                          (["--set", "model.n_head=0"], "--set model.n_head"),
+                          (["--set", "train.lr=1"], "info takes model.* keys")):
+        proc = xsagpt("info", "-c", "tiny", *args, check=False)
+        assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
