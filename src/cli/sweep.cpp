@@ -3,10 +3,13 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "dist/process_group.h"
+#include "model/counts.h"
 #include "sweep/summary.h"
+#include "train/memory_check.h"
 #include "train/run_dir.h"
 #include "train/signals.h"
 #include "train/trainer.h"
+#include "util/device.h"
 #include "util/dir_lock.h"
 #include "util/paths.h"
 #include "util/spawn.h"
@@ -30,6 +33,40 @@ void print_points(const Sweep& s, int64_t world) {
     std::cout << fmt::format("  {:<48} attention={} lr={:g} seq_len={} micro_batch={} accumulation={} steps={}\n",
                              p.name, p.config.model.attention, t.lr, t.seq_len, t.micro_batch,
                              p.config.accumulation_steps(world), t.max_steps);
+  }
+}
+
+// The dry run's memory check: each point's estimate (what `xsagpt info` prints) on the
+// device it would train on, so a grid over sequence lengths or sizes shows which of its
+// points cannot fit before one of them is started, hours into the sweep.
+void print_memory(const Sweep& s, int64_t world) {
+  std::cout << "memory, as each point would start here:\n";
+  for (const auto& p : s.points) {
+    const auto& t = p.config.train;
+    std::string where, verdict;
+    try {
+      const auto device = resolve_device(t.device, "train.device");
+      const auto est =
+          estimate_training_memory(p.config.model, t.micro_batch, t.seq_len,
+                                   MemoryOptions{runtime_of(t, device.is_cuda()), t.shard_optimizer ? world : 1,
+                                                 t.optimizer == "muon"});
+      const double state = est.params_bytes + est.grads_bytes + est.optimizer_bytes + est.weight_copies_bytes;
+      const auto bytes = device_memory(device);
+      where = fmt::format("{:.2f} GiB", est.total() / (1024.0 * 1024 * 1024));
+      if (!bytes) {
+        verdict = "(device memory unknown)";
+      } else {
+        where += fmt::format(" of {:.1f} GiB on {}", *bytes / (1024.0 * 1024 * 1024), device.str());
+        verdict = memory_refusal(p.config, state, *bytes, device.str())
+                      ? "CANNOT FIT: weights, gradients and optimizer state alone are larger"
+                  : memory_warning(p.config, est.total(), *bytes) ? "MAY NOT FIT: the estimate is above the device's"
+                                                                  : "fits";
+      }
+    } catch (const ConfigError& e) {
+      where = "-";
+      verdict = e.what();
+    }
+    std::cout << fmt::format("  {:<48} {}  {}\n", p.name, where, verdict);
   }
 }
 
@@ -103,7 +140,7 @@ int sweep(int argc, char** argv) {
   // clang-format off
   opts.add_options()
     ("c,config", "sweep file (see configs/sweeps/)", cxxopts::value<std::string>())
-    ("dry-run", "print the grid and the resolved runs without training")
+    ("dry-run", "print the grid, the resolved runs and each point's memory estimate on the device it would use (marking points that cannot fit), without training")
     ("force", "continue in a sweep directory made from a different sweep file; points whose resolved run "
               "config changed are run again from the start (their old results are discarded)")
     ("retry-failed", "run the points that failed before again (without it a rerun leaves them failed)")
@@ -117,7 +154,10 @@ int sweep(int argc, char** argv) {
   DistContext& dist = *dist_ctx;
   auto sweep = load_sweep(args["config"].as<std::string>(), dist.world_size());
   if (dist.is_main()) print_points(sweep, dist.world_size());
-  if (args.count("dry-run")) return 0;
+  if (args.count("dry-run")) {
+    if (dist.is_main()) print_memory(sweep, dist.world_size());
+    return 0;
+  }
 
   // One sweep process per sweep directory (util/dir_lock.h): a second one would run
   // the same points into each other's locks and write the same summary files.

@@ -112,6 +112,28 @@ def test_constant_batch_tokens_across_sequence_lengths(tmp_path, shards, xsagpt)
     assert got == {8: (16, 2), 16: (8, 2), 32: (4, 2), 64: (2, 2)}  # 128 tokens per micro-batch, 256 per step
 
 
+def test_dry_run_marks_the_points_that_cannot_fit(tmp_path, shards, xsagpt):
+    """--dry-run: each point's memory estimate on the device it would use, the same
+    figure `xsagpt info` gives for its settings, and a point whose weights, gradients
+    and AdamW state alone exceed the device marked before anything runs."""
+    base = run_config(tmp_path, shards, micro_batch=4, seq_len=16)
+    shape = {"n_layer": 48, "n_head": 4, "head_dim": 16}
+    spec = {"base": str(base), "grid": {"model.d_model": [64, 16384]}, "out_dir": str(tmp_path / "sw"),
+            "set": [f"model.{k}={v}" for k, v in shape.items()] + ["train.device=cpu"]}
+    (tmp_path / "s.json").write_text(json.dumps(spec))
+    out = xsagpt("sweep", "-c", tmp_path / "s.json", "--dry-run").stdout
+    rows = {l.split()[0]: l for l in out.split("memory, as each point would start here:")[1].splitlines() if l.strip()}
+    small, huge = rows["model.d_model=64"], rows["model.d_model=16384"]
+    assert small.endswith("fits") and "on cpu" in small and "CANNOT FIT" in huge
+    # The small point's estimate is info's for the same model and train settings (CPU: fp32, no kernels).
+    model = {**json.loads(base.read_text())["model"], **shape, "d_model": 64}
+    sets = [a for k, v in model.items() if k != "base" for a in ("--set", f"model.{k}={v}")]
+    est = json.loads(xsagpt("info", "--json", "-c", model["base"], *sets, "-b", 4, "-t", 16, "--precision", "fp32",
+                            "--kernels", "aten").stdout)["memory_bytes"]["total"]
+    assert small.split()[1] == f"{est / 2**30:.2f}" and small.split()[2] == "GiB"
+    assert not (tmp_path / "sw").exists()  # a dry run writes nothing
+
+
 def test_seeds_in_the_grid_give_each_attentions_mean_and_spread(tmp_path, shards, xsagpt):
     base = run_config(tmp_path, shards, max_steps=3, eval_interval=0, ckpt_interval=0)
     spec = {"base": str(base), "grid": {"model.attention": ["sa", "xsa"], "train.seed": [1, 2, 3]},
@@ -154,8 +176,8 @@ def test_shipped_sweeps_validate(xsagpt, repo_root):
     for spec in sorted((repo_root / "configs" / "sweeps").glob("*.json")):
         proc = xsagpt("sweep", "-c", spec, "--dry-run", cwd=repo_root)
         assert proc.stdout.startswith("sweep "), (spec, proc.stdout)
-    rows = [l for l in xsagpt("sweep", "-c", repo_root / "configs/sweeps/gpu-demo.json", "--dry-run",
-                              cwd=repo_root).stdout.splitlines() if l.startswith("  ")]
+    table = xsagpt("sweep", "-c", repo_root / "configs/sweeps/gpu-demo.json", "--dry-run", cwd=repo_root).stdout
+    rows = [l for l in table.split("memory, as each point")[0].splitlines() if l.startswith("  ")]
     assert len(rows) == 4 and {r.split()[0] for r in rows} == {
         f"model.attention={a},train.seed={s}" for a in ("sa", "xsa") for s in (1337, 1338)}
     assert all("seq_len=1024 micro_batch=16 accumulation=1 steps=400" in r for r in rows)
