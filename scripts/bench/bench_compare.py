@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Side-by-side table of training-step throughput: xsagpt (`xsagpt bench --json`
-step results) against the same architecture in PyTorch (`scripts/bench_pytorch.py`
+step results) against the same architecture in PyTorch (`scripts/bench/bench_pytorch.py`
 JSON lines, eager and torch.compile), matched by config, batch and sequence length.
-Ratios are within one machine and session; scripts/bench_gpu.sh prints it last.
+Ratios are within one machine and session; scripts/bench/bench_gpu.sh prints it last.
 
-    .venv/bin/python scripts/bench_compare.py out/gpu/step-*.json --pytorch out/gpu/pytorch.jsonl
+    .venv/bin/python scripts/bench/bench_compare.py out/gpu/step-*.json --pytorch out/gpu/pytorch.jsonl
 """
 import argparse
 import json

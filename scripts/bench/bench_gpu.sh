@@ -3,11 +3,11 @@
 # speed work measures with. A lent GPU allows 10 minutes a command and about 30 in
 # all, and keeps build/ only while warm (30 s after a call), so:
 #
-#   bash scripts/bench_gpu.sh verdict [--cpu-dry-run] [--budget S] [--only a,b] [--retry-failed] [--sanitizer]
-#   bash scripts/bench_gpu.sh build test step kernels pytorch summary
-#   bash scripts/bench_gpu.sh train memory block
+#   bash scripts/bench/bench_gpu.sh verdict [--cpu-dry-run] [--budget S] [--only a,b] [--retry-failed] [--sanitizer]
+#   bash scripts/bench/bench_gpu.sh build test step kernels pytorch summary
+#   bash scripts/bench/bench_gpu.sh train memory block
 #
-#   verdict  scripts/bench_verdict.py: preflight, build, the CUDA tests (one process per
+#   verdict  scripts/bench/bench_verdict.py: preflight, build, the CUDA tests (one process per
 #            suite), 200 steps of gpt2-124m XSA on the KJV shards per kernel against aten,
 #            the step benchmark at 124M and 0.7B in 3 paired rounds, each kernel alone in
 #            GB/s, PyTorch eager and torch.compile; named stages of at most 6 minutes,
@@ -19,8 +19,8 @@
 #   step     training-step tokens/s and MFU of gpt2-124m (16x1024) and paper-0.7b (8x2048),
 #            SA and XSA: ATen (@aten, the baseline), the default (auto) and every fused kernel
 #   kernels  what each fused kernel is worth alone (gpt2-124m 16x1024)
-#   pytorch  the same steps in PyTorch (tests/reference/model.py), eager and torch.compile
-#   summary  one table: xsagpt's steps against PyTorch eager and compiled (scripts/bench_compare.py)
+#   pytorch  the same steps in PyTorch (scripts/bench/reference/model.py), eager and torch.compile
+#   summary  one table: xsagpt's steps against PyTorch eager and compiled (scripts/bench/bench_compare.py)
 #   train    `xsagpt train` with the shipped paper-0.7b run config (KJV shards) against the
 #            bench step of the same shape: tokens/s of the real loop vs the benchmark
 #   memory   peak memory of a 1.4B and a 2.7B step at 8x2048, without and with block checkpointing
@@ -30,12 +30,12 @@
 # their text (no checkpoint: runs train into out/gpu-scratch/, deleted after) to
 # $OUT/gpu-stages.tgz. See docs/gpu-machine.md for the device calls.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 if [[ ${1:-} == verdict ]]; then
   shift
   PY=${PYTHON:-python3}
   [[ " $* " == *" --cpu-dry-run "* && -z ${PYTHON:-} && -x .venv/bin/python ]] && PY=.venv/bin/python
-  exec "$PY" scripts/bench_verdict.py "$@"
+  exec "$PY" scripts/bench/bench_verdict.py "$@"
 fi
 DRY=0
 stages=()
@@ -127,10 +127,10 @@ stage_train() {
 stage_pytorch() {
   for a in sa xsa; do
     log "PyTorch gpt2-124m $a"
-    "$PY" scripts/bench_pytorch.py --config gpt2-124m -b 16 -t 1024 --attention $a --compile | tee -a "$RES/pytorch.jsonl"
+    "$PY" scripts/bench/bench_pytorch.py --config gpt2-124m -b 16 -t 1024 --attention $a --compile | tee -a "$RES/pytorch.jsonl"
   done
   log "PyTorch paper-0.7b sa"
-  "$PY" scripts/bench_pytorch.py --config paper-0.7b -b 8 -t 2048 --attention sa --steps 10 --compile \
+  "$PY" scripts/bench/bench_pytorch.py --config paper-0.7b -b 8 -t 2048 --attention sa --steps 10 --compile \
     | tee -a "$RES/pytorch.jsonl"
 }
 
@@ -148,7 +148,7 @@ stage_memory() {
 
 stage_summary() {
   log "summary"
-  "$PY" scripts/bench_compare.py "$RES"/step-*.json $([[ -f $RES/pytorch.jsonl ]] && echo --pytorch "$RES/pytorch.jsonl") \
+  "$PY" scripts/bench/bench_compare.py "$RES"/step-*.json $([[ -f $RES/pytorch.jsonl ]] && echo --pytorch "$RES/pytorch.jsonl") \
     | tee "$RES/summary.md"
 }
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Training-step throughput of the same architecture in plain PyTorch
-(tests/reference/model.py), eager and with torch.compile: the baseline xsagpt's
+(scripts/bench/reference/model.py), eager and with torch.compile: the baseline xsagpt's
 own step time (`xsagpt bench`) is compared against, in one session on one GPU.
 
 The step matches xsagpt's trainer: bf16 autocast on CUDA (float32 on CPU), fused
 AdamW (0.9, 0.95, wd 0.1 on matrices), global-norm clip 1.0, TF32 matmuls.
 
-    .venv/bin/python scripts/bench_pytorch.py --config gpt2-124m -b 16 -t 1024 [--compile] [--attention xsa]
+    .venv/bin/python scripts/bench/bench_pytorch.py --config gpt2-124m -b 16 -t 1024 [--compile] [--attention xsa]
 Prints one JSON line per mode with tokens/s and step time.
 """
 import argparse
@@ -17,9 +17,12 @@ import time
 
 import torch
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from reference.model import GPT, GPTConfig  # noqa: E402
+# reference/ sits beside this script, in the folder Python puts first on sys.path when it
+# runs one: the import needs no path setting, also under a bare machine's system python3
+# (bench_gpu.sh). The tests find it through tests/python/pytest.ini.
+from reference.model import GPT, GPTConfig
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def load_model_config(name: str) -> dict:

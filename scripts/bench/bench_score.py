@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Tokens per second of `xsagpt score` beside the training step of the same model.
 
-    .venv/bin/python scripts/bench_score.py --config paper-0.7b            # random weights, on the GPU
-    .venv/bin/python scripts/bench_score.py runs/xsa-1.4b --seq-len 2048
+    .venv/bin/python scripts/bench/bench_score.py --config paper-0.7b            # random weights, on the GPU
+    .venv/bin/python scripts/bench/bench_score.py runs/xsa-1.4b --seq-len 2048
 
 Scoring is a forward pass without autograd, about a third of a training step's
 work, so `score` should process at least the step's tokens/s. The script keeps one
@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def write_shard(path: pathlib.Path, tokens: np.ndarray) -> None:

@@ -12,7 +12,7 @@
 #   STEPS (default 60) training steps per run; the rate is the median of the
 #   10-step windows after the first.
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 build="${XSAGPT_BUILD_DIR:-build}"
 steps="${STEPS:-60}"

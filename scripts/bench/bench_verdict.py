@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The GPU verdict on xsagpt's fused kernels, in stages that fit a lent GPU's
-10-minute command limit (`bash scripts/bench_gpu.sh verdict` runs this).
+10-minute command limit (`bash scripts/bench/bench_gpu.sh verdict` runs this).
 
 A lent GPU comes rarely, for about 30 minutes, 10 minutes a command, and goes back
 30 s after a call ends. So the verdict is a list of named stages, each bounded
@@ -8,14 +8,14 @@ A lent GPU comes rarely, for about 30 minutes, 10 minutes a command, and goes ba
 in the results folder: running the same command again skips the stages already
 done and does the next ones, so two or three calls in a row give the whole
 verdict. A call starts no stage its remaining time cannot hold; every call ends by
-printing the table with what is known so far (scripts/verdict_table.py), missing
+printing the table with what is known so far (scripts/bench/verdict_table.py), missing
 cells `pending`, failed ones `FAILED (reason)`. A failing stage never hides the
 others' results. Nothing large is kept: parity runs' checkpoints live in a scratch
 folder only until their parameter differences are taken, and the results folder
 holds only text and JSON, so its bundle (in $OUT when the device tool sets it)
 stays under 1 MiB; the bundler refuses anything else.
 
-    python3 scripts/bench_verdict.py [--cpu-dry-run] [--budget S] [--only a,b] [--retry-failed] [--sanitizer]
+    python3 scripts/bench/bench_verdict.py [--cpu-dry-run] [--budget S] [--only a,b] [--retry-failed] [--sanitizer]
 
 With --cpu-dry-run the same stages run here at tiny sizes (the CUDA tests skip,
 nothing is decided), into out/gpu-dry-run/. XSAGPT_VERDICT_BREAK=STAGE breaks that
@@ -36,7 +36,7 @@ import time
 
 import verdict_table
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = ROOT / "build" / "xsagpt"
 TESTS = ROOT / "build" / "tests" / "xsagpt_tests"
 BUNDLE_MAX = 1 << 20        # the results bundle: what comes back from the device machine
@@ -134,7 +134,7 @@ class Verdict:
         if not nvcc and not self.dry:
             missing.append("nvcc not found (the CUDA toolkit)")
         if not self.dry and not (ROOT / "third_party/usr").is_dir():
-            missing.append("third_party/ missing: run `bash scripts/vendor_deps.sh` here and carry third_party")
+            missing.append("third_party/ missing: run `bash scripts/maint/vendor_deps.sh` here and carry third_party")
         shards = ROOT / "data/kjv/shards"
         if not (shards / "val_000000.bin").exists() or not list(shards.glob("train_*.bin")):
             missing.append("data/kjv/shards/ missing: run `bash data/kjv/prepare.sh` here and carry data/kjv/shards")
@@ -293,7 +293,7 @@ class Verdict:
             args = ["--config", "gpt2-124m", "-b", "16", "-t", "1024", "--steps", "20"]
         else:
             args = ["--config", "paper-0.7b", "-b", "8", "-t", "2048", "--steps", "10"]
-        out = self.sh(f"pytorch-{size}-{attention}", [self.py, "scripts/bench_pytorch.py", *args, "--attention",
+        out = self.sh(f"pytorch-{size}-{attention}", [self.py, "scripts/bench/bench_pytorch.py", *args, "--attention",
                                                        attention, "--compile"], timeout, check=False)
         lines = [l for l in out.splitlines() if l.startswith("{")]
         # bench_compare.py matches rows by config name; the dry run's are tiny's
@@ -378,7 +378,7 @@ class Verdict:
             return
         torch_rows = self.res / "pytorch.jsonl"
         torch_rows.write_text("".join(p.read_text() for p in sorted(self.res.glob("pytorch-*.jsonl"))))
-        p = subprocess.run([self.py, "scripts/bench_compare.py", *map(str, steps), "--pytorch", str(torch_rows)],
+        p = subprocess.run([self.py, "scripts/bench/bench_compare.py", *map(str, steps), "--pytorch", str(torch_rows)],
                            cwd=ROOT, capture_output=True, text=True)
         (self.res / "summary.md").write_text(p.stdout if p.returncode == 0 else f"bench_compare.py failed: {p.stderr}")
 
@@ -388,7 +388,7 @@ class Verdict:
         machine = (self.res / "machine.txt").read_text().strip() if (self.res / "machine.txt").exists() else "unknown"
         header = [f"### Fused kernels: the verdict{' (CPU dry run: nothing decided)' if self.dry else ''}", "",
                   f"{datetime.date.today().isoformat()}, commit {commit}. Machine: {machine}.",
-                  "Command: `bash scripts/bench_gpu.sh verdict" + (" --cpu-dry-run" if self.dry else "") + "`."]
+                  "Command: `bash scripts/bench/bench_gpu.sh verdict" + (" --cpu-dry-run" if self.dry else "") + "`."]
         text = verdict_table.render(self.res, order, self.dry, header)
         (self.res / "verdict.md").write_text(text)
         return text

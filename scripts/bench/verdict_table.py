@@ -1,5 +1,5 @@
 """The verdict table on xsagpt's fused kernels, from whatever the stages of
-scripts/bench_verdict.py have left in its results folder so far.
+scripts/bench/bench_verdict.py have left in its results folder so far.
 
 A kernel is default-worthy when every CUDA test that speaks for it passed (none
 skipped), its 200-step run lands within LOSS_TOL of the same run on the ATen path,
@@ -145,6 +145,6 @@ def render(res: pathlib.Path, order: list[str], dry_run: bool, header: list[str]
         md += [""] + micro
     summary = res / "summary.md"
     if summary.exists():
-        md += ["", "Training step beside PyTorch (scripts/bench_compare.py):", "", summary.read_text().strip()]
+        md += ["", "Training step beside PyTorch (scripts/bench/bench_compare.py):", "", summary.read_text().strip()]
     md += ["", "Stages:", ""] + stage_rows(r, order)
     return "\n".join(md) + "\n"

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Export a checkpoint's weights for sharing: model.safetensors + config.json.
 
-    .venv/bin/python scripts/export.py runs/xsa-1.4b                 # newest checkpoint -> runs/xsa-1.4b/export/
-    .venv/bin/python scripts/export.py runs/X/checkpoints/step_00200000.pt --out share/xsa-1.4b --dtype bfloat16
+    .venv/bin/python scripts/eval/export.py runs/xsa-1.4b                 # newest checkpoint -> runs/xsa-1.4b/export/
+    .venv/bin/python scripts/eval/export.py runs/X/checkpoints/step_00200000.pt --out share/xsa-1.4b --dtype bfloat16
 
 model.safetensors holds the parameters under their nanoGPT-style names
 (transformer.wte.weight, transformer.h.0.attn.c_attn.weight, ...) and the LM head
@@ -14,11 +14,10 @@ under "model" (the architecture: sizes, "attention": "sa" or "xsa", ...), under
 "conventions" everything else the forward pass depends on (RoPE layout and theta,
 where the norms sit, exact GELU, the XSA epsilon and layers, padded and real
 vocabulary, tied or untied head, sinks), plus where the weights came from. The same
-conventions are in the safetensors metadata (xsagpt.* keys). scripts/load_export.py
+conventions are in the safetensors metadata (xsagpt.* keys). scripts/eval/load_export.py
 rebuilds the model from these two files alone, in plain PyTorch:
 
-    import sys; sys.path.insert(0, "scripts")
-    from load_export import load_export
+    from load_export import load_export             # run beside it (scripts/eval/), or copy load_export.py anywhere
     model = load_export("share/xsa-1.4b")          # float32, eval mode
     logits = model(idx)                             # idx: int64 (B, T) GPT-2 token ids, T <= block_size
 
@@ -27,12 +26,12 @@ With --format hf the folder is a Hugging Face transformers model instead, which
 other file (and lm-eval's `hf` model evaluates): the same model.safetensors, a
 config.json transformers reads (model_type "xsagpt", auto_map, the layers with XSA
 resolved, the conventions as above), configuration_xsagpt.py and modeling_xsagpt.py
-(copied from scripts/hf/), generation_config.json (greedy over GPT-2's 50257 real ids),
+(copied from scripts/eval/hf/), generation_config.json (greedy over GPT-2's 50257 real ids),
 GPT-2's tokenizer from data/gpt2/ (vocab.json, merges.txt, tokenizer_config.json) and a
 model card, README.md: architecture, attention, training tokens and the last val loss
 in the run's metrics.jsonl, each with where it came from.
 
-    .venv/bin/python scripts/export.py runs/xsa-1.4b --format hf --out share/xsa-1.4b-hf
+    .venv/bin/python scripts/eval/export.py runs/xsa-1.4b --format hf --out share/xsa-1.4b-hf
 
 Weights with NaN or inf (or beyond --dtype's range) are refused. Files get the
 user's umask, as any other file they write.
@@ -54,14 +53,14 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 DERIVED = ("rope_cos", "rope_sin")  # recomputed from the config
 GPT2_VOCAB = 50257  # the tokenizer's real vocabulary; model.vocab_size pads it
 EOT = 50256  # GPT-2's <|endoftext|>
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-HF_CODE = ROOT / "scripts" / "hf"  # configuration_xsagpt.py, modeling_xsagpt.py
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+HF_CODE = ROOT / "scripts" / "eval" / "hf"  # configuration_xsagpt.py, modeling_xsagpt.py
 GPT2_DIR = ROOT / "data" / "gpt2"  # encoder.json, vocab.bpe: transformers' vocab.json and merges.txt
 
 
 def conventions(m: dict) -> dict:
     """Everything besides the weights that the forward pass depends on, as the C++ model
-    (src/model/) implements it, so that scripts/load_export.py, or anyone, can rebuild it
+    (src/model/) implements it, so that scripts/eval/load_export.py, or anyone, can rebuild it
     from the export alone. Defaults are src/config/model_config.h's."""
     n_layer = int(m.get("n_layer", 12))
     xl = m.get("xsa_layers")
@@ -128,7 +127,7 @@ def load(path: pathlib.Path) -> dict:
 
 
 def hf_config(config: dict) -> dict:
-    """config.json for transformers: XsagptConfig's keys (scripts/hf/configuration_xsagpt.py)
+    """config.json for transformers: XsagptConfig's keys (scripts/eval/hf/configuration_xsagpt.py)
     from the model config and its conventions, which travel along as recorded."""
     m, conv = config["model"], config["conventions"]
     return {

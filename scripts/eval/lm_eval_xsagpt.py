@@ -14,11 +14,11 @@ lm-eval 0.4.13 finds models only in its own registry, so this file registers the
 class and then runs the harness's own command line; use it wherever you would type
 `lm_eval`:
 
-    .venv/bin/python scripts/lm_eval_xsagpt.py --model xsagpt --model_args checkpoint=runs/X \
+    .venv/bin/python scripts/eval/lm_eval_xsagpt.py --model xsagpt --model_args checkpoint=runs/X \
         --tasks arc_easy,boolq,hellaswag,lambada_openai,openbookqa,piqa,social_iqa,winogrande \
         --output_path results/    # -> results/X/results_<date>.json, named after the run
 
-From Python, `import lm_eval_xsagpt` (with scripts/ on sys.path) registers the model
+From Python, `import lm_eval_xsagpt` (run from scripts/eval/, or with it on sys.path) registers the model
 for lm_eval.simple_evaluate(model="xsagpt", model_args="checkpoint=...", ...), or pass
 an instance: simple_evaluate(model=XsagptLM(checkpoint="runs/X"), tasks=[...]).
 
@@ -47,7 +47,7 @@ def _ensure_lm_eval() -> None:
         return
     except ImportError:
         pass
-    req = pathlib.Path(__file__).resolve().parents[1] / "requirements-eval.txt"
+    req = pathlib.Path(__file__).resolve().parents[2] / "requirements-eval.txt"
     print(f"lm_eval_xsagpt: lm-eval is not installed in {sys.executable}; installing {req.name} "
           "(lm-eval 0.4.13 and its ~0.5 GB of dependencies; once) ...", file=sys.stderr)
     rc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-r", str(req)]).returncode
@@ -62,7 +62,7 @@ from lm_eval.api.model import LM  # noqa: E402
 from lm_eval.api.registry import register_model  # noqa: E402
 import lm_eval.models  # noqa: F401,E402  the built-in models first: the registry loads them only while empty
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 eval_logger = logging.getLogger("lm_eval_xsagpt")
 # Lines sent before reading the answers: xsagpt score answers at an empty line or
 # after --group lines, so sending at most --group lines at a time never leaves both
@@ -238,7 +238,7 @@ class XsagptLM(LM):
 
     def get_model_info(self) -> dict:
         """Goes into the results file's "config": which checkpoint, and its model config
-        (from the run's config.json), so scripts/table2.py can tell SA from XSA later."""
+        (from the run's config.json), so scripts/eval/table2.py can tell SA from XSA later."""
         return {"xsagpt": {"checkpoint": self.checkpoint, "model": run_model_config(self.checkpoint)}}
 
     def __del__(self):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Rebuild an exported xsagpt model (scripts/export.py: model.safetensors + config.json)
+"""Rebuild an exported xsagpt model (scripts/eval/export.py: model.safetensors + config.json)
 in plain PyTorch, from the export alone: the architecture is read from config.json's
 "conventions", not from this repository's C++ or its tests, so the export can be used
 where xsagpt is not installed. A convention this loader does not implement is refused
@@ -9,7 +9,7 @@ by name rather than guessed.
     model = load_export("share/xsa-1.4b")                 # nn.Module, float32, eval mode
     logits = model(torch.tensor([[464, 3139, 286]]))      # (B, T, padded vocab)
 
-    .venv/bin/python scripts/load_export.py share/xsa-1.4b "In the beginning" " God"
+    .venv/bin/python scripts/eval/load_export.py share/xsa-1.4b "In the beginning" " God"
     # log p(" God" | "In the beginning") with tiktoken's GPT-2 split, as `xsagpt score` computes it
 """
 from __future__ import annotations
@@ -97,7 +97,7 @@ def load_export(folder: str | pathlib.Path, dtype: torch.dtype = torch.float32) 
     config = json.loads((folder / "config.json").read_text())
     if config.get("format") != "xsagpt-safetensors" or "conventions" not in config:
         raise ValueError(f"{folder / 'config.json'}: not an xsagpt export with conventions (re-export it with "
-                         "scripts/export.py)")
+                         "scripts/eval/export.py)")
     weights = {k: v.to(dtype) for k, v in load_file(str(folder / "model.safetensors")).items()}
     return ExportedGPT(config["conventions"], weights).eval()
 

@@ -6,12 +6,12 @@ HellaSwag, OpenBookQA, PIQA), in percent with lm-eval's standard error, and thei
 average; then, when a model was trained with several seeds, the mean and spread over
 seeds and the paired XSA - SA difference per task and on average.
 
-    .venv/bin/python scripts/table2.py results/                       # every run lm-eval wrote there
-    .venv/bin/python scripts/table2.py results/sa-s1 results/sa-s2 results/xsa-s1 results/xsa-s2
-    .venv/bin/python scripts/table2.py "XSA 1.4B=results/xsa-1.4b/results_2026-01-01T00-00-00.json" eval.json
+    .venv/bin/python scripts/eval/table2.py results/                       # every run lm-eval wrote there
+    .venv/bin/python scripts/eval/table2.py results/sa-s1 results/sa-s2 results/xsa-s1 results/xsa-s2
+    .venv/bin/python scripts/eval/table2.py "XSA 1.4B=results/xsa-1.4b/results_2026-01-01T00-00-00.json" eval.json
 
 Each argument is [LABEL=]PATH where PATH is
-  - a results_*.json file from lm-eval (scripts/lm_eval_xsagpt.py --model xsagpt);
+  - a results_*.json file from lm-eval (scripts/eval/lm_eval_xsagpt.py --model xsagpt);
   - a folder: lm-eval's --output_path or one run's folder in it; each folder holding
     results_*.json gives one row from its newest file (the older ones are named on
     stderr; give a file to pick another);

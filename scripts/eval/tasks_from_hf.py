@@ -6,8 +6,8 @@ with the prompt lm-evaluation-harness 0.4.13's task config renders for it
 (doc_to_text, doc_to_choice, doc_to_target; zero-shot, default target delimiter
 " "), so `xsagpt eval` on the output scores exactly the requests lm-eval sends:
 
-    .venv/bin/python scripts/tasks_from_hf.py --out tasks/            # all eight, needs `datasets` + internet
-    .venv/bin/python scripts/tasks_from_hf.py --out tasks/ --tasks arc_easy,piqa
+    .venv/bin/python scripts/eval/tasks_from_hf.py --out tasks/            # all eight, needs `datasets` + internet
+    .venv/bin/python scripts/eval/tasks_from_hf.py --out tasks/ --tasks arc_easy,piqa
     build/xsagpt eval runs/sa runs/xsa -t tasks/arc_easy.jsonl,tasks/piqa.jsonl
 
 The datasets, configs and splits are lm-eval's (TASKS below); docs/evaluation.md says

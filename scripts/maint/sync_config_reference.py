@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "config-reference.md"
 BEGIN, END = "<!-- config-reference:begin -->", "<!-- config-reference:end -->"
 
@@ -27,7 +27,7 @@ def main() -> int:
     current, wanted = expected_page(binary)
     if "--check" in sys.argv:
         if current != wanted:
-            print(f"{PAGE.relative_to(ROOT)} is out of date: run scripts/sync_config_reference.py", file=sys.stderr)
+            print(f"{PAGE.relative_to(ROOT)} is out of date: run scripts/maint/sync_config_reference.py", file=sys.stderr)
             return 1
         return 0
     PAGE.write_text(wanted)

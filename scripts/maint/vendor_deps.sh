@@ -8,7 +8,7 @@
 # find libspdlog/libfmt/libpcre2 there through their build-tree RPATH.
 # See docs/gpu-machine.md for the whole procedure.
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 dest="$root/third_party"
 say() { printf '\033[1m[vendor]\033[0m %s\n' "$*"; }
 

@@ -19,11 +19,12 @@ is one `xsagpt sweep` over attention x seed, so every run is an ordinary run dir
 finished ones. The table gives each cell's final val loss mean +- sd over seeds and
 the paired XSA - SA difference (same seed, same data order) mean +- sd.
 
-  .venv/bin/python scripts/study_head.py                  # the full grid (hours on 2 cores)
-  .venv/bin/python scripts/study_head.py --steps 300 --sizes tiny --jobs 2
-  .venv/bin/python scripts/study_head.py --table-only     # just re-aggregate
+  .venv/bin/python scripts/study/study_head.py                  # the full grid (hours on 2 cores)
+  .venv/bin/python scripts/study/study_head.py --steps 300 --sizes tiny --jobs 2
+  .venv/bin/python scripts/study/study_head.py --table-only     # just re-aggregate
 """
 import argparse
+import importlib.util
 import numpy as np
 import itertools
 import json
@@ -35,7 +36,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 HEADS = {
     "tied": (True, "normal"),
@@ -63,8 +64,12 @@ def compact_shards(corpus, vocab, out_root):
     dst = out_root / "data" / f"{corpus}-v{vocab}"
     if (dst / "done").exists():
         return dst
-    sys.path.insert(0, str(ROOT / "data"))
-    from prepare import read_shard, write_shard  # the shard format's one reader and writer
+    # data/prepare.py holds the shard format's one reader and writer; data/ is no package,
+    # so the module is loaded from its file rather than found on sys.path.
+    spec = importlib.util.spec_from_file_location("prepare", ROOT / "data" / "prepare.py")
+    prepare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(prepare)
+    read_shard, write_shard = prepare.read_shard, prepare.write_shard
     dst.mkdir(parents=True, exist_ok=True)
     files = sorted(src.glob("*.bin"))
     tokens = {f.name: read_shard(f) for f in files}

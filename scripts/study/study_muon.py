@@ -13,14 +13,13 @@ Runs use study_head.py's setting (tiny model, corpora remapped to a compact
 vocabulary, 4 x 64 tokens per step, fp32 on one CPU thread), each cell one
 `xsagpt sweep` over attention x seed under --out, so a rerun skips finished runs.
 
-  .venv/bin/python scripts/study_muon.py --jobs 2          # LR check, then the grid
-  .venv/bin/python scripts/study_muon.py --table-only      # just re-aggregate
+  .venv/bin/python scripts/study/study_muon.py --jobs 2          # LR check, then the grid
+  .venv/bin/python scripts/study/study_muon.py --table-only      # just re-aggregate
 """
 import argparse
 import itertools
 import json
 import os
-import pathlib
 import statistics
 import subprocess
 import sys
@@ -28,8 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from scipy import stats
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from study_head import CORPORA, ROOT, compact_shards, final_val  # noqa: E402  the shards and run layout it uses
+from study_head import CORPORA, ROOT, compact_shards, final_val  # its sibling: the shards and run layout it uses
 
 OPTIMIZERS = ("adamw", "muon")
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Draws xsagpt's figures (PNG) from what `xsagpt train`, `sweep` and `analyze` write.
 
-    python scripts/plot.py PATH... [--out DIR] [--smooth A] [--logx] [--ylim LO HI]
+    python scripts/view/plot.py PATH... [--out DIR] [--smooth A] [--logx] [--ylim LO HI]
 
 Each PATH is one of:
   run dir       (config.json + metrics.jsonl): loss_vs_step.png and loss_vs_tokens.png, the train

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Mirrors training runs into TensorBoard or Weights & Biases as they train.
 
-    .venv/bin/python scripts/track.py runs/xsa-1.4b --tensorboard tb/        # then: tensorboard --logdir tb/
-    .venv/bin/python scripts/track.py runs/sweep-lr --wandb xsagpt            # every point its own W&B run
-    .venv/bin/python scripts/track.py runs/a runs/b --tensorboard tb/ --once  # finished runs, then exit
+    .venv/bin/python scripts/view/track.py runs/xsa-1.4b --tensorboard tb/        # then: tensorboard --logdir tb/
+    .venv/bin/python scripts/view/track.py runs/sweep-lr --wandb xsagpt            # every point its own W&B run
+    .venv/bin/python scripts/view/track.py runs/a runs/b --tensorboard tb/ --once  # finished runs, then exit
 
 metrics.jsonl stays the source of truth; this follows it (src/train/metrics.h: train lines
 carry train_loss, lr, grad_norm, tokens_per_s, mfu; val lines val_loss; both step and

@@ -1,6 +1,6 @@
 """Configuration of an xsagpt model for Hugging Face transformers (remote code).
 
-scripts/export.py --format hf copies this file and modeling_xsagpt.py into the export
+scripts/eval/export.py --format hf copies this file and modeling_xsagpt.py into the export
 folder, so that AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True)
 needs nothing but transformers and torch. The keys are xsagpt's own (the `model`
 section of a run config, src/config/model_config.h) with the layer list resolved;
@@ -42,7 +42,7 @@ class XsagptConfig(PreTrainedConfig):
     bos_token_id: int | None = 50256
     eos_token_id: int | None = 50256
     pad_token_id: int | None = None
-    conventions: dict[str, Any] | None = None  # scripts/export.py's record of the forward pass
+    conventions: dict[str, Any] | None = None  # scripts/eval/export.py's record of the forward pass
     xsagpt: dict[str, Any] | None = None  # provenance: the run config's model section, checkpoint, step, tokens
 
     def __post_init__(self, **kwargs):

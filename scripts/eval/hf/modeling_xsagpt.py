@@ -1,6 +1,6 @@
 """An xsagpt model (NanoGPT-style GPT with standard or Exclusive Self Attention) for
 Hugging Face transformers: AutoModelForCausalLM, generate() with a key/value cache,
-lm-eval's `hf` model. Written from the conventions scripts/export.py records in
+lm-eval's `hf` model. Written from the conventions scripts/eval/export.py records in
 config.json; imports only torch and transformers.
 
     x = ln_e([sinks; wte(ids)])                          learned sinks first, then LayerNorm
