@@ -125,7 +125,7 @@ def test_bad_arguments_are_named(xsagpt, args, message):
 
 
 def test_compare_table_matches_both_benchmarks(tmp_path, xsagpt, repo_root):
-    """scripts/bench_compare.py joins xsagpt's step results with bench_pytorch.py's
+    """scripts/bench/bench_compare.py joins xsagpt's step results with bench_pytorch.py's
     by config, batch and length, and its ratios follow from the two JSON outputs."""
     import subprocess
     import sys
@@ -137,13 +137,13 @@ def test_compare_table_matches_both_benchmarks(tmp_path, xsagpt, repo_root):
            "--step-config", model, "--step-batch", 2, "--step-seq-len", 16, "--threads", 1, "--json", ours)
     theirs = tmp_path / "pytorch.jsonl"
     for attention in ("sa", "xsa"):
-        proc = subprocess.run([sys.executable, repo_root / "scripts" / "bench_pytorch.py", "--config", str(model),
+        proc = subprocess.run([sys.executable, repo_root / "scripts" / "bench" / "bench_pytorch.py", "--config", str(model),
                                "-b", "2", "-t", "16", "--steps", "2", "--warmup", "1", "--attention", attention,
                                "--device", "cpu"],
                               capture_output=True, text=True, check=True)
         with theirs.open("a") as f:
             f.write(proc.stdout)
-    proc = subprocess.run([sys.executable, repo_root / "scripts" / "bench_compare.py", ours, "--pytorch", theirs],
+    proc = subprocess.run([sys.executable, repo_root / "scripts" / "bench" / "bench_compare.py", ours, "--pytorch", theirs],
                           capture_output=True, text=True, check=True)
     rows = [[c.strip() for c in l.strip("|").split("|")] for l in proc.stdout.splitlines()[2:]]
     assert [r[2] for r in rows] == ["sa", "xsa"]

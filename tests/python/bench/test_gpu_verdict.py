@@ -1,4 +1,4 @@
-"""scripts/bench_verdict.py (`bash scripts/bench_gpu.sh verdict`) rehearsed on the
+"""scripts/bench/bench_verdict.py (`bash scripts/bench/bench_gpu.sh verdict`) rehearsed on the
 CPU: what a lent GPU's 10-minute calls depend on. A stage broken on purpose leaves
 the others' rows; a second call skips what is done; a call with no time left
 starts nothing and says `pending`; the results bundle is text under 1 MiB, and a
@@ -27,7 +27,7 @@ def verdict(repo_root, out, *args, env_extra=None):
     if env_extra:
         import os
         env = dict(os.environ, **env_extra)
-    return subprocess.run([sys.executable, str(repo_root / "scripts/bench_verdict.py"), "--cpu-dry-run", "--out",
+    return subprocess.run([sys.executable, str(repo_root / "scripts/bench/bench_verdict.py"), "--cpu-dry-run", "--out",
                            str(out), *args], cwd=repo_root, capture_output=True, text=True, env=env, timeout=900)
 
 

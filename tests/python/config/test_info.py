@@ -8,8 +8,7 @@ import sys
 import pytest
 import torch
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/, for reference/
-from reference.model import GPT, GPTConfig  # noqa: E402
+from reference.model import GPT, GPTConfig
 
 
 def info(xsagpt, *args):
@@ -74,7 +73,7 @@ def test_set_overrides_the_model_as_train_does(xsagpt, tmp_path):
     assert xsagpt("info", "-c", "paper-1.4b", "-t", "16384", check=False).returncode == 2
     got = info(xsagpt, "-c", "paper-1.4b", "--set", "model.block_size=16384", "--set", "model.attention=xsa",
                "-t", "16384")
-    edited = json.loads((pathlib.Path(__file__).resolve().parents[2] / "configs/model/paper-1.4b.json").read_text())
+    edited = json.loads((pathlib.Path(__file__).resolve().parents[3] / "configs/model/paper-1.4b.json").read_text())
     edited.update(block_size=16384, attention="xsa")
     (tmp_path / "long.json").write_text(json.dumps(edited))
     want = info(xsagpt, "-c", tmp_path / "long.json", "-t", "16384")

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 PREPARE = ROOT / "data" / "prepare.py"
 EOT = 50256
 VAL, SHARD = 300, 700  # small shards: documents cross shard boundaries

@@ -5,7 +5,7 @@
   as its tokenizer), including trailing whitespace moved to the continuation and an
   empty context; rolling windows equal the harness's get_rolling_token_windows;
 - log-probabilities equal a float64 computation by the plain-PyTorch reference
-  model (tests/reference/model.py) on the checkpoint's weights, with the harness's
+  model (scripts/bench/reference/model.py) on the checkpoint's weights, with the harness's
   left truncation, within 1e-5 relative (the C++ model runs in float32 on the CPU);
 - `xsagpt eval` gives the accuracies the reference log-probabilities give under the
   harness's acc / acc_norm definitions (ending joined with the target delimiter " ",
@@ -14,8 +14,8 @@
   file and line;
 - the real `lm_eval` pipeline, with the `xsagpt` model class and the local YAML
   tasks in tests/lm_eval_tasks/, gives the same accuracy as `xsagpt eval`;
-- scripts/export.py writes safetensors the reference model loads back, and
-  scripts/table2.py prints the paper's averages.
+- scripts/eval/export.py writes safetensors the reference model loads back, and
+  scripts/eval/table2.py prints the paper's averages.
 Tiny GPT-2-vocabulary models (block_size 32, so truncation and several rolling
 windows happen on short texts), trained a few steps; everything is computed on the
 CPU (--device cpu), also on a machine with a GPU, except where a test says otherwise.
@@ -36,8 +36,7 @@ import torch.nn.functional as F
 
 from shardio import write_shard
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/, for reference/
-from reference.model import GPT  # noqa: E402
+from reference.model import GPT
 
 tiktoken = pytest.importorskip("tiktoken")
 from gpt2_tiktoken import EOT_ID, gpt2_encoding  # noqa: E402
@@ -45,7 +44,7 @@ pytest.importorskip("lm_eval", reason="lm-eval is not installed (requirements-ev
 from lm_eval.api.model import TemplateLM  # noqa: E402
 from lm_eval.utils import get_rolling_token_windows, make_disjoint_window  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 TASKS = ROOT / "tests" / "lm_eval_tasks"
 BLOCK = 32
 EOT = EOT_ID
@@ -400,7 +399,7 @@ def test_lm_eval_end_to_end(runs, eval_report, xsagpt, gpt2_vocab_dir, build_dir
            "XSAGPT_BINARY": str(build_dir / "xsagpt"), "TOKENIZERS_PARALLELISM": "false"}
     out_dir = tmp_path / "lm_eval_out"
     proc = subprocess.run(
-        [sys.executable, ROOT / "scripts" / "lm_eval_xsagpt.py", "--model", "xsagpt",
+        [sys.executable, ROOT / "scripts" / "eval" / "lm_eval_xsagpt.py", "--model", "xsagpt",
          "--model_args", f"checkpoint={runs['xsa']},threads=1,vocab={gpt2_vocab_dir}", "--device", "cpu",
          "--tasks", "xsagpt_tiny_mc,xsagpt_tiny_rolling,xsagpt_tiny_gen", "--include_path", TASKS,
          "--output_path", out_dir, "--log_samples"],
@@ -410,7 +409,7 @@ def test_lm_eval_end_to_end(runs, eval_report, xsagpt, gpt2_vocab_dir, build_dir
     assert results_file.parent == out_dir / runs["xsa"].name  # named after the run, not at random
     data = json.loads(results_file.read_text())
     results = data["results"]
-    assert data["config"]["xsagpt"]["model"]["attention"] == "xsa"  # for scripts/table2.py
+    assert data["config"]["xsagpt"]["model"]["attention"] == "xsa"  # for scripts/eval/table2.py
 
     # Multiple choice: the accuracy of `xsagpt eval` on the same file.
     mc = eval_report[0]["models"][1]["results"]["tiny_mc"]
@@ -443,7 +442,6 @@ def test_bridge_from_python(runs, xsagpt, gpt2_vocab_dir, build_dir, monkeypatch
     """The model class used directly (lm_eval.simple_evaluate's route), sending requests in
     several groups, with the device lm-eval passes when told nothing (cuda:0, which must work
     on a machine without a GPU too; with one, the GPU's float32 is compared with the CPU's)."""
-    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
     import lm_eval_xsagpt
     from lm_eval.api.registry import get_model
     assert get_model("xsagpt") is lm_eval_xsagpt.XsagptLM
@@ -469,14 +467,14 @@ def test_export_round_trip(runs, reference, xsagpt, gpt2_vocab_dir, tmp_path, en
     # An untied head (the default) is exported as lm_head.weight of its own.
     (tmp_path / "untied").mkdir()
     untied = train_run(tmp_path / "untied", xsagpt, enc, "xsa", tie=False)
-    subprocess.run([sys.executable, ROOT / "scripts" / "export.py", untied, "--out", tmp_path / "untied_export"],
+    subprocess.run([sys.executable, ROOT / "scripts" / "eval" / "export.py", untied, "--out", tmp_path / "untied_export"],
                    check=True, capture_output=True)
     ck = torch.load(newest_checkpoint(untied), weights_only=True)
     state = safetensors.load_file(tmp_path / "untied_export" / "model.safetensors")
     assert state.keys() == ck["model"].keys() - {"rope_cos", "rope_sin"}
     assert not torch.equal(state["lm_head.weight"], state["transformer.wte.weight"])
     out = tmp_path / "export"
-    cmd = [sys.executable, ROOT / "scripts" / "export.py", runs["xsa"], "--out", out]
+    cmd = [sys.executable, ROOT / "scripts" / "eval" / "export.py", runs["xsa"], "--out", out]
     subprocess.run(cmd, check=True, capture_output=True)
     state = safetensors.load_file(out / "model.safetensors")
     config = json.loads((out / "config.json").read_text())
@@ -500,9 +498,8 @@ def test_export_round_trip(runs, reference, xsagpt, gpt2_vocab_dir, tmp_path, en
     os.umask(umask)
     for f in ("model.safetensors", "config.json"):
         assert (out / f).stat().st_mode & 0o777 == 0o666 & ~umask, f
-    # Rebuilt from the export alone by scripts/load_export.py (plain PyTorch, float32 like the C++
+    # Rebuilt from the export alone by scripts/eval/load_export.py (plain PyTorch, float32 like the C++
     # model on the CPU), it reproduces `xsagpt score` within 1e-4, tied (sink, XSA) and untied.
-    sys.path.insert(0, str(ROOT / "scripts"))
     from load_export import load_export, logprob
     for run, folder in ((runs["xsa"], out), (untied, tmp_path / "untied_export")):
         model = load_export(folder)
@@ -523,7 +520,7 @@ def test_export_round_trip(runs, reference, xsagpt, gpt2_vocab_dir, tmp_path, en
     bad_ck["model"]["transformer.h.1.mlp.c_fc.weight"][0, 0] = float("nan")
     torch.save(bad_ck, tmp_path / "nan.pt")
     before = (out / "model.safetensors").read_bytes()
-    proc = subprocess.run([sys.executable, ROOT / "scripts" / "export.py", tmp_path / "nan.pt", "--out", out, "--force"],
+    proc = subprocess.run([sys.executable, ROOT / "scripts" / "eval" / "export.py", tmp_path / "nan.pt", "--out", out, "--force"],
                           capture_output=True, text=True)
     assert proc.returncode != 0 and "transformer.h.1.mlp.c_fc.weight holds non-finite values" in proc.stderr
     assert (out / "model.safetensors").read_bytes() == before
@@ -561,7 +558,7 @@ def test_table2_seeds_errors_and_paired_difference(tmp_path):
     old = out / "sa-s1" / "results_2025-01-01T00-00-00.json"
     old.write_text(json.dumps({"results": {}}))
     os.utime(old, (1, 1))
-    proc = subprocess.run([sys.executable, ROOT / "scripts" / "table2.py", out], check=True, capture_output=True,
+    proc = subprocess.run([sys.executable, ROOT / "scripts" / "eval" / "table2.py", out], check=True, capture_output=True,
                           text=True)
     assert "sa-s1: reading results_2026-01-01T00-00-00.json, the newest of 2" in proc.stderr
     lines = proc.stdout.splitlines()
@@ -629,9 +626,8 @@ def local_task_configs(folder):
 
 def test_table2_tasks_match_lm_eval(runs, xsagpt, gpt2_vocab_dir, build_dir, tmp_path):
     """lm-eval on its real configs for all eight tasks (default target delimiter) through the
-    bridge, and `xsagpt eval` on the rows scripts/tasks_from_hf.py converts: the same requests
+    bridge, and `xsagpt eval` on the rows scripts/eval/tasks_from_hf.py converts: the same requests
     and the same acc, acc_norm and standard errors."""
-    sys.path.insert(0, str(ROOT / "scripts"))
     import tasks_from_hf
     cfg_dir = tmp_path / "configs"
     cfg_dir.mkdir()
@@ -647,7 +643,7 @@ def test_table2_tasks_match_lm_eval(runs, xsagpt, gpt2_vocab_dir, build_dir, tmp
            "XSAGPT_BINARY": str(build_dir / "xsagpt"), "TOKENIZERS_PARALLELISM": "false"}
     out_dir = tmp_path / "lm_eval_out"
     proc = subprocess.run(
-        [sys.executable, ROOT / "scripts" / "lm_eval_xsagpt.py", "--model", "xsagpt",
+        [sys.executable, ROOT / "scripts" / "eval" / "lm_eval_xsagpt.py", "--model", "xsagpt",
          "--model_args", f"checkpoint={runs['xsa']},threads=1,vocab={gpt2_vocab_dir}", "--device", "cpu",
          "--tasks", ",".join(f"local_{t}" for t in TABLE2_SPLITS), "--include_path", cfg_dir,
          "--output_path", out_dir, "--log_samples"],

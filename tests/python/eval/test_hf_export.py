@@ -1,4 +1,4 @@
-"""scripts/export.py --format hf against the binary: tiny models trained here (SA with an
+"""scripts/eval/export.py --format hf against the binary: tiny models trained here (SA with an
 untied head; XSA on some layers with a gate, sinks, biases and a tied head; XSA in every
 layer with an untied head) are exported and loaded by transformers'
 AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True) in a fresh Python
@@ -29,7 +29,7 @@ pytest.importorskip("transformers", reason="transformers is not installed (requi
 tiktoken = pytest.importorskip("tiktoken")
 from gpt2_tiktoken import gpt2_encoding  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 TASKS = ROOT / "tests" / "lm_eval_tasks"
 BLOCK = 32
 
@@ -80,7 +80,7 @@ def exports(tmp_path_factory, xsagpt, enc):
         tmp = tmp_path_factory.mktemp(name)
         # A tied head needs longer before greedy text is more than one token repeated.
         run = train(tmp, xsagpt, enc, overrides, steps=40 if overrides.get("tie_embeddings") else 12)
-        subprocess.run([sys.executable, ROOT / "scripts" / "export.py", run, "--format", "hf", "--out", tmp / "hf"],
+        subprocess.run([sys.executable, ROOT / "scripts" / "eval" / "export.py", run, "--format", "hf", "--out", tmp / "hf"],
                        check=True, capture_output=True)
         out[name] = (run, tmp / "hf")
     return out

@@ -1,4 +1,4 @@
-"""scripts/tasks_from_hf.py's row converters on self-written rows, against the prompts
+"""scripts/eval/tasks_from_hf.py's row converters on self-written rows, against the prompts
 lm-eval 0.4.13's task configs render, written out here by hand (the end-to-end check
 against lm-eval itself is test_eval.py::test_table2_tasks_match_lm_eval). No model, no
 network, no lm-eval needed."""
@@ -9,9 +9,8 @@ import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-import tasks_from_hf as t  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+import tasks_from_hf as t
 
 FIXTURES = ROOT / "tests" / "fixtures" / "lm_eval"
 
@@ -57,7 +56,7 @@ def test_every_fixture_row_converts_to_a_valid_item():
 
 
 def test_unknown_task_is_named(tmp_path):
-    proc = subprocess.run([sys.executable, ROOT / "scripts" / "tasks_from_hf.py", "--out", tmp_path, "--tasks",
+    proc = subprocess.run([sys.executable, ROOT / "scripts" / "eval" / "tasks_from_hf.py", "--out", tmp_path, "--tasks",
                            "arc_easy,arc_hard"], capture_output=True, text=True)
     assert proc.returncode != 0 and "--tasks: unknown ['arc_hard']" in proc.stderr
     assert not list(tmp_path.iterdir())

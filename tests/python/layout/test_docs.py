@@ -41,7 +41,7 @@ def broken_links(repo_root) -> list:
 
 
 def test_config_reference_is_current(repo_root, build_dir):
-    proc = subprocess.run([sys.executable, repo_root / "scripts" / "sync_config_reference.py", "--check"],
+    proc = subprocess.run([sys.executable, repo_root / "scripts" / "maint" / "sync_config_reference.py", "--check"],
                           capture_output=True, text=True, env={"XSAGPT_BUILD_DIR": str(build_dir)})
     assert proc.returncode == 0, proc.stderr
 

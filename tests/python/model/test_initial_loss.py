@@ -6,7 +6,7 @@ starts within a fraction of a nat of ln(vocab), a zero head exactly at it; nanoG
 tied head, behind the post-embedding LayerNorm, starts far above it (every token
 predicts itself: LN(e)·e ~ std * d_model nats); all learn.
 Which head *trains better* is a research question with seed noise at these sizes: it
-is answered by the study in docs/lm-head-study.md (scripts/study_head.py), not here.
+is answered by the study in docs/lm-head-study.md (scripts/study/study_head.py), not here.
 The corpus is remapped to its 2047 most frequent tokens plus one for the rest, so the
 width is real and the head small."""
 import json

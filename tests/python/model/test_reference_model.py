@@ -1,4 +1,4 @@
-"""The C++ model against the independent PyTorch reference (tests/reference/model.py).
+"""The C++ model against the independent PyTorch reference (scripts/bench/reference/model.py).
 
 xsagpt_dump_model builds the C++ GPT from a config and seed and saves one
 forward+backward pass on random tokens; the reference, loaded with the C++ weights,
@@ -16,8 +16,7 @@ import sys
 import pytest
 import torch
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/, for reference/
-from reference.model import GPT, GPTConfig, apply_rope, exclude_self_value, rope_tables  # noqa: E402
+from reference.model import GPT, GPTConfig, apply_rope, exclude_self_value, rope_tables
 
 # Small enough for a fraction of a second per pass; n_head*head_dim = 60 != d_model.
 BASE = dict(vocab_size=96, block_size=32, n_layer=2, d_model=48, n_head=3, head_dim=20, tie_embeddings=True)

@@ -122,7 +122,7 @@ def test_analyze_output_feeds_plot(runs, xsagpt, repo_root, tmp_path):
     for kind in ("sa", "xsa"):
         xsagpt("analyze", runs / kind / "checkpoints" / "step_00000008.pt", "--sequences", 4, "--device", "cpu",
                "--threads", 1, "--out", tmp_path / f"{kind}.json")
-    proc = subprocess.run([repo_root / ".venv/bin/python", repo_root / "scripts/plot.py", tmp_path / "sa.json",
+    proc = subprocess.run([repo_root / ".venv/bin/python", repo_root / "scripts/view/plot.py", tmp_path / "sa.json",
                            tmp_path / "xsa.json", "--out", tmp_path / "plots"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "plots" / "analysis.png").stat().st_size > 0

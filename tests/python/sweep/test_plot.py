@@ -1,4 +1,4 @@
-"""scripts/plot.py on synthetic run, sweep and analysis outputs laid out as xsagpt writes them:
+"""scripts/view/plot.py on synthetic run, sweep and analysis outputs laid out as xsagpt writes them:
 the expected PNGs appear, are real non-blank images, follow their data, and bad paths fail
 with a message naming them."""
 import importlib.util
@@ -12,8 +12,8 @@ import sys
 import numpy as np
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "plot.py"
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+SCRIPT = ROOT / "scripts" / "view" / "plot.py"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 

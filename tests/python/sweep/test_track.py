@@ -1,4 +1,4 @@
-"""scripts/track.py against real runs of the binary: it follows metrics.jsonl while a run
+"""scripts/view/track.py against real runs of the binary: it follows metrics.jsonl while a run
 trains, survives being killed and restarted without duplicating a point, stops by itself
 when the run (or every point of a sweep) has ended, and what it wrote, read back with
 tensorboard's own event reader and from W&B's offline run files, holds every logged step
@@ -23,8 +23,8 @@ pytest.importorskip("tensorboard", reason="tensorboard is not installed (require
                                           "--track, which the test command runs)")
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-TRACK = ROOT / "scripts" / "track.py"
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+TRACK = ROOT / "scripts" / "view" / "track.py"
 
 
 @pytest.fixture(scope="module")
