@@ -3,7 +3,6 @@ estimate responds to the memory options the trainer runs with."""
 import json
 import pathlib
 import re
-import sys
 
 import pytest
 import torch

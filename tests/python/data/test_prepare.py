@@ -13,6 +13,8 @@ import sys
 import numpy as np
 import pytest
 
+from shardio import read_shard_strict, shard_files
+
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 PREPARE = ROOT / "data" / "prepare.py"
 EOT = 50256
@@ -46,17 +48,6 @@ def run_prepare(*args, check=True):
     if check and proc.returncode != 0:
         raise AssertionError(f"prepare.py {args} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
-
-
-def read_shard(path: pathlib.Path) -> np.ndarray:
-    raw = path.read_bytes()
-    header = np.frombuffer(raw[:1024], dtype="<i4")
-    assert tuple(header[:3]) == (20240520, 1, (len(raw) - 1024) // 2) and not header[3:].any(), path
-    return np.frombuffer(raw[1024:], dtype="<u2")
-
-
-def shard_files(d: pathlib.Path):
-    return sorted(d.glob("*.bin"), key=lambda p: p.name.split("_")[1])  # val_000000 first
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +91,7 @@ def test_shards_hold_tiktokens_encoding_and_round_trip_through_the_cpp_reader(co
     files = shard_files(one_process)
     names = [f.name for f in files]
     assert names[0] == "val_000000.bin" and names[1:] == [f"train_{i:06d}.bin" for i in range(1, len(files))]
-    shards = [read_shard(f) for f in files]
+    shards = [read_shard_strict(f) for f in files]
     assert [len(s) for s in shards[:-1]] == [VAL] + [SHARD] * (len(files) - 2)
     assert 0 < len(shards[-1]) <= SHARD
     np.testing.assert_array_equal(np.concatenate(shards), expected)
@@ -118,7 +109,7 @@ def test_shards_hold_tiktokens_encoding_and_round_trip_through_the_cpp_reader(co
 
 
 def test_data_check_reads_headerless_shards_and_reports_each_bad_one(one_process, xsagpt, tmp_path):
-    val = read_shard(one_process / "val_000000.bin")
+    val = read_shard_strict(one_process / "val_000000.bin")
     (tmp_path / "raw.bin").write_bytes(val.astype("<u2").tobytes())  # nanoGPT's headerless format
     shutil.copy(one_process / "train_000001.bin", tmp_path / "cut.bin")
     with open(tmp_path / "cut.bin", "r+b") as f:
@@ -210,7 +201,7 @@ def test_text_field_selects_the_jsonl_field(gpt2_vocab_dir, reference, tmp_path)
     src.write_text("".join(json.dumps({"content": d, "text": "wrong"}) + "\n" for d in docs))
     run_prepare("text", src, "--text-field", "content", "--out-dir", tmp_path / "out", "--val-tokens", 5,
                 "--shard-tokens", 100, "--workers", 1, "--vocab-dir", gpt2_vocab_dir)
-    got = np.concatenate([read_shard(f) for f in shard_files(tmp_path / "out")])
+    got = np.concatenate([read_shard_strict(f) for f in shard_files(tmp_path / "out")])
     assert got.tolist() == [t for d in docs for t in [EOT, *reference.encode_ordinary(d)]]
 
 
@@ -222,7 +213,7 @@ def test_parquet_rows_are_documents(gpt2_vocab_dir, reference, tmp_path):
     pq.write_table(pa.table({"text": docs, "n": [1, 2, 3]}), tmp_path / "d.parquet")
     run_prepare("text", tmp_path / "d.parquet", "--out-dir", tmp_path / "out", "--val-tokens", 4,
                 "--shard-tokens", 100, "--workers", 1, "--vocab-dir", gpt2_vocab_dir)
-    got = np.concatenate([read_shard(f) for f in shard_files(tmp_path / "out")])
+    got = np.concatenate([read_shard_strict(f) for f in shard_files(tmp_path / "out")])
     assert got.tolist() == [t for d in docs for t in [EOT, *reference.encode_ordinary(d)]]
 
 
@@ -267,5 +258,5 @@ def load_dataset(path, name=None, split=None, streaming=False):
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "asked.json").read_text()) == ["HuggingFaceFW/fineweb-edu", "sample-100BT", "train",
                                                                   True]
-    got = np.concatenate([read_shard(f) for f in shard_files(out)])
+    got = np.concatenate([read_shard_strict(f) for f in shard_files(out)])
     assert got.tolist() == [t for d in docs for t in [EOT, *reference.encode_ordinary(d)]]

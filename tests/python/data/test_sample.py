@@ -4,10 +4,9 @@ printed text must agree with tiktoken token for token; seeds reproduce; the cach
 changes nothing; padded ids never come out; a 256-token model works in id mode."""
 import json
 
-import numpy as np
 import pytest
 
-from shardio import write_shard
+from tinyrun import train_tiny
 
 tiktoken = pytest.importorskip("tiktoken")
 from gpt2_tiktoken import gpt2_encoding  # noqa: E402
@@ -18,29 +17,6 @@ PROMPT = "The naïve café served 3 crêpes ✓ and"
 @pytest.fixture(scope="module")
 def enc(gpt2_vocab_dir):
     return gpt2_encoding(gpt2_vocab_dir)
-
-
-def train_tiny(tmp_path, xsagpt, vocab, attention="xsa", n_sink=0):
-    """A 1-layer model trained for one step on random ids; returns its run dir."""
-    rng = np.random.default_rng(0)
-    for name in ("train_000001.bin", "val_000000.bin"):
-        write_shard(tmp_path / name, rng.integers(0, min(vocab, 50257), size=2048))
-    cfg = {
-        "model": {"base": "tiny", "vocab_size": vocab, "block_size": 32, "n_layer": 1, "d_model": 32,
-                  "n_head": 2, "head_dim": 16, "attention": attention, "n_sink": n_sink},
-        "data": {"train": str(tmp_path / "train_*.bin"), "val": str(tmp_path / "val_*.bin")},
-        "train": {"max_steps": 1, "warmup_steps": 0, "seq_len": 16, "micro_batch": 2, "eval_interval": 0,
-                  "eval_tokens": 64, "device": "cpu", "threads": 1},
-        "out_dir": str(tmp_path / "run"),
-    }
-    (tmp_path / "cfg.json").write_text(json.dumps(cfg))
-    xsagpt("train", "-c", tmp_path / "cfg.json")
-    return tmp_path / "run"
-
-
-@pytest.fixture(scope="module")
-def gpt2_run(tmp_path_factory, xsagpt):
-    return train_tiny(tmp_path_factory.mktemp("gpt2"), xsagpt, 50304, n_sink=1)
 
 
 def sample(xsagpt, run, vocab_dir, *args):

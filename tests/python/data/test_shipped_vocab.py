@@ -5,6 +5,7 @@ run from another directory."""
 import hashlib
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -12,9 +13,9 @@ import numpy as np
 import pytest
 
 from gpt2_tiktoken import gpt2_encoding
-from test_prepare import PREPARE, read_shard, shard_files
-from test_sample import gpt2_run  # noqa: F401  (fixture)
+from shardio import read_shard_strict, shard_files
 
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 TEXT = "In the beginning God created the heaven and the earth. Ünïcödé 🙂 don't"
 GPT2_URL = "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/"
 
@@ -67,10 +68,10 @@ def test_prepare_finds_the_shipped_vocabulary_offline(tmp_path, reference):
     elsewhere.mkdir()
     args = ["text", tmp_path / "doc.txt", "--out-dir", tmp_path / "out", "--val-tokens", 5, "--shard-tokens", 100,
             "--workers", 1]
-    proc = subprocess.run([sys.executable, str(PREPARE), *map(str, args)], cwd=elsewhere,
+    proc = subprocess.run([sys.executable, str(ROOT / "data" / "prepare.py"), *map(str, args)], cwd=elsewhere,
                           capture_output=True, text=True, env=offline_env(tmp_path), timeout=120)
     assert proc.returncode == 0, proc.stderr
-    tokens = np.concatenate([read_shard(p) for p in shard_files(tmp_path / "out")])
+    tokens = np.concatenate([read_shard_strict(p) for p in shard_files(tmp_path / "out")])
     assert tokens.tolist() == [50256] + reference.encode(TEXT)
 
 

@@ -9,7 +9,8 @@ import re
 import pytest
 import torch
 
-from test_distributed import metrics, run, shards, torchrun, weights, write_config  # noqa: F401 (shards: fixture)
+from distrun import run, torchrun, weights, write_config
+from tinyrun import metrics
 
 SHARD = "train.shard_optimizer=true"
 

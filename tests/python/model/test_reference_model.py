@@ -9,9 +9,7 @@ large enough that the ||v|| floor is active for some tokens.
 """
 import json
 import os
-import pathlib
 import subprocess
-import sys
 
 import pytest
 import torch

@@ -1,40 +1,22 @@
 """Nothing lost, ever: end-to-end with the real binary, one test per way a run can lose work.
 
 A full disk while saving a checkpoint or writing metrics, a resume that fails, a
-resume from another run's checkpoint, a run killed between its last checkpoint and
-done.json, a shard truncated under a running job, a sweep directory with shell
-metacharacters: each must leave every good file intact and say what happened.
+start that fails validation, a resume from another run's checkpoint or an older one of
+its own, a run killed between its last checkpoint and done.json: each must leave every
+good file intact and say what happened. (The same for sweep points is in
+sweep/test_sweep_failures.py, for shards in data/test_shard_checks.py.)
 All on the CPU, also where a GPU is present (runs are compared bit for bit).
 Disk-full tests mount a small tmpfs, which needs root; elsewhere they skip (the C++
 tests in tests/cpp/test_run_dir.cpp inject the same write failures without root)."""
-import hashlib
 import json
 import os
 import pathlib
-import shutil
 import subprocess
-import time
 
 import pytest
 import torch
 
-from test_train import metrics, run_config, shards, wait_for  # noqa: F401  (fixture re-exported)
-
-
-def cpu_config(tmp_path, shards, **train):
-    """test_train's tiny run, on the CPU on any machine: runs are compared bit for bit."""
-    return run_config(tmp_path, shards, device="cpu", **train)
-
-
-def snapshot(d: pathlib.Path) -> dict:
-    """Every file under d with a hash of its bytes, but .lock: the run directory's lock
-    file names whichever trainer last held it (train/run_dir.h), refused ones included."""
-    return {str(p.relative_to(d)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(d.rglob("*")) if p.is_file() and p.name != ".lock"}
-
-
-def ckpt_steps(run: pathlib.Path) -> list:
-    return sorted(int(p.stem.split("_")[1]) for p in (run / "checkpoints").glob("step_*.pt"))
+from tinyrun import ckpt_steps, cpu_config, metrics, snapshot
 
 
 def lines_are_whole(path: pathlib.Path) -> list:
@@ -233,114 +215,3 @@ def test_a_run_killed_after_its_final_checkpoint_is_finished_by_resume(tmp_path,
     xsagpt("train", "-c", cfg, "--resume", "auto")
     again = json.loads((run / "done.json").read_text())
     assert again["final_train_loss"] == done["final_train_loss"] and again["final_val_loss"] == done["final_val_loss"]
-
-
-def test_a_sweep_point_killed_after_its_final_checkpoint_gets_finished(tmp_path, shards, xsagpt):
-    base = cpu_config(tmp_path, shards, max_steps=4, ckpt_interval=4)
-    spec = {"base": str(base), "grid": {"model.attention": ["sa", "xsa"]}, "out_dir": str(tmp_path / "sw")}
-    (tmp_path / "sw.json").write_text(json.dumps(spec))
-    xsagpt("sweep", "-c", tmp_path / "sw.json", "--no-plot")
-    (tmp_path / "sw" / "model.attention=xsa" / "done.json").unlink()
-    xsagpt("sweep", "-c", tmp_path / "sw.json", "--no-plot")
-    summary = json.loads((tmp_path / "sw" / "summary.json").read_text())
-    # Before: that point stayed "running" forever and its XSA - SA difference "-".
-    assert [p["status"] for p in summary["points"]] == ["done", "done"]
-    assert isinstance(summary["differences"][0]["xsa_minus_sa_val_loss"], float)
-
-
-def test_the_plot_step_runs_without_a_shell(tmp_path, shards, xsagpt):
-    base = cpu_config(tmp_path, shards, max_steps=2, ckpt_interval=2, eval_interval=2)
-    out = tmp_path / "o'; touch INJECTED; echo '"
-    spec = {"base": str(base), "grid": {"train.lr": [1e-2, 3e-3]}, "out_dir": str(out)}
-    (tmp_path / "s.json").write_text(json.dumps(spec))
-    inside = tmp_path / "inside"
-    inside.mkdir()
-    proc = xsagpt("sweep", "-c", tmp_path / "s.json", cwd=inside)
-    # Before: the plot command, built for `std::system`, ran the `touch` (and a plain apostrophe broke it).
-    assert not list(tmp_path.rglob("INJECTED"))
-    assert (out / "plots" / "sweep_final.png").exists()
-    assert f"figures: {out}/plots" in proc.stdout
-    quiet = xsagpt("sweep", "-c", tmp_path / "s.json", "--no-plot", cwd=inside)
-    assert "summary:" in quiet.stdout and "figures:" not in quiet.stdout  # before: printed, nothing drawn
-
-
-def test_grid_values_with_slashes_stay_one_directory_inside_the_sweep(tmp_path, shards, xsagpt):
-    base = cpu_config(tmp_path, shards, max_steps=2, ckpt_interval=2, eval_interval=2)
-    out = tmp_path / "sweep"
-    same = f"{shards}/../{shards.name}/train_000001.bin"  # '/' and '..': the same shard by another path
-    spec = {"base": str(base), "grid": {"data.train": [str(shards / "train_000001.bin"), same]}, "out_dir": str(out)}
-    (tmp_path / "s.json").write_text(json.dumps(spec))
-    xsagpt("sweep", "-c", tmp_path / "s.json", "--no-plot")
-    # Before: the first nested directories under the sweep's, the second created them outside it.
-    points = sorted(p for p in out.iterdir() if p.is_dir())
-    assert len(points) == 2 and all((p / "done.json").exists() for p in points)
-    assert sorted(p.name for p in shards.iterdir()) == ["train_000001.bin", "train_000002.bin", "val_000000.bin"]
-    summary = json.loads((out / "summary.json").read_text())
-    assert [p["values"]["data.train"] for p in summary["points"]] == spec["grid"]["data.train"]
-    assert [(out / p["dir"]).exists() for p in summary["points"]] == [True, True]
-
-
-def test_a_shard_truncated_during_training_is_named(tmp_path, shards, xsagpt, build_dir):
-    data = tmp_path / "data"
-    shutil.copytree(shards, data)
-    cfg = cpu_config(tmp_path, data, max_steps=100000, ckpt_interval=5, eval_interval=0)
-    run = tmp_path / "run"
-    proc = subprocess.Popen([build_dir / "xsagpt", "train", "-c", cfg], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    assert wait_for(lambda: ckpt_steps(run) if (run / "checkpoints").exists() else False, proc)
-    for shard in data.glob("train_*.bin"):
-        os.truncate(shard, 1024)  # keep the header: every token is gone
-    _, err = proc.communicate(timeout=60)
-    # Before: killed by SIGBUS (exit 135) without a word.
-    assert proc.returncode == 1, err
-    assert "xsagpt: error: data shard " + str(data / "train_00000") in err
-    assert "truncated or rewritten on disk while this run read it" in err and "--resume auto" in err
-    for step in ckpt_steps(run):
-        torch.load(run / "checkpoints" / f"step_{step:08d}.pt", weights_only=True)
-
-
-# ---- smaller problems: messages that name the file or key -----------------------------
-
-def test_inputs_of_the_wrong_kind_are_named(tmp_path, shards, xsagpt):
-    cfg = cpu_config(tmp_path, shards, max_steps=2)
-    proc = xsagpt("tokenize", tmp_path, check=False)
-    assert proc.returncode == 2 and f"{tmp_path}: is a directory" in proc.stderr  # before: exit 0, "[]"
-    proc = xsagpt("train", "-c", tmp_path, check=False)
-    assert proc.returncode == 2 and f"{tmp_path}: is a directory, expected a JSON file" in proc.stderr
-    proc = xsagpt("train", "-c", cfg, "--set", "train.eval_tokens=10", check=False)
-    assert proc.returncode == 2 and "train.eval_tokens: 10 tokens is less than one validation batch" in proc.stderr
-    spec = {"base": str(cfg), "grid": {"train.lr": [1e-3]}, "constant_batch_tokens": "yes",
-            "out_dir": str(tmp_path / "sw")}
-    (tmp_path / "sw.json").write_text(json.dumps(spec))
-    proc = xsagpt("sweep", "-c", tmp_path / "sw.json", check=False)
-    assert proc.returncode == 2 and f"{tmp_path}/sw.json: constant_batch_tokens: expected true or false" in proc.stderr
-
-
-def test_a_plain_pytorch_state_dict_is_not_taken_for_a_checkpoint(tmp_path, shards, xsagpt):
-    cfg = cpu_config(tmp_path, shards, max_steps=2)
-    path = tmp_path / "state_dict.pt"
-    torch.save(torch.nn.Linear(4, 4).state_dict(), path)
-    proc = xsagpt("train", "-c", cfg, "--resume", path, check=False)
-    # Before: "INTERNAL ASSERT FAILED ... please report a bug to PyTorch".
-    assert proc.returncode == 1
-    assert f"{path}: not an xsagpt checkpoint" in proc.stderr
-    assert "INTERNAL ASSERT" not in proc.stderr and "report a bug" not in proc.stderr
-    assert not (tmp_path / "run").exists()
-
-
-def test_model_base_can_be_set_on_the_command_line(tmp_path, shards, xsagpt):
-    cfg = cpu_config(tmp_path, shards, max_steps=2)
-    proc = xsagpt("train", "-c", cfg, "--set", "model.base=tiny", "--set", "model.n_layer=1")
-    saved = json.loads((tmp_path / "run" / "config.json").read_text())["model"]
-    assert saved["n_layer"] == 1 and saved["vocab_size"] == 256 and proc.returncode == 0
-
-
-def test_help_names_files_that_exist_and_info_never_overflows(tmp_path, xsagpt, repo_root):
-    proc = xsagpt("train", check=False)
-    suggested = proc.stderr.split("--config ")[-1].split(")")[0]
-    assert (repo_root / suggested).exists(), suggested
-    model = {"n_layer": 2000000, "d_model": 3000000, "n_head": 1, "head_dim": 3000000}
-    (tmp_path / "huge.json").write_text(json.dumps(model))
-    proc = xsagpt("info", "-c", tmp_path / "huge.json", check=False)
-    assert proc.returncode == 2 and "more than a 64-bit count can hold" in proc.stderr
-    assert "-" not in proc.stdout

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from test_train import metrics, run_config, shards  # noqa: F401  (fixture re-exported)
+from tinyrun import metrics, run_config
 
 
 def sweep_file(tmp_path, shards, **extra):
