@@ -20,7 +20,7 @@ MARKOV_SHARDS = {"val_000000.bin": 4096, "train_000001.bin": 20000, "train_00000
 
 # xsagpt's OpenMP default, given here so that the binary's computing commands start
 # once instead of executing themselves again to apply it (util/device.h); the default
-# itself is tested with a clean environment in test_train.py.
+# itself is tested with a clean environment in train/test_train.py.
 if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
     os.environ["OMP_WAIT_POLICY"] = "passive"
 

@@ -12,7 +12,7 @@ layers the component of each head's output along its own value vector is removed
 z = y - (y . v^) v^ with v^ = v / max(||v||, xsa_eps), in float32 at least.
 
 Parameter names are nanoGPT's, the same as the C++ model's, so a state dict
-moves between the two unchanged. Used by tests/python/test_reference_model.py
+moves between the two unchanged. Used by tests/python/model/test_reference_model.py
 and as the "plain PyTorch" side of speed comparisons, hence torch.compile
 friendly: no Python loops over heads or positions, no data-dependent control flow.
 """

@@ -4,7 +4,7 @@ from the same weights with the same gradients, must land on the same weights; th
 split between the two is checked against the names the model gives its matrices.
 Then through the binary: both rates logged, the momentum in the checkpoint, and a
 checkpoint of the other optimizer refused by name (exact resume after kill -9 with Muon
-is in test_train.py)."""
+is in run/test_resume.py)."""
 import json
 import re
 import subprocess
@@ -133,7 +133,7 @@ def shards(tmp_path_factory):
 
 
 def test_muon_run_logs_both_rates_and_saves_its_momentum(tmp_path, shards, xsagpt):
-    """Exact resume after kill -9 with Muon: test_train.py::test_resume_after_kill9_is_exact."""
+    """Exact resume after kill -9 with Muon: run/test_resume.py::test_resume_after_kill9_is_exact."""
     cfg = write_run_config(tmp_path / "cfg.json", shards, max_steps=8, optimizer="muon", muon_lr=0.02)
     run = xsagpt("train", "-c", cfg, "--out", tmp_path / "run")
     assert "Muon momentum" in run.stderr and "muon lr 2.00e-02" in run.stderr
