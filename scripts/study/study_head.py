@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The LM-head study (issue 23; results in docs/lm-head-study.md): which way of
+"""The LM-head study (results in docs/lm-head-study.md): which way of
 starting the LM head trains best, for SA and for XSA, and does the choice move the
 XSA - SA difference the project exists to measure?
 

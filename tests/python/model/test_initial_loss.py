@@ -1,4 +1,4 @@
-"""The LM head's starting point (issues 13 and 23), at width 768 on the offline KJV
+"""The LM head's starting point, at width 768 on the offline KJV
 corpus, checked on the CPU (also where a GPU is present).
 
 What is deterministic and asserted here: the default untied head (small random init)
