@@ -3,7 +3,7 @@ plain "xsa" of every layer: XSA on the last layer only, with a learned gate that
 as SA, and an attention sink, in a run whose directory is named for the variant. The
 export is read back by load_export (plain PyTorch, from config.json's conventions alone)
 and its log-probabilities must equal `xsagpt score`'s of the same checkpoint within
-1e-4; the same export read as plain XSA everywhere, or without the gate, must not.
+2e-5; the same export read as plain XSA everywhere, or without the gate, must not.
 """
 import copy
 import json
@@ -54,12 +54,13 @@ def test_export_of_a_variant_matches_the_binary(exported, xsagpt, gpt2_vocab_dir
                                                   "--threads", 1, "--tokens", input=lines).stdout.splitlines()]
     want = [o["logprob"] for o in scored]
     assert len({round(w, 3) for w in want}) == len(PAIRS)  # distinct: the comparison says something
-    assert scores(model, scored) == pytest.approx(want, abs=1e-4)
+    assert scores(model, scored) == pytest.approx(want, abs=2e-5)  # both float32, the same arithmetic
 
-    # The comparison tells the variant apart: the same weights read as SA, as ungated XSA
-    # in the last layer, or as XSA in every layer score differently.
+    # The comparison tells the variant apart: the same weights read as ungated XSA in the
+    # last layer (the gate, near its SA start, scales XSA's term down) or as XSA in every
+    # layer score differently.
     ungated = {k: v for k, v in model.w.items() if not k.endswith("xsa_gate")}
-    for layers in ([], [2], [0, 1, 2]):
+    for layers in ([2], [0, 1, 2]):
         conv2 = copy.deepcopy(conv)
         conv2["xsa"].update(layers=layers, gate="off")
         diff = max(abs(a - b) for a, b in zip(scores(ExportedGPT(conv2, ungated).eval(), scored), want))
