@@ -4,7 +4,7 @@
 # python3.11-doc (PSF licence; ~12 MB, ~3M GPT-2 tokens of technical prose and code),
 # one document per source file (497), tokenized into data/pydocs/shards/ as
 # val_000000.bin (the first 200K tokens) and train_*.bin of 1M tokens each. Used by
-# the LM-head study (scripts/study_head.sh) to check that a conclusion drawn on the
+# the LM-head study (scripts/study/study_head.py) to check that a conclusion drawn on the
 # KJV holds on other text. A second run finds the shards done and returns at once.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -10,7 +10,7 @@ as lm_head.weight; with a tied head (model.tie_embeddings true; the default is
 untied) lm_head.weight is the embedding matrix and is stored once, as
 transformer.wte.weight. No optimizer state, no RoPE tables (they
 follow from the config). config.json holds the model section of the run config
-under "model" (the architecture: sizes, "attention": "sa" or "xsa", ...), under
+under "model" (the architecture: sizes, "attention", "xsa_layers", "xsa_gate", ...), under
 "conventions" everything else the forward pass depends on (RoPE layout and theta,
 where the norms sit, exact GELU, the XSA epsilon and layers, padded and real
 vocabulary, tied or untied head, sinks), plus where the weights came from. The same
@@ -58,20 +58,35 @@ HF_CODE = ROOT / "scripts" / "eval" / "hf"  # configuration_xsagpt.py, modeling_
 GPT2_DIR = ROOT / "data" / "gpt2"  # encoder.json, vocab.bpe: transformers' vocab.json and merges.txt
 
 
+# model.attention's values (src/config/model_config.h, AttentionKind) by whether the
+# kind applies XSA's step in the layers model.xsa_layers selects. A kind the C++ model
+# gains later is refused by name until the conventions below can describe it.
+ATTENTION_KINDS = {"sa": False, "xsa": True}
+
+
+def xsa_layer_indices(m: dict) -> list[int]:
+    """The layers that apply XSA's step, resolved once from the model config as
+    ModelConfig::uses_xsa does: model.attention, then model.xsa_layers (null: every
+    layer; "last N"; or a list of indices)."""
+    kind = m.get("attention", "sa")
+    if kind not in ATTENTION_KINDS:
+        sys.exit(f"model.attention = {kind!r}: this exporter knows {sorted(ATTENTION_KINDS)}")
+    n_layer = int(m.get("n_layer", 12))
+    xl = m.get("xsa_layers")
+    if not ATTENTION_KINDS[kind]:
+        return []
+    if xl is None:
+        return list(range(n_layer))
+    if isinstance(xl, str):
+        return list(range(n_layer - int(xl[len("last "):]), n_layer))
+    return sorted(int(i) for i in xl)
+
+
 def conventions(m: dict) -> dict:
     """Everything besides the weights that the forward pass depends on, as the C++ model
     (src/model/) implements it, so that scripts/eval/load_export.py, or anyone, can rebuild it
     from the export alone. Defaults are src/config/model_config.h's."""
-    n_layer = int(m.get("n_layer", 12))
-    xl = m.get("xsa_layers")
-    if m.get("attention", "sa") != "xsa":
-        xsa_layers = []
-    elif xl is None:
-        xsa_layers = list(range(n_layer))
-    elif isinstance(xl, str):
-        xsa_layers = list(range(n_layer - int(xl[len("last "):]), n_layer))
-    else:
-        xsa_layers = sorted(int(i) for i in xl)
+    xsa_layers = xsa_layer_indices(m)
     d_model = int(m.get("d_model", 768))
     return {
         "embedding": "wte(idx), n_sink learned sink vectors (transformer.sink) prepended, then LayerNorm ln_e",

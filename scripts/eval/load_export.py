@@ -24,6 +24,32 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 SUPPORTED = {("rope", "layout"): "rotate_half", ("mlp", "activation"): "gelu_exact", ("norm", "type"): "layernorm"}
+GATE_STARTS = ("off", "sa", "xsa")  # conventions.xsa.gate: no gate, or the start of a learned one
+
+
+class LayerVariant:
+    """What one attention layer computes, read once from the conventions (which layers
+    have XSA's step, whether it is gated) and checked against the weights: a gate the
+    conventions name must be there, and one they do not must not be."""
+
+    def __init__(self, conv: dict, weights: dict, layer: int):
+        self.xsa = layer in conv["xsa"]["layers"]
+        self.gate_key = f"transformer.h.{layer}.attn.xsa_gate"
+        self.gated = self.xsa and conv["xsa"]["gate"] != "off"
+        if self.gated and self.gate_key not in weights:
+            raise ValueError(f"conventions.xsa: layer {layer} is gated ({conv['xsa']['gate']!r}) but the weights "
+                             f"have no {self.gate_key}")
+        if not self.gated and self.gate_key in weights:
+            raise ValueError(f"{self.gate_key}: in the weights, but the conventions give layer {layer} no gate")
+
+    def exclude_self(self, y: torch.Tensor, v: torch.Tensor, eps: float, w: dict) -> torch.Tensor:
+        """XSA's step z = y - g (y . v^) v^ per head, in float32 at least (g = 1 without a gate)."""
+        dt = torch.promote_types(y.dtype, torch.float32)
+        v_hat = F.normalize(v.to(dt), dim=-1, eps=eps)
+        proj = (y.to(dt) * v_hat).sum(-1, keepdim=True) * v_hat
+        if self.gated:
+            proj = torch.tanh(w[self.gate_key].double()).to(dt).view(-1, 1, 1) * proj
+        return (y.to(dt) - proj).to(y.dtype)
 
 
 def _linear(w: dict, name: str, x: torch.Tensor) -> torch.Tensor:
@@ -41,6 +67,8 @@ class ExportedGPT(nn.Module):
             if conv[section][key] != want:
                 raise ValueError(f"conventions.{section}.{key} = {conv[section][key]!r}: this loader implements "
                                  f"only {want!r}")
+        if conv["xsa"]["gate"] not in GATE_STARTS:
+            raise ValueError(f"conventions.xsa.gate = {conv['xsa']['gate']!r}: this loader implements {GATE_STARTS}")
         self.conv = conv
         self.w = dict(weights)  # by their exported names; nothing here is trained
         att, rope = conv["attention"], conv["rope"]
@@ -52,7 +80,10 @@ class ExportedGPT(nn.Module):
         self.register_buffer("cos", ang.cos().float(), persistent=False)
         self.register_buffer("sin", ang.sin().float(), persistent=False)
         self.n_layer = 1 + max([int(k.split(".")[2]) for k in weights if k.startswith("transformer.h.")], default=-1)
-        self.xsa_layers = set(conv["xsa"]["layers"])
+        outside = [i for i in conv["xsa"]["layers"] if not 0 <= i < self.n_layer]
+        if outside:
+            raise ValueError(f"conventions.xsa.layers: {outside} outside the {self.n_layer} layers of the weights")
+        self.layers = [LayerVariant(conv, self.w, i) for i in range(self.n_layer)]
 
     def _rope(self, x: torch.Tensor, T: int) -> torch.Tensor:
         cos, sin = self.cos[:T].to(x.dtype), self.sin[:T].to(x.dtype)
@@ -77,13 +108,8 @@ class ExportedGPT(nn.Module):
             q, k, v = (t.view(B, L, H, D).transpose(1, 2) for t in _linear(w, f"{p}.attn.c_attn", h).split(H * D, -1))
             q, k = self._rope(q, L), self._rope(k, L)
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1.0 / math.sqrt(D))
-            if i in self.xsa_layers:
-                dt = torch.promote_types(y.dtype, torch.float32)
-                v_hat = F.normalize(v.to(dt), dim=-1, eps=c["xsa"]["eps"])
-                proj = (y.to(dt) * v_hat).sum(-1, keepdim=True) * v_hat
-                if c["xsa"]["gate"] != "off":
-                    proj = torch.tanh(w[f"{p}.attn.xsa_gate"].double()).to(dt).view(-1, 1, 1) * proj
-                y = (y.to(dt) - proj).to(y.dtype)
+            if self.layers[i].xsa:
+                y = self.layers[i].exclude_self(y, v, c["xsa"]["eps"], w)
             x = x + _linear(w, f"{p}.attn.c_proj", y.transpose(1, 2).reshape(B, L, H * D))
             h = _norm(w, f"{p}.ln_2", x, eps)
             x = x + _linear(w, f"{p}.mlp.c_proj", F.gelu(_linear(w, f"{p}.mlp.c_fc", h), approximate="none"))

@@ -7,7 +7,10 @@
 #include "model/rope.h"
 #include "train/step.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <functional>
 
@@ -57,36 +60,55 @@ Results measure_interleaved(const BenchOptions& o, const std::vector<Case>& case
   return r;
 }
 
-std::pair<std::string, std::string> split_variant(const std::string& v) {
-  const auto at = v.find('@');
-  if (at == std::string::npos) return {v, ""};
-  return {v.substr(0, at), v.substr(at + 1)};
-}
+// XSA's implementations a variant may force, by the suffix after its attention's name.
+constexpr std::array<std::pair<const char*, XsaImpl>, 3> kForcedXsaImpls{
+    {{"ops", XsaImpl::kOps}, {"fused", XsaImpl::kFused}, {"autograd", XsaImpl::kComposed}}};
 
 }  // namespace
 
+BenchVariant parse_bench_variant(const std::string& variant) {
+  auto fail = [&]() -> ConfigError {
+    return ConfigError(
+        fmt::format("bench variant \"{}\": expected an attention ({}), the XSA one optionally with -ops, -fused or "
+                    "-autograd, then optionally @KERNELS",
+                    variant, schema::enum_choices<AttentionKind>()));
+  };
+  BenchVariant v;
+  std::string head = variant;
+  if (const auto at = variant.find('@'); at != std::string::npos) {
+    head = variant.substr(0, at);
+    v.kernels = variant.substr(at + 1);
+  }
+  const auto dash = head.find('-');
+  try {
+    v.kind = schema::enum_from_name<AttentionKind>(head.substr(0, dash), "bench variant");
+  } catch (const ConfigError&) {
+    throw fail();
+  }
+  if (dash == std::string::npos) return v;
+  if (v.kind != AttentionKind::kXsa) throw fail();  // the suffixes choose how XSA's step runs
+  for (const auto& [suffix, impl] : kForcedXsaImpls)
+    if (head.substr(dash + 1) == suffix) v.xsa_impl = impl;
+  if (!v.xsa_impl) throw fail();
+  return v;
+}
+
 ModelConfig variant_config(ModelConfig c, const std::string& variant) {
-  const auto name = split_variant(variant).first;
-  if (name != "sa" && name != "xsa" && name != "xsa-ops" && name != "xsa-fused" && name != "xsa-autograd")
-    throw ConfigError("bench variant \"" + variant +
-                      "\": expected sa, xsa, xsa-ops, xsa-fused or xsa-autograd, optionally followed by @KERNELS");
-  c.attention = name == "sa" ? "sa" : "xsa";
+  c.attention = parse_bench_variant(variant).kind;
   c.xsa_layers = nullptr;
-  c.xsa_gate = "off";
+  c.xsa_gate = XsaGate::kOff;
   c.dropout = 0.0;
   return c;
 }
 
 Runtime variant_runtime(Runtime base, const std::string& variant, bool cuda) {
-  variant_config({}, variant);  // rejects unknown names
-  auto [name, kernels] = split_variant(variant);
-  if (!kernels.empty()) {
+  const auto v = parse_bench_variant(variant);  // rejects unknown names
+  if (!v.kernels.empty()) {
+    auto kernels = v.kernels;
     std::replace(kernels.begin(), kernels.end(), '+', ',');
     base.kernels = parse_kernels(kernels, cuda, "bench variant \"" + variant + "\"");
   }
-  if (name == "xsa-ops") base.kernels.xsa = XsaImpl::kOps;
-  if (name == "xsa-fused") base.kernels.xsa = XsaImpl::kFused;
-  if (name == "xsa-autograd") base.kernels.xsa = XsaImpl::kComposed;
+  if (v.xsa_impl) base.kernels.xsa = *v.xsa_impl;
   return base;
 }
 

@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,16 @@ Results bench_train_step(const BenchOptions& o, const ModelConfig& model, int64_
 // first variant's model with o.train's settings but train.optimizer set to each of
 // adamw and muon, on fixed random gradients; by optimizer name.
 Results bench_optimizer_step(const BenchOptions& o, const ModelConfig& model);
+
+// A variant's name taken apart: NAME[-IMPL][@KERNELS], NAME one of model.attention's
+// names, IMPL (XSA only) the implementation of XSA's step it forces.
+struct BenchVariant {
+  AttentionKind kind = AttentionKind::kSa;
+  std::optional<XsaImpl> xsa_impl;
+  std::string kernels;  // train.kernels with '+' between names; empty: the --kernels of all
+};
+// Throws ConfigError for an unknown variant.
+BenchVariant parse_bench_variant(const std::string& variant);
 
 // What a variant runs: the model config (attention sa or xsa in every layer, no
 // gate, no dropout) and the runtime (`base` with the variant's kernels and XSA

@@ -146,7 +146,7 @@ BenchOptions read_options(const cxxopts::ParseResult& args) {
   if (o.variants.empty()) throw ConfigError("--variants: empty list");
   for (size_t i = 0; i < o.variants.size(); ++i) {
     variant_runtime(o.runtime, o.variants[i], gpu);  // rejects unknown names and kernels
-    if (o.variants[i].rfind("xsa-fused", 0) == 0 && !(gpu && cuda_kernels_built()))
+    if (parse_bench_variant(o.variants[i]).xsa_impl == XsaImpl::kFused && !(gpu && cuda_kernels_built()))
       throw ConfigError("--variants: xsa-fused needs a CUDA device and a build with the CUDA kernels");
     if (std::find(o.variants.begin(), o.variants.begin() + i, o.variants[i]) != o.variants.begin() + i)
       throw ConfigError("--variants: \"" + o.variants[i] + "\" given twice");

@@ -10,7 +10,7 @@ const std::vector<Command>& commands() {
       {"config", "print the configuration reference (every key, default, meaning)", config_reference},
       {"data", "check token shards and print their counts (and first tokens) as JSON", data},
       {"bench-data", "tokens per second the data loader delivers on this CPU", bench_data},
-      {"analyze", "per-layer attention statistics of a checkpoint (the paper's figure 1) as a table and JSON", analyze},
+      {"analyze", "attention statistics per layer (figure 1), or --positions: val loss by token position", analyze},
       {"bench", "time and memory of a block and a training step, XSA vs SA (the paper's figure 2)", bench},
       {"sample", "generate text from a checkpoint (temperature, top-k, key/value cache)", sample},
       {"score", "log-likelihoods of texts as lm-evaluation-harness splits them (JSON lines in and out)", score},

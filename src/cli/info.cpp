@@ -112,12 +112,12 @@ int info(int argc, char** argv) {
       "FLOPs/token  {} (training, seq_len {})\n"
       "memory       {} estimated at micro-batch {} x {} tokens, {} activations, checkpointing {}, loss chunk {}:\n"
       "             weights {}{}, grads {}, {} {}{}, activations {}, logits {}{}\n",
-      cfg.n_layer, cfg.d_model, cfg.n_head, cfg.head_dim, cfg.inner_dim(), cfg.mlp_dim(), cfg.vocab_size, cfg.attention,
-      human(p.total), human(p.non_embedding), human(p.embedding), cfg.tie_embeddings ? " (head tied)" : "",
-      human(flops, "FLOP"), T, gib(mem.total()), B, T, precision, name(mem_opts.rt.recompute),
-      mem_opts.rt.loss_chunk ? std::to_string(mem_opts.rt.loss_chunk) : "off", gib(mem.params_bytes),
-      mem.weight_copies_bytes > 0 ? " + bf16 copies " + gib(mem.weight_copies_bytes) : "", gib(mem.grads_bytes),
-      mem_opts.muon ? "Muon + AdamW" : "AdamW", gib(mem.optimizer_bytes),
+      cfg.n_layer, cfg.d_model, cfg.n_head, cfg.head_dim, cfg.inner_dim(), cfg.mlp_dim(), cfg.vocab_size,
+      cfg.describe_attention(), human(p.total), human(p.non_embedding), human(p.embedding),
+      cfg.tie_embeddings ? " (head tied)" : "", human(flops, "FLOP"), T, gib(mem.total()), B, T, precision,
+      name(mem_opts.rt.recompute), mem_opts.rt.loss_chunk ? std::to_string(mem_opts.rt.loss_chunk) : "off",
+      gib(mem.params_bytes), mem.weight_copies_bytes > 0 ? " + bf16 copies " + gib(mem.weight_copies_bytes) : "",
+      gib(mem.grads_bytes), mem_opts.muon ? "Muon + AdamW" : "AdamW", gib(mem.optimizer_bytes),
       mem_opts.optimizer_shards > 1 ? fmt::format(" (1/{} per rank)", mem_opts.optimizer_shards) : "",
       gib(mem.activations_bytes), gib(mem.logits_bytes),
       mem.recompute_bytes > 0 ? ", one layer recomputed " + gib(mem.recompute_bytes) : "");

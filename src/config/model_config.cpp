@@ -4,6 +4,7 @@
 #include "util/paths.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cerrno>
 #include <cstring>
@@ -15,7 +16,7 @@ namespace xsagpt {
 namespace fs = std::filesystem;
 
 bool ModelConfig::uses_xsa(int64_t layer) const {
-  if (attention != "xsa") return false;
+  if (attention != AttentionKind::kXsa) return false;
   if (xsa_layers.is_null()) return true;
   if (xsa_layers.is_string()) {  // "last N" (validated)
     int64_t n = std::stoll(xsa_layers.get<std::string>().substr(5));
@@ -24,6 +25,18 @@ bool ModelConfig::uses_xsa(int64_t layer) const {
   for (const auto& l : xsa_layers)
     if (l.get<int64_t>() == layer) return true;
   return false;
+}
+
+std::string ModelConfig::describe_attention() const {
+  std::string out = name(attention);
+  std::vector<int64_t> layers;
+  for (int64_t l = 0; l < n_layer; ++l)
+    if (uses_xsa(l)) layers.push_back(l);
+  if (!layers.empty() && static_cast<int64_t>(layers.size()) < n_layer)
+    out += fmt::format(" in layer{} {}", layers.size() > 1 ? "s" : "", fmt::join(layers, ","));
+  if (xsa_gate != XsaGate::kOff) out += fmt::format(", gated (starts as {})", name(xsa_gate));
+  if (n_sink > 0) out += fmt::format(", {} sink{}", n_sink, n_sink > 1 ? "s" : "");
+  return out;
 }
 
 void ModelConfig::validate(const std::string& where) const {
@@ -42,8 +55,6 @@ void ModelConfig::validate(const std::string& where) const {
   positive("xsa_eps", xsa_eps);
   if (head_dim % 2 != 0)
     throw ConfigError(where + ".head_dim: RoPE rotates pairs, so it must be even, got " + std::to_string(head_dim));
-  if (attention != "sa" && attention != "xsa")
-    throw ConfigError(where + ".attention: expected \"sa\" or \"xsa\", got \"" + attention + "\"");
   if (dropout < 0 || dropout >= 1)
     throw ConfigError(where + ".dropout: expected a probability in [0, 1), got " + json(dropout).dump());
   const std::string xk = where + ".xsa_layers";
@@ -93,13 +104,13 @@ void ModelConfig::validate(const std::string& where) const {
                     "give about {:.3g} parameters, more than a 64-bit count can hold; sizes are "
                     "wrong (a typo?)",
                     where, n_layer, d_model, n_head, head_dim, mlp_ratio, vocab_size, bound));
-  if (xsa_gate != "off" && xsa_gate != "sa" && xsa_gate != "xsa")
-    throw ConfigError(where + ".xsa_gate: expected \"off\", \"sa\" or \"xsa\", got \"" + xsa_gate + "\"");
-  if (xsa_gate != "off" && attention != "xsa")
-    throw ConfigError(where + ".xsa_gate: gates the XSA step, so it needs attention=\"xsa\" (attention is \"" +
-                      attention + "\")");
-  if (!xsa_layers.is_null() && attention != "xsa")
-    throw ConfigError(xk + ": only meaningful with attention=\"xsa\" (attention is \"" + attention + "\")");
+  // The names come from the enums' tables; the messages say which value a key needs.
+  if (xsa_gate != XsaGate::kOff && attention != AttentionKind::kXsa)
+    throw ConfigError(fmt::format("{}.xsa_gate: gates the XSA step, so it needs attention=\"{}\" (attention is \"{}\")",
+                                  where, name(AttentionKind::kXsa), name(attention)));
+  if (!xsa_layers.is_null() && attention != AttentionKind::kXsa)
+    throw ConfigError(fmt::format("{}: only meaningful with attention=\"{}\" (attention is \"{}\")", xk,
+                                  name(AttentionKind::kXsa), name(attention)));
 }
 
 ModelConfig model_config_from_json(const json& j, const std::string& where) {

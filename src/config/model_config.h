@@ -4,9 +4,27 @@
 
 #include "config/schema.h"
 
+#include <array>
 #include <filesystem>
+#include <utility>
 
 namespace xsagpt {
+
+// model.attention: the attention a model is built with. The names below are the only
+// place the program spells them; everything else compares the enum or asks a layer
+// (model/attention.h: AttentionVariant) what it computes.
+enum class AttentionKind { kSa, kXsa };
+inline constexpr std::array<std::pair<AttentionKind, const char*>, 2> kAttentionKindNames{
+    {{AttentionKind::kSa, "sa"}, {AttentionKind::kXsa, "xsa"}}};
+inline const auto& enum_names(AttentionKind) { return kAttentionKindNames; }
+inline const char* name(AttentionKind k) { return schema::enum_name(k); }
+
+// model.xsa_gate: no gate, or a learned per-head gate starting as SA (alpha 0) or as XSA.
+enum class XsaGate { kOff, kSa, kXsa };
+inline constexpr std::array<std::pair<XsaGate, const char*>, 3> kXsaGateNames{
+    {{XsaGate::kOff, "off"}, {XsaGate::kSa, "sa"}, {XsaGate::kXsa, "xsa"}}};
+inline const auto& enum_names(XsaGate) { return kXsaGateNames; }
+inline const char* name(XsaGate g) { return schema::enum_name(g); }
 
 struct ModelConfig {
   int64_t vocab_size = 50304;  // GPT-2's 50257 padded to a multiple of 64
@@ -16,9 +34,9 @@ struct ModelConfig {
   int64_t n_head = 12;
   int64_t head_dim = 64;
   double mlp_ratio = 4.0;
-  std::string attention = "sa";
+  AttentionKind attention = AttentionKind::kSa;
   json xsa_layers = nullptr;
-  std::string xsa_gate = "off";
+  XsaGate xsa_gate = XsaGate::kOff;
   int64_t n_sink = 0;
   double rope_theta = 10000.0;
   bool bias = false;
@@ -73,6 +91,9 @@ struct ModelConfig {
   int64_t mlp_dim() const { return static_cast<int64_t>(mlp_ratio * static_cast<double>(d_model)); }
   // Whether layer `i` applies the XSA step (false everywhere for attention=sa).
   bool uses_xsa(int64_t layer) const;
+  // The model's attention in words, for logs and reports: "sa", "xsa",
+  // "xsa in layers 2,3, gated (starts as sa)", each with ", N sinks" when there are any.
+  std::string describe_attention() const;
   // Throws ConfigError naming the first impossible value; `where` prefixes keys.
   void validate(const std::string& where = "model") const;
 };

@@ -3,6 +3,11 @@
 // member initialisers are the single source of defaults; reading (with errors that
 // name the key and what was expected), writing and the configuration reference (docs/config-reference.md)
 // are all derived from that list, so they cannot drift apart.
+//
+// A key with a fixed set of string values is an enum class E: its header defines
+// `enum_names(E)`, found by argument-dependent lookup, returning the one table of
+// (value, JSON name) pairs. Configs, checkpoints and --set keep the names; the
+// program compares the enum, so a value is spelled once.
 #pragma once
 
 #include "util/error.h"
@@ -14,6 +19,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace xsagpt {
@@ -64,10 +71,45 @@ inline void read_value(const json& v, std::vector<int64_t>& out, const std::stri
 }
 inline void read_value(const json& v, json& out, const std::string&) { out = v; }
 
+// The names of enum E's values, quoted and joined: "\"sa\" or \"xsa\"".
+template <class E>
+std::string enum_choices() {
+  const auto& names = enum_names(E{});
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += std::string(i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + "\"" + names[i].second + "\"";
+  return out;
+}
+
+// The value of E named `name`; ConfigError naming `key` and the choices otherwise.
+template <class E>
+E enum_from_name(std::string_view name, const std::string& key) {
+  for (const auto& [value, n] : enum_names(E{}))
+    if (name == n) return value;
+  bad(key, enum_choices<E>(), json(std::string(name)));
+}
+
+template <class E>
+requires std::is_enum_v<E>
+const char* enum_name(E value) {
+  for (const auto& [v, n] : enum_names(E{}))
+    if (v == value) return n;
+  return "?";  // unreachable for a value of the table
+}
+
+template <class E>
+requires std::is_enum_v<E>
+void read_value(const json& v, E& out, const std::string& key) {
+  if (!v.is_string()) bad(key, enum_choices<E>(), v);
+  out = enum_from_name<E>(v.get<std::string>(), key);
+}
+
 template <class T>
 json write_value(const T& v) {
   return json(v);
 }
+template <class E>
+requires std::is_enum_v<E> json write_value(const E& v) { return json(enum_name(v)); }
 
 // Reads `j` into `cfg`. Keys not listed by Cfg::fields are an error; absent keys
 // keep their defaults. `where` is the dotted prefix used in messages.

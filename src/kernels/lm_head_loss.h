@@ -27,6 +27,12 @@ namespace xsagpt {
 torch::Tensor lm_head_loss(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& weight_c,
                            const torch::Tensor& targets, int64_t chunk);
 
+// The same computation without a gradient, stopping short of the mean: each row's
+// -log softmax(hidden @ weight_c^T)[target], 0 for a target of -1; (N) float32 (float64
+// for float64). lm_head_loss without grad is these rows summed over the count.
+torch::Tensor lm_head_token_losses(const torch::Tensor& hidden, const torch::Tensor& weight_c,
+                                   const torch::Tensor& targets, int64_t chunk);
+
 // The ATen twin of the kernel (lm_head_loss_cuda.h), any float dtype; losses in
 // float32 or float64.
 void cross_entropy_rows_aten(torch::Tensor& logits, const torch::Tensor& targets, const torch::Tensor& inv_count,

@@ -4,20 +4,39 @@
 #include "model/rope.h"
 #include "model/xsa.h"
 
+#include <fmt/format.h>
+
 namespace xsagpt {
+
+AttentionVariant AttentionVariant::of(const ModelConfig& cfg, int64_t layer) {
+  AttentionVariant v;
+  v.kind = cfg.attention;
+  v.xsa = cfg.uses_xsa(layer);
+  v.gate = v.xsa ? cfg.xsa_gate : XsaGate::kOff;
+  v.n_sink = cfg.n_sink;
+  v.xsa_eps = cfg.xsa_eps;
+  return v;
+}
+
+std::string AttentionVariant::describe() const {
+  std::string out = name(xsa ? AttentionKind::kXsa : AttentionKind::kSa);
+  if (!xsa && kind != AttentionKind::kSa) out += fmt::format(" ({} model, step not in this layer)", name(kind));
+  if (gate != XsaGate::kOff) out += fmt::format(", gated (starts as {})", name(gate));
+  if (n_sink > 0) out += fmt::format(", {} sink{}", n_sink, n_sink > 1 ? "s" : "");
+  return out;
+}
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg, int64_t layer, ExecPtr exec_)
     : n_head(cfg.n_head),
       head_dim(cfg.head_dim),
-      xsa(cfg.uses_xsa(layer)),
-      xsa_eps(cfg.xsa_eps),
+      variant(AttentionVariant::of(cfg, layer)),
       attn_dropout(cfg.dropout),
       exec(std::move(exec_)) {
   using torch::nn::LinearOptions;
   c_attn = register_module("c_attn", torch::nn::Linear(LinearOptions(cfg.d_model, 3 * cfg.inner_dim()).bias(cfg.bias)));
   c_proj = register_module("c_proj", torch::nn::Linear(LinearOptions(cfg.inner_dim(), cfg.d_model).bias(cfg.bias)));
   resid_drop = register_module("resid_drop", torch::nn::Dropout(cfg.dropout));
-  if (xsa && cfg.xsa_gate != "off") xsa_gate = register_parameter("xsa_gate", torch::zeros({n_head}));
+  if (variant.gate != XsaGate::kOff) xsa_gate = register_parameter("xsa_gate", torch::zeros({n_head}));
 }
 
 torch::Tensor CausalSelfAttentionImpl::gate() const {
@@ -29,12 +48,12 @@ torch::Tensor CausalSelfAttentionImpl::gate() const {
 
 torch::Tensor CausalSelfAttentionImpl::exclude_self(const torch::Tensor& y, const torch::Tensor& v) const {
   switch (exec->rt.kernels.xsa) {
-    case XsaImpl::kFused: return exclude_self_value_fused(y, v, xsa_eps, gate());
-    case XsaImpl::kFusedWide: return exclude_self_value_fused(y, v, xsa_eps, gate(), /*wide=*/true);
-    case XsaImpl::kComposed: return exclude_self_value_autograd(y, v, xsa_eps, gate());
+    case XsaImpl::kFused: return exclude_self_value_fused(y, v, variant.xsa_eps, gate());
+    case XsaImpl::kFusedWide: return exclude_self_value_fused(y, v, variant.xsa_eps, gate(), /*wide=*/true);
+    case XsaImpl::kComposed: return exclude_self_value_autograd(y, v, variant.xsa_eps, gate());
     case XsaImpl::kOps: break;
   }
-  return exclude_self_value(y, v, xsa_eps, gate());
+  return exclude_self_value(y, v, variant.xsa_eps, gate());
 }
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
@@ -65,7 +84,7 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const tor
   }
 
   // XSA: z_i = y_i - (y_i . v^_i) v^_i, per head  (gated: z_i = y_i - tanh(alpha) (y_i . v^_i) v^_i)
-  if (xsa) y = exclude_self(y, v);
+  if (variant.xsa) y = exclude_self(y, v);
 
   y = y.transpose(1, 2).reshape({B, T, n_head * head_dim});
   return resid_drop(exec->linear(y, c_proj->weight, c_proj->bias));

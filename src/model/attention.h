@@ -16,6 +16,21 @@ namespace xsagpt {
 // gradient, sech^2(alpha) ~ 4e-8 taken in float64, is not yet zero.
 inline constexpr double kXsaGateInitXsa = 9.25;
 
+// What one attention layer computes, resolved from the model config once, when the
+// layer is built: tools (analyze, bench, counts) ask the layer rather than re-reading
+// model.attention and model.xsa_layers themselves.
+struct AttentionVariant {
+  AttentionKind kind = AttentionKind::kSa;  // the model's model.attention
+  bool xsa = false;                         // this layer applies the exclusive step
+  XsaGate gate = XsaGate::kOff;             // this layer's gate; off where the step is not applied
+  int64_t n_sink = 0;                       // learned sinks in front of the tokens (the model's)
+  double xsa_eps = 1e-6;                    // floor on ||v|| in the step
+
+  static AttentionVariant of(const ModelConfig& cfg, int64_t layer);
+  // "sa", "xsa", "xsa, gated (starts as sa)", "sa (xsa model, step not in this layer)", ", 2 sinks".
+  std::string describe() const;
+};
+
 struct CausalSelfAttentionImpl : torch::nn::Module {
   CausalSelfAttentionImpl(const ModelConfig& cfg, int64_t layer, ExecPtr exec);
 
@@ -32,10 +47,10 @@ struct CausalSelfAttentionImpl : torch::nn::Module {
   torch::nn::Linear c_attn{nullptr};  // fused q, k, v projection
   torch::nn::Linear c_proj{nullptr};  // output projection
   torch::nn::Dropout resid_drop{nullptr};
-  torch::Tensor xsa_gate;  // alpha, (n_head); only in XSA layers with model.xsa_gate != "off"
+  torch::Tensor xsa_gate;  // alpha, (n_head); only where variant.gate is not off
   int64_t n_head, head_dim;
-  bool xsa;  // apply the exclusive step in this layer
-  double xsa_eps, attn_dropout;
+  AttentionVariant variant;
+  double attn_dropout;
   ExecPtr exec;
 };
 TORCH_MODULE(CausalSelfAttention);

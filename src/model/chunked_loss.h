@@ -14,4 +14,9 @@ namespace xsagpt {
 torch::Tensor chunked_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight,
                                     const torch::Tensor& targets, int64_t chunk);
 
+// Each row's loss as chunked_cross_entropy computes it, 0 for a target of -1, (N);
+// without a gradient. Their sum over the count of targets != -1 is its value.
+torch::Tensor chunked_token_losses(const torch::Tensor& hidden, const torch::Tensor& weight,
+                                   const torch::Tensor& targets, int64_t chunk);
+
 }  // namespace xsagpt

@@ -1,5 +1,7 @@
 #include "model/counts.h"
 
+#include "model/attention.h"
+
 #include <algorithm>
 
 namespace xsagpt {
@@ -14,7 +16,7 @@ ParamCounts count_params(const ModelConfig& c) {
   ParamCounts p;
   p.embedding = V * d * (c.tie_embeddings ? 1 : 2);
   int64_t gates = 0;  // one alpha per head in each gated XSA layer
-  for (int64_t l = 0; l < c.n_layer; ++l) gates += c.xsa_gate != "off" && c.uses_xsa(l) ? c.n_head : 0;
+  for (int64_t l = 0; l < c.n_layer; ++l) gates += AttentionVariant::of(c, l).gate != XsaGate::kOff ? c.n_head : 0;
   p.non_embedding = 2 * norm + c.n_layer * per_layer + c.n_sink * d + gates;  // ln_e, ln_f, blocks, sinks, gates
   p.total = p.embedding + p.non_embedding;
   p.matmul = c.n_layer * (attn + mlp) + V * d;  // the head is a matmul; the lookup is not

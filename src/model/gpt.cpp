@@ -61,7 +61,7 @@ void GPTImpl::init_weights() {
     if (name.ends_with(".bias")) {
       p.zero_();
     } else if (name.ends_with(".xsa_gate")) {
-      p.fill_(cfg.xsa_gate == "xsa" ? kXsaGateInitXsa : 0.0);
+      p.fill_(cfg.xsa_gate == XsaGate::kXsa ? kXsaGateInitXsa : 0.0);
     } else if (name == "transformer.ln_f.weight" && init == "zero_norm") {
       p.zero_();  // logits = 0 at the start; the gain's own gradient is not zero, so it grows
     } else if (name.find("ln_") != std::string::npos) {
@@ -93,6 +93,49 @@ torch::Tensor GPTImpl::embed(const torch::Tensor& idx, bool with_sinks) {
 
 GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& targets, KVCache* cache) {
   const auto precision = exec_->scope(idx.device());  // bf16 autocast when the runtime asks for it
+  auto h = hidden(idx, cache);
+
+  GPTOutput out;
+  if (targets.defined() && (exec_->rt.kernels.loss || exec_->rt.loss_chunk > 0)) {
+    out.loss = loss(h, targets);
+    return out;
+  }
+  out.logits = exec_->linear(h, lm_head->weight);
+  if (targets.defined()) {
+    namespace F = torch::nn::functional;
+    const auto acc = at::promote_types(out.logits.scalar_type(), torch::kFloat32);  // float32, float64 for float64
+    out.loss = F::cross_entropy(out.logits.reshape({-1, out.logits.size(-1)}).to(acc), targets.reshape(-1),
+                                F::CrossEntropyFuncOptions().ignore_index(-1));
+  }
+  return out;
+}
+
+torch::Tensor GPTImpl::token_losses(const torch::Tensor& idx, const torch::Tensor& targets) {
+  TORCH_CHECK(targets.sizes() == idx.sizes(), "token_losses: targets ", targets.sizes(), " for idx ", idx.sizes());
+  torch::NoGradGuard no_grad;
+  const auto precision = exec_->scope(idx.device());
+  const auto h = hidden(idx, nullptr);
+  const auto& rt = exec_->rt;
+  const auto& w = lm_head->weight;
+  auto h2 = h.reshape({-1, h.size(-1)});
+  const auto t2 = targets.reshape(-1);
+  torch::Tensor rows;  // the branches of forward and loss(), each without its mean
+  if (rt.kernels.loss) {
+    rows = lm_head_token_losses(h2, exec_->weight(w), t2, rt.loss_chunk);
+  } else if (rt.loss_chunk > 0) {
+    if (exec_->copies()) h2 = h2.to(torch::kBFloat16);
+    rows = chunked_token_losses(h2, w, t2, rt.loss_chunk);
+  } else {
+    namespace F = torch::nn::functional;
+    const auto logits = exec_->linear(h, w);  // as forward makes them, (B, T, V)
+    const auto acc = at::promote_types(logits.scalar_type(), torch::kFloat32);
+    rows = F::cross_entropy(logits.reshape({-1, logits.size(-1)}).to(acc), t2,
+                            F::CrossEntropyFuncOptions().ignore_index(-1).reduction(torch::kNone));
+  }
+  return rows.view(targets.sizes());
+}
+
+torch::Tensor GPTImpl::hidden(const torch::Tensor& idx, KVCache* cache) {
   const auto T = idx.size(1);
   const int64_t past = cache ? cache->length : 0;
   const int64_t S = past == 0 ? cfg.n_sink : 0;  // sinks enter once, in front
@@ -120,21 +163,7 @@ GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& target
     }
   }
   if (cache) cache->length = past + S + T;
-  auto h = x.norm(transformer->ln_f).narrow(1, S, T);  // sinks predict nothing
-
-  GPTOutput out;
-  if (targets.defined() && (exec_->rt.kernels.loss || exec_->rt.loss_chunk > 0)) {
-    out.loss = loss(h, targets);
-    return out;
-  }
-  out.logits = exec_->linear(h, lm_head->weight);
-  if (targets.defined()) {
-    namespace F = torch::nn::functional;
-    const auto acc = at::promote_types(out.logits.scalar_type(), torch::kFloat32);  // float32, float64 for float64
-    out.loss = F::cross_entropy(out.logits.reshape({-1, out.logits.size(-1)}).to(acc), targets.reshape(-1),
-                                F::CrossEntropyFuncOptions().ignore_index(-1));
-  }
-  return out;
+  return x.norm(transformer->ln_f).narrow(1, S, T);  // sinks predict nothing
 }
 
 // The LM head's loss without the full logits: fused with its gradient (kernels/

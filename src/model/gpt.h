@@ -74,6 +74,12 @@ struct GPTImpl : torch::nn::Module {
   // sinks enter with the first call.
   GPTOutput forward(const torch::Tensor& idx, const torch::Tensor& targets = {}, KVCache* cache = nullptr);
 
+  // Each target's own loss, (B, T) float32 (float64 for a float64 model), 0 where the
+  // target is -1: the terms forward's loss averages, from the same LM-head path the
+  // runtime picks for it (the fused kernel, chunks, or whole logits), so that their
+  // mean over targets != -1 is forward's loss. For evaluation: no gradient flows.
+  torch::Tensor token_losses(const torch::Tensor& idx, const torch::Tensor& targets);
+
   // The residual stream entering block 0: ln_e([sink; wte(idx)]), (B, S+T, d_model)
   // with S = n_sink if with_sinks else 0.
   torch::Tensor embed(const torch::Tensor& idx, bool with_sinks);
@@ -102,6 +108,8 @@ struct GPTImpl : torch::nn::Module {
 
  private:
   void init_weights();
+  // ln_f of the last block's output at the token positions, (B, T, d_model).
+  torch::Tensor hidden(const torch::Tensor& idx, KVCache* cache);
   torch::Tensor loss(const torch::Tensor& h, const torch::Tensor& targets);
   ExecPtr exec_ = std::make_shared<Exec>();
 };

@@ -129,7 +129,7 @@ json sweep_summary(const Sweep& sweep) {
     for (size_t j = 0; j < sweep.points.size(); ++j) {
       const auto& a = sweep.points[i];
       const auto& b = sweep.points[j];
-      if (a.config.model.attention != "sa" || b.config.model.attention != "xsa") continue;
+      if (a.config.model.attention != AttentionKind::kSa || b.config.model.attention != AttentionKind::kXsa) continue;
       json va = a.values, vb = b.values;
       va.erase("model.attention");
       vb.erase("model.attention");

@@ -38,8 +38,8 @@ void announce(const RunConfig& cfg, const Runtime& rt, torch::Device device, con
     spdlog::info("attention: SDPA backend {}", backend);
   const auto counts = count_params(cfg.model);
   spdlog::info("model: {} layers, d_model {}, {}x{} heads, attention {}, {:.2f}M parameters ({:.2f}M non-embedding)",
-               cfg.model.n_layer, cfg.model.d_model, cfg.model.n_head, cfg.model.head_dim, cfg.model.attention,
-               counts.total / 1e6, counts.non_embedding / 1e6);
+               cfg.model.n_layer, cfg.model.d_model, cfg.model.n_head, cfg.model.head_dim,
+               cfg.model.describe_attention(), counts.total / 1e6, counts.non_embedding / 1e6);
   spdlog::info("training: {} steps of {} tokens ({} x {} x {} accumulation x {} rank(s)), {} on {}, AdamW {}",
                t.max_steps, step_tokens, t.micro_batch, t.seq_len, cfg.accumulation_steps(world), world,
                !rt.bf16        ? "fp32"

@@ -71,7 +71,7 @@ inline ModelConfig small_model(const std::string& attention, int64_t vocab = 64)
   c.d_model = 48;
   c.n_head = 3;
   c.head_dim = 20;  // inner width 60 != d_model on purpose
-  c.attention = attention;
+  c.attention = schema::enum_from_name<AttentionKind>(attention, "small_model");
   return c;
 }
 

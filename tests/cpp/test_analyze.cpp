@@ -97,11 +97,11 @@ void check_layer(const ModelConfig& cfg, double gate_alpha) {
       EXPECT_NEAR(got.value_cos_sim[b][hd].item<double>(), e.value_cos_sim, 1e-5);
       EXPECT_NEAR(got.attn_diag[b][hd].item<double>(), e.attn_diag, 1e-5);
       EXPECT_NEAR(got.cos_y_v[b][hd].item<double>(), e.cos_y_v, 1e-5);
-      if (attn.xsa) {
+      if (attn.variant.xsa) {
         EXPECT_NEAR(got.cos_z_v[b][hd].item<double>(), e.cos_z_v, 1e-5);
       }
     }
-  EXPECT_EQ(got.cos_z_v.defined(), attn.xsa);
+  EXPECT_EQ(got.cos_z_v.defined(), attn.variant.xsa);
 }
 
 }  // namespace
@@ -129,7 +129,7 @@ TEST(Analyze, SinksAreAttendedButNotMeasured) {
 
 TEST(Analyze, GatedLayersUseTheirGate) {
   auto cfg = small_model("xsa");
-  cfg.xsa_gate = "sa";
+  cfg.xsa_gate = XsaGate::kSa;
   check_layer(cfg, 0.7);
 }
 

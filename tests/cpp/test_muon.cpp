@@ -49,7 +49,7 @@ TEST(Muon, TakesTheBlockMatricesAndNothingElse) {
   cfg.bias = true;
   cfg.tie_embeddings = false;
   cfg.n_sink = 2;
-  cfg.xsa_gate = "sa";
+  cfg.xsa_gate = XsaGate::kSa;
   GPT m(cfg);
   TrainConfig t;
   t.optimizer = "muon";

@@ -17,9 +17,9 @@ namespace {
 ModelConfig variant(const std::string& name) {
   if (name == "sa") return small_model("sa");
   auto c = small_model("xsa");
-  if (name == "xsa-gate") c.xsa_gate = "sa";
+  if (name == "xsa-gate") c.xsa_gate = XsaGate::kSa;
   if (name == "xsa-sinks") c.n_sink = 2;
-  if (name == "sa-sinks") c.attention = "sa", c.n_sink = 1;
+  if (name == "sa-sinks") c.attention = AttentionKind::kSa, c.n_sink = 1;
   return c;
 }
 

@@ -79,6 +79,47 @@ def shards(tmp_path_factory):
     return write_markov_shards(tmp_path_factory.mktemp("shards"), MARKOV_SHARDS, seed=0)
 
 
+@pytest.fixture(scope="session")
+def gpt2_enc(gpt2_vocab_dir):
+    """tiktoken's GPT-2 encoding from the local vocabulary files (offline)."""
+    pytest.importorskip("tiktoken")
+    from gpt2_tiktoken import gpt2_encoding
+    return gpt2_encoding(gpt2_vocab_dir)
+
+
+TEXT_BLOCK = 32  # block_size and seq_len of text_run's models
+
+
+@pytest.fixture(scope="session")
+def text_run(xsagpt, gpt2_enc):
+    """text_run(tmp, model_overrides, steps=12) trains a tiny GPT-2-vocabulary model
+    (2 layers, d_model 32, block TEXT_BLOCK) on the local lm-eval task texts, GPT-2
+    tokenized, so that `xsagpt score`, sample and the exports can be compared on real
+    text; returns the run directory, tmp/run."""
+    import json
+
+    import numpy as np
+    from shardio import write_shard
+
+    tasks = ROOT / "tests" / "lm_eval_tasks"
+
+    def train(tmp: pathlib.Path, overrides: dict, steps: int = 12) -> pathlib.Path:
+        text = (tasks / "tiny_text.jsonl").read_text() + (tasks / "tiny_mc.jsonl").read_text()
+        toks = np.array(gpt2_enc.encode(text * 8), dtype=np.int64)
+        for name in ("train_000001.bin", "val_000000.bin"):
+            write_shard(tmp / name, toks)
+        model = {"base": "tiny", "vocab_size": 50304, "block_size": TEXT_BLOCK, "n_layer": 2, "d_model": 32,
+                 "n_head": 2, "head_dim": 16, **overrides}
+        cfg = {"model": model, "data": {"train": str(tmp / "train_*.bin"), "val": str(tmp / "val_*.bin")},
+               "train": {"max_steps": steps, "warmup_steps": 0, "lr": 1e-2, "seq_len": TEXT_BLOCK, "micro_batch": 4,
+                         "eval_interval": steps // 2, "eval_tokens": 128, "threads": 1, "seed": 7},
+               "out_dir": str(tmp / "run")}
+        (tmp / "cfg.json").write_text(json.dumps(cfg))
+        xsagpt("train", "-c", tmp / "cfg.json")
+        return tmp / "run"
+    return train
+
+
 @pytest.fixture
 def own_shards(tmp_path, markov_shards):
     """A private copy of markov_shards in tmp_path/data, for a test that rewrites or truncates them."""

@@ -31,6 +31,19 @@ import torch.nn.functional as F
 _JSON_KINDS = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (str,)}
 
 
+# model.attention's values and whether each applies XSA's step (in the layers
+# xsa_layers selects), and model.xsa_gate's: as src/config/model_config.h's tables.
+ATTENTION_KINDS = {"sa": False, "xsa": True}
+XSA_GATES = ("off", "sa", "xsa")
+
+
+@dataclasses.dataclass(frozen=True)
+class LayerVariant:
+    """What one attention layer computes, resolved once from the config."""
+    xsa: bool = False  # applies XSA's step
+    gated: bool = False  # with a learned per-head gate tanh(alpha) on the XSA term
+
+
 @dataclasses.dataclass
 class GPTConfig:
     """The `model` section of a run config; keys and defaults as src/config/model_config.h."""
@@ -76,13 +89,17 @@ class GPTConfig:
         return int(self.mlp_ratio * self.d_model)
 
     def xsa_layer_set(self) -> set[int]:
-        if self.attention != "xsa":
+        if not ATTENTION_KINDS[self.attention]:
             return set()
         if self.xsa_layers is None:
             return set(range(self.n_layer))
         if isinstance(self.xsa_layers, str):
             return set(range(self.n_layer - int(self.xsa_layers[len("last "):]), self.n_layer))
         return set(self.xsa_layers)
+
+    def layer_variant(self, layer: int) -> LayerVariant:
+        xsa = layer in self.xsa_layer_set()
+        return LayerVariant(xsa=xsa, gated=xsa and self.xsa_gate != "off")
 
     def validate(self, where: str = "model") -> None:
         for k in ("vocab_size", "block_size", "n_layer", "d_model", "n_head", "head_dim",
@@ -91,8 +108,9 @@ class GPTConfig:
                 raise ValueError(f"{where}.{k}: must be > 0, got {getattr(self, k)!r}")
         if self.head_dim % 2:
             raise ValueError(f"{where}.head_dim: RoPE rotates pairs, so it must be even, got {self.head_dim}")
-        if self.attention not in ("sa", "xsa"):
-            raise ValueError(f'{where}.attention: expected "sa" or "xsa", got {self.attention!r}')
+        if self.attention not in ATTENTION_KINDS:
+            raise ValueError(f"{where}.attention: expected {' or '.join(map(repr, ATTENTION_KINDS))}, "
+                             f"got {self.attention!r}")
         if not 0 <= self.dropout < 1:
             raise ValueError(f"{where}.dropout: expected a probability in [0, 1), got {self.dropout!r}")
         xl, key = self.xsa_layers, f"{where}.xsa_layers"
@@ -105,11 +123,11 @@ class GPTConfig:
                 raise ValueError(f"{key}: layer indices must be integers in [0, {self.n_layer}), got {xl!r}")
         elif xl is not None:
             raise ValueError(f'{key}: expected null, a list of layer indices or "last N", got {xl!r}')
-        if self.xsa_gate not in ("off", "sa", "xsa"):
-            raise ValueError(f'{where}.xsa_gate: expected "off", "sa" or "xsa", got {self.xsa_gate!r}')
+        if self.xsa_gate not in XSA_GATES:
+            raise ValueError(f"{where}.xsa_gate: expected one of {XSA_GATES}, got {self.xsa_gate!r}")
         if not (isinstance(self.n_sink, int) and self.n_sink >= 0):
             raise ValueError(f"{where}.n_sink: must be >= 0, got {self.n_sink!r}")
-        if xl is not None and self.attention != "xsa":
+        if xl is not None and not ATTENTION_KINDS[self.attention]:
             raise ValueError(f'{key}: only meaningful with attention="xsa" (attention is {self.attention!r})')
 
 
@@ -144,15 +162,16 @@ def exclude_self_value(y: torch.Tensor, v: torch.Tensor, eps: float,
 
 
 class CausalSelfAttention(nn.Module):
-    def __init__(self, cfg: GPTConfig, xsa: bool):
+    def __init__(self, cfg: GPTConfig, variant: LayerVariant):
         super().__init__()
         self.n_head, self.head_dim, self.inner = cfg.n_head, cfg.head_dim, cfg.inner_dim
+        self.variant = variant
         self.c_attn = nn.Linear(cfg.d_model, 3 * self.inner, bias=cfg.bias)
         self.c_proj = nn.Linear(self.inner, cfg.d_model, bias=cfg.bias)
         self.resid_drop = nn.Dropout(cfg.dropout)
-        self.dropout, self.xsa, self.xsa_eps = cfg.dropout, xsa, cfg.xsa_eps
+        self.dropout, self.xsa, self.xsa_eps = cfg.dropout, variant.xsa, cfg.xsa_eps
         # Gated XSA: z = y - tanh(alpha_h) (y . v^) v^; alpha is loaded from the checkpoint.
-        self.xsa_gate = nn.Parameter(torch.zeros(cfg.n_head)) if xsa and cfg.xsa_gate != "off" else None
+        self.xsa_gate = nn.Parameter(torch.zeros(cfg.n_head)) if variant.gated else None
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
@@ -179,10 +198,10 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, cfg: GPTConfig, xsa: bool):
+    def __init__(self, cfg: GPTConfig, variant: LayerVariant):
         super().__init__()
         self.ln_1 = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps, bias=cfg.bias)
-        self.attn = CausalSelfAttention(cfg, xsa)
+        self.attn = CausalSelfAttention(cfg, variant)
         self.ln_2 = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps, bias=cfg.bias)
         self.mlp = MLP(cfg)
 
@@ -199,12 +218,11 @@ class GPT(nn.Module):
         super().__init__()
         cfg.validate()
         self.cfg = cfg
-        xsa = cfg.xsa_layer_set()
         self.transformer = nn.ModuleDict(dict(
             wte=nn.Embedding(cfg.vocab_size, cfg.d_model),
             ln_e=nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps, bias=cfg.bias),
             drop=nn.Dropout(cfg.dropout),
-            h=nn.ModuleList(Block(cfg, i in xsa) for i in range(cfg.n_layer)),
+            h=nn.ModuleList(Block(cfg, cfg.layer_variant(i)) for i in range(cfg.n_layer)),
             ln_f=nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps, bias=cfg.bias),
         ))
         if cfg.n_sink:  # StreamingLLM-style learnable sinks, at RoPE positions 0..n_sink-1

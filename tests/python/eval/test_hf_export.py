@@ -22,16 +22,13 @@ import sys
 import numpy as np
 import pytest
 
-from shardio import write_shard
-
 pytest.importorskip("transformers", reason="transformers is not installed (requirements-eval.txt; scripts/setup.sh "
                                            "--eval, which the test command runs)")
 tiktoken = pytest.importorskip("tiktoken")
-from gpt2_tiktoken import gpt2_encoding  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 TASKS = ROOT / "tests" / "lm_eval_tasks"
-BLOCK = 32
+BLOCK = 32  # conftest's TEXT_BLOCK: the models text_run trains
 
 VARIANTS = {
     "sa-untied": {"attention": "sa"},
@@ -53,33 +50,17 @@ NEW_TOKENS = 10
 
 
 @pytest.fixture(scope="module")
-def enc(gpt2_vocab_dir):
-    return gpt2_encoding(gpt2_vocab_dir)
-
-
-def train(tmp, xsagpt, enc, overrides, steps=12):
-    text = (TASKS / "tiny_text.jsonl").read_text() + (TASKS / "tiny_mc.jsonl").read_text()
-    toks = np.array(enc.encode(text * 8), dtype=np.int64)
-    for name in ("train_000001.bin", "val_000000.bin"):
-        write_shard(tmp / name, toks)
-    model = {"base": "tiny", "vocab_size": 50304, "block_size": BLOCK, "n_layer": 2, "d_model": 32, "n_head": 2,
-             "head_dim": 16, **overrides}
-    cfg = {"model": model, "data": {"train": str(tmp / "train_*.bin"), "val": str(tmp / "val_*.bin")},
-           "train": {"max_steps": steps, "warmup_steps": 0, "lr": 1e-2, "seq_len": BLOCK, "micro_batch": 4,
-                     "eval_interval": steps // 2, "eval_tokens": 128, "threads": 1, "seed": 7},
-           "out_dir": str(tmp / "run")}
-    (tmp / "cfg.json").write_text(json.dumps(cfg))
-    xsagpt("train", "-c", tmp / "cfg.json")
-    return tmp / "run"
+def enc(gpt2_enc):
+    return gpt2_enc
 
 
 @pytest.fixture(scope="module")
-def exports(tmp_path_factory, xsagpt, enc):
+def exports(tmp_path_factory, text_run):
     out = {}
     for name, overrides in VARIANTS.items():
         tmp = tmp_path_factory.mktemp(name)
         # A tied head needs longer before greedy text is more than one token repeated.
-        run = train(tmp, xsagpt, enc, overrides, steps=40 if overrides.get("tie_embeddings") else 12)
+        run = text_run(tmp, overrides, steps=40 if overrides.get("tie_embeddings") else 12)
         subprocess.run([sys.executable, ROOT / "scripts" / "eval" / "export.py", run, "--format", "hf", "--out", tmp / "hf"],
                        check=True, capture_output=True)
         out[name] = (run, tmp / "hf")
