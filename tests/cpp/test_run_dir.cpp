@@ -5,6 +5,7 @@
 // run without root; tests/python/test_nothing_lost.py fills a real tmpfs.
 #include "helpers.h"
 #include "train/metrics.h"
+#include "train/run_dir.h"
 #include "train/run_staging.h"
 #include "train/run_start.h"
 #include "util/atomic_file.h"
@@ -393,4 +394,51 @@ TEST_F(RunDirFiles, PreparingRemovesTemporariesOfAKilledSave) {
   commit_staged_run(run);
   EXPECT_EQ(names_in(run),
             (std::vector<std::string>{"checkpoints", "config.json", "metrics.jsonl", "notes.tmp", "run.json"}));
+}
+
+// ---- RunDir: the run directory as train() holds it ---------------------------
+
+TEST_F(RunDirFiles, ASessionEndingBeforeItsFirstCheckpointLeavesTheFinishedRunAsItWas) {
+  const auto run = tmp / "run";
+  const auto cfg12 = config(run, 12), cfg20 = config(run, 20);
+  checkpoint(run, 12, 12, 3.0, 3.0);
+  metrics_lines(run, 12);
+  prepare_run_dir(run, cfg12, RunStart{});
+  finish_run(run, {12, 1200, 3.0, 3.0, 18.0});
+  const auto done = test::slurp(run / "done.json"), config_json = test::slurp(run / "config.json");
+  DistContext single;
+  {
+    RunDir session(cfg20, "auto", false, single);
+    EXPECT_FALSE(session.close_if_finished());
+    session.begin();
+    EXPECT_TRUE(fs::exists(run / "staged.json"));
+    // Held for the object's life: a second trainer is refused before it reads anything.
+    EXPECT_THAT(test::error_of<DirBusy>([&] { RunDir(cfg20, "auto", false, single); }),
+                HasSubstr("out_dir " + run.string() + " is in use"));
+  }  // ended (an error, a kill) before a checkpoint: what it staged goes
+  EXPECT_EQ(test::slurp(run / "done.json"), done);
+  EXPECT_EQ(test::slurp(run / "config.json"), config_json);
+  EXPECT_THAT(names_in(run), Not(::testing::Contains(HasSubstr("staged"))));
+
+  // A session whose checkpoint landed replaces the finished run from its commit on.
+  {
+    RunDir session(cfg20, "auto", false, single);
+    session.begin();
+    checkpoint(run, 16, 20, 2.0, 2.0);
+    session.commit(16);
+  }
+  EXPECT_FALSE(fs::exists(run / "done.json"));
+  EXPECT_EQ(read_json_file(run / "config.json")["train"]["max_steps"], 20);
+  EXPECT_THAT(names_in(run), Not(::testing::Contains(HasSubstr("staged"))));
+}
+
+TEST_F(RunDirFiles, ANewDirectoryIsMadeOnlyOnceEveryCheckPassed) {
+  const auto run = tmp / "new" / "run";
+  const auto cfg = config(run, 10);
+  DistContext single;
+  RunDir session(cfg, "", false, single);
+  EXPECT_FALSE(fs::exists(tmp / "new"));  // deciding wrote nothing
+  EXPECT_EQ(session.begin(), run / "metrics.jsonl");
+  EXPECT_EQ(read_json_file(run / "config.json"), to_json(cfg));
+  EXPECT_EQ(recorded_run_id(run).size(), 32u);
 }
