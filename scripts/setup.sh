@@ -5,9 +5,9 @@
 #   bash scripts/setup.sh [--eval] [--track] [--target NAME]...
 #   --eval             also install requirements-eval.txt (lm-eval, ~0.5 GB: pandas,
 #                      scipy, scikit-learn, pyarrow; transformers); the test command
-#                      and scripts/lm_eval_xsagpt.py ask for it, the demo does not
+#                      and scripts/eval/lm_eval_xsagpt.py ask for it, the demo does not
 #   --track            also install requirements-track.txt (tensorboard, wandb) for
-#                      scripts/track.py; the test command asks for it, the demo does not
+#                      scripts/view/track.py; the test command asks for it, the demo does not
 #   --target NAME      build only NAME (repeatable; e.g. xsagpt: what the demo runs);
 #                      default: everything, the test binaries included. A first
 #                      build of only xsagpt on a machine with no GPU leaves the fused
@@ -84,7 +84,7 @@ install_extra() {  # $1: eval or track, $2: what it is for
   fi
 }
 if [ "$eval_extra" = 1 ]; then install_extra eval "lm-eval and transformers for downstream evaluation"; fi
-if [ "$track_extra" = 1 ]; then install_extra track "tensorboard and wandb for scripts/track.py"; fi
+if [ "$track_extra" = 1 ]; then install_extra track "tensorboard and wandb for scripts/view/track.py"; fi
 
 # 3. Configure once, then build incrementally.
 kernels=ON

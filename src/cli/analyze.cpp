@@ -5,7 +5,7 @@
 // analysis/attention_stats.h. Prints a table and writes analysis.json:
 //   {"attention": "sa"|"xsa", "checkpoint": path,
 //    "layers": [{"layer", "value_cos_sim", "attn_diag", "cos_y_v", "cos_z_v" (null for SA layers)}]}
-// which scripts/plot.py draws.
+// which scripts/view/plot.py draws.
 #include "analysis/attention_stats.h"
 #include "cli/commands.h"
 #include "cli/options.h"

@@ -53,7 +53,7 @@ std::string track_command(const std::filesystem::path& dir) {
   const auto root = project_root();
   const fs::path python =
       root && fs::exists(*root / ".venv/bin/python") ? *root / ".venv/bin/python" : fs::path("python3");
-  const fs::path script = root ? *root / "scripts/track.py" : fs::path("scripts/track.py");
+  const fs::path script = root ? *root / "scripts/view/track.py" : fs::path("scripts/view/track.py");
   const fs::path tb = (dir.has_parent_path() ? dir.parent_path() : fs::path(".")) / "tb";
   return shell_quote(python.string()) + " " + shell_quote(script.string()) + " " + shell_quote(dir.string()) +
          " --tensorboard " + shell_quote(tb.string());

@@ -34,7 +34,7 @@ void setup_threads(const cxxopts::ParseResult& args);
 torch::Device device_option(const cxxopts::ParseResult& args);
 
 // The command line that mirrors a run or sweep directory live into TensorBoard
-// (scripts/track.py, into tb/ beside the directory), which `train` and `sweep` print
+// (scripts/view/track.py, into tb/ beside the directory), which `train` and `sweep` print
 // at start so that watching a run needs no reading up.
 std::string track_command(const std::filesystem::path& dir);
 

@@ -3,7 +3,7 @@
 // to stdout, in order. Requests are read in groups (up to --group lines, or up to
 // an empty line, or the end of the input); each group is scored in batched passes
 // and its answers are written and flushed before the next is read, so a process
-// kept alive by the lm-evaluation-harness bridge (scripts/lm_eval_xsagpt.py)
+// kept alive by the lm-evaluation-harness bridge (scripts/eval/lm_eval_xsagpt.py)
 // answers each group it sends, ended by an empty line.
 #include "cli/commands.h"
 #include "cli/scoring_options.h"
@@ -185,7 +185,7 @@ int score(int argc, char** argv) {
     if (static_cast<int64_t>(lines.size()) >= group) flush();
   }
   flush();
-  // scripts/bench_score.py reads this line.
+  // scripts/bench/bench_score.py reads this line.
   spdlog::info("answered {} request(s): {} tokens through the model in {:.3f} s, {:.0f} tokens/s", answered,
                s.tokens_fed, s.seconds, s.seconds > 0 ? static_cast<double>(s.tokens_fed) / s.seconds : 0.0);
   return 0;

@@ -109,18 +109,18 @@ void print_results(const json& summary) {
                              mean_sd(d["xsa_minus_sa_by_seed"], true));
 }
 
-// Draws the sweep's figures with scripts/plot.py, run without a shell (the paths
+// Draws the sweep's figures with scripts/view/plot.py, run without a shell (the paths
 // go to it as they are, whatever characters they hold); its output goes to stderr.
 // A missing Python or a failed plot is a warning, not an error. Returns success.
 bool plot(const fs::path& dir) {
   auto root = project_root();
   if (!root) {
-    spdlog::warn("plotting skipped: scripts/plot.py not found beside the program");
+    spdlog::warn("plotting skipped: scripts/view/plot.py not found beside the program");
     return false;
   }
   auto python = *root / ".venv" / "bin" / "python";
   const std::vector<std::string> argv{fs::exists(python) ? python.string() : "python3",
-                                      (*root / "scripts" / "plot.py").string(), dir.string()};
+                                      (*root / "scripts" / "view" / "plot.py").string(), dir.string()};
   std::string shown;  // the command as one could type it, for the warning
   for (const auto& a : argv) shown += (shown.empty() ? "" : " ") + shell_quote(a);
   const auto status = run_program(argv, /*stdout_to_stderr=*/true);

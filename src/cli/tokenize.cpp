@@ -1,6 +1,6 @@
 // `xsagpt tokenize`: GPT-2 token ids of a text as a JSON array, or (--decode) the
 // text of a JSON array of ids. For inspecting prompts, and for checking the C++
-// tokenizer against tiktoken (tests/python/test_tokenizer_tiktoken.py).
+// tokenizer against tiktoken (tests/python/data/test_tokenizer_tiktoken.py).
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "config/schema.h"

@@ -27,25 +27,26 @@ const char* name(Recompute r) {
 namespace {
 
 // The kernels, a row each: the name train.kernels takes, how the name switches it
-// on, whether a Kernels has it on, and what it fuses. Parsing, describe(), the list
-// of names and the key's help text all read this table, so a new kernel is one row
-// here plus its implementation.
+// on, whether a Kernels has it on, what it fuses, and whether "auto" takes it on
+// CUDA (only once a GPU has validated it: docs/benchmarks.md). Parsing, describe(),
+// the list of names and the key's help text all read this table, so a new kernel is
+// one row here plus its implementation, and making one a default is one word.
 struct KernelRow {
   const char* name;
   void (*enable)(Kernels&);
   bool (*on)(const Kernels&);
   const char* help;
+  bool auto_on_cuda = false;
 };
 
 constexpr KernelRow kKernelTable[] = {
     {"weights", [](Kernels& k) { k.weights = true; }, [](const Kernels& k) { return k.weights; },
      "bf16 weight copies made once per optimizer step, no autocast"},
-    {"norm", [](Kernels& k) { k.norm = true; }, [](const Kernels& k) { return k.norm; },
-     "residual add + LayerNorm"},
+    {"norm", [](Kernels& k) { k.norm = true; }, [](const Kernels& k) { return k.norm; }, "residual add + LayerNorm"},
     {"rope", [](Kernels& k) { k.rope = true; }, [](const Kernels& k) { return k.rope; }, "qkv split + RoPE"},
     // xsa_wide wins over xsa in either order: both name XSA's kernels, one of them vectorised.
     {"xsa", [](Kernels& k) { k.xsa = k.xsa == XsaImpl::kFusedWide ? k.xsa : XsaImpl::kFused; },
-     [](const Kernels& k) { return k.xsa == XsaImpl::kFused; }, "XSA step"},
+     [](const Kernels& k) { return k.xsa == XsaImpl::kFused; }, "XSA step", true},
     {"xsa_wide", [](Kernels& k) { k.xsa = XsaImpl::kFusedWide; },
      [](const Kernels& k) { return k.xsa == XsaImpl::kFusedWide; }, "the XSA kernels with 16-byte vector accesses"},
     {"loss", [](Kernels& k) { k.loss = true; }, [](const Kernels& k) { return k.loss; },
@@ -62,12 +63,15 @@ std::vector<std::string> kernel_names() {
 
 const char* kernels_help() {
   static const std::string text = [] {
-    std::string list;
-    for (const auto& row : kKernelTable)
+    std::string list, validated;
+    for (const auto& row : kKernelTable) {
       list += (list.empty() ? "" : ", ") + std::string(row.name) + " (" + row.help + ")";
-    return "fused implementations in place of ATen ops (src/kernels/): \"auto\" (those validated on a GPU: xsa on "
-           "CUDA, none on CPU), \"aten\" (none), \"fused\" (all) or a comma-separated list of " +
-           list + ". CUDA kernels on CUDA, the same arithmetic in ATen elsewhere";
+      if (row.auto_on_cuda) validated += (validated.empty() ? "" : ",") + std::string(row.name);
+    }
+    return "fused implementations in place of ATen ops (src/kernels/): \"auto\" (those validated on a GPU: " +
+           (validated.empty() ? std::string("none") : validated) +
+           " on CUDA, none on CPU), \"aten\" (none), \"fused\" (all) or a comma-separated list of " + list +
+           ". CUDA kernels on CUDA, the same arithmetic in ATen elsewhere";
   }();
   return text.c_str();
 }
@@ -76,8 +80,9 @@ Kernels parse_kernels(const std::string& spec, bool cuda, const std::string& key
   Kernels k;
   if (spec == "aten") return k;
   if (spec == "auto") {
-    // What a GPU has validated (docs/benchmarks.md); the others default on once it has.
-    if (cuda) k.xsa = XsaImpl::kFused;
+    if (cuda)
+      for (const auto& row : kKernelTable)
+        if (row.auto_on_cuda) row.enable(k);
     return k;
   }
   if (spec == "fused") {

@@ -1,6 +1,6 @@
 // Muon (Jordan et al., 2024) for the 2-D matrices inside the transformer blocks,
 // as torch.optim.Muon defines it, so that one is the reference it is tested
-// against (tests/python/test_muon.py):
+// against (tests/python/train/test_muon.py):
 //   buf <- lerp(buf, g, 1 - mu);  u <- lerp(g, buf, mu)    (Nesterov momentum)
 //   O   <- NewtonSchulz_k(u / ||u||_F)                     (quintic, a, b, c below)
 //   W   <- W (1 - lr wd) - adjust(lr, A x B) O

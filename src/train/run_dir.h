@@ -51,7 +51,8 @@ class RunDir {
   // Puts the checkpoint decided on into `s` (nothing for a fresh start) and gives it
   // the run's id; frees the checkpoint's host copy.
   void restore(TrainingState& s);
-  // Claims and prepares the directory; returns the file metrics lines go to.
+  // Claims and prepares the directory; returns the file metrics lines go to (on rank
+  // 0; empty on the others).
   std::filesystem::path begin();
   // After the checkpoint of `step` landed.
   void commit(int64_t step);

@@ -25,7 +25,7 @@ namespace {
 // parallel regions in a step pays for it: two such runs side by side on 2 cores
 // ran 3x slower than with one thread each. A shorter spin (10,000) did not help;
 // sleeping at once (OMP_WAIT_POLICY=passive) did, at little cost on an idle
-// machine (docs/benchmarks.md, scripts/bench_threads.sh). libgomp reads its
+// machine (docs/benchmarks.md, scripts/bench/bench_threads.sh). libgomp reads its
 // settings once, in a constructor that runs when the dynamic loader maps it (as a
 // dependency of libtorch_cpu, before any of our code), so a setenv in main() comes
 // too late: the process executes itself again with the variable set. A user's own

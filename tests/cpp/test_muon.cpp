@@ -1,7 +1,7 @@
 // Muon's pieces on their own: the batched Newton-Schulz iteration against the SVD
 // and against one matrix at a time, and which parameters the run's optimizer gives
 // to Muon. The whole update is tested against torch.optim.Muon in
-// tests/python/test_muon.py.
+// tests/python/train/test_muon.py.
 #include "config/run_config.h"
 #include "dist/context.h"
 #include "helpers.h"

@@ -2,7 +2,7 @@
 // never end mid-line, and a run directory that is checked before it is touched and
 // never mixes two runs. Write failures are injected with RLIMIT_FSIZE (writes past
 // the limit fail with EFBIG, as they would with ENOSPC on a full disk), so these
-// run without root; tests/python/test_nothing_lost.py fills a real tmpfs.
+// run without root; tests/python/run/test_nothing_lost.py fills a real tmpfs.
 #include "helpers.h"
 #include "train/metrics.h"
 #include "train/run_dir.h"

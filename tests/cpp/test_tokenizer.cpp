@@ -3,7 +3,7 @@
 // are looked up in encoder.json, multi-token words are merged by a direct
 // transcription of GPT-2's encoder.py (merge rules from vocab.bpe, all occurrences
 // of the best pair at once). The token-for-token comparison with tiktoken on large
-// texts is tests/python/test_tokenizer_tiktoken.py.
+// texts is tests/python/data/test_tokenizer_tiktoken.py.
 #include "config/schema.h"
 #include "helpers.h"
 #include "tokenizer/gpt2_bpe.h"

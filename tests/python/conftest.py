@@ -1,6 +1,8 @@
-"""Shared pytest fixtures: where the repository, the build and GPT-2's vocabulary are;
-shards a test may change; xsagpt processes in the background, also held at a test stop
-point (util/test_stop.h)."""
+"""Shared pytest fixtures, for the tests in every folder below: where the repository, the
+build and GPT-2's vocabulary are; the tiny runs' shards, also ones a test may change;
+a trained GPT-2-vocabulary model; xsagpt processes in the background, also held at a
+test stop point (util/test_stop.h). Helpers that are functions rather than fixtures
+live in the modules beside this file (shardio, tinyrun, gpt2_tiktoken)."""
 import os
 import pathlib
 import shutil
@@ -10,11 +12,15 @@ import time
 
 import pytest
 
+from shardio import write_markov_shards
+from tinyrun import train_tiny
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+MARKOV_SHARDS = {"val_000000.bin": 4096, "train_000001.bin": 20000, "train_000002.bin": 15000}  # tokens per file
 
 # xsagpt's OpenMP default, given here so that the binary's computing commands start
 # once instead of executing themselves again to apply it (util/device.h); the default
-# itself is tested with a clean environment in test_train.py.
+# itself is tested with a clean environment in train/test_train.py.
 if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
     os.environ["OMP_WAIT_POLICY"] = "passive"
 
@@ -63,16 +69,26 @@ def kjv_shards(repo_root, gpt2_vocab_dir):
 
 @pytest.fixture(scope="session")
 def markov_shards(tmp_path_factory):
-    """test_train's tiny corpus (a val shard and two train shards of a noisy Markov chain)."""
-    from shardio import write_markov_shards
-    return write_markov_shards(tmp_path_factory.mktemp("markov"), {
-        "val_000000.bin": 4096, "train_000001.bin": 20000, "train_000002.bin": 15000}, seed=0)
+    """The tiny runs' corpus (a val shard and two train shards of a noisy Markov chain)."""
+    return write_markov_shards(tmp_path_factory.mktemp("markov"), MARKOV_SHARDS, seed=0)
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory):
+    """The same corpus, written once per test module rather than once per session."""
+    return write_markov_shards(tmp_path_factory.mktemp("shards"), MARKOV_SHARDS, seed=0)
 
 
 @pytest.fixture
 def own_shards(tmp_path, markov_shards):
     """A private copy of markov_shards in tmp_path/data, for a test that rewrites or truncates them."""
     return pathlib.Path(shutil.copytree(markov_shards, tmp_path / "data"))
+
+
+@pytest.fixture(scope="module")
+def gpt2_run(tmp_path_factory, xsagpt):
+    """A GPT-2-vocabulary model (50304 rows, 1 layer, one sink) trained one step (tinyrun.train_tiny)."""
+    return train_tiny(tmp_path_factory.mktemp("gpt2"), xsagpt, 50304, n_sink=1)
 
 
 def _state(pid):

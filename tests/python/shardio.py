@@ -38,3 +38,15 @@ def write_markov_shards(d: pathlib.Path, sizes: dict, seed: int = 0, vocab: int 
             toks[i] = rand[i] if is_noise[i] else nxt[toks[i - 1]]
         write_shard(d / name, toks)
     return d
+
+
+def read_shard_strict(path: pathlib.Path) -> np.ndarray:
+    """A shard as data/prepare.py must write it: every header field checked, nothing after the tokens."""
+    raw = path.read_bytes()
+    header = np.frombuffer(raw[:1024], dtype="<i4")
+    assert tuple(header[:3]) == (20240520, 1, (len(raw) - 1024) // 2) and not header[3:].any(), path
+    return np.frombuffer(raw[1024:], dtype="<u2")
+
+
+def shard_files(d: pathlib.Path):
+    return sorted(d.glob("*.bin"), key=lambda p: p.name.split("_")[1])  # val_000000 first

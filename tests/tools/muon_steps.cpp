@@ -1,6 +1,6 @@
 // xsagpt_muon_steps: a few training steps of the C++ GPT in float64 with the
 // optimizer train.optimizer=muon builds (train/run_optimizer.h), saving what the
-// torch.optim reference (tests/python/test_muon.py) needs to replay them: the
+// torch.optim reference (tests/python/train/test_muon.py) needs to replay them: the
 // starting weights, each step's gradients and rate, the final weights and which
 // parameters Muon took. The reference applies torch.optim.Muon and torch.optim.AdamW
 // to the same gradients and must land on the same weights.

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Training-step throughput of the same architecture in plain PyTorch
+(scripts/bench/reference/model.py), eager and with torch.compile: the baseline xsagpt's
+own step time (`xsagpt bench`) is compared against, in one session on one GPU.
+
+The step matches xsagpt's trainer: bf16 autocast on CUDA (float32 on CPU), fused
+AdamW (0.9, 0.95, wd 0.1 on matrices), global-norm clip 1.0, TF32 matmuls.
+
+    .venv/bin/python scripts/bench/bench_pytorch.py --config gpt2-124m -b 16 -t 1024 [--compile] [--attention xsa]
+Prints one JSON line per mode with tokens/s and step time.
+"""
+import argparse
+import json
+import pathlib
+import sys
+import time
+
+import torch
+
+# reference/ sits beside this script, in the folder Python puts first on sys.path when it
+# runs one: the import needs no path setting, also under a bare machine's system python3
+# (bench_gpu.sh). The tests find it through tests/python/pytest.ini.
+from reference.model import GPT, GPTConfig
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def load_model_config(name: str) -> dict:
+    path = pathlib.Path(name)
+    if not path.exists():
+        path = ROOT / "configs" / "model" / (name if name.endswith(".json") else name + ".json")
+    if not path.exists():
+        sys.exit(f"bench_pytorch.py: model config '{name}' not found")
+    return json.loads(path.read_text())
+
+
+def bench(name: str, cfg: GPTConfig, batch: int, seq: int, steps: int, warmup: int, compile_: bool, device: str) -> dict:
+    torch.manual_seed(0)
+    model = GPT(cfg).to(device)
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=3e-4, betas=(0.9, 0.95), eps=1e-8, fused=True)
+    fwd = torch.compile(model) if compile_ else model
+    bf16 = device == "cuda"
+    x = torch.randint(0, cfg.vocab_size, (batch, seq), device=device)
+    y = torch.randint(0, cfg.vocab_size, (batch, seq), device=device)
+
+    def step():
+        with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=bf16):
+            _, loss = fwd(x, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=True)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    for _ in range(warmup):
+        step()
+    if device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    dt = (time.perf_counter() - t0) / steps
+    out = {"config": name, "mode": "compiled" if compile_ else "eager", "attention": cfg.attention, "batch": batch, "seq_len": seq,
+           "step_s": dt, "tokens_per_s": batch * seq / dt, "device": torch.cuda.get_device_name() if bf16 else "cpu",
+           "torch": torch.__version__}
+    if device == "cuda":
+        out["peak_mem_gib"] = torch.cuda.max_memory_allocated() / 2**30
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", default="gpt2-124m", help="name in configs/model/ or a JSON file")
+    ap.add_argument("-b", "--batch", type=int, default=16)
+    ap.add_argument("-t", "--seq-len", type=int, default=1024)
+    ap.add_argument("--attention", choices=["sa", "xsa"], help="override the config's attention")
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--compile", action="store_true", help="also time torch.compile")
+    ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                    help="auto: CUDA when present (bf16 autocast), else the CPU (fp32)")
+    args = ap.parse_args()
+    d = load_model_config(args.config)
+    if args.attention:
+        d["attention"] = args.attention
+    cfg = GPTConfig.from_dict(d, args.config)
+    device = args.device if args.device != "auto" else "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        ap.error("--device cuda: no CUDA device is available")
+    if device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    for compile_ in ([False, True] if args.compile else [False]):
+        print(json.dumps(bench(args.config, cfg, args.batch, args.seq_len, args.steps, args.warmup, compile_, device)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,450 @@
+#!/usr/bin/env python3
+"""The GPU verdict on xsagpt's fused kernels, in stages that fit a lent GPU's
+10-minute command limit (`bash scripts/bench/bench_gpu.sh verdict` runs this).
+
+A lent GPU comes rarely, for about 30 minutes, 10 minutes a command, and goes back
+30 s after a call ends. So the verdict is a list of named stages, each bounded
+(at most 6 minutes on a bare 16-core H200, the build included), whose results stay
+in the results folder: running the same command again skips the stages already
+done and does the next ones, so two or three calls in a row give the whole
+verdict. A call starts no stage its remaining time cannot hold; every call ends by
+printing the table with what is known so far (scripts/bench/verdict_table.py), missing
+cells `pending`, failed ones `FAILED (reason)`. A failing stage never hides the
+others' results. Nothing large is kept: parity runs' checkpoints live in a scratch
+folder only until their parameter differences are taken, and the results folder
+holds only text and JSON, so its bundle (in $OUT when the device tool sets it)
+stays under 1 MiB; the bundler refuses anything else.
+
+    python3 scripts/bench/bench_verdict.py [--cpu-dry-run] [--budget S] [--only a,b] [--retry-failed] [--sanitizer]
+
+With --cpu-dry-run the same stages run here at tiny sizes (the CUDA tests skip,
+nothing is decided), into out/gpu-dry-run/. XSAGPT_VERDICT_BREAK=STAGE breaks that
+stage on purpose (its run gets an invalid setting), to see the others survive.
+"""
+import argparse
+import datetime
+import io
+import json
+import os
+import pathlib
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import time
+
+import verdict_table
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BIN = ROOT / "build" / "xsagpt"
+TESTS = ROOT / "build" / "tests" / "xsagpt_tests"
+BUNDLE_MAX = 1 << 20        # the results bundle: what comes back from the device machine
+LOG_MAX = 128 << 10         # a stage's log keeps its last 128 KiB
+TEXT = {".json", ".jsonl", ".md", ".txt", ".log"}
+CUDA_TESTS = "KernelsCuda.*:XsaCuda.*:SdpaBackend.*:*OnCuda*"
+# The tests compute-sanitizer runs: the kernels called directly, at test sizes
+# (the whole-model tests would take the stage's minutes many times over).
+SANITIZER_TESTS = "KernelsCuda.RopeQkv*:KernelsCuda.AddNormForward*:KernelsCuda.CrossEntropy*:XsaCuda.Forward*:XsaCuda.Backward*"
+PARITY_KERNELS = ("aten",) + verdict_table.KERNELS
+STEP_124M = "sa@aten,sa,sa@fused,xsa@aten," + ",".join(f"xsa@{k}" for k in verdict_table.KERNELS) + ",xsa"
+STEP_07B = "sa@aten,sa,sa@fused,xsa@aten,xsa,xsa@fused"
+
+
+class StageFailed(Exception):
+    pass
+
+
+class Stage:
+    """A named step: `estimate` seconds on a bare H200 (what the scheduler plans
+    with), at most `cap` seconds (then it is stopped and marked failed)."""
+
+    def __init__(self, name, run, estimate, cap=360, needs=()):
+        self.name, self.run, self.estimate, self.cap, self.needs = name, run, estimate, cap, needs
+
+
+class Verdict:
+    def __init__(self, args):
+        self.dry = args.cpu_dry_run
+        self.res = (args.out or ROOT / ("out/gpu-dry-run" if self.dry else "out/gpu")).resolve()
+        self.scratch = self.res.with_name(self.res.name + "-scratch")
+        self.budget, self.t0 = args.budget, time.monotonic()
+        self.res.mkdir(parents=True, exist_ok=True)
+        self.state_path = self.res / "stages.json"
+        self.state = verdict_table.read_json(self.state_path) or {}
+        self.py = sys.executable
+        self.env = dict(os.environ, PYTHONUNBUFFERED="1")
+        if not self.dry:  # Hopper machine code unless told otherwise
+            self.env.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
+        self.broken = os.environ.get("XSAGPT_VERDICT_BREAK", "")
+
+    # ---- bookkeeping ---------------------------------------------------------
+    def left(self) -> float:
+        return self.budget - (time.monotonic() - self.t0)
+
+    def record(self, name, status, seconds=None, reason=""):
+        entry = {"status": status, "reason": reason, "at": datetime.datetime.now().isoformat(timespec="seconds")}
+        if seconds is not None:
+            entry["seconds"] = round(seconds, 1)
+        self.state[name] = entry
+        tmp = self.state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.state, indent=1) + "\n")
+        tmp.replace(self.state_path)
+
+    def sh(self, name: str, cmd: list, timeout: float, log: str | None = None, check=True, cwd=ROOT) -> str:
+        """Runs cmd, its output appended to RES/<log or name>.log (the last LOG_MAX
+        bytes kept); raises StageFailed naming the command on a non-zero exit."""
+        path = self.res / f"{log or name}.log"
+        with path.open("a") as f:
+            f.write(f"$ {' '.join(map(str, cmd))}\n")
+        try:
+            p = subprocess.run([str(c) for c in cmd], cwd=cwd, env=self.env, capture_output=True, text=True,
+                               timeout=max(1.0, timeout))
+        except subprocess.TimeoutExpired as e:
+            self.append_log(path, (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or ""))
+            raise
+        self.append_log(path, p.stdout + p.stderr)
+        if check and p.returncode != 0:
+            last = [l for l in (p.stderr or p.stdout).strip().splitlines() if l.strip()][-1:] or ["no output"]
+            raise StageFailed(f"{pathlib.Path(str(cmd[0])).name} exited {p.returncode}: {last[0][:160]}")
+        return p.stdout
+
+    @staticmethod
+    def append_log(path: pathlib.Path, text: str):
+        data = (path.read_text(errors="replace") if path.exists() else "") + text
+        if len(data) > LOG_MAX:
+            data = f"[... first {len(data) - LOG_MAX} characters dropped]\n" + data[-LOG_MAX:]
+        path.write_text(data)
+
+    # ---- stages --------------------------------------------------------------
+    def preflight(self, timeout):
+        """Everything a call needs, checked in seconds before anything is built."""
+        missing = []
+        try:
+            gpu = subprocess.run([self.py, "-c", "import torch; print(torch.__version__, torch.version.cuda); "
+                                  "print(torch.cuda.get_device_name() if torch.cuda.is_available() else '')"],
+                                 capture_output=True, text=True, timeout=60).stdout.split("\n")
+        except subprocess.TimeoutExpired:
+            gpu = ["", ""]
+        if not gpu[0]:
+            missing.append(f"{self.py} cannot import torch")
+        if not self.dry and len(gpu) > 1 and not gpu[1]:
+            missing.append("no CUDA GPU visible to python3's torch (on a machine without one: --cpu-dry-run)")
+        nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if pathlib.Path("/usr/local/cuda/bin/nvcc").exists() else None)
+        if not nvcc and not self.dry:
+            missing.append("nvcc not found (the CUDA toolkit)")
+        if not self.dry and not (ROOT / "third_party/usr").is_dir():
+            missing.append("third_party/ missing: run `bash scripts/maint/vendor_deps.sh` here and carry third_party")
+        shards = ROOT / "data/kjv/shards"
+        if not (shards / "val_000000.bin").exists() or not list(shards.glob("train_*.bin")):
+            missing.append("data/kjv/shards/ missing: run `bash data/kjv/prepare.sh` here and carry data/kjv/shards")
+        need_gb = 2 if self.dry else 20
+        free_gb = shutil.disk_usage(ROOT).free / 2**30
+        if free_gb < need_gb:
+            missing.append(f"{free_gb:.0f} GiB free on disk, need {need_gb} (parity checkpoints, build, Inductor cache)")
+        machine = (f"CPU dry run: {os.cpu_count()} cores" if self.dry else gpu[1]) + f"; torch {gpu[0]}"
+        (self.res / "machine.txt").write_text(machine + "\n")
+        if missing:
+            raise StageFailed("; ".join(missing))
+
+    def build(self, timeout):
+        t = time.monotonic()
+        if not (ROOT / "build/build.ninja").exists() or not self.dry:
+            self.sh("build", ["cmake", "-S", ".", "-B", "build", "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-Wno-dev"],
+                    timeout)
+        self.sh("build", ["cmake", "--build", "build", f"-j{os.cpu_count()}", "--target", "xsagpt", "xsagpt_tests"],
+                timeout - (time.monotonic() - t))
+
+    def tests(self, timeout):
+        """Each CUDA test suite in its own process, so a sticky CUDA error (an illegal
+        address poisons the context) is charged to its own suite; a suite whose process
+        dies without a report runs again one test per process, to blame the right test."""
+        t_end = time.monotonic() + timeout
+        listing = self.sh("tests", [TESTS, f"--gtest_filter={CUDA_TESTS}", "--gtest_list_tests"], 60)
+        suites, suite = {}, None
+        for line in listing.splitlines():
+            if line and not line.startswith(" "):
+                suite = line.strip().rstrip(".")
+                suites[suite] = []
+            elif suite and line.strip():
+                suites[suite].append(line.split("#")[0].strip())
+        out_dir = self.res / "tests"
+        out_dir.mkdir(exist_ok=True)
+        results = {}
+
+        def run(filter_, report):
+            try:
+                p = subprocess.run([str(TESTS), f"--gtest_filter={filter_}", f"--gtest_output=json:{report}"],
+                                   cwd=ROOT, env=self.env, capture_output=True, text=True,
+                                   timeout=max(1.0, t_end - time.monotonic()))
+                self.append_log(self.res / "tests.log", p.stdout + p.stderr)
+                return p.returncode
+            except subprocess.TimeoutExpired:
+                return "timeout"
+
+        for suite, names in suites.items():
+            report = out_dir / f"{suite.replace('/', '_')}.json"
+            rc = run(":".join(f"{suite}.{n}" for n in names), report)  # the listed tests only, not the suite's others
+            got = gtest_results(report)
+            if rc not in (0, 1) or not got:  # 1: failures, reported; anything else: it died
+                for n in names:
+                    one = out_dir / f"{suite.replace('/', '_')}.{n.replace('/', '_')}.json"
+                    rc1 = run(f"{suite}.{n}", one)
+                    got.update(gtest_results(one) or {f"{suite}.{n}": "crash" if rc1 != "timeout" else "timeout"})
+            results.update(got)
+        (self.res / "cuda-tests.json").write_text(json.dumps(results, indent=1) + "\n")
+        bad = sorted(n for n, v in results.items() if v not in ("pass", "skip"))
+        if bad:
+            raise StageFailed(f"{len(bad)} of {len(results)} failed: {', '.join(bad)[:200]}")
+
+    def sanitizer(self, timeout):
+        tool = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
+        if not pathlib.Path(tool).exists():
+            raise StageFailed("compute-sanitizer not found (part of the full CUDA toolkit; the GPU machine has it)")
+        if self.dry:  # no GPU to check: show the tool is there and what would run
+            self.sh("sanitizer", [tool, "--version"], timeout)
+            return
+        for kind in ("memcheck", "racecheck"):
+            self.sh("sanitizer", [tool, "--tool", kind, "--error-exitcode", "9", str(TESTS),
+                                  f"--gtest_filter={SANITIZER_TESTS}"], timeout / 2)
+
+    def dry_model(self) -> str:
+        """The dry run's model: two layers of tiny, enough to go through every code path
+        the real sizes take, at a fraction of a CPU's time."""
+        path = self.scratch / "nano.json"
+        if not path.exists():
+            self.scratch.mkdir(parents=True, exist_ok=True)
+            cfg = json.loads((ROOT / "configs/model/tiny.json").read_text())
+            path.write_text(json.dumps(dict(cfg, n_layer=2, d_model=64, n_head=2)))
+        return str(path)
+
+    def parity_args(self, kernel):
+        if self.dry:
+            size = dict(base=self.dry_model(), max_steps=20, seq_len=64, micro_batch=4, warmup_steps=2, lr=3e-3,
+                        eval_interval=20, eval_tokens=2048, log_interval=5)
+        else:
+            size = dict(base="gpt2-124m", max_steps=200, seq_len=1024, micro_batch=16, warmup_steps=20, lr=6e-4,
+                        eval_interval=200, eval_tokens=65536, log_interval=25)
+        sets = {"model.base": size.pop("base"), "model.attention": "xsa", "train.ckpt_interval": 0,
+                "train.keep_checkpoints": 1, "train.kernels": kernel, **{f"train.{k}": v for k, v in size.items()}}
+        if self.broken == f"parity-{kernel}":
+            sets["train.kernels"] = "broken-on-purpose"
+        return [a for k, v in sets.items() for a in ("--set", f"{k}={v}")]
+
+    def parity(self, kernel, timeout):
+        """200 steps of gpt2-124m XSA with `kernel`, against the same run on ATen: final
+        val loss, the largest parameter difference, tokens/s. The run's checkpoint (2 GB
+        at 124M) is read once in scratch, then deleted; only JSON is kept."""
+        import torch
+        t_end = time.monotonic() + timeout
+        ref = self.scratch / "aten-weights.pt"
+        if kernel != "aten" and not ref.exists():  # a restarted machine lost it: make it again
+            self.parity("aten", timeout / 2)
+        run = self.scratch / f"parity-{kernel}"
+        self.sh(f"parity-{kernel}", [BIN, "train", "-c", "configs/runs/cpu-demo-sa.json", "--out", run, "--overwrite",
+                                     *self.parity_args(kernel)], t_end - time.monotonic())
+        done = json.loads((run / "done.json").read_text())
+        rates = [r["tokens_per_s"] for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())
+                 if r.get("tokens_per_s") is not None]
+        rates = rates[1:] or rates  # the first interval holds start-up
+        ckpts = sorted((run / "checkpoints").glob("step_*.pt"))
+        if not ckpts:
+            raise StageFailed(f"{run}/checkpoints has no checkpoint")
+        model = torch.load(ckpts[-1], weights_only=True, map_location="cpu")["model"]
+        if kernel == "aten":
+            torch.save(model, ref)
+            diff = 0.0
+        else:
+            base = torch.load(ref, weights_only=True)
+            if base.keys() != model.keys():
+                raise StageFailed("the run's parameters differ in name from aten's")
+            diff = max((model[k].double() - base[k].double()).abs().max().item() for k in model)
+        summary = {"kernels": kernel, "val": done["final_val_loss"], "step": done.get("step"),
+                   "tok_s": statistics.median(rates) if rates else None, "max_param_diff": diff}
+        (self.res / f"parity-{kernel}.json").write_text(json.dumps(summary, indent=1) + "\n")
+        shutil.copy(run / "metrics.jsonl", self.res / f"parity-{kernel}.metrics.jsonl")
+        shutil.rmtree(run)
+
+    def step(self, which, timeout):
+        if self.dry:
+            shape = ["--step-config", self.dry_model(), "--step-batch", "2", "--step-seq-len", "64", "--warmup", "1",
+                     "--iters", "2"]
+        elif which == "124m":
+            shape = ["--step-config", "gpt2-124m", "--step-batch", "16", "--step-seq-len", "1024", "--warmup", "3",
+                     "--iters", "10"]
+        else:
+            shape = ["--step-config", "paper-0.7b", "--step-batch", "8", "--step-seq-len", "2048", "--warmup", "2",
+                     "--iters", "6"]
+        variants = STEP_124M if which == "124m" else STEP_07B
+        if self.broken == f"step-{which}":
+            variants += ",broken-on-purpose"
+        self.sh(f"step-{which}", [BIN, "bench", "--no-block", "--variants", variants, *shape, "--repeat", "3",
+                                  "--json", self.res / f"step-{which}.json"], timeout)
+
+    def micro(self, timeout):
+        shapes = f"{self.dry_model()}:2x64" if self.dry else "gpt2-124m:16x1024,paper-0.7b:8x2048"
+        self.sh("micro", [BIN, "bench", "--micro", shapes, "--iters", "3" if self.dry else "20",
+                          "--json", self.res / "micro.json"], timeout)
+
+    def pytorch(self, size, attention, timeout):
+        if self.dry:
+            args = ["--config", self.dry_model(), "-b", "2", "-t", "64", "--steps", "2", "--warmup", "1"]
+        elif size == "124m":
+            args = ["--config", "gpt2-124m", "-b", "16", "-t", "1024", "--steps", "20"]
+        else:
+            args = ["--config", "paper-0.7b", "-b", "8", "-t", "2048", "--steps", "10"]
+        out = self.sh(f"pytorch-{size}-{attention}", [self.py, "scripts/bench/bench_pytorch.py", *args, "--attention",
+                                                       attention, "--compile"], timeout, check=False)
+        lines = [l for l in out.splitlines() if l.startswith("{")]
+        # bench_compare.py matches rows by config name; the dry run's are tiny's
+        (self.res / f"pytorch-{size}-{attention}.jsonl").write_text("".join(l + "\n" for l in lines))
+        if len(lines) < 2:
+            raise StageFailed(f"{'eager and compiled' if not lines else 'compiled'} step missing: see "
+                              f"pytorch-{size}-{attention}.log")
+
+    def stages(self, sanitizer: bool) -> list[Stage]:
+        s = [Stage("preflight", lambda t: self.preflight(t), 10, 60),
+             Stage("build", lambda t: self.build(t), 20 if (ROOT / "build/xsagpt").exists() else 200, needs=())]
+        s.append(Stage("tests", lambda t: self.tests(t), 120, needs=("build",)))
+        for k in PARITY_KERNELS:
+            s.append(Stage(f"parity-{k}", lambda t, k=k: self.parity(k, t), 35, 300,
+                           needs=("build",) if k == "aten" else ("build", "parity-aten")))
+        s += [Stage("step-124m", lambda t: self.step("124m", t), 120, needs=("build",)),
+              Stage("step-0.7b", lambda t: self.step("0.7b", t), 150, needs=("build",)),
+              Stage("micro", lambda t: self.micro(t), 60, 240, needs=("build",))]
+        for size in ("124m", "0.7b"):
+            for a in ("sa", "xsa"):
+                s.append(Stage(f"pytorch-{size}-{a}", lambda t, size=size, a=a: self.pytorch(size, a, t),
+                               140 if size == "124m" else 200))
+        if sanitizer:
+            s.append(Stage("sanitizer", lambda t: self.sanitizer(t), 240, needs=("build",)))
+        return s
+
+    # ---- the call ------------------------------------------------------------
+    def call(self, only, retry_failed, sanitizer) -> int:
+        stages = self.stages(sanitizer)
+        names = [s.name for s in stages]
+        unknown = [n for n in only if n not in names]
+        if unknown:
+            sys.exit(f"bench_verdict.py: --only: unknown stage(s) {', '.join(unknown)} (stages: {', '.join(names)})")
+        for st in stages:
+            if only and st.name not in only and st.name != "preflight":
+                continue
+            prev = self.state.get(st.name, {}).get("status")
+            always = st.name in ("preflight", "build")  # cheap, and a restarted machine has no build/
+            if prev == "done" and not always:
+                print(f"[verdict] {st.name}: done earlier, skipped", flush=True)
+                continue
+            if prev == "failed" and not retry_failed and not always:
+                print(f"[verdict] {st.name}: failed earlier ({self.state[st.name].get('reason')}); "
+                      f"--retry-failed runs it again", flush=True)
+                continue
+            blocked = [n for n in st.needs if self.state.get(n, {}).get("status") != "done"]
+            if blocked:
+                print(f"[verdict] {st.name}: waits for {', '.join(blocked)}", flush=True)
+                continue
+            if st.estimate > self.left():
+                print(f"[verdict] {st.name}: pending (needs ~{st.estimate} s, {self.left():.0f} s left in this call)",
+                      flush=True)
+                continue
+            timeout = min(st.cap, self.left())
+            print(f"[verdict] {st.name}: running (at most {timeout:.0f} s)", flush=True)
+            t = time.monotonic()
+            try:
+                st.run(timeout)
+                self.record(st.name, "done", time.monotonic() - t)
+            except subprocess.TimeoutExpired:
+                out_of_call = timeout < st.cap
+                self.record(st.name, "pending" if out_of_call else "failed", time.monotonic() - t,
+                            "stopped: this call's time ran out" if out_of_call else f"timed out after {st.cap} s")
+            except (StageFailed, OSError, ValueError, KeyError) as e:
+                self.record(st.name, "failed", time.monotonic() - t, str(e).replace("|", "/")[:300])
+            print(f"[verdict] {st.name}: {self.state[st.name]['status']} in {time.monotonic() - t:.0f} s"
+                  + (f": {self.state[st.name]['reason']}" if self.state[st.name].get("reason") else ""), flush=True)
+            if st.name == "preflight" and self.state[st.name]["status"] != "done":
+                break
+        self.summary()
+        table = self.table(names)
+        self.bundle()
+        print("\n" + table, flush=True)
+        statuses = [self.state.get(n, {}).get("status", "pending") for n in names if not only or n in only]
+        if "failed" in statuses:
+            return 1
+        return 0 if all(s == "done" for s in statuses) else 3
+
+    def summary(self):
+        steps = sorted(self.res.glob("step-*.json"))
+        if not steps:
+            return
+        torch_rows = self.res / "pytorch.jsonl"
+        torch_rows.write_text("".join(p.read_text() for p in sorted(self.res.glob("pytorch-*.jsonl"))))
+        p = subprocess.run([self.py, "scripts/bench/bench_compare.py", *map(str, steps), "--pytorch", str(torch_rows)],
+                           cwd=ROOT, capture_output=True, text=True)
+        (self.res / "summary.md").write_text(p.stdout if p.returncode == 0 else f"bench_compare.py failed: {p.stderr}")
+
+    def table(self, order) -> str:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                text=True).stdout.strip() or "unknown"
+        machine = (self.res / "machine.txt").read_text().strip() if (self.res / "machine.txt").exists() else "unknown"
+        header = [f"### Fused kernels: the verdict{' (CPU dry run: nothing decided)' if self.dry else ''}", "",
+                  f"{datetime.date.today().isoformat()}, commit {commit}. Machine: {machine}.",
+                  "Command: `bash scripts/bench/bench_gpu.sh verdict" + (" --cpu-dry-run" if self.dry else "") + "`."]
+        text = verdict_table.render(self.res, order, self.dry, header)
+        (self.res / "verdict.md").write_text(text)
+        return text
+
+    def bundle(self):
+        """RES as a gzipped tar, text only and under BUNDLE_MAX: into $OUT when set
+        (the device tool brings it back), else beside RES. Anything else is refused
+        by name, so a large or binary file can never ride along unseen."""
+        files = sorted(p for p in self.res.rglob("*") if p.is_file())
+        odd = [str(p.relative_to(self.res)) for p in files if p.suffix not in TEXT]
+        if odd:
+            sys.exit(f"bench_verdict.py: {self.res} holds files that are not text or JSON: {', '.join(odd)}")
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            tar.add(self.res, arcname=self.res.name)
+        size = buf.getbuffer().nbytes
+        if size >= BUNDLE_MAX:
+            sys.exit(f"bench_verdict.py: the results bundle is {size} bytes, over {BUNDLE_MAX}")
+        dest = pathlib.Path(os.environ["OUT"]) if os.environ.get("OUT") else self.res.parent
+        (dest / f"{self.res.name}-results.tgz").write_bytes(buf.getvalue())
+        if os.environ.get("OUT"):
+            shutil.copy(self.res / "verdict.md", dest / "verdict.md")
+        print(f"[verdict] bundle: {dest / (self.res.name + '-results.tgz')} ({size} bytes)", flush=True)
+
+
+def gtest_results(path: pathlib.Path) -> dict:
+    """gtest's --gtest_output=json as {name: 'pass' | 'fail' | 'skip'}; {} if absent."""
+    data = verdict_table.read_json(path)
+    out = {}
+    for suite in (data or {}).get("testsuites", []):
+        for t in suite.get("testsuite", []):
+            name = f"{suite['name']}.{t['name']}"
+            out[name] = "fail" if t.get("failures") else "skip" if t.get("result") == "SKIPPED" else "pass"
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cpu-dry-run", action="store_true", help="the same stages at tiny sizes on this CPU")
+    ap.add_argument("--budget", type=float, default=540,
+                    help="seconds this call may spend on stages (default 540: a 600 s command with time to bundle)")
+    ap.add_argument("--only", default="", help="comma-separated stage names to consider (preflight always runs)")
+    ap.add_argument("--retry-failed", action="store_true", help="run stages that failed in an earlier call again")
+    ap.add_argument("--sanitizer", action="store_true", help="add compute-sanitizer (memcheck, racecheck) over the "
+                                                             "kernel tests")
+    ap.add_argument("--reset", action="store_true", help="forget every earlier stage result first")
+    ap.add_argument("--out", type=pathlib.Path, help="results folder (default out/gpu, or out/gpu-dry-run); "
+                                                      "checkpoints go to a sibling ending in -scratch")
+    args = ap.parse_args()
+    v = Verdict(args)
+    if args.reset:
+        shutil.rmtree(v.res, ignore_errors=True)
+        shutil.rmtree(v.scratch, ignore_errors=True)
+        v = Verdict(args)
+    sys.exit(v.call([s for s in args.only.split(",") if s], args.retry_failed, args.sanitizer))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""The verdict table on xsagpt's fused kernels, from whatever the stages of
+scripts/bench/bench_verdict.py have left in its results folder so far.
+
+A kernel is default-worthy when every CUDA test that speaks for it passed (none
+skipped), its 200-step run lands within LOSS_TOL of the same run on the ATen path,
+and it is faster than ATen in every round of the step benchmark (the lower end of
+its speed ratio is >= 1.0: one noisy run cannot flip a 1-2% kernel into the default).
+A cell whose stage has not run says `pending`; one whose stage failed says
+`FAILED (reason)`; the other cells of the row still stand.
+"""
+import json
+import pathlib
+
+LOSS_TOL, SPEED_MIN = 0.01, 1.0
+KERNELS = ("weights", "norm", "rope", "loss", "xsa", "xsa_wide", "fused")
+
+# Which gtest names (by prefix) speak for which kernel. The whole-model and
+# training-step tests run every kernel at once, so they count for each.
+WHOLE = ("KernelsCuda.WholeModel", "KernelsCuda.TrainingSteps", "KernelsCuda.Resume")
+TESTS = {
+    "weights": ("KernelsCuda.CachedLinear",) + WHOLE,
+    "norm": ("KernelsCuda.AddNorm",) + WHOLE,
+    "rope": ("KernelsCuda.RopeQkv",) + WHOLE,
+    "loss": ("KernelsCuda.CrossEntropy", "KernelsCuda.LMHeadLoss") + WHOLE,
+    "xsa": ("XsaCuda.",) + WHOLE,
+    "xsa_wide": ("XsaCuda.",) + WHOLE,
+    "fused": ("KernelsCuda.", "XsaCuda."),
+}
+
+
+def read_json(path: pathlib.Path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+class Results:
+    """What one results folder holds: stage states and the stages' outputs."""
+
+    def __init__(self, res: pathlib.Path):
+        self.res = res
+        self.stages = read_json(res / "stages.json") or {}
+
+    def state(self, stage: str) -> tuple[str, str]:
+        s = self.stages.get(stage, {})
+        return s.get("status", "pending"), s.get("reason", "")
+
+    def missing(self, stage: str) -> str | None:
+        """None when the stage is done, else the text its cells show."""
+        status, reason = self.state(stage)
+        if status == "done":
+            return None
+        return f"FAILED ({reason})" if status == "failed" else "pending"
+
+
+def tests_cell(kernel: str, r: Results) -> tuple[str, bool]:
+    if (m := r.missing("tests")) and not (r.res / "cuda-tests.json").exists():
+        return m, False
+    results = read_json(r.res / "cuda-tests.json") or {}
+    mine = [v for n, v in results.items() if n.startswith(TESTS[kernel])]
+    if not mine:
+        return "none ran", False
+    bad = {s: mine.count(s) for s in ("fail", "crash", "skip") if mine.count(s)}
+    cell = f"{mine.count('pass')}/{len(mine)} pass" + "".join(f", {n} {s.upper()}" for s, n in bad.items())
+    return cell, not bad
+
+
+def parity(kernel: str, r: Results) -> dict | str:
+    """The parity run's summary, or the text its cells show."""
+    return r.missing(f"parity-{kernel}") or read_json(r.res / f"parity-{kernel}.json") or "FAILED (no summary)"
+
+
+def speed_ratios(kernel: str, r: Results) -> list[float] | str:
+    """aten's step time over the kernel's, one per round of the 124M step benchmark."""
+    if m := r.missing("step-124m"):
+        return m
+    step = (read_json(r.res / "step-124m.json") or {}).get("step", {})
+    base, mine = step.get("results", {}).get("xsa@aten"), step.get("results", {}).get(f"xsa@{kernel}")
+    if not base or not mine:
+        return "FAILED (variant missing)"
+    return [b / k for b, k in zip(base.get("round_ms", [base["median_ms"]]), mine.get("round_ms", [mine["median_ms"]]))]
+
+
+def kernel_rows(r: Results, dry_run: bool) -> list[str]:
+    rows = ["| kernel | tests | loss Δ | max param Δ | speed ratio (rounds) | verdict |", "|---|---|---|---|---|---|"]
+    base = parity("aten", r)
+    for k in KERNELS:
+        tests, tests_ok = tests_cell(k, r)
+        p = parity(k, r)
+        if isinstance(p, str) or isinstance(base, str):
+            dloss, dparam, loss_ok = (p if isinstance(p, str) else base), "-", None
+        else:
+            d = p["val"] - base["val"]
+            dloss, dparam, loss_ok = f"{d:+.4f}", f"{p['max_param_diff']:.3g}", abs(d) <= LOSS_TOL
+        sr = speed_ratios(k, r)
+        if isinstance(sr, str):
+            speed, speed_ok = sr, None
+        else:
+            speed = f"{min(sr):.3f}–{max(sr):.3f} (n={len(sr)})" if len(sr) > 1 else f"{sr[0]:.3f} (n=1)"
+            speed_ok = min(sr) >= SPEED_MIN and len(sr) >= 3
+        if dry_run:
+            verdict = "dry run"
+        elif tests_ok and loss_ok and speed_ok:
+            verdict = "**default-worthy**"
+        elif loss_ok is None or speed_ok is None or tests.startswith("pending"):
+            verdict = "pending"
+        else:
+            why = [w for w, ok in (("tests", tests_ok), ("loss", loss_ok), ("speed", speed_ok)) if not ok]
+            verdict = "not yet (" + ", ".join(why) + ")"
+        rows.append(f"| {k} | {tests} | {dloss} | {dparam} | {speed} | {verdict} |")
+    return rows
+
+
+def stage_rows(r: Results, order: list[str]) -> list[str]:
+    rows = ["| stage | status | seconds | note |", "|---|---|---|---|"]
+    for name in order:
+        s = r.stages.get(name, {})
+        secs = f"{s['seconds']:.0f}" if "seconds" in s else "-"
+        rows.append(f"| {name} | {s.get('status', 'pending')} | {secs} | {s.get('reason', '')} |")
+    return rows
+
+
+def micro_rows(r: Results) -> list[str]:
+    micro = (read_json(r.res / "micro.json") or {}).get("micro")
+    if not micro:
+        return []
+    rows = [f"Each kernel alone ({micro['implementation']}), against a device copy at "
+            f"{micro['copy_gb_per_s']:.0f} GB/s (read + written):", "",
+            "| kernel | shape | MiB moved | ms | GB/s | of copy |", "|---|---|---|---|---|---|"]
+    for m in micro["rows"]:
+        rows.append(f"| {m['kernel']} | {m['shape']} | {m['bytes'] / 2**20:.1f} | {m['ms']:.4f} | "
+                    f"{m['gb_per_s']:.0f} | {100 * m['of_copy']:.0f}% |")
+    return rows
+
+
+def render(res: pathlib.Path, order: list[str], dry_run: bool, header: list[str]) -> str:
+    r = Results(res)
+    md = header + ["", f"Default-worthy: every CUDA test of the kernel passes, the final val loss of a 200-step XSA "
+                       f"run on the KJV shards is within {LOSS_TOL} of `aten`'s (same seed), and the 124M step is "
+                       f"faster than `aten`'s in every one of at least 3 paired rounds (ratio = aten time / kernel "
+                       f"time, lowest round >= {SPEED_MIN}).", ""]
+    md += kernel_rows(r, dry_run)
+    if micro := micro_rows(r):
+        md += [""] + micro
+    summary = res / "summary.md"
+    if summary.exists():
+        md += ["", "Training step beside PyTorch (scripts/bench/bench_compare.py):", "", summary.read_text().strip()]
+    md += ["", "Stages:", ""] + stage_rows(r, order)
+    return "\n".join(md) + "\n"

@@ -1,0 +1,320 @@
+#!/usr/bin/env python3
+"""Export a checkpoint's weights for sharing: model.safetensors + config.json.
+
+    .venv/bin/python scripts/eval/export.py runs/xsa-1.4b                 # newest checkpoint -> runs/xsa-1.4b/export/
+    .venv/bin/python scripts/eval/export.py runs/X/checkpoints/step_00200000.pt --out share/xsa-1.4b --dtype bfloat16
+
+model.safetensors holds the parameters under their nanoGPT-style names
+(transformer.wte.weight, transformer.h.0.attn.c_attn.weight, ...) and the LM head
+as lm_head.weight; with a tied head (model.tie_embeddings true; the default is
+untied) lm_head.weight is the embedding matrix and is stored once, as
+transformer.wte.weight. No optimizer state, no RoPE tables (they
+follow from the config). config.json holds the model section of the run config
+under "model" (the architecture: sizes, "attention": "sa" or "xsa", ...), under
+"conventions" everything else the forward pass depends on (RoPE layout and theta,
+where the norms sit, exact GELU, the XSA epsilon and layers, padded and real
+vocabulary, tied or untied head, sinks), plus where the weights came from. The same
+conventions are in the safetensors metadata (xsagpt.* keys). scripts/eval/load_export.py
+rebuilds the model from these two files alone, in plain PyTorch:
+
+    from load_export import load_export             # run beside it (scripts/eval/), or copy load_export.py anywhere
+    model = load_export("share/xsa-1.4b")          # float32, eval mode
+    logits = model(idx)                             # idx: int64 (B, T) GPT-2 token ids, T <= block_size
+
+With --format hf the folder is a Hugging Face transformers model instead, which
+`AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True)` loads with no
+other file (and lm-eval's `hf` model evaluates): the same model.safetensors, a
+config.json transformers reads (model_type "xsagpt", auto_map, the layers with XSA
+resolved, the conventions as above), configuration_xsagpt.py and modeling_xsagpt.py
+(copied from scripts/eval/hf/), generation_config.json (greedy over GPT-2's 50257 real ids),
+GPT-2's tokenizer from data/gpt2/ (vocab.json, merges.txt, tokenizer_config.json) and a
+model card, README.md: architecture, attention, training tokens and the last val loss
+in the run's metrics.jsonl, each with where it came from.
+
+    .venv/bin/python scripts/eval/export.py runs/xsa-1.4b --format hf --out share/xsa-1.4b-hf
+
+Weights with NaN or inf (or beyond --dtype's range) are refused. Files get the
+user's umask, as any other file they write.
+Existing files are replaced only with --force, and only once the new ones are
+complete (written beside them, then renamed).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import sys
+
+import torch
+from safetensors.torch import save_file
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+DERIVED = ("rope_cos", "rope_sin")  # recomputed from the config
+GPT2_VOCAB = 50257  # the tokenizer's real vocabulary; model.vocab_size pads it
+EOT = 50256  # GPT-2's <|endoftext|>
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+HF_CODE = ROOT / "scripts" / "eval" / "hf"  # configuration_xsagpt.py, modeling_xsagpt.py
+GPT2_DIR = ROOT / "data" / "gpt2"  # encoder.json, vocab.bpe: transformers' vocab.json and merges.txt
+
+
+def conventions(m: dict) -> dict:
+    """Everything besides the weights that the forward pass depends on, as the C++ model
+    (src/model/) implements it, so that scripts/eval/load_export.py, or anyone, can rebuild it
+    from the export alone. Defaults are src/config/model_config.h's."""
+    n_layer = int(m.get("n_layer", 12))
+    xl = m.get("xsa_layers")
+    if m.get("attention", "sa") != "xsa":
+        xsa_layers = []
+    elif xl is None:
+        xsa_layers = list(range(n_layer))
+    elif isinstance(xl, str):
+        xsa_layers = list(range(n_layer - int(xl[len("last "):]), n_layer))
+    else:
+        xsa_layers = sorted(int(i) for i in xl)
+    d_model = int(m.get("d_model", 768))
+    return {
+        "embedding": "wte(idx), n_sink learned sink vectors (transformer.sink) prepended, then LayerNorm ln_e",
+        "block": "pre-norm: x = x + attn(ln_1(x)); x = x + mlp(ln_2(x))",
+        "head": "logits = lm_head(ln_f(x)) at the token positions (sinks predict nothing)",
+        "norm": {"type": "layernorm", "eps": float(m.get("norm_eps", 1e-5)), "bias": bool(m.get("bias", False))},
+        "linear_bias": bool(m.get("bias", False)),
+        "attention": {"qkv": "c_attn, one matrix, output split q|k|v along the last dim, heads contiguous",
+                      "n_head": int(m.get("n_head", 12)), "head_dim": int(m.get("head_dim", 64)),
+                      "scale": "1/sqrt(head_dim)", "causal": True},
+        "rope": {"layout": "rotate_half", "theta": float(m.get("rope_theta", 10000.0)),
+                 "pairs": "(x_i, x_{i+head_dim/2}), angle pos * theta^(-2i/head_dim)", "applied_to": "q,k",
+                 "positions": "sinks at 0..n_sink-1, tokens from n_sink"},
+        "xsa": {"layers": xsa_layers, "eps": float(m.get("xsa_eps", 1e-6)),
+                "formula": "z = y - g (y . v_hat) v_hat per head, v_hat = v / max(||v||, eps), in float32",
+                "gate": m.get("xsa_gate", "off"), "gate_value": "g = tanh(attn.xsa_gate[h]) when gate != off, else 1"},
+        "mlp": {"activation": "gelu_exact", "hidden": int(float(m.get("mlp_ratio", 4.0)) * d_model)},
+        "vocab": {"padded": int(m.get("vocab_size", 50304)), "real": GPT2_VOCAB, "tokenizer": "gpt2",
+                  "softmax_over": "padded"},
+        "tied_embeddings": bool(m.get("tie_embeddings", False)),
+        "n_sink": int(m.get("n_sink", 0)),
+        "block_size": int(m.get("block_size", 1024)),
+    }
+
+
+def _flat(prefix: str, value, out: dict) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flat(f"{prefix}.{k}" if prefix else k, v, out)
+    else:
+        out[prefix] = value if isinstance(value, str) else json.dumps(value)
+
+
+def find_checkpoint(path: pathlib.Path) -> pathlib.Path:
+    if path.is_dir():
+        found = sorted((path / "checkpoints").glob("step_*.pt"))
+        if not found:
+            sys.exit(f"{path}: a directory without checkpoints/step_*.pt")
+        return found[-1]
+    if not path.is_file():
+        sys.exit(f"{path}: no such checkpoint file or run directory")
+    return path
+
+
+def load(path: pathlib.Path) -> dict:
+    try:  # memory-mapped: a 2.7B checkpoint's optimizer state is never read
+        return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except (RuntimeError, ValueError):
+        try:
+            return torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as e:  # noqa: BLE001  any unreadable file gets the same message
+            sys.exit(f"{path}: not a readable checkpoint ({e})")
+
+
+def hf_config(config: dict) -> dict:
+    """config.json for transformers: XsagptConfig's keys (scripts/eval/hf/configuration_xsagpt.py)
+    from the model config and its conventions, which travel along as recorded."""
+    m, conv = config["model"], config["conventions"]
+    return {
+        "architectures": ["XsagptForCausalLM"], "model_type": "xsagpt",
+        "auto_map": {"AutoConfig": "configuration_xsagpt.XsagptConfig",
+                     "AutoModelForCausalLM": "modeling_xsagpt.XsagptForCausalLM"},
+        "vocab_size": conv["vocab"]["padded"], "block_size": conv["block_size"],
+        "n_layer": int(m.get("n_layer", 12)), "d_model": int(m.get("d_model", 768)),
+        "n_head": conv["attention"]["n_head"], "head_dim": conv["attention"]["head_dim"],
+        "mlp_hidden": conv["mlp"]["hidden"], "bias": conv["linear_bias"], "norm_eps": conv["norm"]["eps"],
+        "rope_theta": conv["rope"]["theta"], "attention": m.get("attention", "sa"),
+        "xsa_layers": conv["xsa"]["layers"], "xsa_eps": conv["xsa"]["eps"], "xsa_gate": conv["xsa"]["gate"],
+        "n_sink": conv["n_sink"], "tie_word_embeddings": conv["tied_embeddings"], "use_cache": True,
+        "bos_token_id": EOT, "eos_token_id": EOT, "dtype": config["dtype"],
+        "conventions": conv,
+        "xsagpt": {k: config[k] for k in ("model", "source", "step", "tokens")},
+    }
+
+
+def last_val_loss(run_dir: pathlib.Path, step: int) -> tuple[float, int] | None:
+    """The last val_loss the run logged at or before `step`, with its step."""
+    found = None
+    try:
+        lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        try:
+            j = json.loads(line)
+        except ValueError:
+            continue  # a line cut off by a kill
+        if isinstance(j, dict) and isinstance(j.get("val_loss"), (int, float)) and j.get("step", step + 1) <= step:
+            found = (float(j["val_loss"]), int(j["step"]))
+    return found
+
+
+def model_card(config: dict, n_params: int, run_dir: pathlib.Path) -> str:
+    m, conv = config["model"], config["conventions"]
+    layers = conv["xsa"]["layers"]
+    n_layer = int(m.get("n_layer", 12))
+    if not layers:
+        variant = "standard causal self attention (SA) in every layer"
+    else:
+        where = "every layer" if len(layers) == n_layer else f"layers {', '.join(map(str, layers))} of {n_layer}"
+        variant = f"Exclusive Self Attention (XSA) in {where}"
+        if conv["xsa"]["gate"] != "off":
+            variant += f", gated per head by a learned tanh(alpha) (initialised as {conv['xsa']['gate'].upper()})"
+    val = last_val_loss(run_dir, config["step"])
+    metrics = run_dir / "metrics.jsonl"
+    val_line = (f"{val[0]:.4f} nats/token at step {val[1]} (`val_loss` in `{metrics}`)" if val else
+                f"not logged (no `val_loss` at or before step {config['step']} in `{metrics}`)")
+    head = "tied to the token embedding" if conv["tied_embeddings"] else "its own matrix (untied)"
+    return f"""---
+library_name: transformers
+tags: [xsagpt, exclusive-self-attention, custom_code]
+---
+# {run_dir.name}
+
+A NanoGPT-style GPT trained with [xsagpt](https://arxiv.org/abs/2603.09078)'s trainer:
+{variant}. XSA removes from each head's attention output its component along the
+token's own value vector, z_i = y_i - (y_i . v_i) v_i / ||v_i||^2, before the output
+projection; it adds no parameters (the gate adds one per head).
+
+```python
+from transformers import AutoModelForCausalLM, AutoTokenizer
+model = AutoModelForCausalLM.from_pretrained(FOLDER, trust_remote_code=True)
+tok = AutoTokenizer.from_pretrained(FOLDER)
+```
+
+## Architecture
+
+| | |
+|---|---|
+| parameters | {n_params / 1e6:.2f}M (stored in {config['dtype']}) |
+| layers, width | {n_layer} blocks, d_model {m.get('d_model', 768)}, {conv['attention']['n_head']} heads of {conv['attention']['head_dim']} |
+| attention | {variant} |
+| positions | RoPE (rotate-half, theta {conv['rope']['theta']:g}) on q and k |
+| norms | LayerNorm after the embedding, pre-norm blocks, final LayerNorm (eps {conv['norm']['eps']:g}, bias {str(conv['norm']['bias']).lower()}) |
+| MLP | exact GELU, hidden {conv['mlp']['hidden']} |
+| sinks | {conv['n_sink']} learned sink vectors in front of every sequence |
+| LM head | {head}; softmax over the padded vocabulary of {conv['vocab']['padded']} |
+| context | {conv['block_size']} tokens |
+| tokenizer | GPT-2 (50257 tokens) |
+
+## Training
+
+| | |
+|---|---|
+| training tokens | {config['tokens']:,} (step {config['step']}) |
+| final validation loss | {val_line} |
+
+Where the numbers come from: the checkpoint `{config['source']}` records the step and
+the tokens trained on; the validation loss is the run's own `metrics.jsonl`, on its
+validation shards (data.val in the run's config.json), as `xsagpt train` measured it.
+The exact forward-pass conventions are in config.json under "conventions".
+"""
+
+
+def export(ckpt_path: pathlib.Path, out: pathlib.Path, dtype: torch.dtype, force: bool, fmt: str = "safetensors",
+           run_dir: pathlib.Path | None = None) -> None:
+    ck = load(ckpt_path)
+    if not isinstance(ck, dict) or "model" not in ck or not isinstance(ck.get("config"), dict) \
+            or not isinstance(ck["config"].get("model"), dict):
+        sys.exit(f"{ckpt_path}: not an xsagpt checkpoint (expected 'model' weights and config.model)")
+    model_cfg = ck["config"]["model"]
+    tied = model_cfg.get("tie_embeddings", False)
+    tensors = {}
+    for name, t in ck["model"].items():
+        if name in DERIVED or (tied and name == "lm_head.weight"):
+            continue
+        if t.is_floating_point() and not torch.isfinite(t).all():
+            sys.exit(f"{ckpt_path}: weight {name} holds non-finite values (NaN or inf): not exported")
+        tensors[name] = (t.to(dtype) if t.is_floating_point() else t).contiguous().clone()
+        if t.is_floating_point() and not torch.isfinite(tensors[name]).all():
+            sys.exit(f"{ckpt_path}: weight {name} overflows {str(dtype).removeprefix('torch.')} (values beyond "
+                     f"its range): not exported; choose another --dtype")
+    if "transformer.wte.weight" not in tensors:
+        sys.exit(f"{ckpt_path}: checkpoint has no transformer.wte.weight")
+    config = {
+        "format": "xsagpt-safetensors", "version": 1,
+        "model": model_cfg,
+        "conventions": conventions(model_cfg),
+        "dtype": str(dtype).removeprefix("torch."),
+        "tokenizer": "gpt2",
+        "source": str(ckpt_path), "step": int(ck.get("step", 0)), "tokens": int(ck.get("tokens", 0)),
+    }
+    n = sum(t.numel() for t in tensors.values())
+    # The conventions travel inside the weights file too (safetensors metadata is str -> str).
+    metadata = {"format": "pt", "xsagpt.format": config["format"], "xsagpt.model": json.dumps(model_cfg)}
+    _flat("xsagpt", config["conventions"], metadata)
+    files = {"model.safetensors": lambda p: save_file(tensors, str(p), metadata=metadata)}
+    if fmt == "safetensors":
+        files["config.json"] = json.dumps(config, indent=2) + "\n"
+    else:
+        for f in (HF_CODE / "configuration_xsagpt.py", HF_CODE / "modeling_xsagpt.py", GPT2_DIR / "encoder.json",
+                  GPT2_DIR / "vocab.bpe"):
+            if not f.is_file():
+                sys.exit(f"{f}: missing (part of this repository, needed for --format hf)")
+        block = config["conventions"]["block_size"]
+        files.update({
+            "config.json": json.dumps(hf_config(config), indent=2) + "\n",
+            # Greedy and sampled text never holds the padding ids, as in `xsagpt sample`.
+            "generation_config.json": json.dumps({"bos_token_id": EOT, "eos_token_id": EOT, "suppress_tokens": list(
+                range(GPT2_VOCAB, config["conventions"]["vocab"]["padded"]))}) + "\n",
+            "configuration_xsagpt.py": (HF_CODE / "configuration_xsagpt.py").read_text(),
+            "modeling_xsagpt.py": (HF_CODE / "modeling_xsagpt.py").read_text(),
+            "vocab.json": (GPT2_DIR / "encoder.json").read_text(encoding="utf-8"),
+            "merges.txt": (GPT2_DIR / "vocab.bpe").read_text(encoding="utf-8"),
+            "tokenizer_config.json": json.dumps({
+                "tokenizer_class": "GPT2Tokenizer", "model_max_length": block, "add_prefix_space": False,
+                "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>", "unk_token": "<|endoftext|>"}) + "\n",
+            "README.md": model_card(config, n, run_dir or ckpt_path.parent),
+        })
+    targets = [out / name for name in files]
+    if not force and any(p.exists() for p in targets):
+        sys.exit(f"{out}: already holds an export ({', '.join(p.name for p in targets if p.exists())}); "
+                 "pass --force to replace it")
+    out.mkdir(parents=True, exist_ok=True)
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp = [p.with_name(p.name + ".tmp") for p in targets]
+    for t, content in zip(tmp, files.values()):
+        if callable(content):
+            content(t)
+        else:
+            t.write_text(content, encoding="utf-8")
+        os.chmod(t, 0o666 & ~umask)  # as any file the user writes (safetensors creates it 0600)
+    for t, p in zip(tmp, targets):
+        os.replace(t, p)
+    print(f"{ckpt_path} (step {config['step']}) -> {out}/ ({n / 1e6:.2f}M parameters, {config['dtype']}): "
+          f"{', '.join(files)}")
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("checkpoint", type=pathlib.Path, help="checkpoint file, or a run directory (its newest checkpoint)")
+    ap.add_argument("--out", type=pathlib.Path, help="output folder (default: RUN/export)")
+    ap.add_argument("--dtype", choices=sorted(DTYPES), default="float32", help="dtype of the stored weights")
+    ap.add_argument("--format", choices=["safetensors", "hf"], default="safetensors",
+                    help="safetensors: weights + config.json; hf: a transformers model folder (trust_remote_code)")
+    ap.add_argument("--force", action="store_true", help="replace an existing export in --out")
+    args = ap.parse_args(argv)
+    ckpt = find_checkpoint(args.checkpoint)
+    run_dir = ckpt.parent.parent if ckpt.parent.name == "checkpoints" else ckpt.parent
+    default = run_dir / ("export-hf" if args.format == "hf" else "export")
+    export(ckpt, args.out or default, DTYPES[args.dtype], args.force, args.format, run_dir)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""Configuration of an xsagpt model for Hugging Face transformers (remote code).
+
+scripts/eval/export.py --format hf copies this file and modeling_xsagpt.py into the export
+folder, so that AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True)
+needs nothing but transformers and torch. The keys are xsagpt's own (the `model`
+section of a run config, src/config/model_config.h) with the layer list resolved;
+attribute_map gives transformers' usual names for the ones generation and lm-eval read.
+A convention this code does not implement is refused by name rather than guessed.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from transformers import PreTrainedConfig
+
+# What modeling_xsagpt.py implements, as config.json's "conventions" names it.
+IMPLEMENTED = {("rope", "layout"): "rotate_half", ("mlp", "activation"): "gelu_exact", ("norm", "type"): "layernorm"}
+
+
+class XsagptConfig(PreTrainedConfig):
+    model_type = "xsagpt"
+    attribute_map = {"hidden_size": "d_model", "num_hidden_layers": "n_layer", "num_attention_heads": "n_head",
+                     "max_position_embeddings": "block_size", "intermediate_size": "mlp_hidden"}
+
+    vocab_size: int = 50304  # padded; the GPT-2 tokenizer has 50257 (the rest never occur as inputs)
+    block_size: int = 1024  # the longest sequence the model saw in training
+    n_layer: int = 12
+    d_model: int = 768
+    n_head: int = 12
+    head_dim: int = 64  # n_head * head_dim need not equal d_model
+    mlp_hidden: int = 3072
+    bias: bool = False  # in every Linear and LayerNorm
+    norm_eps: float = 1e-5
+    rope_theta: float = 10000.0
+    attention: str = "sa"  # "sa" or "xsa"; xsa_layers says where XSA applies
+    xsa_layers: list[int] | None = None  # the layers with XSA (none for "sa")
+    xsa_eps: float = 1e-6
+    xsa_gate: str = "off"  # "off", or a learned per-head tanh(alpha) on the XSA term
+    n_sink: int = 0  # learned sink vectors in front of every sequence
+    tie_word_embeddings: bool = False
+    use_cache: bool = True
+    bos_token_id: int | None = 50256
+    eos_token_id: int | None = 50256
+    pad_token_id: int | None = None
+    conventions: dict[str, Any] | None = None  # scripts/eval/export.py's record of the forward pass
+    xsagpt: dict[str, Any] | None = None  # provenance: the run config's model section, checkpoint, step, tokens
+
+    def __post_init__(self, **kwargs):
+        self.xsa_layers = sorted(self.xsa_layers or [])
+        if self.attention not in ("sa", "xsa"):
+            raise ValueError(f'attention: expected "sa" or "xsa", got {self.attention!r}')
+        if self.xsa_gate not in ("off", "sa", "xsa"):
+            raise ValueError(f'xsa_gate: expected "off", "sa" or "xsa", got {self.xsa_gate!r}')
+        if self.head_dim % 2:
+            raise ValueError(f"head_dim: RoPE rotates pairs, so it must be even, got {self.head_dim}")
+        if self.attention == "sa" and self.xsa_layers:
+            raise ValueError(f'xsa_layers: {self.xsa_layers} with attention "sa"')
+        if not all(0 <= i < self.n_layer for i in self.xsa_layers):
+            raise ValueError(f"xsa_layers: layer indices must be in [0, {self.n_layer}), got {self.xsa_layers}")
+        for (section, key), want in IMPLEMENTED.items():
+            got = (self.conventions or {}).get(section, {}).get(key, want)
+            if got != want:
+                raise ValueError(f"conventions.{section}.{key} = {got!r}: modeling_xsagpt.py implements only {want!r}")
+        super().__post_init__(**kwargs)
+
+
+__all__ = ["XsagptConfig"]

@@ -1,0 +1,211 @@
+"""An xsagpt model (NanoGPT-style GPT with standard or Exclusive Self Attention) for
+Hugging Face transformers: AutoModelForCausalLM, generate() with a key/value cache,
+lm-eval's `hf` model. Written from the conventions scripts/eval/export.py records in
+config.json; imports only torch and transformers.
+
+    x = ln_e([sinks; wte(ids)])                          learned sinks first, then LayerNorm
+    each block:  x = x + attn(ln_1(x));  x = x + mlp(ln_2(x))
+    logits = lm_head(ln_f(x)) at the tokens               (sinks predict nothing)
+
+Attention: one c_attn matrix split q|k|v, RoPE (rotate-half) on q and k with the sinks
+at positions 0..n_sink-1 and the tokens after them, causal softmax attention, and in
+XSA layers the component of each head's output along its own value vector removed:
+
+    z_i = y_i - g (y_i . v^_i) v^_i,   v^_i = v_i / max(||v_i||, xsa_eps),   g = 1 or tanh(alpha_h)
+
+(arXiv 2603.09078). Logits cover the padded vocabulary, as xsagpt scores them; the
+padding ids are suppressed in generation by generation_config.json. The sinks' keys
+and values depend on no input, so they are recomputed in every call and the cache
+holds tokens only: its length is the number of tokens, as transformers expects.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from transformers import GenerationMixin, PreTrainedModel
+from transformers import initialization as init
+from transformers.cache_utils import Cache, DynamicCache
+from transformers.modeling_outputs import CausalLMOutputWithPast
+
+from .configuration_xsagpt import XsagptConfig
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate-half RoPE: the pair (x_i, x_{i+D/2}) turned by the angle pos * theta^(-2i/D)."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+
+class XsagptAttention(nn.Module):
+    def __init__(self, config: XsagptConfig, layer_idx: int):
+        super().__init__()
+        self.layer_idx, self.n_head, self.head_dim = layer_idx, config.n_head, config.head_dim
+        inner = config.n_head * config.head_dim
+        self.c_attn = nn.Linear(config.d_model, 3 * inner, bias=config.bias)
+        self.c_proj = nn.Linear(inner, config.d_model, bias=config.bias)
+        self.xsa, self.xsa_eps = layer_idx in config.xsa_layers, config.xsa_eps
+        gated = self.xsa and config.xsa_gate != "off"
+        self.xsa_gate = nn.Parameter(torch.zeros(config.n_head)) if gated else None
+
+    def forward(self, x, cos, sin, mask, cache: Cache | None, n_sink: int) -> torch.Tensor:
+        B, L, _ = x.shape
+        H, D = self.n_head, self.head_dim
+        q, k, v = (t.view(B, L, H, D).transpose(1, 2) for t in self.c_attn(x).split(H * D, dim=-1))
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        keys, values = k, v
+        if cache is not None:  # the sinks come first and are never cached
+            past_k, past_v = cache.update(k[:, :, n_sink:], v[:, :, n_sink:], self.layer_idx)
+            keys, values = torch.cat([k[:, :, :n_sink], past_k], 2), torch.cat([v[:, :, :n_sink], past_v], 2)
+        y = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, is_causal=mask is None,
+                                           scale=1.0 / math.sqrt(D))
+        if self.xsa:  # float32 at least: the subtraction cancels most of y
+            dt = torch.promote_types(y.dtype, torch.float32)
+            g = 1.0 if self.xsa_gate is None else torch.tanh(self.xsa_gate.double()).float().to(dt).view(H, 1, 1)
+            yf, v_hat = y.to(dt), F.normalize(v.to(dt), dim=-1, eps=self.xsa_eps)
+            # XSA: z_i = y_i - g (y_i . v^_i) v^_i, per head
+            y = (yf - g * (yf * v_hat).sum(-1, keepdim=True) * v_hat).to(y.dtype)
+        return self.c_proj(y.transpose(1, 2).reshape(B, L, H * D))
+
+
+class XsagptMLP(nn.Module):
+    def __init__(self, config: XsagptConfig):
+        super().__init__()
+        self.c_fc = nn.Linear(config.d_model, config.mlp_hidden, bias=config.bias)
+        self.c_proj = nn.Linear(config.mlp_hidden, config.d_model, bias=config.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.c_proj(F.gelu(self.c_fc(x)))  # exact (erf) GELU
+
+
+class XsagptBlock(nn.Module):
+    def __init__(self, config: XsagptConfig, layer_idx: int):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(config.d_model, eps=config.norm_eps, bias=config.bias)
+        self.attn = XsagptAttention(config, layer_idx)
+        self.ln_2 = nn.LayerNorm(config.d_model, eps=config.norm_eps, bias=config.bias)
+        self.mlp = XsagptMLP(config)
+
+    def forward(self, x, cos, sin, mask, cache, n_sink):
+        x = x + self.attn(self.ln_1(x), cos, sin, mask, cache, n_sink)
+        return x + self.mlp(self.ln_2(x))
+
+
+class XsagptPreTrainedModel(PreTrainedModel):
+    config_class = XsagptConfig
+    base_model_prefix = "transformer"
+    _no_split_modules = ["XsagptBlock"]
+
+    @torch.no_grad()
+    def _init_weights(self, module):
+        super()._init_weights(module)  # N(0, 0.02) for Linear and Embedding, LayerNorm 1 and 0
+        if isinstance(module, XsagptAttention) and module.xsa_gate is not None:
+            init.constant_(module.xsa_gate, 9.25 if self.config.xsa_gate == "xsa" else 0.0)  # tanh(9.25) = 1
+        if isinstance(module, XsagptModel) and module.sink is not None:
+            init.normal_(module.sink, mean=0.0, std=0.02)
+
+
+class XsagptModel(XsagptPreTrainedModel):
+    """The transformer without its head: the last LayerNorm's output at the tokens."""
+
+    def __init__(self, config: XsagptConfig):
+        super().__init__(config)
+        self.wte = nn.Embedding(config.vocab_size, config.d_model)
+        self.sink = nn.Parameter(torch.zeros(config.n_sink, config.d_model)) if config.n_sink else None
+        self.ln_e = nn.LayerNorm(config.d_model, eps=config.norm_eps, bias=config.bias)
+        self.h = nn.ModuleList(XsagptBlock(config, i) for i in range(config.n_layer))
+        self.ln_f = nn.LayerNorm(config.d_model, eps=config.norm_eps, bias=config.bias)
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.wte
+
+    def set_input_embeddings(self, value):
+        self.wte = value
+
+    def rope(self, pos: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin of pos * theta^(-2i/head_dim), (B, 1, L, head_dim/2): angles in float64
+        and rounded to float32, as xsagpt's tables are, then to the model's dtype."""
+        D = self.config.head_dim
+        inv_freq = self.config.rope_theta ** (-torch.arange(0, D, 2, dtype=torch.float64, device=pos.device) / D)
+        angles = pos[:, None, :, None].double() * inv_freq
+        return angles.cos().float().to(dtype), angles.sin().float().to(dtype)
+
+    def forward(self, input_ids, attention_mask=None, position_ids=None, cache=None, use_cache=None):
+        B, T = input_ids.shape
+        S, past = self.config.n_sink, cache.get_seq_length() if cache is not None else 0
+        if past + T > self.config.block_size:
+            raise ValueError(f"{past + T} tokens: this model was trained on at most block_size = "
+                             f"{self.config.block_size}; cut the input on the left")
+        if position_ids is None:
+            position_ids = (past + torch.arange(T, device=input_ids.device)).expand(B, T)
+        sink_pos = torch.arange(S, device=input_ids.device).expand(B, S)
+        cos, sin = self.rope(torch.cat([sink_pos, S + position_ids], dim=1), self.wte.weight.dtype)
+
+        # Which keys each query sees: None is plain causal attention over [sinks; tokens].
+        # With a cache or padding the keys are [sinks; cached tokens; new tokens], the
+        # queries [sinks; new tokens], and padding (attention_mask 0) is hidden from all
+        # but itself, so that no row is empty.
+        if attention_mask is not None and bool(attention_mask.all()):
+            attention_mask = None
+        mask = None
+        if past or attention_mask is not None:
+            kpos = torch.arange(S + past + T, device=input_ids.device)
+            qpos = torch.cat([kpos[:S], kpos[S + past:]])
+            causal = kpos[None, :] <= qpos[:, None]
+            mask = causal[None, None]
+            if attention_mask is not None:
+                visible = torch.cat([attention_mask.new_ones(B, S), attention_mask], dim=1).bool()
+                mask = (causal & visible[:, None, :] | (kpos[None, :] == qpos[:, None]))[:, None]
+
+        x = self.wte(input_ids)
+        if S:
+            x = torch.cat([self.sink.to(x.dtype).expand(B, S, -1), x], dim=1)
+        x = self.ln_e(x)
+        for block in self.h:
+            x = block(x, cos, sin, mask, cache, S)
+        return self.ln_f(x[:, S:])
+
+
+class XsagptForCausalLM(XsagptPreTrainedModel, GenerationMixin):
+    _tied_weights_keys = {"lm_head.weight": "transformer.wte.weight"}  # only with tie_word_embeddings
+
+    def __init__(self, config: XsagptConfig):
+        super().__init__(config)
+        self.transformer = XsagptModel(config)
+        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.transformer.wte
+
+    def set_input_embeddings(self, value):
+        self.transformer.wte = value
+
+    def get_output_embeddings(self):
+        return self.lm_head
+
+    def set_output_embeddings(self, value):
+        self.lm_head = value
+
+    def forward(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None,
+                position_ids: torch.LongTensor | None = None, cache: Cache | None = None,
+                labels: torch.LongTensor | None = None, use_cache: bool | None = None,
+                past_key_values: Cache | None = None, **kwargs) -> CausalLMOutputWithPast:
+        """input_ids (B, T); attention_mask (B, past + T), 0 at padding; position_ids (B, T),
+        counted from the first token (the sinks sit before it). labels are input_ids' ids
+        (shifted inside, -100 ignored); the loss is the mean cross-entropy in float32."""
+        cache = cache if cache is not None else past_key_values  # the older name
+        if use_cache and cache is None:
+            cache = DynamicCache(config=self.config)
+        h = self.transformer(input_ids, attention_mask, position_ids, cache)
+        logits = self.lm_head(h)
+        loss = None
+        if labels is not None:
+            loss = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), labels[:, 1:].flatten(), ignore_index=-100)
+        return CausalLMOutputWithPast(loss=loss, logits=logits, cache=cache)
+
+
+__all__ = ["XsagptConfig", "XsagptForCausalLM", "XsagptModel", "XsagptPreTrainedModel"]

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Rebuild an exported xsagpt model (scripts/eval/export.py: model.safetensors + config.json)
+in plain PyTorch, from the export alone: the architecture is read from config.json's
+"conventions", not from this repository's C++ or its tests, so the export can be used
+where xsagpt is not installed. A convention this loader does not implement is refused
+by name rather than guessed.
+
+    from load_export import load_export
+    model = load_export("share/xsa-1.4b")                 # nn.Module, float32, eval mode
+    logits = model(torch.tensor([[464, 3139, 286]]))      # (B, T, padded vocab)
+
+    .venv/bin/python scripts/eval/load_export.py share/xsa-1.4b "In the beginning" " God"
+    # log p(" God" | "In the beginning") with tiktoken's GPT-2 split, as `xsagpt score` computes it
+"""
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+SUPPORTED = {("rope", "layout"): "rotate_half", ("mlp", "activation"): "gelu_exact", ("norm", "type"): "layernorm"}
+
+
+def _linear(w: dict, name: str, x: torch.Tensor) -> torch.Tensor:
+    return F.linear(x, w[f"{name}.weight"], w.get(f"{name}.bias"))
+
+
+def _norm(w: dict, name: str, x: torch.Tensor, eps: float) -> torch.Tensor:
+    return F.layer_norm(x, (x.size(-1),), w[f"{name}.weight"], w.get(f"{name}.bias"), eps)
+
+
+class ExportedGPT(nn.Module):
+    def __init__(self, conv: dict, weights: dict[str, torch.Tensor]):
+        super().__init__()
+        for (section, key), want in SUPPORTED.items():
+            if conv[section][key] != want:
+                raise ValueError(f"conventions.{section}.{key} = {conv[section][key]!r}: this loader implements "
+                                 f"only {want!r}")
+        self.conv = conv
+        self.w = dict(weights)  # by their exported names; nothing here is trained
+        att, rope = conv["attention"], conv["rope"]
+        self.n_head, self.head_dim = att["n_head"], att["head_dim"]
+        n = conv["n_sink"] + conv["block_size"]
+        inv = rope["theta"] ** (-torch.arange(0, self.head_dim, 2, dtype=torch.float64) / self.head_dim)
+        ang = torch.arange(n, dtype=torch.float64)[:, None] * inv[None, :]
+        ang = torch.cat([ang, ang], dim=-1)
+        self.register_buffer("cos", ang.cos().float(), persistent=False)
+        self.register_buffer("sin", ang.sin().float(), persistent=False)
+        self.n_layer = 1 + max([int(k.split(".")[2]) for k in weights if k.startswith("transformer.h.")], default=-1)
+        self.xsa_layers = set(conv["xsa"]["layers"])
+
+    def _rope(self, x: torch.Tensor, T: int) -> torch.Tensor:
+        cos, sin = self.cos[:T].to(x.dtype), self.sin[:T].to(x.dtype)
+        x1, x2 = x.chunk(2, dim=-1)
+        return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        c, w = self.conv, self.w
+        eps = c["norm"]["eps"]
+        B, T = idx.shape
+        if T > c["block_size"]:
+            raise ValueError(f"{T} tokens: the model sees at most block_size = {c['block_size']}")
+        S = c["n_sink"]
+        x = F.embedding(idx, w["transformer.wte.weight"])
+        if S:
+            x = torch.cat([w["transformer.sink"].expand(B, S, -1), x], dim=1)
+        x = _norm(w, "transformer.ln_e", x, eps)
+        L, H, D = S + T, self.n_head, self.head_dim
+        for i in range(self.n_layer):
+            p = f"transformer.h.{i}"
+            h = _norm(w, f"{p}.ln_1", x, eps)
+            q, k, v = (t.view(B, L, H, D).transpose(1, 2) for t in _linear(w, f"{p}.attn.c_attn", h).split(H * D, -1))
+            q, k = self._rope(q, L), self._rope(k, L)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1.0 / math.sqrt(D))
+            if i in self.xsa_layers:
+                dt = torch.promote_types(y.dtype, torch.float32)
+                v_hat = F.normalize(v.to(dt), dim=-1, eps=c["xsa"]["eps"])
+                proj = (y.to(dt) * v_hat).sum(-1, keepdim=True) * v_hat
+                if c["xsa"]["gate"] != "off":
+                    proj = torch.tanh(w[f"{p}.attn.xsa_gate"].double()).to(dt).view(-1, 1, 1) * proj
+                y = (y.to(dt) - proj).to(y.dtype)
+            x = x + _linear(w, f"{p}.attn.c_proj", y.transpose(1, 2).reshape(B, L, H * D))
+            h = _norm(w, f"{p}.ln_2", x, eps)
+            x = x + _linear(w, f"{p}.mlp.c_proj", F.gelu(_linear(w, f"{p}.mlp.c_fc", h), approximate="none"))
+        head = w["transformer.wte.weight"] if c["tied_embeddings"] else w["lm_head.weight"]
+        return F.linear(_norm(w, "transformer.ln_f", x[:, S:], eps), head)
+
+
+def load_export(folder: str | pathlib.Path, dtype: torch.dtype = torch.float32) -> ExportedGPT:
+    from safetensors.torch import load_file
+    folder = pathlib.Path(folder)
+    config = json.loads((folder / "config.json").read_text())
+    if config.get("format") != "xsagpt-safetensors" or "conventions" not in config:
+        raise ValueError(f"{folder / 'config.json'}: not an xsagpt export with conventions (re-export it with "
+                         "scripts/eval/export.py)")
+    weights = {k: v.to(dtype) for k, v in load_file(str(folder / "model.safetensors")).items()}
+    return ExportedGPT(config["conventions"], weights).eval()
+
+
+@torch.no_grad()
+def logprob(model: ExportedGPT, context_ids: list[int], continuation_ids: list[int]) -> float:
+    """Summed log p(continuation | context), the input cut on the left to the window."""
+    inp = (context_ids + continuation_ids)[-(model.conv["block_size"] + 1):][:-1]
+    logits = model(torch.tensor([inp]))[0, len(inp) - len(continuation_ids):]
+    lp = F.log_softmax(logits.double(), dim=-1)  # over the padded vocabulary, as xsagpt does
+    return lp.gather(1, torch.tensor(continuation_ids)[:, None]).sum().item()
+
+
+def main() -> None:
+    if len(sys.argv) != 4:
+        sys.exit("usage: load_export.py EXPORT_DIR CONTEXT CONTINUATION")
+    import tiktoken
+    enc = tiktoken.get_encoding("gpt2")
+    model = load_export(sys.argv[1])
+    ctx, cont = sys.argv[2], sys.argv[3]
+    cut = len(ctx.rstrip())
+    ctx, cont = ctx[:cut], ctx[cut:] + cont
+    c = enc.encode(ctx, allowed_special="all") if ctx else [enc.eot_token]
+    whole = enc.encode(ctx + cont, allowed_special="all") if ctx else c + enc.encode(cont, allowed_special="all")
+    print(logprob(model, c, whole[len(c):]))
+
+
+if __name__ == "__main__":
+    main()

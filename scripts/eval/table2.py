@@ -1,0 +1,298 @@
+#!/usr/bin/env python3
+"""The paper's Table 2 for a set of evaluated runs, with error bars: one row per
+result, the eight downstream tasks with the paper's metric for each (accuracy for
+BoolQ, LAMBADA, SocialIQA, WinoGrande; length-normalised accuracy for ARC-Easy,
+HellaSwag, OpenBookQA, PIQA), in percent with lm-eval's standard error, and their
+average; then, when a model was trained with several seeds, the mean and spread over
+seeds and the paired XSA - SA difference per task and on average.
+
+    .venv/bin/python scripts/eval/table2.py results/                       # every run lm-eval wrote there
+    .venv/bin/python scripts/eval/table2.py results/sa-s1 results/sa-s2 results/xsa-s1 results/xsa-s2
+    .venv/bin/python scripts/eval/table2.py "XSA 1.4B=results/xsa-1.4b/results_2026-01-01T00-00-00.json" eval.json
+
+Each argument is [LABEL=]PATH where PATH is
+  - a results_*.json file from lm-eval (scripts/eval/lm_eval_xsagpt.py --model xsagpt);
+  - a folder: lm-eval's --output_path or one run's folder in it; each folder holding
+    results_*.json gives one row from its newest file (the older ones are named on
+    stderr; give a file to pick another);
+  - or the JSON report of `xsagpt eval` (every model in it becomes a row; its task
+    names must be the lm-eval names below to land in the paper's columns).
+SA or XSA, the model config and the seed are read from what the bridge stores in
+lm-eval's results (else from the run's config.json beside the checkpoint) or from
+the xsagpt eval report. Rows with the same model config (seed aside) are seeds of one
+model. An XSA model is paired with the SA model whose config is the same apart from
+the attention keys, else with the only SA model; seeds are paired by seed value when
+both sides have the same seeds, else in the order given.
+
+Errors: a cell's ± is lm-eval's standard error over the task's items; an average's
+is sqrt(sum se^2) / tasks. Over seeds, "spread" is the sample standard deviation of
+the seeds' scores. The paired difference's combined error is
+sqrt(se_SA^2 + se_XSA^2 + sd_delta^2 / seeds): the item sampling error of both sides
+(the seeds share the items, so averaging seeds does not shrink it) plus the seed
+noise of the mean difference. A difference within that error is marked "~".
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import pathlib
+import statistics
+import sys
+
+# (lm-eval task, column title, metric), in the order of the lm_eval --tasks list.
+TASKS = [
+    ("arc_easy", "ARC-E", "acc_norm"),
+    ("boolq", "BoolQ", "acc"),
+    ("hellaswag", "HellaSwag", "acc_norm"),
+    ("lambada_openai", "LAMBADA", "acc"),
+    ("openbookqa", "OBQA", "acc_norm"),
+    ("piqa", "PIQA", "acc_norm"),
+    ("social_iqa", "SIQA", "acc"),
+    ("winogrande", "WinoG", "acc"),
+]
+ATTENTION_KEYS = ("attention", "xsa_layers", "xsa_gate")
+
+
+def run_config(checkpoint: str) -> dict | None:
+    """The run's config.json for a run directory or a checkpoints/step_*.pt inside one."""
+    p = pathlib.Path(checkpoint)
+    for cand in (p / "config.json", p.parent.parent / "config.json", p.parent / "config.json"):
+        if cand.is_file():
+            return json.loads(cand.read_text())
+    return None
+
+
+def result_files(path: pathlib.Path) -> list[pathlib.Path]:
+    """A file as given; for a folder, the newest results_*.json of each folder below it."""
+    if path.is_file():
+        return [path]
+    by_folder: dict[pathlib.Path, list[pathlib.Path]] = {}
+    for f in path.rglob("results_*.json"):
+        by_folder.setdefault(f.parent, []).append(f)
+    if not by_folder:
+        sys.exit(f"{path}: no results_*.json (lm-eval's --output_path) in this folder")
+    out = []
+    for folder in sorted(by_folder):
+        files = sorted(by_folder[folder], key=lambda f: (f.stat().st_mtime, f.name))
+        if len(files) > 1:
+            print(f"table2: {folder}: reading {files[-1].name}, the newest of {len(files)} results files "
+                  f"(name a file to read another)", file=sys.stderr)
+        out.append(files[-1])
+    return out
+
+
+def _stderr(v) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None  # lm-eval writes "N/A"
+
+
+def rows_from_file(label: str | None, path: pathlib.Path) -> list[dict]:
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        sys.exit(f"{path}: not JSON ({e})")
+    if "models" in data and "tasks" in data:  # xsagpt eval report
+        rows = []
+        for i, m in enumerate(data["models"]):
+            scores = {t: {k: (_stderr(v) if k.endswith("_stderr") else v) for k, v in r.items()}
+                      for t, r in m["results"].items()}
+            cfg = run_config(m["file"]) if m.get("seed") is None and m.get("file") else None
+            rows.append({"label": (f"{label} [{i + 1}]" if len(data["models"]) > 1 else label) if label
+                         else m["checkpoint"], "attention": m.get("attention"), "model": m.get("model"),
+                         "seed": m.get("seed", (cfg or {}).get("train", {}).get("seed")) if m.get("seed") is not None
+                         else (cfg or {}).get("train", {}).get("seed"), "scores": scores, "file": path})
+        return rows
+    if "results" not in data:
+        sys.exit(f"{path}: neither lm-eval results (a 'results' key) nor an xsagpt eval report")
+    scores = {}
+    for task, metrics in data["results"].items():
+        scores[task] = {k.split(",")[0]: (_stderr(v) if "_stderr" in k else v) for k, v in metrics.items()
+                        if k != "alias" and (isinstance(v, (int, float)) or "_stderr" in k)}
+    info = data.get("config", {}).get("xsagpt") or {}  # written by lm_eval_xsagpt.py's get_model_info
+    model_args = data.get("config", {}).get("model_args", "")
+    if isinstance(model_args, str):
+        model_args = dict(kv.split("=", 1) for kv in model_args.split(",") if "=" in kv)
+    checkpoint = info.get("checkpoint") or model_args.get("checkpoint")
+    cfg = run_config(checkpoint) if checkpoint else None
+    model = info.get("model") or (cfg or {}).get("model")
+    return [{"label": label or (path.parent.name if path.parent.name else str(path)),
+             "attention": model.get("attention", "sa") if model else None, "model": model,
+             "seed": (cfg or {}).get("train", {}).get("seed"), "scores": scores, "file": path}]
+
+
+def rows_from(label: str | None, path: pathlib.Path) -> list[dict]:
+    if not path.exists():
+        sys.exit(f"{path}: no such file or folder")
+    files = result_files(path)
+    rows = []
+    for f in files:
+        rows += rows_from_file(f"{label} [{f.parent.name}]" if label and len(files) > 1 else label, f)
+    return rows
+
+
+def paper_cells(row: dict) -> None:
+    """Per task (value, stderr) in percent for the paper's metric, and the average."""
+    row["cells"] = []
+    for task, _, metric in TASKS:
+        s = row["scores"].get(task, {})
+        v, se = s.get(metric), s.get(f"{metric}_stderr")
+        row["cells"].append(None if v is None else (100 * v, None if se is None else 100 * se))
+    present = [c for c in row["cells"] if c is not None]
+    row["partial"] = len(present) < len(TASKS)
+    if not present:
+        row["avg"] = None
+        return
+    ses = [c[1] for c in present]
+    se = None if any(s is None for s in ses) else math.sqrt(sum(s * s for s in ses)) / len(present)
+    row["avg"] = (sum(c[0] for c in present) / len(present), se)
+
+
+def fmt(cell, sign=False) -> str:
+    if cell is None:
+        return "-"
+    v, se = cell
+    text = f"{v:+.2f}" if sign else f"{v:.2f}"
+    return text if se is None else f"{text}±{se:.2f}"
+
+
+def strip(model: dict | None) -> dict:
+    return {k: v for k, v in (model or {}).items() if k not in ATTENTION_KEYS}
+
+
+def group_seeds(rows: list[dict]) -> list[list[dict]]:
+    """Rows of the same model config (the seed is not in it): one model, several seeds."""
+    groups: list[list[dict]] = []
+    for r in rows:
+        for g in groups:
+            if r["model"] is not None and g[0]["model"] == r["model"] and g[0]["attention"] == r["attention"]:
+                g.append(r)
+                break
+        else:
+            groups.append([r])
+    return groups
+
+
+def partner(group: list[dict], groups: list[list[dict]]) -> list[dict] | None:
+    sa = [g for g in groups if g[0]["attention"] == "sa"]
+    for g in sa:
+        if group[0]["model"] is not None and g[0]["model"] is not None and strip(g[0]["model"]) == strip(group[0]["model"]):
+            return g
+    return sa[0] if len(sa) == 1 else None
+
+
+def pair_seeds(sa: list[dict], xsa: list[dict]) -> list[tuple[dict, dict]]:
+    seeds_sa, seeds_xsa = [r["seed"] for r in sa], [r["seed"] for r in xsa]
+    if None not in seeds_sa and sorted(seeds_sa) == sorted(seeds_xsa) and len(set(seeds_sa)) == len(seeds_sa):
+        by_seed = {r["seed"]: r for r in xsa}
+        return [(r, by_seed[r["seed"]]) for r in sa]
+    return list(zip(sa, xsa))
+
+
+def columns(i: int, rows: list[dict]) -> list:
+    """Column i (a task, or len(TASKS) for the average) of each row."""
+    return [r["cells"][i] if i < len(TASKS) else r["avg"] for r in rows]
+
+
+def seed_summary(group: list[dict]) -> list:
+    """Per column: (mean over seeds, spread, mean stderr), or None when a seed lacks it."""
+    out = []
+    for i in range(len(TASKS) + 1):
+        cells = columns(i, group)
+        if any(c is None for c in cells):
+            out.append(None)
+            continue
+        vals = [c[0] for c in cells]
+        ses = [c[1] for c in cells]
+        spread = statistics.stdev(vals) if len(vals) > 1 else 0.0
+        out.append((statistics.fmean(vals), spread, None if None in ses else statistics.fmean(ses)))
+    return out
+
+
+def paired_delta(pairs: list[tuple[dict, dict]]) -> list:
+    """Per column: (mean XSA - SA over paired seeds, combined error, within error?) or None."""
+    out = []
+    for i in range(len(TASKS) + 1):
+        sa, xsa = columns(i, [p[0] for p in pairs]), columns(i, [p[1] for p in pairs])
+        if any(c is None for c in sa + xsa):
+            out.append(None)
+            continue
+        deltas = [b[0] - a[0] for a, b in zip(sa, xsa)]
+        k = len(deltas)
+        mean = statistics.fmean(deltas)
+        if any(c[1] is None for c in sa + xsa):
+            out.append((mean, None, False))
+            continue
+        var = statistics.fmean(c[1] ** 2 for c in sa) + statistics.fmean(c[1] ** 2 for c in xsa)
+        if k > 1:
+            var += statistics.variance(deltas) / k
+        err = math.sqrt(var)
+        out.append((mean, err, abs(mean) <= err))
+    return out
+
+
+def table(rows: list[dict]) -> str:
+    for r in rows:
+        paper_cells(r)
+    w = max([5] + [len(r["label"]) for r in rows])
+    cw = 12
+    head = f"{'model':<{w}}  {'attn':<4}" + "".join(f" {title:>{cw}}" for _, title, _ in TASKS) + f" {'Avg':>{cw}}"
+    metric = f"{'':<{w}}  {'':<4}" + "".join(f" {m:>{cw}}" for _, _, m in TASKS)
+    lines = [head, metric]
+    for r in rows:
+        avg = fmt(r["avg"]) + ("*" if r["partial"] and r["avg"] is not None else "")
+        lines.append(f"{r['label']:<{w}}  {(r['attention'] or '?'):<4}" +
+                     "".join(f" {fmt(c):>{cw}}" for c in r["cells"]) + f" {avg:>{cw}}")
+    lines.append("± lm-eval's standard error over the task's items; Avg: unweighted over tasks, "
+                 "± sqrt(sum se^2)/tasks")
+    if any(r["partial"] for r in rows):
+        lines.append("* average over the tasks present only")
+
+    groups = group_seeds(rows)
+    xsa_groups = [(g, partner(g, groups)) for g in groups if g[0]["attention"] == "xsa"]
+    if not any(len(g) > 1 for g in groups) and not any(p for _, p in xsa_groups):
+        return "\n".join(lines)
+    gw = max(w, 22)
+    lines += ["", "Over seeds: mean ± spread (sample std over seeds) [n seeds]"]
+    lines.append(f"{'model':<{gw}}  {'attn':<4}" + "".join(f" {title:>{cw}}" for _, title, _ in TASKS) +
+                 f" {'Avg':>{cw}}")
+    for g in groups:
+        name = g[0]["label"] + (f" +{len(g) - 1}" if len(g) > 1 else "")
+        cells = "".join(f" {'-' if s is None else f'{s[0]:.2f}±{s[1]:.2f}':>{cw}}" for s in seed_summary(g))
+        lines.append(f"{name:<{gw}}  {(g[0]['attention'] or '?'):<4}{cells}  [{len(g)}]")
+    near = False
+    for g, p in xsa_groups:
+        if p is None:
+            continue
+        pairs = pair_seeds(p, g)
+        lines += ["", f"XSA - SA, paired over {len(pairs)} seed(s): {g[0]['label']} - {p[0]['label']}: "
+                  "mean difference ± combined error"]
+        cells = []
+        for d in paired_delta(pairs):
+            if d is None:
+                cells.append("-")
+                continue
+            text = f"{d[0]:+.2f}" + ("" if d[1] is None else f"±{d[1]:.2f}") + ("~" if d[2] else "")
+            near = near or d[2]
+            cells.append(text)
+        lines.append(f"{'delta':<{gw}}  {'':<4}" + "".join(f" {c:>{cw}}" for c in cells))
+    if near:
+        lines.append("~ |delta| is within the combined error sqrt(se_SA^2 + se_XSA^2 + sd_delta^2/seeds): "
+                     "not distinguishable from no difference at one standard error")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", nargs="+", help="[LABEL=]PATH: lm-eval results (file or folder) or an xsagpt eval report")
+    args = ap.parse_args(argv)
+    rows = []
+    for spec in args.runs:
+        # A path may hold "=" itself (sweep points: model.attention=xsa): a label only if it is not a path.
+        label, _, path = spec.partition("=") if "=" in spec and not pathlib.Path(spec).exists() else ("", "", spec)
+        rows += rows_from(label or None, pathlib.Path(path))
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()

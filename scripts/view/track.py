@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""Mirrors training runs into TensorBoard or Weights & Biases as they train.
+
+    .venv/bin/python scripts/view/track.py runs/xsa-1.4b --tensorboard tb/        # then: tensorboard --logdir tb/
+    .venv/bin/python scripts/view/track.py runs/sweep-lr --wandb xsagpt            # every point its own W&B run
+    .venv/bin/python scripts/view/track.py runs/a runs/b --tensorboard tb/ --once  # finished runs, then exit
+
+metrics.jsonl stays the source of truth; this follows it (src/train/metrics.h: train lines
+carry train_loss, lr, grad_norm, tokens_per_s, mfu; val lines val_loss; both step and
+tokens) and logs train/loss, train/lr, train/grad_norm, train/tokens_per_s, train/mfu,
+train/tokens and val/loss against the step. A PATH is a run directory or a sweep directory
+(sweep.json; every point, as it appears, is its own run, its grid values and resolved
+config as the run's config). It stops by itself once every run has done.json or
+failed.json (and a sweep's summary.json says every point ended) and everything logged
+before it is mirrored; --once mirrors what is there now and exits.
+
+Restarting never duplicates a point: TensorBoard's own event files (read back with
+tensorboard's reader) say which steps each tag has; for W&B a small state file in
+--wandb-dir, written before the points go to W&B, does. A run that resumes from a checkpoint and logs its steps again (with
+the same values: resuming is exact) has them skipped. W&B runs offline when there is no
+network or no API key (--wandb-mode auto): `wandb sync WANDB_DIR/wandb/offline-run-*`
+uploads them later. Needs requirements-track.txt (scripts/setup.sh --track).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import pathlib
+import socket
+import sys
+import time
+
+TRAIN_TAGS = {"train_loss": "train/loss", "lr": "train/lr", "grad_norm": "train/grad_norm",
+              "tokens_per_s": "train/tokens_per_s", "mfu": "train/mfu", "tokens": "train/tokens"}
+VAL_TAGS = {"val_loss": "val/loss"}
+
+
+def dotted(config: dict, key: str):
+    for part in key.split("."):
+        config = config.get(part) if isinstance(config, dict) else None
+    return config
+
+
+class Run:
+    """One run directory: reads the complete lines metrics.jsonl has gained since the last poll."""
+
+    def __init__(self, path: pathlib.Path, name: str, group: str | None, grid_keys: list[str]):
+        self.path, self.name, self.group, self.grid_keys = path, name, group, grid_keys
+        self.offset, self.buffer = 0, b""
+        self.last: dict[str, int] = {}  # tag -> the last step mirrored (a kill can come between two tags)
+        self.sink = None
+
+    def config(self) -> dict:
+        try:
+            cfg = json.loads((self.path / "config.json").read_text())
+        except (OSError, ValueError):
+            cfg = {}
+        values = {k: dotted(cfg, k) for k in self.grid_keys}
+        return {"run_dir": str(self.path), **({"sweep_values": values} if values else {}), **cfg}
+
+    def ended(self) -> bool:
+        return (self.path / "done.json").exists() or (self.path / "failed.json").exists()
+
+    def new_records(self) -> list[dict]:
+        f = self.path / "metrics.jsonl"
+        try:
+            size = f.stat().st_size
+        except OSError:
+            return []
+        if size < self.offset:  # a resumed run rewrote its history: read it again, the steps filter it
+            self.offset, self.buffer = 0, b""
+        with open(f, "rb") as fh:
+            fh.seek(self.offset)
+            data = fh.read()
+        self.offset += len(data)
+        *lines, self.buffer = (self.buffer + data).split(b"\n")  # the last piece may be a line still being written
+        out = []
+        for line in lines:
+            try:
+                j = json.loads(line)
+            except ValueError:
+                continue  # a line cut off by a kill, dropped by the trainer on resume
+            if isinstance(j, dict) and isinstance(j.get("step"), int):
+                out.append(j)
+        return out
+
+
+class TensorBoardSink:
+    def __init__(self, logdir: pathlib.Path, run: Run):
+        from torch.utils.tensorboard import SummaryWriter
+        self.dir = logdir / run.name
+        run.last.update(last_steps(self.dir))
+        fresh = not run.last
+        self.writer = SummaryWriter(log_dir=str(self.dir))
+        if fresh:
+            self.writer.add_text("config", "```\n" + json.dumps(run.config(), indent=2) + "\n```", 0)
+
+    def begin(self) -> None:
+        pass  # the event files themselves say what is logged
+
+    def log(self, values: dict, step: int) -> None:
+        for tag, v in values.items():
+            self.writer.add_scalar(tag, v, step)
+
+    def flush(self) -> None:
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def last_steps(logdir: pathlib.Path) -> dict[str, int]:
+    """tag -> the last step of its scalars in a TensorBoard log directory, as tensorboard
+    reads them (a record cut off by a kill is not read)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    if not logdir.is_dir():
+        return {}
+    acc = EventAccumulator(str(logdir), size_guidance={"scalars": 0})
+    acc.Reload()
+    return {tag: max(e.step for e in acc.Scalars(tag)) for tag in acc.Tags()["scalars"]}
+
+
+class WandbSink:
+    def __init__(self, project: str, wandb_dir: pathlib.Path, mode: str, run: Run):
+        import wandb
+        run_id = "xsagpt-" + hashlib.sha1(str(run.path.resolve()).encode()).hexdigest()[:12]
+        self.state = wandb_dir / "xsagpt-track" / f"{run_id}.json"
+        try:
+            run.last.update(json.loads(self.state.read_text()))
+        except (OSError, ValueError):
+            pass
+        self.run_last = run.last
+        self.run = wandb.init(project=project, id=run_id, name=run.name, group=run.group, config=run.config(),
+                              dir=str(wandb_dir), mode=mode, resume="allow", reinit="create_new")
+
+    def begin(self) -> None:
+        # The state first: a kill before W&B has the points can lose them, never repeat them.
+        self.state.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.state.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.run_last))
+        os.replace(tmp, self.state)
+
+    def log(self, values: dict, step: int) -> None:
+        self.run.log(values, step=step)
+
+    def flush(self) -> None:
+        pass  # W&B's own process writes its files
+
+    def close(self) -> None:
+        self.run.finish()
+
+
+def wandb_mode(requested: str) -> str:
+    if requested != "auto":
+        return requested
+    if os.environ.get("WANDB_MODE") in ("offline", "disabled", "online"):
+        return os.environ["WANDB_MODE"]
+    import wandb
+    try:
+        has_key = bool(wandb.Api(timeout=5).api_key)
+    except Exception:  # noqa: BLE001  no key, no config: nothing to upload with
+        has_key = False
+    if has_key:
+        try:
+            socket.create_connection(("api.wandb.ai", 443), timeout=3).close()
+            return "online"
+        except OSError:
+            pass
+    return "offline"
+
+
+def discover(paths: list[pathlib.Path]) -> tuple[list[tuple[pathlib.Path, str, str | None, list[str]]], bool,
+                                                 list[pathlib.Path]]:
+    """(run dir, name, group, grid keys) of every run there is now; whether every sweep has
+    ended; and the paths that are neither a run nor a sweep yet (a directory the trainer
+    or the sweep has made but not yet written its config.json or sweep.json into)."""
+    found, sweeps_ended, pending = [], True, []
+    for p in paths:
+        if not p.is_dir():
+            pending.append(p)
+        elif (p / "sweep.json").exists():
+            try:
+                keys = sorted(json.loads((p / "sweep.json").read_text()).get("grid", {}))
+            except (OSError, ValueError):
+                keys = []
+            for d in sorted(q for q in p.iterdir() if q.is_dir() and (q / "config.json").exists()):
+                found.append((d, f"{p.name}/{d.name}", p.name, keys))
+            try:
+                points = json.loads((p / "summary.json").read_text())["points"]
+                sweeps_ended &= all(pt.get("status") in ("done", "failed") for pt in points)
+            except (OSError, ValueError, KeyError, TypeError):
+                sweeps_ended = False  # no point has ended yet
+        elif (p / "config.json").exists() or (p / "metrics.jsonl").exists():
+            found.append((p, p.name, None, []))
+        else:
+            pending.append(p)
+    return found, sweeps_ended, pending
+
+
+def mirror(run: Run) -> int:
+    batch = []
+    for rec in run.new_records():
+        step, tags = rec["step"], TRAIN_TAGS if "train_loss" in rec else VAL_TAGS
+        values = {tag: float(rec[k]) for k, tag in tags.items()
+                  if isinstance(rec.get(k), (int, float)) and step > run.last.get(tag, -1)}  # null: not measured
+        if values:
+            batch.append((values, step))
+            run.last.update(dict.fromkeys(values, step))
+    if batch:
+        run.sink.begin()
+        for values, step in batch:
+            run.sink.log(values, step)
+        run.sink.flush()
+    return len(batch)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("paths", nargs="+", type=pathlib.Path, metavar="RUN_OR_SWEEP_DIR")
+    to = ap.add_mutually_exclusive_group(required=True)
+    to.add_argument("--tensorboard", type=pathlib.Path, metavar="DIR", help="TensorBoard log directory")
+    to.add_argument("--wandb", metavar="PROJECT", help="Weights & Biases project")
+    ap.add_argument("--wandb-dir", type=pathlib.Path, default=pathlib.Path("."),
+                    help="where W&B keeps its files (its wandb/ folder) and this tracker its state (default .)")
+    ap.add_argument("--wandb-mode", choices=["auto", "online", "offline"], default="auto",
+                    help="auto: online with an API key and a network, else offline (default auto)")
+    ap.add_argument("--once", action="store_true", help="mirror what the runs hold now and exit")
+    ap.add_argument("--interval", type=float, default=5.0, help="seconds between polls (default 5)")
+    args = ap.parse_args(argv)
+    if args.interval <= 0:
+        ap.error("--interval: must be > 0")
+    for p in args.paths:
+        if p.exists() and not p.is_dir():
+            ap.error(f"{p}: not a run or sweep directory")
+        if not p.exists() and args.once:
+            ap.error(f"{p}: no such run or sweep directory")
+    mode = wandb_mode(args.wandb_mode) if args.wandb else None
+    if mode == "offline":
+        print(f"[track] W&B offline: upload later with `wandb sync {args.wandb_dir / 'wandb'}/offline-run-*`",
+              file=sys.stderr)
+
+    runs: dict[pathlib.Path, Run] = {}
+    waiting = set()
+    try:
+        while True:
+            found, sweeps_ended, missing = discover(args.paths)
+            for path, name, group, keys in found:
+                if path not in runs:
+                    run = Run(path, name, group, keys)
+                    run.sink = (TensorBoardSink(args.tensorboard, run) if args.tensorboard else
+                                WandbSink(args.wandb, args.wandb_dir, mode, run))
+                    runs[path] = run
+                    print(f"[track] {path} -> {name}", file=sys.stderr)
+            # Ended is read before the lines: whatever preceded done.json is in this read.
+            ended = {path: run.ended() for path, run in runs.items()}
+            for run in runs.values():
+                mirror(run)
+            for p in set(missing) - waiting:
+                print(f"[track] waiting for {p} to become a run or sweep directory", file=sys.stderr)
+            waiting = set(missing)
+            if args.once or (not missing and runs and all(ended.values()) and sweeps_ended):
+                break
+            time.sleep(args.interval)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for run in runs.values():
+            run.sink.close()
+    print(f"[track] mirrored {len(runs)} run(s)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""Bad configs and arguments are refused before anything is built, naming the key or file:
+duplicate keys, unknown or out-of-range values, absurd sizes (more sinks than positions,
+a model whose state cannot fit), JSON nested too deep, paths that are not UTF-8,
+inputs of the wrong kind; and model.base can be set on the command line. End to end
+with the real binary."""
+import json
+
+import pytest
+
+from tinyrun import cpu_config, run_config, write_run_config
+
+
+def test_a_duplicate_key_in_a_config_is_an_error_naming_it(tmp_path, shards, xsagpt):
+    cfg = cpu_config(tmp_path, shards, max_steps=2)
+    text = cfg.read_text().replace('"lr": 0.01', '"lr": 0.01, "lr": 0.5')
+    assert text.count('"lr"') == 2
+    cfg.write_text(text)
+    proc = xsagpt("train", "-c", cfg, check=False)
+    # Before: trained with lr 0.5, silently.
+    assert proc.returncode == 2
+    assert f'{cfg}: key "lr" appears twice in "train"' in proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_more_sinks_than_positions_is_refused(tmp_path, shards, xsagpt):
+    cfg = cpu_config(tmp_path, shards, max_steps=2)
+    proc = xsagpt("train", "-c", cfg, "--set", "model.n_sink=100000", check=False)
+    # Before: accepted; 7 GB and a 6-minute step.
+    assert proc.returncode == 2 and "n_sink: 100000 sinks is more than block_size (64)" in proc.stderr
+
+
+def test_a_model_whose_state_cannot_fit_is_refused_before_it_is_built(tmp_path, shards, xsagpt):
+    # d_model 65536: ~69G parameters, ~1 TiB of weights, gradients and AdamW state,
+    # more than any test machine's RAM. The estimate (model/counts.h) is exact for that part.
+    cfg = cpu_config(tmp_path, shards, max_steps=2)
+    proc = xsagpt("train", "-c", cfg, "--set", "model.d_model=65536", check=False, timeout=120)
+    # Before: the trainer began allocating it (std::bad_alloc, or the OOM killer).
+    assert proc.returncode == 2, proc.stderr
+    assert "this run cannot fit" in proc.stderr and "of this machine's RAM" in proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("override,message", [
+    ("train.lr=-1", "train.lr: must be > 0"),
+    ("train.seq_len=100", "train.seq_len: must be in 1..64"),
+    ("train.batch_tokens=100", "train.batch_tokens: must be 0 or a multiple"),
+    ("train.warmup=5", "unknown key 'warmup'"),
+    ("model.attention=local", "model.attention"),
+    ("train.max_steps=ten", "train.max_steps: expected an integer"),
+    ("train.kernels=triton", "train.kernels"),
+    ("train.kernels=rope,xla", 'unknown kernel "xla"'),
+    ("train.device=gpu", 'train.device: expected "auto", "cpu", "cuda" or "cuda:N"'),
+    ("train.device=cuda:99", "train.device"),  # no CUDA, or no GPU 99: refused either way
+])
+def test_bad_config_exits_nonzero_naming_the_key(tmp_path, shards, xsagpt, override, message):
+    cfg = run_config(tmp_path, shards)
+    proc = xsagpt("train", "-c", cfg, "--set", override, check=False)
+    assert proc.returncode == 2
+    assert message in proc.stderr + proc.stdout
+    assert not (tmp_path / "run").exists(), "nothing may be created before the config is valid"
+
+
+def test_deeply_nested_json_is_refused_while_it_is_read(tmp_path, markov_shards, xsagpt):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100000 + "]" * 100000)
+    for command in ("train", "info"):
+        proc = xsagpt(command, "-c", deep, check=False)
+        # Before: exit 139, the stack overflowing while the error message showed the value.
+        assert proc.returncode == 2, proc.stderr
+        assert f"{deep}: JSON nested more than 64 levels deep" in proc.stderr
+    cfg = write_run_config(tmp_path / "cfg.json", markov_shards, tmp_path / "run")
+    proc = xsagpt("train", "-c", cfg, "--set", "train.lr=" + "[" * 60000 + "]" * 60000, check=False)  # < ARG_MAX
+    assert proc.returncode == 2 and "--set train.lr: JSON nested more than 64 levels deep" in proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_paths_that_are_not_utf8_are_named_escaped(tmp_path, markov_shards, xsagpt):
+    cfg = write_run_config(tmp_path / "cfg.json", markov_shards)
+    out = tmp_path / "runs" / "\udcff"  # the byte 0xff, as Python passes it to the program
+    proc = xsagpt("train", "-c", cfg, "--out", out, check=False)
+    # Before: a bare "[json.exception.type_error.316] invalid UTF-8 byte", naming neither option nor path.
+    assert proc.returncode == 2, proc.stderr
+    assert f'--out: "{tmp_path}/runs/\\xff" is not valid UTF-8 (byte 0xff at offset {len(str(tmp_path)) + 6})' \
+        in proc.stderr
+    proc = xsagpt("train", "-c", cfg, "--set", f"data.val={markov_shards}/\udcfe*.bin", check=False)
+    assert proc.returncode == 2 and f'data.val: "{markov_shards}/\\xfe*.bin" is not valid UTF-8' in proc.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_inputs_of_the_wrong_kind_are_named(tmp_path, shards, xsagpt):
+    cfg = cpu_config(tmp_path, shards, max_steps=2)
+    proc = xsagpt("tokenize", tmp_path, check=False)
+    assert proc.returncode == 2 and f"{tmp_path}: is a directory" in proc.stderr  # before: exit 0, "[]"
+    proc = xsagpt("train", "-c", tmp_path, check=False)
+    assert proc.returncode == 2 and f"{tmp_path}: is a directory, expected a JSON file" in proc.stderr
+    proc = xsagpt("train", "-c", cfg, "--set", "train.eval_tokens=10", check=False)
+    assert proc.returncode == 2 and "train.eval_tokens: 10 tokens is less than one validation batch" in proc.stderr
+    spec = {"base": str(cfg), "grid": {"train.lr": [1e-3]}, "constant_batch_tokens": "yes",
+            "out_dir": str(tmp_path / "sw")}
+    (tmp_path / "sw.json").write_text(json.dumps(spec))
+    proc = xsagpt("sweep", "-c", tmp_path / "sw.json", check=False)
+    assert proc.returncode == 2 and f"{tmp_path}/sw.json: constant_batch_tokens: expected true or false" in proc.stderr
+
+
+def test_model_base_can_be_set_on_the_command_line(tmp_path, shards, xsagpt):
+    cfg = cpu_config(tmp_path, shards, max_steps=2)
+    proc = xsagpt("train", "-c", cfg, "--set", "model.base=tiny", "--set", "model.n_layer=1")
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())["model"]
+    assert saved["n_layer"] == 1 and saved["vocab_size"] == 256 and proc.returncode == 0
+
+
+def test_help_names_files_that_exist_and_info_never_overflows(tmp_path, xsagpt, repo_root):
+    proc = xsagpt("train", check=False)
+    suggested = proc.stderr.split("--config ")[-1].split(")")[0]
+    assert (repo_root / suggested).exists(), suggested
+    model = {"n_layer": 2000000, "d_model": 3000000, "n_head": 1, "head_dim": 3000000}
+    (tmp_path / "huge.json").write_text(json.dumps(model))
+    proc = xsagpt("info", "-c", tmp_path / "huge.json", check=False)
+    assert proc.returncode == 2 and "more than a 64-bit count can hold" in proc.stderr
+    assert "-" not in proc.stdout

@@ -1,0 +1,88 @@
+"""`xsagpt info`: parameter counts match the PyTorch reference model, and the memory
+estimate responds to the memory options the trainer runs with."""
+import json
+import pathlib
+import re
+
+import pytest
+import torch
+
+from reference.model import GPT, GPTConfig
+
+
+def info(xsagpt, *args):
+    return json.loads(xsagpt("info", "--json", *args).stdout)
+
+
+def test_parameter_count_equals_reference_model(xsagpt, repo_root):
+    d = json.loads((repo_root / "configs" / "model" / "gpt2-124m.json").read_text())
+    with torch.device("meta"):
+        ref = GPT(GPTConfig.from_dict(d, "gpt2-124m"))
+    assert info(xsagpt, "-c", "gpt2-124m")["params_total"] == sum(p.numel() for p in ref.parameters())
+
+
+def test_memory_options_shrink_the_estimate(xsagpt):
+    base = ["-c", "paper-1.4b", "-b", "8", "-t", "2048"]
+    none = info(xsagpt, *base)
+    block = info(xsagpt, *base, "--recompute", "block", "--loss-chunk", "4096")
+    assert block["recompute"] == "block" and block["loss_chunk"] == 4096
+    n, b = none["memory_bytes"], block["memory_bytes"]
+    for k in ("params", "grads", "optimizer"):
+        assert n[k] == b[k]
+    assert b["activations"] < n["activations"] / 8 and b["logits"] == n["logits"] / 4
+    assert b["total"] < 0.5 * n["total"]
+    sharded = info(xsagpt, *base, "--optimizer-shards", "8")["memory_bytes"]
+    assert sharded["optimizer"] == n["optimizer"] / 8 and sharded["params"] == n["params"]
+
+
+def test_muon_state_is_counted(xsagpt, repo_root):
+    """Muon keeps one float32 momentum per weight of the block matrices, AdamW two moments
+    for every other parameter; the block matrices counted in the PyTorch reference model."""
+    d = json.loads((repo_root / "configs" / "model" / "gpt2-124m.json").read_text())
+    with torch.device("meta"):
+        ref = GPT(GPTConfig.from_dict(d, "gpt2-124m"))
+    params = dict(ref.named_parameters())
+    block = re.compile(r"transformer\.h\.\d+\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight")
+    muon = sum(p.numel() for n, p in params.items() if block.fullmatch(n))
+    total = sum(p.numel() for p in params.values())
+    assert 0 < muon < total
+    got = info(xsagpt, "-c", "gpt2-124m", "--optimizer", "muon")
+    assert got["optimizer"] == "muon"
+    assert got["memory_bytes"]["optimizer"] == 8 * (total - muon) + 4 * muon
+    assert info(xsagpt, "-c", "gpt2-124m")["memory_bytes"]["optimizer"] == 8 * total
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--recompute", "attn"], "--recompute"),
+    (["--loss-chunk", "-5"], "--loss-chunk"),
+    (["--optimizer-shards", "0"], "--optimizer-shards"),
+    (["--optimizer", "sgd"], "--optimizer"),
+    (["--optimizer", "muon", "--optimizer-shards", "2"], "not supported with train.optimizer=muon"),
+    (["--seq-len", "99999"], "--seq-len"),
+])
+def test_bad_options_are_named(xsagpt, args, message):
+    proc = xsagpt("info", "-c", "tiny", *args, check=False)
+    assert proc.returncode == 2 and message in proc.stderr
+
+
+def test_set_overrides_the_model_as_train_does(xsagpt, tmp_path):
+    """--set model.KEY=VALUE: what a config file with that value would give (its own
+    parser, so a key means here what it means to train), e.g. the 16384-token points of
+    the sequence-length sweep, which paper-1.4b's block_size of 2048 refuses."""
+    assert xsagpt("info", "-c", "paper-1.4b", "-t", "16384", check=False).returncode == 2
+    got = info(xsagpt, "-c", "paper-1.4b", "--set", "model.block_size=16384", "--set", "model.attention=xsa",
+               "-t", "16384")
+    edited = json.loads((pathlib.Path(__file__).resolve().parents[3] / "configs/model/paper-1.4b.json").read_text())
+    edited.update(block_size=16384, attention="xsa")
+    (tmp_path / "long.json").write_text(json.dumps(edited))
+    want = info(xsagpt, "-c", tmp_path / "long.json", "-t", "16384")
+    assert got == {**want, "config": got["config"]} and got["config"] == want["config"]
+    assert got["config"]["block_size"] == 16384 and got["seq_len"] == 16384
+    # Memory grows with the context it now allows (activations scale with T).
+    short = info(xsagpt, "-c", "paper-1.4b", "-t", "2048")
+    assert got["memory_bytes"]["activations"] > 4 * short["memory_bytes"]["activations"]
+    for args, message in ((["--set", "model.foo=1"], "unknown key 'foo'"),
+                          (["--set", "model.n_head=0"], "--set model.n_head"),
+                          (["--set", "train.lr=1"], "info takes model.* keys")):
+        proc = xsagpt("info", "-c", "tiny", *args, check=False)
+        assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)

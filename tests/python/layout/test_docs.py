@@ -1,0 +1,80 @@
+"""The docs show what the code does now: the configuration reference equals
+`xsagpt config`, the README names every subcommand `xsagpt --help` lists, every
+relative link in README.md and docs/ leads to a file (and a heading) that exists, the
+README links every page of docs/, and it stays a page a newcomer reads in two minutes."""
+import re
+import subprocess
+import sys
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to '-'."""
+    s = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return s.replace(" ", "-")
+
+
+def anchors(path) -> set:
+    lines, fenced = [], False
+    for line in path.read_text().splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and line.startswith("#"):
+            lines.append(slug(line.lstrip("#")))
+    return set(lines)
+
+
+def broken_links(repo_root) -> list:
+    bad = []
+    for page in [repo_root / "README.md", *sorted((repo_root / "docs").glob("*.md"))]:
+        for target in LINK.findall(page.read_text()):
+            if re.match(r"(https?:|mailto:)", target):
+                continue
+            path, _, anchor = target.partition("#")
+            dest = (page.parent / path).resolve() if path else page
+            if not dest.exists():
+                bad.append(f"{page.relative_to(repo_root)}: {target} (no such file)")
+            elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+                bad.append(f"{page.relative_to(repo_root)}: {target} (no such heading)")
+    return bad
+
+
+def test_config_reference_is_current(repo_root, build_dir):
+    proc = subprocess.run([sys.executable, repo_root / "scripts" / "maint" / "sync_config_reference.py", "--check"],
+                          capture_output=True, text=True, env={"XSAGPT_BUILD_DIR": str(build_dir)})
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_readme_names_every_command(repo_root, xsagpt):
+    readme = (repo_root / "README.md").read_text()
+    commands = [l.split()[0] for l in xsagpt("--help").stdout.splitlines() if l.startswith("  ")]
+    assert len(commands) >= 5
+    for c in commands:
+        assert f"xsagpt {c}" in readme, c
+
+
+def test_every_relative_link_resolves(repo_root):
+    pages = [repo_root / "README.md", *(repo_root / "docs").glob("*.md")]
+    n_links = sum(len(LINK.findall(p.read_text())) for p in pages)
+    assert n_links > 25, f"only {n_links} links found: is the scan reading the pages?"
+    assert broken_links(repo_root) == []
+
+
+def test_the_link_check_sees_a_broken_link(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# A page\n\n## Its part\n")
+    (tmp_path / "README.md").write_text("[ok](docs/a.md#its-part) [gone](docs/b.md) [heading](docs/a.md#nope)\n")
+    assert broken_links(tmp_path) == ["README.md: docs/b.md (no such file)", "README.md: docs/a.md#nope (no such heading)"]
+
+
+def test_readme_indexes_every_doc(repo_root):
+    """The README's documentation table is the way into docs/: a page missing from it is lost."""
+    linked = set(LINK.findall((repo_root / "README.md").read_text()))
+    missing = [p.name for p in sorted((repo_root / "docs").glob("*.md")) if f"docs/{p.name}" not in linked]
+    assert missing == [], f"docs/ pages the README does not link: {missing}"
+
+
+def test_readme_is_short(repo_root):
+    lines = (repo_root / "README.md").read_text().count("\n")
+    assert lines < 170, f"README.md has {lines} lines: move detail into docs/"

@@ -1,0 +1,157 @@
+"""The C++ model against the independent PyTorch reference (scripts/bench/reference/model.py).
+
+xsagpt_dump_model builds the C++ GPT from a config and seed and saves one
+forward+backward pass on random tokens; the reference, loaded with the C++ weights,
+must reproduce the logits, the loss and the gradient of every parameter. The
+configs cover each switch of the architecture: SA/XSA, XSA on some layers only,
+biases, an untied head, inner width != d_model, mlp_ratio != 4, and an xsa_eps
+large enough that the ||v|| floor is active for some tokens.
+"""
+import json
+import os
+import subprocess
+
+import pytest
+import torch
+
+from reference.model import GPT, GPTConfig, apply_rope, exclude_self_value, rope_tables
+
+# Small enough for a fraction of a second per pass; n_head*head_dim = 60 != d_model.
+BASE = dict(vocab_size=96, block_size=32, n_layer=2, d_model=48, n_head=3, head_dim=20, tie_embeddings=True)
+B, T = 3, 24  # T < block_size: the RoPE tables are cut to the sequence
+
+CASES = {
+    "sa": {},
+    "xsa": {"attention": "xsa"},
+    "xsa_layer_list": {"attention": "xsa", "n_layer": 3, "xsa_layers": [0, 2]},
+    "xsa_last_n": {"attention": "xsa", "n_layer": 3, "xsa_layers": "last 1"},
+    "bias": {"attention": "xsa", "bias": True},
+    "untied_head": {"attention": "xsa", "tie_embeddings": False},
+    "inner_wider": {"attention": "xsa", "d_model": 32, "n_head": 4, "head_dim": 16},
+    "mlp_ratio_theta_eps": {"mlp_ratio": 2.5, "rope_theta": 500.0, "norm_eps": 1e-3},
+    "xsa_eps_floor": {"attention": "xsa", "xsa_eps": 4.4},
+    "xsa_gate": {"attention": "xsa", "xsa_gate": "sa"},
+    "sinks": {"attention": "xsa", "n_sink": 2},
+}
+DOUBLE_CASES = ["xsa_layer_list", "bias", "untied_head", "xsa_gate", "sinks"]
+
+
+@pytest.fixture(scope="module")
+def dump_model(build_dir, tmp_path_factory):
+    tool = build_dir / "xsagpt_dump_model"
+    if not tool.exists():
+        pytest.fail(f"{tool} not built: cmake --build {build_dir} --target xsagpt_dump_model")
+    out_dir = tmp_path_factory.mktemp("dumps")
+
+    def run(name: str, double: bool = False, seed: int = 1234) -> dict:
+        cfg_path = out_dir / f"{name}.json"
+        cfg_path.write_text(json.dumps({**BASE, **CASES[name]}))
+        out = out_dir / f"{name}{'-f64' if double else ''}.pt"
+        cmd = [tool, cfg_path, seed, B, T, out] + (["--double"] if double else [])
+        proc = subprocess.run(list(map(str, cmd)), capture_output=True, text=True,
+                              env={**os.environ, "OMP_NUM_THREADS": "1"})
+        assert proc.returncode == 0, proc.stderr
+        return torch.load(out, weights_only=True)
+    return run
+
+
+def assert_close(actual, expected, rtol, what):
+    """|actual - expected| within rtol of expected's largest magnitude."""
+    assert actual.shape == expected.shape, f"{what}: shape {tuple(actual.shape)} != {tuple(expected.shape)}"
+    scale = expected.abs().max().item()
+    err = (actual - expected).abs().max().item()
+    assert scale > 0, f"{what}: all zero"
+    assert err <= rtol * scale, f"{what}: max |diff| {err:.3g} > {rtol:g} * max |expected| {scale:.3g}"
+
+
+def check_against_reference(dump: dict, rtol_out: float, rtol_grad: float):
+    model = GPT.from_checkpoint_dict(dump)
+    logits, loss = model(dump["idx"], dump["targets"])
+    loss.backward()
+    assert_close(logits.detach(), dump["logits"], rtol_out, "logits")
+    assert abs(loss.item() - dump["loss"].item()) <= rtol_out * abs(dump["loss"].item()), \
+        f"loss {loss.item()} != C++ {dump['loss'].item()}"
+    params = dict(model.named_parameters(remove_duplicate=False))
+    assert params.keys() == dump["grads"].keys()
+    for name, p in params.items():
+        assert_close(p.grad, dump["grads"][name], rtol_grad, f"grad of {name}")
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_float32_matches_reference(dump_model, name):
+    dump = dump_model(name)
+    assert dump["logits"].dtype == torch.float32
+    assert GPTConfig.from_dict(dump["config"]) == GPTConfig.from_dict({**BASE, **CASES[name]})
+    check_against_reference(dump, rtol_out=2e-5, rtol_grad=2e-4)
+
+
+@pytest.mark.parametrize("name", DOUBLE_CASES)
+def test_float64_matches_reference_tightly(dump_model, name):
+    dump = dump_model(name, double=True)
+    assert dump["logits"].dtype == torch.float64
+    check_against_reference(dump, rtol_out=1e-12, rtol_grad=1e-10)
+
+
+def test_xsa_eps_case_exercises_the_floor(dump_model):
+    """The xsa_eps_floor case only tests the max(||v||, eps) floor if some value
+    vectors are shorter than eps and some longer."""
+    dump = dump_model("xsa_eps_floor")
+    model = GPT.from_checkpoint_dict(dump)
+    tr, cfg = model.transformer, model.cfg
+    with torch.no_grad():
+        x = tr.h[0].ln_1(tr.ln_e(tr.wte(dump["idx"])))
+        v = tr.h[0].attn.c_attn(x)[..., 2 * cfg.inner_dim:].unflatten(-1, (cfg.n_head, cfg.head_dim))
+    below = (v.norm(dim=-1) < cfg.xsa_eps).float().mean().item()
+    assert 0.1 < below < 0.9, f"fraction of ||v|| below xsa_eps: {below}"
+
+
+def test_xsa_and_sa_differ(dump_model):
+    """Guards the comparison itself: with the same seed, XSA must change the output."""
+    sa, xsa = dump_model("sa"), dump_model("xsa")
+    assert torch.equal(sa["model"]["transformer.wte.weight"], xsa["model"]["transformer.wte.weight"])
+    assert (sa["logits"] - xsa["logits"]).abs().max() > 1e-3
+
+
+def test_checkpoint_layouts(dump_model):
+    """A run config with a model section, no RoPE buffers and a tied head listed
+    once load to the same model."""
+    dump = dump_model("xsa")
+    state = {k: v for k, v in dump["model"].items() if k not in ("lm_head.weight", "rope_cos", "rope_sin")}
+    model = GPT.from_checkpoint_dict({"model": state, "config": {"model": dump["config"], "train": {}}})
+    assert model.lm_head.weight is model.transformer.wte.weight
+    logits, _ = model(dump["idx"])
+    assert_close(logits.detach(), dump["logits"], 2e-5, "logits")
+
+
+def test_config_errors():
+    with pytest.raises(ValueError, match="unknown key 'n_heads'"):
+        GPTConfig.from_dict({**BASE, "n_heads": 4})
+    with pytest.raises(ValueError, match=r"model.bias: expected bool"):
+        GPTConfig.from_dict({**BASE, "bias": 1})
+    with pytest.raises(ValueError, match="xsa_layers"):
+        GPTConfig.from_dict({**BASE, "attention": "xsa", "xsa_layers": "last 3"})
+
+
+def test_reference_xsa_removes_self_value_component():
+    torch.manual_seed(0)
+    y, v = torch.randn(2, 3, 5, 8, dtype=torch.float64), torch.randn(2, 3, 5, 8, dtype=torch.float64)
+    z = exclude_self_value(y, v, 1e-6)
+    assert (z * v).sum(-1).abs().max() < 1e-12
+    assert torch.allclose(y - z, (y * v).sum(-1, keepdim=True) / (v * v).sum(-1, keepdim=True) * v)
+
+
+def test_reference_rope_depends_on_distance_only():
+    torch.manual_seed(0)
+    cos, sin = rope_tables(16, 8, 10000.0)
+    q, k = torch.randn(8, dtype=torch.float64), torch.randn(8, dtype=torch.float64)
+    dot = lambda i, j: (apply_rope(q.expand(16, 8), cos, sin)[i] * apply_rope(k.expand(16, 8), cos, sin)[j]).sum()
+    assert abs(dot(5, 2) - dot(13, 10)) < 1e-6 and abs(dot(5, 2) - dot(4, 2)) > 1e-3
+
+
+def test_reference_compiles_without_graph_breaks(dump_model):
+    """The reference is also the speed baseline: it must trace as one graph."""
+    dump = dump_model("xsa_layer_list")
+    model = GPT.from_checkpoint_dict(dump)
+    compiled = torch.compile(model, fullgraph=True, backend="aot_eager")
+    logits, loss = compiled(dump["idx"], dump["targets"])
+    assert_close(logits.detach(), dump["logits"], 2e-5, "compiled logits")

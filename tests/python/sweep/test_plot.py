@@ -1,0 +1,288 @@
+"""scripts/view/plot.py on synthetic run, sweep and analysis outputs laid out as xsagpt writes them:
+the expected PNGs appear, are real non-blank images, follow their data, and bad paths fail
+with a message naming them."""
+import importlib.util
+import json
+import math
+import pathlib
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+SCRIPT = ROOT / "scripts" / "view" / "plot.py"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def plot(*args):
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=120)
+
+
+def plot_ok(*args) -> list[pathlib.Path]:
+    proc = plot(*args)
+    assert proc.returncode == 0, proc.stderr
+    written = [pathlib.Path(line) for line in proc.stdout.split()]
+    assert written, "no paths printed"
+    return written
+
+
+def check_png(path: pathlib.Path) -> None:
+    data = path.read_bytes()
+    assert data[:8] == PNG_MAGIC, path
+    assert len(data) > 20_000, f"{path}: {len(data)} bytes"
+    width, height = struct.unpack(">II", data[16:24])  # IHDR
+    assert 600 <= width <= 4000 and 400 <= height <= 4000, (path, width, height)
+    import matplotlib.image
+    pixels = matplotlib.image.imread(path)
+    assert pixels[..., :3].std() > 0.05, f"{path} is (nearly) blank"
+
+
+def write_run(d: pathlib.Path, attention: str, final: float, steps: int = 40, resume_at: int | None = 20,
+              seed: int = 0) -> None:
+    """A run of `steps` steps, val every 10; with resume_at, the process "crashed" at step 30 after
+    a checkpoint at resume_at, and its successor logged resume_at+1.. again with other values."""
+    rng = np.random.default_rng(seed)
+    d.mkdir(parents=True)
+    (d / "config.json").write_text(json.dumps({
+        "model": {"n_layer": 2, "attention": attention}, "data": {"path": "x"},
+        "train": {"lr": 6e-4, "seq_len": 64, "batch_tokens": 512}, "out_dir": str(d)}))
+
+    def loss(step):
+        return final + (10.8 - final) * math.exp(-step / 8)
+
+    def train(step, noise):
+        return {"step": step, "tokens": step * 512, "time_s": step * 0.1, "train_loss": loss(step) + noise,
+                "lr": 6e-4, "grad_norm": 1.0, "tokens_per_s": 5120.0, "mfu": None}
+
+    def val(step):
+        return {"step": step, "tokens": step * 512, "time_s": step * 0.1, "val_loss": loss(step) + 0.05}
+
+    lines = []
+    first_end = 30 if resume_at is not None else steps
+    for s in range(1, first_end + 1):
+        lines.append(train(s, 0.5 + rng.normal(0, 0.1) if resume_at is not None and s > resume_at else rng.normal(0, 0.1)))
+        if s % 10 == 0:
+            lines.append(val(s) | ({"val_loss": 99.0} if resume_at is not None and s > resume_at else {}))
+    if resume_at is not None:
+        for s in range(resume_at + 1, steps + 1):
+            lines.append(train(s, rng.normal(0, 0.1)))
+            if s % 10 == 0:
+                lines.append(val(s))
+    (d / "metrics.jsonl").write_text("".join(json.dumps(l) + "\n" for l in lines))
+    (d / "done.json").write_text(json.dumps({"step": steps, "tokens": steps * 512, "final_train_loss": loss(steps),
+                                             "final_val_loss": loss(steps) + 0.05, "wall_s": 4.0}))
+
+
+def write_sweep(d: pathlib.Path) -> None:
+    lrs = (3e-4, 6e-4)
+    finals = {("sa", 3e-4): 4.20, ("xsa", 3e-4): 4.15, ("sa", 6e-4): 4.05, ("xsa", 6e-4): 4.02}
+    d.mkdir(parents=True)
+    (d / "sweep.json").write_text(json.dumps({"base": "tiny.json", "grid": {"model.attention": ["sa", "xsa"], "train.lr": list(lrs)}}))
+    points, diffs = [], []
+    for lr in lrs:
+        for att in ("sa", "xsa"):
+            name = f"model.attention={att},train.lr={lr:g}"
+            write_run(d / name, att, finals[(att, lr)] - 0.05, resume_at=None, seed=len(points))
+            points.append({"name": name, "dir": name, "values": {"model.attention": att, "train.lr": lr},
+                           "status": "done", "final_train_loss": finals[(att, lr)] - 0.05,
+                           "final_val_loss": finals[(att, lr)], "tokens": 40 * 512, "wall_s": 4.0})
+        diffs.append({"values": {"train.lr": lr}, "sa": f"model.attention=sa,train.lr={lr:g}",
+                      "xsa": f"model.attention=xsa,train.lr={lr:g}",
+                      "xsa_minus_sa_val_loss": finals[("xsa", lr)] - finals[("sa", lr)]})
+    (d / "summary.json").write_text(json.dumps({"keys": ["model.attention", "train.lr"], "points": points,
+                                                "differences": diffs}))
+
+
+def write_analysis(path: pathlib.Path, attention: str, n_layer: int = 6) -> None:
+    layers = []
+    for i in range(n_layer):
+        layer = {"layer": i, "value_cos_sim": 0.2 + 0.1 * i, "attn_diag": 0.3 - 0.03 * i,
+                 "cos_y_v": (0.5 if attention == "sa" else 0.4) + 0.04 * i, "cos_z_v": None}
+        if attention == "xsa":
+            layer["cos_z_v"] = 1e-7 * (i - 2)
+        layers.append(layer)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"attention": attention, "checkpoint": "ckpt.pt", "layers": layers}))
+
+
+@pytest.fixture(scope="module")
+def plot_module():
+    spec = importlib.util.spec_from_file_location("xsagpt_plot", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    yield mod
+    del sys.modules[spec.name]
+
+
+def test_resumed_metrics_keep_the_successors_records(tmp_path, plot_module):
+    write_run(tmp_path / "r", "sa", 3.0)
+    records = [json.loads(l) for l in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()]
+    train, val = plot_module.read_metrics(tmp_path / "r" / "metrics.jsonl")
+    assert [r["step"] for r in train] == list(range(1, 41))
+    assert [r["step"] for r in val] == [10, 20, 30, 40]
+    # every step the successor logged again carries its (last) values, not the crashed process's
+    last = {}
+    for r in records:
+        last[("val" if "val_loss" in r else "train", r["step"])] = r
+    assert train == [last[("train", s)] for s in range(1, 41)]
+    assert val == [last[("val", s)] for s in (10, 20, 30, 40)]
+    assert all(r["val_loss"] < 99 for r in val)
+
+
+def test_stale_records_after_a_restart_are_dropped(tmp_path, plot_module):
+    # crashed at step 5 after a checkpoint at 2; the successor has only reached step 3 so far
+    m = tmp_path / "metrics.jsonl"
+    recs = [{"step": s, "tokens": 8 * s, "train_loss": 10.0 - s} for s in range(1, 6)]
+    recs.insert(2, {"step": 2, "tokens": 16, "val_loss": 9.0})
+    recs.insert(5, {"step": 4, "tokens": 32, "val_loss": 7.0})
+    recs.append({"step": 3, "tokens": 24, "train_loss": 1.5})
+    m.write_text("".join(json.dumps(r) + "\n" for r in recs) + '{"step": 4, "tok')  # torn last line
+    train, val = plot_module.read_metrics(m)
+    assert [(r["step"], r["train_loss"]) for r in train] == [(1, 9.0), (2, 8.0), (3, 1.5)]
+    assert [(r["step"], r["val_loss"]) for r in val] == [(2, 9.0)]
+
+
+def test_runs_give_loss_figures_that_follow_the_data(tmp_path):
+    write_run(tmp_path / "a" / "sa", "sa", 3.0)
+    write_run(tmp_path / "a" / "xsa", "xsa", 2.9, seed=1)
+    written = plot_ok(tmp_path / "a" / "sa", tmp_path / "a" / "xsa")
+    out = tmp_path / "a" / "sa" / "plots"  # default: <first PATH>/plots
+    assert sorted(written) == sorted(out / n for n in ("loss_vs_step.png", "loss_vs_tokens.png", "val_gap.png"))
+    for p in written:
+        check_png(p)
+
+    # same data, same bytes; other data, other pictures
+    again = plot_ok(tmp_path / "a" / "sa", tmp_path / "a" / "xsa", "--out", tmp_path / "again")
+    assert all(p.read_bytes() == (out / p.name).read_bytes() for p in again)
+    write_run(tmp_path / "b" / "sa", "sa", 3.0)
+    write_run(tmp_path / "b" / "xsa", "xsa", 3.4, seed=1)
+    other = plot_ok(tmp_path / "b" / "sa", tmp_path / "b" / "xsa", "--out", tmp_path / "other")
+    assert {p.name for p in other} == {p.name for p in written}
+    assert all(p.read_bytes() != (out / p.name).read_bytes() for p in other)
+
+    # options change the drawing
+    logx = plot_ok(tmp_path / "a" / "sa", tmp_path / "a" / "xsa", "--logx", "--smooth", "0", "--out", tmp_path / "logx")
+    assert all(p.read_bytes() != (out / p.name).read_bytes() for p in logx)
+
+
+def test_a_single_run_without_a_pair_has_no_gap_figure(tmp_path):
+    write_run(tmp_path / "solo", "xsa", 3.0, resume_at=None)
+    written = plot_ok(tmp_path / "solo", "--out", tmp_path / "o")
+    assert sorted(p.name for p in written) == ["loss_vs_step.png", "loss_vs_tokens.png"]
+
+
+def test_sweep_gives_final_loss_and_curve_figures(tmp_path):
+    write_sweep(tmp_path / "sw")
+    written = plot_ok(tmp_path / "sw")
+    assert sorted(written) == sorted(tmp_path / "sw" / "plots" / n for n in ("sweep_final.png", "sweep_curves.png"))
+    for p in written:
+        check_png(p)
+    # a different final loss changes the final-loss figure
+    s = json.loads((tmp_path / "sw" / "summary.json").read_text())
+    s["points"][1]["final_val_loss"] = 4.5
+    s["differences"][0]["xsa_minus_sa_val_loss"] = 0.3
+    (tmp_path / "sw" / "summary.json").write_text(json.dumps(s))
+    moved = plot_ok(tmp_path / "sw", "--out", tmp_path / "moved")
+    final = {p.name: p for p in moved}["sweep_final.png"]
+    assert final.read_bytes() != (tmp_path / "sw" / "plots" / "sweep_final.png").read_bytes()
+
+
+def test_sweep_in_progress_plots_what_there_is(tmp_path):
+    write_sweep(tmp_path / "sw")
+    s = json.loads((tmp_path / "sw" / "summary.json").read_text())
+    running, pending = s["points"][2], s["points"][3]  # lr=6e-4: SA running, XSA not started
+    running.update(status="running", final_val_loss=None)
+    pending.update(status="pending", final_val_loss=None)
+    (tmp_path / "sw" / running["dir"] / "metrics.jsonl").write_text("")
+    for f in (tmp_path / "sw" / pending["dir"]).iterdir():
+        f.unlink()
+    (tmp_path / "sw" / pending["dir"]).rmdir()
+    s["differences"] = s["differences"][:1]
+    (tmp_path / "sw" / "summary.json").write_text(json.dumps(s))
+    written = plot_ok(tmp_path / "sw")
+    assert sorted(p.name for p in written) == ["sweep_curves.png", "sweep_final.png"]
+    for p in written:
+        check_png(p)
+
+    for p in s["points"]:
+        p.update(status="pending", final_val_loss=None)
+        if (tmp_path / "sw" / p["dir"]).exists():
+            (tmp_path / "sw" / p["dir"] / "metrics.jsonl").unlink()
+    (tmp_path / "sw" / "summary.json").write_text(json.dumps(s))
+    proc = plot(tmp_path / "sw", "--out", tmp_path / "out")
+    assert proc.returncode == 2 and str(tmp_path / "sw") in proc.stderr and "logged anything" in proc.stderr
+
+
+def test_analysis_figure_from_files_and_run_dirs(tmp_path):
+    write_analysis(tmp_path / "sa_analysis.json", "sa")
+    write_run(tmp_path / "xsa", "xsa", 3.0)
+    write_analysis(tmp_path / "xsa" / "analysis.json", "xsa")
+    written = plot_ok(tmp_path / "sa_analysis.json", tmp_path / "xsa")
+    out = tmp_path / "plots"  # the first PATH is a file: plots beside it
+    assert sorted(written) == sorted(out / n for n in ("analysis.png", "loss_vs_step.png", "loss_vs_tokens.png"))
+    check_png(out / "analysis.png")
+    write_analysis(tmp_path / "sa_analysis.json", "sa", n_layer=8)
+    other = plot_ok(tmp_path / "sa_analysis.json", tmp_path / "xsa", "--out", tmp_path / "o")
+    assert {p.name: p for p in other}["analysis.png"].read_bytes() != (out / "analysis.png").read_bytes()
+
+
+@pytest.mark.parametrize("case", ["missing", "empty_dir", "config_only", "no_records", "bad_line", "not_json",
+                                  "bad_analysis", "sweep_without_summary"])
+def test_bad_paths_fail_naming_them(tmp_path, case, plot_module, capsys):
+    p = tmp_path / case
+    if case == "empty_dir":
+        p.mkdir()
+    elif case == "config_only":
+        p.mkdir()
+        (p / "config.json").write_text("{}")
+    elif case == "no_records":
+        p.mkdir()
+        (p / "metrics.jsonl").write_text('{"event": "start"}\n')
+    elif case == "bad_line":
+        p.mkdir()
+        (p / "metrics.jsonl").write_text('{"step": 1, "tokens": 8, "train_loss": 3}\nnot json\n{"step": 2, "tokens": 16, "train_loss": 2}\n')
+    elif case == "sweep_without_summary":
+        p.mkdir()
+        (p / "sweep.json").write_text("{}")
+    elif case == "not_json":
+        p = tmp_path / "notes.txt"
+        p.write_text("hello")
+    elif case == "bad_analysis":
+        p = tmp_path / "analysis.json"
+        p.write_text(json.dumps({"attention": "sa", "layers": [{"layer": 0, "value_cos_sim": 0.1}]}))
+    # in-process (each interpreter start costs a second or two); the exit status is checked below
+    assert plot_module.main([str(p), "--out", str(tmp_path / "out")]) == 2
+    assert str(p) in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_path_exits_2_naming_it(tmp_path):
+    write_run(tmp_path / "good", "sa", 3.0)
+    proc = plot(tmp_path / "good", tmp_path / "nowhere", "--out", tmp_path / "out")
+    assert proc.returncode == 2 and f"{tmp_path / 'nowhere'}: no such file or directory" in proc.stderr
+    assert not (tmp_path / "out").exists()  # nothing drawn when any input is bad
+
+
+def test_a_failed_sweep_point_is_marked_as_failed(tmp_path, plot_module, monkeypatch):
+    # A diverged point (sweep.cpp records failed.json; summary.json says "failed") has no
+    # final loss: the final-loss figure marks it at its value and counts it in the title.
+    write_sweep(tmp_path / "sw")
+    s = json.loads((tmp_path / "sw" / "summary.json").read_text())
+    s["points"][3].update(status="failed", final_val_loss=None, error="loss is not finite at step 3")
+    s["differences"] = s["differences"][:1]
+    (tmp_path / "sw" / "summary.json").write_text(json.dumps(s))
+    figures = {}
+    monkeypatch.setattr(plot_module, "save", lambda fig, out_dir, name: figures.setdefault(name, fig) and name)
+    sweep = plot_module.load_sweep(tmp_path / "sw")
+    plot_module.plot_sweep(sweep, tmp_path / "out", "", None, False, None)
+    final = figures["sweep_final.png"]
+    assert "3 of 4 points finished, 1 failed" in final._suptitle.get_text()
+    marks = [c for c in final.axes[0].collections if c.get_label().startswith("failed")]
+    assert len(marks) == 1 and marks[0].get_offsets()[:, 0].tolist() == [6e-4]
+    curves = figures["sweep_curves.png"]
+    labels = [line.get_label() for ax in curves.axes for line in ax.get_lines()]
+    assert any(label.endswith("(failed)") for label in labels) and any("(failed)" not in l for l in labels)
