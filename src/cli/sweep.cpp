@@ -6,9 +6,10 @@
 #include "model/counts.h"
 #include "sweep/summary.h"
 #include "train/memory_check.h"
-#include "train/run_dir.h"
+#include "train/run_paths.h"
 #include "train/signals.h"
 #include "train/trainer.h"
+#include "util/atomic_file.h"
 #include "util/device.h"
 #include "util/dir_lock.h"
 #include "util/paths.h"
@@ -46,10 +47,9 @@ void print_memory(const Sweep& s, int64_t world) {
     std::string where, verdict;
     try {
       const auto device = resolve_device(t.device, "train.device");
-      const auto est =
-          estimate_training_memory(p.config.model, t.micro_batch, t.seq_len,
-                                   MemoryOptions{runtime_of(t, device.is_cuda()), t.shard_optimizer ? world : 1,
-                                                 t.optimizer == "muon"});
+      const auto est = estimate_training_memory(
+          p.config.model, t.micro_batch, t.seq_len,
+          MemoryOptions{runtime_of(t, device.is_cuda()), t.shard_optimizer ? world : 1, t.optimizer == "muon"});
       const double state = est.params_bytes + est.grads_bytes + est.optimizer_bytes + est.weight_copies_bytes;
       const auto bytes = device_memory(device);
       where = fmt::format("{:.2f} GiB", est.total() / (1024.0 * 1024 * 1024));
@@ -196,7 +196,7 @@ int sweep(int argc, char** argv) {
   // its base file or a default changed) is stale: refused, or with --force rerun.
   std::vector<bool> stale(sweep.points.size(), false);
   for (size_t i = 0; i < sweep.points.size(); ++i) {
-    const fs::path saved = fs::path(sweep.points[i].config.out_dir) / "config.json";
+    const fs::path saved = RunPaths(sweep.points[i].config.out_dir).config;
     if (!fs::exists(saved)) continue;
     json was;
     try {
@@ -216,7 +216,7 @@ int sweep(int argc, char** argv) {
   for (size_t i = 0; i < sweep.points.size(); ++i) {
     const auto& p = sweep.points[i];
     const auto tag = fmt::format("[{}/{}] {}", i + 1, sweep.points.size(), p.name);
-    if (!stale[i] && fs::exists(fs::path(p.config.out_dir) / "done.json")) {
+    if (!stale[i] && fs::exists(RunPaths(p.config.out_dir).done)) {
       if (dist.is_main()) {
         spdlog::info("{}: finished, skipping", tag);
         fs::remove(failure_file(p));  // a record of an earlier attempt says nothing about a finished point

@@ -1,6 +1,6 @@
 #include "sweep/grid.h"
 
-#include "train/run_dir.h"
+#include "util/atomic_file.h"
 
 #include <fmt/format.h>
 

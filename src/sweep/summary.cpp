@@ -1,6 +1,7 @@
 #include "sweep/summary.h"
 
-#include "train/run_dir.h"
+#include "train/run_paths.h"
+#include "util/atomic_file.h"
 
 #include <fmt/format.h>
 
@@ -108,10 +109,10 @@ json over_seeds(const json& points, const json& diffs) {
 json sweep_summary(const Sweep& sweep) {
   json points = json::array();
   for (const auto& p : sweep.points) {
-    const fs::path dir = p.config.out_dir;
+    const RunPaths run(p.config.out_dir);
     json e = {{"name", p.name}, {"dir", p.name}, {"values", p.values}};
-    if (fs::exists(dir / "done.json")) {
-      auto done = read_json_file(dir / "done.json");
+    if (fs::exists(run.done)) {
+      auto done = read_json_file(run.done);
       e["status"] = "done";
       for (const char* k : {"final_train_loss", "final_val_loss", "tokens", "wall_s", "step"})
         e[k] = done.value(k, json());
@@ -119,7 +120,7 @@ json sweep_summary(const Sweep& sweep) {
       e["status"] = "failed";
       e["error"] = failure->value("error", json("unknown"));
     } else {
-      e["status"] = fs::exists(dir / "config.json") ? "running" : "pending";
+      e["status"] = fs::exists(run.config) ? "running" : "pending";
     }
     points.push_back(e);
   }

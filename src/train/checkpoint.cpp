@@ -1,7 +1,7 @@
 #include "train/checkpoint.h"
 
+#include "train/run_paths.h"
 #include "util/ivalue_json.h"
-
 #include "util/torch_save.h"
 #include "util/zip_check.h"
 
@@ -42,7 +42,7 @@ void save_checkpoint(const Checkpoint& c, const fs::path& path) {
   d.insert("version", int64_t{1});
   d.insert("step", c.step);
   d.insert("tokens", c.tokens);
-  d.insert("elapsed_s", c.elapsed_s);
+  d.insert("elapsed_s", c.progress.elapsed_s);
   d.insert("config", json_to_ivalue(c.config));
   d.insert("model", tensor_dict(c.model));
   GenericDict opt(c10::StringType::get(), c10::AnyType::get());
@@ -52,18 +52,18 @@ void save_checkpoint(const Checkpoint& c, const fs::path& path) {
   opt.insert("step", tensor_dict(c.optimizer.adamw.step));
   opt.insert("momentum_buffer", tensor_dict(c.optimizer.muon_momentum));
   d.insert("optimizer", opt);
-  d.insert("loader", json_to_ivalue(c.loader));
-  d.insert("val_shards", json_to_ivalue(c.val_shards));
+  d.insert("loader", json_to_ivalue(c.data.loader));
+  d.insert("val_shards", json_to_ivalue(c.data.val_shards));
   GenericDict rng(c10::StringType::get(), c10::TensorType::get());
-  if (c.rng_cpu.defined()) rng.insert("cpu", c.rng_cpu);
-  if (c.rng_cuda.defined()) rng.insert("cuda", c.rng_cuda);
+  if (c.rng.cpu.defined()) rng.insert("cpu", c.rng.cpu);
+  if (c.rng.cuda.defined()) rng.insert("cuda", c.rng.cuda);
   d.insert("rng", rng);
-  d.insert("train_loss", c.train_loss);
-  d.insert("val_loss", c.val_loss);
-  d.insert("run_id", c.run_id);
+  d.insert("train_loss", c.progress.train_loss);
+  d.insert("val_loss", c.progress.val_loss);
+  d.insert("run_id", c.progress.run_id);
   GenericDict window(c10::StringType::get(), c10::AnyType::get());
-  window.insert("loss_sum", c.window.loss_sum);
-  window.insert("steps", c.window.steps);
+  window.insert("loss_sum", c.progress.window.loss_sum);
+  window.insert("steps", c.progress.window.steps);
   d.insert("train_window", window);
 
   try {
@@ -106,7 +106,7 @@ Checkpoint load_checkpoint(const fs::path& path) {
   try {
     c.step = need("step").toInt();
     c.tokens = need("tokens").toInt();
-    c.elapsed_s = need("elapsed_s").toDouble();
+    c.progress.elapsed_s = need("elapsed_s").toDouble();
     c.config = ivalue_to_json(need("config"));
     c.model = tensor_map(need("model"), name + ": model");
     auto opt = need("optimizer").toGenericDict();
@@ -116,22 +116,23 @@ Checkpoint load_checkpoint(const fs::path& path) {
     c.optimizer.adamw.step = tensor_map(opt.at("step"), name + ": optimizer.step");
     if (opt.contains("momentum_buffer"))
       c.optimizer.muon_momentum = tensor_map(opt.at("momentum_buffer"), name + ": optimizer.momentum_buffer");
-    c.loader = ivalue_to_json(need("loader"));
-    if (d.contains("val_shards")) c.val_shards = ivalue_to_json(d.at("val_shards"));
+    c.data.loader = ivalue_to_json(need("loader"));
+    if (d.contains("val_shards")) c.data.val_shards = ivalue_to_json(d.at("val_shards"));
     auto rng = need("rng").toGenericDict();
-    if (rng.contains("cpu")) c.rng_cpu = rng.at("cpu").toTensor();
-    if (rng.contains("cuda")) c.rng_cuda = rng.at("cuda").toTensor();
-    if (d.contains("train_loss")) c.train_loss = d.at("train_loss").toDouble();
-    if (d.contains("val_loss")) c.val_loss = d.at("val_loss").toDouble();
-    if (d.contains("run_id")) c.run_id = d.at("run_id").toStringRef();
+    if (rng.contains("cpu")) c.rng.cpu = rng.at("cpu").toTensor();
+    if (rng.contains("cuda")) c.rng.cuda = rng.at("cuda").toTensor();
+    auto& p = c.progress;
+    if (d.contains("train_loss")) p.train_loss = d.at("train_loss").toDouble();
+    if (d.contains("val_loss")) p.val_loss = d.at("val_loss").toDouble();
+    if (d.contains("run_id")) p.run_id = d.at("run_id").toStringRef();
     if (d.contains("train_window")) {
       auto w = d.at("train_window").toGenericDict();
-      c.window = {w.at("loss_sum").toDouble(), w.at("steps").toInt()};
-      if (c.window.steps < 0 || !std::isfinite(c.window.loss_sum))
+      p.window = {w.at("loss_sum").toDouble(), w.at("steps").toInt()};
+      if (p.window.steps < 0 || !std::isfinite(p.window.loss_sum))
         throw CheckpointError(
             fmt::format("{}: train_window: expected a finite loss sum over >= 0 steps, got {} "
                         "over {}",
-                        name, c.window.loss_sum, c.window.steps));
+                        name, p.window.loss_sum, p.window.steps));
     }
   } catch (const c10::Error& e) {
     throw CheckpointError(name + ": malformed checkpoint: " + e.what_without_backtrace());
@@ -170,7 +171,7 @@ void verify_archive_crcs(const fs::path& path) {
 }
 
 fs::path checkpoint_path(const fs::path& run_dir, int64_t step) {
-  return run_dir / "checkpoints" / fmt::format("step_{:08d}.pt", step);
+  return RunPaths(run_dir).checkpoints / fmt::format("step_{:08d}.pt", step);
 }
 
 int64_t checkpoint_step(const fs::path& file) {
@@ -183,7 +184,7 @@ int64_t checkpoint_step(const fs::path& file) {
 
 std::vector<fs::path> list_checkpoints(const fs::path& run_dir) {
   std::vector<fs::path> out;
-  const auto dir = run_dir / "checkpoints";
+  const auto dir = RunPaths(run_dir).checkpoints;
   if (!fs::is_directory(dir)) return out;
   for (const auto& e : fs::directory_iterator(dir))
     if (checkpoint_step(e.path()) >= 0) out.push_back(e.path());

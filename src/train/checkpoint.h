@@ -36,6 +36,7 @@
 #pragma once
 
 #include "train/optimizer.h"
+#include "train/progress_state.h"
 
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
@@ -48,25 +49,32 @@
 
 namespace xsagpt {
 
-// The steps since the last train-loss log line (train/progress.h).
-struct TrainWindow {
-  double loss_sum = 0;  // a float32 sum, exact in a double
-  int64_t steps = 0;
+// A checkpoint is the named set of the states of a run's parts; each part gives its
+// own and loads its own (train/state.h), and only save_checkpoint and load_checkpoint
+// know where in the file each lies (the format above).
+using ModelWeights = std::map<std::string, torch::Tensor>;  // nanoGPT-style name -> tensor
+
+// The data position: every rank's loader state (data/loader.h) and the identity of
+// the validation shards (absent in checkpoints of older versions: empty, not checked).
+struct DataState {
+  nlohmann::json loader = nlohmann::json::array();
+  nlohmann::json val_shards = nlohmann::json::array();
+};
+
+// The generators dropout draws from (cuda: undefined off CUDA).
+struct RngState {
+  torch::Tensor cpu, cuda;
 };
 
 struct Checkpoint {
-  int64_t step = 0;
-  int64_t tokens = 0;
-  double elapsed_s = 0;
+  int64_t step = 0;    // optimizer steps completed
+  int64_t tokens = 0;  // tokens trained on
   nlohmann::json config;
-  std::map<std::string, torch::Tensor> model;
+  ModelWeights model;
   OptimizerState optimizer;
-  nlohmann::json loader = nlohmann::json::array();
-  nlohmann::json val_shards = nlohmann::json::array();  // absent in checkpoints of older versions: empty
-  torch::Tensor rng_cpu, rng_cuda;
-  double train_loss = NAN, val_loss = NAN;  // absent in checkpoints of older versions: NaN
-  TrainWindow window;                       // absent in checkpoints of older versions: empty
-  std::string run_id;                       // absent in checkpoints of older versions: ""
+  DataState data;
+  RngState rng;
+  ProgressState progress;  // absent parts in checkpoints of older versions: NaN losses, empty window, no run id
 };
 
 // The first tensor of `tensors` (named "<what>.<name>") holding a NaN or an infinity,

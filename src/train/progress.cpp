@@ -1,7 +1,10 @@
 #include "train/progress.h"
 
+#include "model/counts.h"
 #include "train/checkpoint.h"
+#include "train/mfu.h"
 #include "train/schedule.h"
+#include "util/device.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -28,19 +31,33 @@ std::string human_rate(double x) {
 
 }  // namespace
 
-Progress::Progress(const RunConfig& cfg, DistContext& dist, torch::Device device, int64_t step_tokens,
-                   double flops_per_step, std::optional<double> peak_flops, double elapsed_before,
-                   const std::filesystem::path& metrics_path)
+Progress::Progress(const RunConfig& cfg, const Runtime& rt, DistContext& dist, torch::Device device)
     : cfg_(cfg),
       dist_(dist),
-      metrics_(dist.is_main() ? MetricsLog(metrics_path) : MetricsLog()),
-      step_tokens_(step_tokens),
-      flops_per_step_(flops_per_step),
-      peak_flops_(peak_flops),
-      elapsed_before_(elapsed_before) {
+      step_tokens_(cfg.tokens_per_micro_step(dist.world_size()) * cfg.accumulation_steps(dist.world_size())),
+      flops_per_step_(flops_per_token(cfg.model, cfg.train.seq_len) * static_cast<double>(step_tokens_)),
+      peak_flops_(device.is_cuda() ? gpu_peak_flops(device_name(device), rt.bf16) : std::nullopt) {
   auto opts = torch::TensorOptions().device(device);
   loss_sum_ = torch::zeros({}, opts.dtype(torch::kFloat32));
   bad_step_ = torch::full({}, -1, opts.dtype(torch::kLong));
+}
+
+void Progress::load_state(const ProgressState& s) {
+  elapsed_before_ = s.elapsed_s;
+  train_loss_ = s.train_loss;
+  val_loss_ = s.val_loss;
+  loss_sum_.fill_(s.window.loss_sum);
+  window_steps_ = s.window.steps;
+  run_id_ = s.run_id;
+}
+
+ProgressState Progress::state() {
+  return {elapsed(), train_loss_, val_loss_, {dist_.mean(loss_sum_).item<double>(), window_steps_}, run_id_};
+}
+
+void Progress::start(const std::filesystem::path& metrics_path) {
+  if (dist_.is_main()) metrics_ = MetricsLog(metrics_path);
+  start_ = interval_start_ = Clock::now();
 }
 
 void Progress::record(int64_t step, const StepStats& stats) {
@@ -50,13 +67,6 @@ void Progress::record(int64_t step, const StepStats& stats) {
                            torch::full_like(bad_step_, step), bad_step_);
   ++interval_steps_;
   ++window_steps_;
-}
-
-TrainWindow Progress::window() { return {dist_.mean(loss_sum_).item<double>(), window_steps_}; }
-
-void Progress::restore_window(const TrainWindow& w) {
-  loss_sum_.fill_(w.loss_sum);
-  window_steps_ = w.steps;
 }
 
 void Progress::check_finite() {
@@ -69,7 +79,7 @@ double Progress::elapsed() const {
   return elapsed_before_ + std::chrono::duration<double>(Clock::now() - start_).count();
 }
 
-double Progress::log_train(int64_t step, int64_t tokens, double lr) {
+void Progress::log_train(int64_t step, int64_t tokens, double lr) {
   check_finite();
   const auto steps = static_cast<double>(std::max<int64_t>(1, interval_steps_));
   const double loss = dist_.mean(loss_sum_).item<double>() / static_cast<double>(std::max<int64_t>(1, window_steps_));
@@ -95,15 +105,22 @@ double Progress::log_train(int64_t step, int64_t tokens, double lr) {
   interval_steps_ = 0;
   window_steps_ = 0;
   interval_start_ = Clock::now();
-  return loss;
+  train_loss_ = loss;
 }
 
 void Progress::log_val(int64_t step, int64_t tokens, double val_loss) {
+  val_loss_ = val_loss;
   if (dist_.is_main()) {
     spdlog::info("step {:>6}/{} | val loss {:.4f}", step, cfg_.train.max_steps, val_loss);
     metrics_.write({{"step", step}, {"tokens", tokens}, {"time_s", elapsed()}, {"val_loss", val_loss}});
   }
   pause();  // evaluation time is not training throughput
+}
+
+void Progress::log_stop(int64_t step, int signal) const {
+  if (dist_.is_main())
+    spdlog::warn("stopped by {} after step {}; resume with --resume auto",
+                 signal ? fmt::format("signal {}", signal) : "a signal to another rank", step);
 }
 
 }  // namespace xsagpt

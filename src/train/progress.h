@@ -5,45 +5,59 @@
 // (its step) without a host sync; check_finite() reads it where a log line or a
 // checkpoint has to wait for the GPU anyway. Time spent evaluating or saving is
 // left out of tokens/s (pause()).
+//
+// It is also a stateful part of the run (train/progress_state.h): the losses last
+// logged, the train-loss window, the training time and the run id go into every
+// checkpoint through state() and come back through load_state(), so nothing of them
+// passes through the training loop.
 #pragma once
 
 #include "config/run_config.h"
 #include "dist/context.h"
-#include "train/checkpoint.h"
 #include "train/metrics.h"
+#include "train/progress_state.h"
 #include "train/step.h"
 
 #include <chrono>
 #include <filesystem>
 #include <optional>
+#include <string>
 
 namespace xsagpt {
 
 class Progress {
  public:
-  // step_tokens: tokens per optimizer step over all ranks; flops_per_step and
-  // peak_flops (per rank, none off GPUs) give the MFU; elapsed_before: training
-  // time of earlier sessions of the run; metrics_path: the file metrics lines are
-  // appended to (rank 0; a resumed run's is staged, train/run_dir.h).
-  Progress(const RunConfig& cfg, DistContext& dist, torch::Device device, int64_t step_tokens, double flops_per_step,
-           std::optional<double> peak_flops, double elapsed_before, const std::filesystem::path& metrics_path);
+  // The tokens of an optimizer step over all ranks and the FLOPs they take (for the
+  // MFU, on GPUs of a known peak) follow from the config, the runtime and the world.
+  Progress(const RunConfig& cfg, const Runtime& rt, DistContext& dist, torch::Device device);
 
+  // Before start(): the state of a checkpoint, then the id of the run it continues
+  // (train/run_dir.h decides it; checkpoints of older versions carry none).
+  void load_state(const ProgressState& s);
+  void set_run_id(std::string id) { run_id_ = std::move(id); }
+  // For a checkpoint; every rank calls it (the window's sum is averaged over ranks).
+  ProgressState state();
+
+  // Starts the clocks; metrics lines are appended to `metrics_path` on rank 0 (a
+  // resumed run's is staged, train/run_staging.h).
+  void start(const std::filesystem::path& metrics_path);
   // A finished optimizer step (its number, counting from 1).
   void record(int64_t step, const StepStats& stats);
-  // The train line over the steps since the last one; returns the mean loss.
-  double log_train(int64_t step, int64_t tokens, double lr);
-  // The steps since the last train line, for a checkpoint (every rank calls it: the
-  // sum is averaged over ranks), and, on resume, those of the checkpoint: the next
-  // line then averages the same steps an uninterrupted run averages.
-  TrainWindow window();
-  void restore_window(const TrainWindow& w);
+  // The train line over the steps since the last one (the checkpoint's window
+  // included, so a resumed run averages the steps an uninterrupted run averages).
+  void log_train(int64_t step, int64_t tokens, double lr);
   void log_val(int64_t step, int64_t tokens, double val_loss);
+  // That the run stopped on a signal after `step`, and how to continue it.
+  void log_stop(int64_t step, int signal) const;
   // Throws naming the first step whose loss or gradient norm was not finite.
   void check_finite();
   // Restarts the throughput clock (after evaluating or saving).
   void pause() { interval_start_ = Clock::now(); }
   // Training time so far, earlier sessions included.
   double elapsed() const;
+  // The losses last logged (NaN before the first).
+  double train_loss() const { return train_loss_; }
+  double val_loss() const { return val_loss_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -53,7 +67,9 @@ class Progress {
   int64_t step_tokens_;
   double flops_per_step_;
   std::optional<double> peak_flops_;
-  double elapsed_before_;
+  double elapsed_before_ = 0;
+  double train_loss_ = NAN, val_loss_ = NAN;
+  std::string run_id_;
   Clock::time_point start_ = Clock::now(), interval_start_ = Clock::now();
   int64_t interval_steps_ = 0;  // steps since the throughput clock started (this session)
   int64_t window_steps_ = 0;    // steps whose losses loss_sum_ holds (earlier sessions' too)

@@ -30,20 +30,42 @@ LoaderOptions loader_options(const RunConfig& cfg, torch::Device device, DistCon
 // The generator dropout and sampling draw from (a handle: copies share state).
 at::Generator default_generator(const torch::Device& device) { return at::globalContext().defaultGenerator(device); }
 
+// The RNG part: the CPU generator's state, and the device's on CUDA.
+RngState rng_state(const torch::Device& device) {
+  RngState r;
+  r.cpu = default_generator(torch::kCPU).get_state();
+  if (device.is_cuda()) r.cuda = default_generator(device).get_state();
+  return r;
+}
+
+void load_rng_state(const RngState& r, const torch::Device& device) {
+  if (r.cpu.defined()) default_generator(torch::kCPU).set_state(r.cpu);
+  if (r.cuda.defined() && device.is_cuda()) default_generator(device).set_state(r.cuda);
+}
+
+// The model part: its parameters by name.
+ModelWeights model_state(const GPT& model) {
+  ModelWeights w;
+  for (const auto& item : model->named_parameters()) w[item.key()] = item.value();
+  return w;
+}
+
+void load_model_state(GPT& model, const ModelWeights& w, const std::string& file) {
+  load_weights(model, w, file);
+  model->parameters_changed();
+}
+
 }  // namespace
 
 TrainingState::TrainingState(const RunConfig& cfg, const Runtime& rt, torch::Device device, DistContext& dist)
     : loader(loader_options(cfg, device, dist, /*val=*/false)),
       val(loader_options(cfg, device, dist, /*val=*/true), cfg.train.eval_tokens),
+      progress(cfg, rt, dist, device),
       cfg_(cfg),
       device_(device),
       dist_(dist) {
   check_data(cfg.model.vocab_size);
-  auto parts = build_training(cfg.model, cfg.train, rt, device, dist);  // as bench builds them
-  model = parts.model;
-  params = std::move(parts.params);
-  sync = std::move(parts.sync);
-  optimizer = std::move(parts.optimizer);
+  parts = build_training(cfg.model, cfg.train, rt, device, dist);  // as bench builds them
 }
 
 TrainingState::~TrainingState() = default;
@@ -73,50 +95,53 @@ void TrainingState::check_data(int64_t vocab_size) const {
     if (!e.empty()) throw DataError(e + " (found before training: nothing was written or changed)");
 }
 
-void TrainingState::restore(const Checkpoint& c, const std::string& file) {
-  TORCH_CHECK(!batches_, "TrainingState::restore: the batch thread has started");
-  load_weights(model, c.model, file);
-  model->parameters_changed();
-  optimizer->load_state(c.optimizer, file);
+DataState TrainingState::data_state() {
+  return {dist_.all_gather((batches_ ? batches_->state() : loader.state()).to_json()), val.identity()};
+}
+
+void TrainingState::load_data_state(const DataState& d, const std::string& file) {
   try {
-    loader.load_state(LoaderState::from_json(c.loader[dist_.rank()]));
-    val.check_identity(c.val_shards);
+    loader.load_state(LoaderState::from_json(d.loader[dist_.rank()]));
+    val.check_identity(d.val_shards);
   } catch (const DataError& e) {
     throw DataError(fmt::format("{}: {}", file, e.what()));
   }
-  if (c.rng_cpu.defined()) default_generator(torch::kCPU).set_state(c.rng_cpu);
-  if (c.rng_cuda.defined() && device_.is_cuda()) default_generator(device_).set_state(c.rng_cuda);
+}
+
+void TrainingState::restore(const Checkpoint& c, const std::string& file) {
+  TORCH_CHECK(!batches_, "TrainingState::restore: the batch thread has started");
+  load_model_state(parts.model, c.model, file);
+  parts.optimizer->load_state(c.optimizer, file);
+  load_data_state(c.data, file);
+  load_rng_state(c.rng, device_);
+  progress.load_state(c.progress);
   step = c.step;
   tokens = c.tokens;
-  elapsed_before = c.elapsed_s;
   if (dist_.is_main()) spdlog::info("resumed from {} at step {}", file, step);
 }
 
-void TrainingState::start() { batches_ = std::make_unique<PrefetchingLoader>(loader); }
+void TrainingState::start(const std::filesystem::path& metrics_path) {
+  batches_ = std::make_unique<PrefetchingLoader>(loader);
+  progress.start(metrics_path);
+}
 
 std::pair<torch::Tensor, torch::Tensor> TrainingState::next_batch() {
   auto [x, y] = batches_->next();
   return {x.to(device_, /*non_blocking=*/true), y.to(device_, /*non_blocking=*/true)};
 }
 
-void TrainingState::save(const std::filesystem::path& run_dir, int64_t keep, double elapsed_s, double train_loss,
-                         double val_loss, const TrainWindow& window) {
-  dist_.check_replicated(params, "parameters");  // a diverged replica must not be saved
+void TrainingState::save(const std::filesystem::path& run_dir, int64_t keep) {
+  progress.check_finite();                             // checkpoints only from finite states
+  dist_.check_replicated(parts.params, "parameters");  // a diverged replica must not be saved
   Checkpoint c;
   c.step = step;
   c.tokens = tokens;
-  c.elapsed_s = elapsed_s;
   c.config = to_json(cfg_);
-  for (const auto& item : model->named_parameters()) c.model[item.key()] = item.value();
-  c.optimizer = optimizer->state();  // every rank takes part; complete on rank 0
-  c.loader = dist_.all_gather((batches_ ? batches_->state() : loader.state()).to_json());
-  c.val_shards = val.identity();
-  c.rng_cpu = default_generator(torch::kCPU).get_state();
-  if (device_.is_cuda()) c.rng_cuda = default_generator(device_).get_state();
-  c.train_loss = train_loss;
-  c.val_loss = val_loss;
-  c.window = window;
-  c.run_id = run_id;
+  c.model = model_state(parts.model);
+  c.optimizer = parts.optimizer->state();  // every rank takes part; complete on rank 0
+  c.data = data_state();
+  c.rng = rng_state(device_);
+  c.progress = progress.state();
   // The loss of a step is computed before its update: an update that made the
   // weights NaN or infinite shows only here, and such weights are never saved.
   if (const auto bad = first_non_finite(c.model, "model"))

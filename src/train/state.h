@@ -1,9 +1,11 @@
 // Everything a training run carries from one step to the next, built the same way
-// on every rank: the model (same seed, then rank 0's weights broadcast), the
-// optimizer (train/run_optimizer.h), the gradient all-reduce, the data position, the
-// step and token counts and the random generators. restore() puts a checkpoint's
-// state back; save() writes the state as one (train/checkpoint.h), so a resumed
-// run continues exactly where the saved one was.
+// on every rank: its parts (train/parts.h: the model, same seed, then rank 0's
+// weights broadcast; the optimizer; the gradient all-reduce), the data position, the
+// random generators, the progress (train/progress.h: losses, loss window, training
+// time, run id) and the step and token counts. Each part gives its own state and
+// loads its own; a checkpoint (train/checkpoint.h) is the named set of those states,
+// so save() writes one and restore() puts one back, and a resumed run continues
+// exactly where the saved one was.
 #pragma once
 
 #include "config/run_config.h"
@@ -13,6 +15,7 @@
 #include "model/gpt.h"
 #include "train/checkpoint.h"
 #include "train/parts.h"
+#include "train/progress.h"
 #include "train/run_optimizer.h"
 
 #include <filesystem>
@@ -27,33 +30,31 @@ class TrainingState {
   TrainingState(const RunConfig& cfg, const Runtime& rt, torch::Device device, DistContext& dist);
   ~TrainingState();
 
-  // Before start(): the weights, AdamW state, data position, generators and counts
-  // of checkpoint `c` (read from `file`, named in errors).
+  // Before start(): every part's state from checkpoint `c` (read from `file`, named
+  // in errors).
   void restore(const Checkpoint& c, const std::string& file);
-  // Starts the background batch thread; batches come from it from here on.
-  void start();
+  // Starts the background batch thread (batches come from it from here on) and the
+  // progress clocks, with metrics lines going to `metrics_path` (rank 0).
+  void start(const std::filesystem::path& metrics_path);
   // The next training micro-batch of this rank, on the model's device.
   std::pair<torch::Tensor, torch::Tensor> next_batch();
   // Writes checkpoint run_dir/checkpoints/step_N.pt on rank 0 (every rank takes
-  // part: the optimizer state and data positions are gathered) and keeps the
-  // newest `keep`; the final losses go in too, so done.json can be made from it.
-  // `window` holds the steps since the last train-loss log line (train/progress.h).
-  void save(const std::filesystem::path& run_dir, int64_t keep, double elapsed_s, double train_loss, double val_loss,
-            const TrainWindow& window);
+  // part: the optimizer state, data positions and loss window are gathered) and
+  // keeps the newest `keep`. Only finite states are saved.
+  void save(const std::filesystem::path& run_dir, int64_t keep);
 
-  GPT model{nullptr};
-  std::vector<torch::Tensor> params;  // unique parameters, in one order on every rank
-  std::unique_ptr<GradientSync> sync;
-  std::unique_ptr<RunOptimizer> optimizer;
+  TrainingParts parts;  // model, its unique parameters, gradient sync, optimizer
   DataLoader loader;
   ValidationSet val;
+  Progress progress;
   int64_t step = 0, tokens = 0;
-  std::string run_id;         // written into every checkpoint (train/run_dir.h)
-  double elapsed_before = 0;  // training time of the sessions before this one
 
  private:
   // Every token id of every train and val shard against the vocabulary (DataError).
   void check_data(int64_t vocab_size) const;
+  // The data part: every rank's loader position and the validation shards.
+  DataState data_state();
+  void load_data_state(const DataState& d, const std::string& file);
   const RunConfig& cfg_;
   torch::Device device_;
   DistContext& dist_;

@@ -6,6 +6,9 @@
 #include "helpers.h"
 #include "train/metrics.h"
 #include "train/run_dir.h"
+#include "train/run_staging.h"
+#include "train/run_start.h"
+#include "util/atomic_file.h"
 #include "util/dir_lock.h"
 #include "util/torch_save.h"
 
@@ -58,7 +61,7 @@ std::vector<std::string> names_in(const fs::path& dir) {
   return out;
 }
 
-class RunDir : public test::TempDirTest {
+class RunDirFiles : public test::TempDirTest {
  protected:
   RunConfig config(const fs::path& out, int64_t max_steps) const {
     RunConfig c;
@@ -75,12 +78,12 @@ class RunDir : public test::TempDirTest {
     Checkpoint c;
     c.step = step;
     c.tokens = step * 100;
-    c.elapsed_s = 1.5 * static_cast<double>(step);
+    c.progress.elapsed_s = 1.5 * static_cast<double>(step);
     c.config = to_json(config(out, max_steps));
     c.model["w"] = torch::full({4}, static_cast<float>(step));
-    c.loader = json::array({json::object()});
-    c.train_loss = train_loss;
-    c.val_loss = val_loss;
+    c.data.loader = json::array({json::object()});
+    c.progress.train_loss = train_loss;
+    c.progress.val_loss = val_loss;
     const auto path = checkpoint_path(out, step);
     save_checkpoint(c, path);
     return path;
@@ -98,7 +101,7 @@ class RunDir : public test::TempDirTest {
 
 // ---- atomic writes ------------------------------------------------------------
 
-TEST_F(RunDir, FailedAtomicWriteKeepsThePreviousFileAndLeavesNoTemporary) {
+TEST_F(RunDirFiles, FailedAtomicWriteKeepsThePreviousFileAndLeavesNoTemporary) {
   const auto f = tmp / "config.json";
   write_file_atomic(f, "old\n");
   const std::string big(4096, 'x');
@@ -114,7 +117,7 @@ TEST_F(RunDir, FailedAtomicWriteKeepsThePreviousFileAndLeavesNoTemporary) {
 
 // The stream writer threw again from its destructor on a short write: the program
 // died (std::terminate) with the partial .tmp left on the full disk.
-TEST_F(RunDir, CheckpointOnAFullDiskIsAnErrorNamingTheFileNotACrash) {
+TEST_F(RunDirFiles, CheckpointOnAFullDiskIsAnErrorNamingTheFileNotACrash) {
   const auto f = checkpoint_path(tmp, 3);
   torch_save(c10::IValue(torch::arange(8)), f);
   const auto before = test::slurp(f);
@@ -142,7 +145,7 @@ TEST_F(RunDir, CheckpointOnAFullDiskIsAnErrorNamingTheFileNotACrash) {
 // ---- metrics.jsonl ------------------------------------------------------------
 
 // Write errors were ignored: later lines silently dropped, the file cut mid-line.
-TEST_F(RunDir, MetricsWriteFailureStopsWithANamedErrorAndLeavesWholeLines) {
+TEST_F(RunDirFiles, MetricsWriteFailureStopsWithANamedErrorAndLeavesWholeLines) {
   const auto f = tmp / "metrics.jsonl";
   std::string err;
   int64_t written = 0;
@@ -164,7 +167,7 @@ TEST_F(RunDir, MetricsWriteFailureStopsWithANamedErrorAndLeavesWholeLines) {
   EXPECT_EQ(n, written);  // every line reported written is there, whole
 }
 
-TEST_F(RunDir, MetricsHistoryIsRewrittenOnlyAtomically) {
+TEST_F(RunDirFiles, MetricsHistoryIsRewrittenOnlyAtomically) {
   const auto f = tmp / "metrics.jsonl";
   metrics_lines(tmp, 9);
   spit(f, test::slurp(f) + "{\"step\": 10, \"train_lo");  // a line cut off by a kill
@@ -188,7 +191,7 @@ TEST_F(RunDir, MetricsHistoryIsRewrittenOnlyAtomically) {
   EXPECT_FALSE(losses_at_step(f, 3).val_loss);
 }
 
-TEST_F(RunDir, DamagedMetricsLinesAreReturnedByteForByteWithTheirNumbers) {
+TEST_F(RunDirFiles, DamagedMetricsLinesAreReturnedByteForByteWithTheirNumbers) {
   const auto f = tmp / "metrics.jsonl";
   const std::string nul("\0\0", 2);
   spit(f, "{\"step\": 1}\ngarbage\n{\"step\": 2}\n" + nul + "\n[1]\n{\"step\": \"3\"}\n{\"step\": 5}\n{\"step\": 3");
@@ -201,7 +204,7 @@ TEST_F(RunDir, DamagedMetricsLinesAreReturnedByteForByteWithTheirNumbers) {
   EXPECT_EQ(line_ranges({}), "");
 }
 
-TEST_F(RunDir, ANewRunDirectoryBelongsToWhoeverCreatedIt) {
+TEST_F(RunDirFiles, ANewRunDirectoryBelongsToWhoeverCreatedIt) {
   const auto busy = [](const std::string& holder) { return "in use: " + holder; };
   const auto dir = tmp / "a" / "run";
   auto first = DirLock::create(dir, "train", busy);
@@ -220,7 +223,7 @@ TEST_F(RunDir, ANewRunDirectoryBelongsToWhoeverCreatedIt) {
 
 // ---- checkpoints --------------------------------------------------------------
 
-TEST_F(RunDir, CheckpointsAreListedByStepNumber) {
+TEST_F(RunDirFiles, CheckpointsAreListedByStepNumber) {
   fs::create_directories(tmp / "checkpoints");
   for (const char* n :
        {"step_100000000.pt", "step_00000005.pt", "step_99999999.pt", "other.pt", "step_x.pt", "step_00000007.pt.tmp"})
@@ -232,7 +235,7 @@ TEST_F(RunDir, CheckpointsAreListedByStepNumber) {
 
 // ---- starting a run: decided and checked before anything is written ----------
 
-TEST_F(RunDir, AFreshStartNeverReusesADirectoryHoldingARun) {
+TEST_F(RunDirFiles, AFreshStartNeverReusesADirectoryHoldingARun) {
   const auto run = tmp / "run";
   EXPECT_FALSE(open_run(config(run, 10), "", false, 1).start.clear);
   checkpoint(run, 4, 10);
@@ -244,7 +247,7 @@ TEST_F(RunDir, AFreshStartNeverReusesADirectoryHoldingARun) {
 
 // --resume PATH into a directory with another run exited 0, cut that run's metrics,
 // overwrote its done.json and pruned the new checkpoints as "older".
-TEST_F(RunDir, ResumingAnotherRunsCheckpointIntoARunIsRefusedNamingBoth) {
+TEST_F(RunDirFiles, ResumingAnotherRunsCheckpointIntoARunIsRefusedNamingBoth) {
   const auto base = tmp / "base", mix = tmp / "mix";
   const auto from = checkpoint(base, 5, 40);
   for (int64_t s : {38, 39, 40}) checkpoint(mix, s, 40, 1.0, 2.0);
@@ -269,7 +272,7 @@ TEST_F(RunDir, ResumingAnotherRunsCheckpointIntoARunIsRefusedNamingBoth) {
   EXPECT_TRUE(fs::exists(from));
 }
 
-TEST_F(RunDir, ResumingAnOlderCheckpointOfTheSameRunNeedsOverwriteThenDropsWhatFollowed) {
+TEST_F(RunDirFiles, ResumingAnOlderCheckpointOfTheSameRunNeedsOverwriteThenDropsWhatFollowed) {
   const auto run = tmp / "run";
   for (int64_t s : {4, 8, 12}) checkpoint(run, s, 20);
   metrics_lines(run, 13);
@@ -298,7 +301,7 @@ TEST_F(RunDir, ResumingAnOlderCheckpointOfTheSameRunNeedsOverwriteThenDropsWhatF
 
 // A run killed between its final checkpoint and done.json could never be finished:
 // "already finished ... nan" and still no done.json.
-TEST_F(RunDir, AFinishedRunWithoutDoneJsonGetsOneWithItsRealLosses) {
+TEST_F(RunDirFiles, AFinishedRunWithoutDoneJsonGetsOneWithItsRealLosses) {
   const auto run = tmp / "run";
   checkpoint(run, 12, 12, 3.25, 3.5);
   metrics_lines(run, 12);
@@ -338,7 +341,7 @@ TEST_F(RunDir, AFinishedRunWithoutDoneJsonGetsOneWithItsRealLosses) {
 }
 
 // A failed resume deleted done.json and rewrote config.json with rejected settings.
-TEST_F(RunDir, APreparationThatFailsLeavesAFinishedRunFinished) {
+TEST_F(RunDirFiles, APreparationThatFailsLeavesAFinishedRunFinished) {
   const auto run = tmp / "run";
   const auto cfg12 = config(run, 12);
   checkpoint(run, 12, 12, 3.0, 3.0);
@@ -377,7 +380,7 @@ TEST_F(RunDir, APreparationThatFailsLeavesAFinishedRunFinished) {
   EXPECT_EQ(read_json_file(run / "config.json")["train"]["max_steps"], 20);
 }
 
-TEST_F(RunDir, PreparingRemovesTemporariesOfAKilledSave) {
+TEST_F(RunDirFiles, PreparingRemovesTemporariesOfAKilledSave) {
   const auto run = tmp / "run";
   checkpoint(run, 4, 10);
   spit(run / "checkpoints" / "step_00000008.pt.tmp", "partial");
@@ -391,4 +394,51 @@ TEST_F(RunDir, PreparingRemovesTemporariesOfAKilledSave) {
   commit_staged_run(run);
   EXPECT_EQ(names_in(run),
             (std::vector<std::string>{"checkpoints", "config.json", "metrics.jsonl", "notes.tmp", "run.json"}));
+}
+
+// ---- RunDir: the run directory as train() holds it ---------------------------
+
+TEST_F(RunDirFiles, ASessionEndingBeforeItsFirstCheckpointLeavesTheFinishedRunAsItWas) {
+  const auto run = tmp / "run";
+  const auto cfg12 = config(run, 12), cfg20 = config(run, 20);
+  checkpoint(run, 12, 12, 3.0, 3.0);
+  metrics_lines(run, 12);
+  prepare_run_dir(run, cfg12, RunStart{});
+  finish_run(run, {12, 1200, 3.0, 3.0, 18.0});
+  const auto done = test::slurp(run / "done.json"), config_json = test::slurp(run / "config.json");
+  DistContext single;
+  {
+    RunDir session(cfg20, "auto", false, single);
+    EXPECT_FALSE(session.close_if_finished());
+    session.begin();
+    EXPECT_TRUE(fs::exists(run / "staged.json"));
+    // Held for the object's life: a second trainer is refused before it reads anything.
+    EXPECT_THAT(test::error_of<DirBusy>([&] { RunDir(cfg20, "auto", false, single); }),
+                HasSubstr("out_dir " + run.string() + " is in use"));
+  }  // ended (an error, a kill) before a checkpoint: what it staged goes
+  EXPECT_EQ(test::slurp(run / "done.json"), done);
+  EXPECT_EQ(test::slurp(run / "config.json"), config_json);
+  EXPECT_THAT(names_in(run), Not(::testing::Contains(HasSubstr("staged"))));
+
+  // A session whose checkpoint landed replaces the finished run from its commit on.
+  {
+    RunDir session(cfg20, "auto", false, single);
+    session.begin();
+    checkpoint(run, 16, 20, 2.0, 2.0);
+    session.commit(16);
+  }
+  EXPECT_FALSE(fs::exists(run / "done.json"));
+  EXPECT_EQ(read_json_file(run / "config.json")["train"]["max_steps"], 20);
+  EXPECT_THAT(names_in(run), Not(::testing::Contains(HasSubstr("staged"))));
+}
+
+TEST_F(RunDirFiles, ANewDirectoryIsMadeOnlyOnceEveryCheckPassed) {
+  const auto run = tmp / "new" / "run";
+  const auto cfg = config(run, 10);
+  DistContext single;
+  RunDir session(cfg, "", false, single);
+  EXPECT_FALSE(fs::exists(tmp / "new"));  // deciding wrote nothing
+  EXPECT_EQ(session.begin(), run / "metrics.jsonl");
+  EXPECT_EQ(read_json_file(run / "config.json"), to_json(cfg));
+  EXPECT_EQ(recorded_run_id(run).size(), 32u);
 }
