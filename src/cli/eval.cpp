@@ -75,7 +75,7 @@ int eval(int argc, char** argv) {
   // clang-format on
   add_scoring_options(opts);
   opts.parse_positional({"checkpoints"});
-  opts.positional_help("CHECKPOINT... --task FILE.jsonl");
+  opts.positional_help("[NAME=]CHECKPOINT... --task FILE.jsonl");
   const auto parsed = parse_command(opts, argc, argv);
   if (!parsed) return 0;
   const auto& args = *parsed;
