@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -27,7 +28,7 @@ double t_central_probability(double t, int64_t df) {
         sum += term;
       }
     }
-    return 2.0 / std::numbers::pi * (std::atan2(t, std::sqrt(nu)) + s * sum);
+    return std::min(1.0, 2.0 / std::numbers::pi * (std::atan2(t, std::sqrt(nu)) + s * sum));  // no rounding past 1
   }
   // A&S 26.7.4: sin(theta) (1 + 1/2 cos^2 + (1*3)/(2*4) cos^4 + ... + (1*3..(df-3))/(2*4..(df-2)) cos^(df-2))
   double sum = 1, term = 1;
@@ -35,7 +36,7 @@ double t_central_probability(double t, int64_t df) {
     term *= c2 * static_cast<double>(k - 1) / static_cast<double>(k);
     sum += term;
   }
-  return s * sum;
+  return std::min(1.0, s * sum);
 }
 
 double t_two_sided_p(double t, int64_t df) { return std::max(0.0, 1.0 - t_central_probability(t, df)); }

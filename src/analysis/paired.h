@@ -35,9 +35,9 @@ double t_critical(double level, int64_t df);
 struct PairedStats {
   int64_t n = 0;
   double mean = 0;
-  std::optional<double> sd;                    // sample standard deviation of the differences
-  std::optional<double> ci_low, ci_high;       // 95% t interval of the mean difference
-  std::optional<double> t, p;                  // the paired t-test, two-sided
+  std::optional<double> sd;               // sample standard deviation of the differences
+  std::optional<double> ci_low, ci_high;  // 95% t interval of the mean difference
+  std::optional<double> t, p;             // the paired t-test, two-sided
 };
 PairedStats paired_stats(const std::vector<double>& differences, double level = 0.95);
 

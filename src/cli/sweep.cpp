@@ -48,10 +48,9 @@ void print_memory(const Sweep& s, int64_t world) {
     std::string where, verdict;
     try {
       const auto device = resolve_device(t.device, "train.device");
-      const auto est =
-          estimate_training_memory(p.config.model, t.micro_batch, t.seq_len,
-                                   MemoryOptions{runtime_of(t, device.is_cuda()), t.shard_optimizer ? world : 1,
-                                                 t.optimizer == "muon"});
+      const auto est = estimate_training_memory(
+          p.config.model, t.micro_batch, t.seq_len,
+          MemoryOptions{runtime_of(t, device.is_cuda()), t.shard_optimizer ? world : 1, t.optimizer == "muon"});
       const double state = est.params_bytes + est.grads_bytes + est.optimizer_bytes + est.weight_copies_bytes;
       const auto bytes = device_memory(device);
       where = fmt::format("{:.2f} GiB", est.total() / (1024.0 * 1024 * 1024));
@@ -109,11 +108,12 @@ bool plot(const fs::path& dir) {
 
 int sweep(int argc, char** argv) {
   ignore_broken_pipes();  // a console that goes away never kills a run (train/signals.h)
-  cxxopts::Options opts("xsagpt sweep",
-                        "Run a grid of training runs (named variants, e.g. sa, xsa, xsa-last3, xsa-gated, x seeds "
-                        "or learning rates), restartably, and write summary.json, summary.csv and report.md: every "
-                        "variant against the baseline, paired by seed (mean difference, 95% t interval, paired "
-                        "t-test p), also at the baseline's wall-clock time and token count (docs/sweeps-and-plots.md).");
+  cxxopts::Options opts(
+      "xsagpt sweep",
+      "Run a grid of training runs (named variants, e.g. sa, xsa, xsa-last3, xsa-gated, x seeds "
+      "or learning rates), restartably, and write summary.json, summary.csv and report.md: every "
+      "variant against the baseline, paired by seed (mean difference, 95% t interval, paired "
+      "t-test p), also at the baseline's wall-clock time and token count (docs/sweeps-and-plots.md).");
   // clang-format off
   opts.add_options()
     ("c,config", "sweep file (see configs/sweeps/; variants-tiny.json compares four attention variants on CPU)", cxxopts::value<std::string>())

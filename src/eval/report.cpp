@@ -49,8 +49,8 @@ std::string variant_of(const json& model) {
 
 json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelEval>& models,
                  const std::string& baseline_name) {
-  json report = {{"tasks", tasks}, {"models", json::array()}, {"differences", json::array()},
-                 {"comparisons", json::array()}};
+  json report = {
+      {"tasks", tasks}, {"models", json::array()}, {"differences", json::array()}, {"comparisons", json::array()}};
   for (const auto& m : models) {
     json results = json::object();
     for (size_t t = 0; t < tasks.size(); ++t) {
@@ -97,8 +97,8 @@ json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelE
     if (std::find(variants.begin(), variants.end(), m["variant"]) == variants.end()) variants.push_back(m["variant"]);
   const std::string baseline = baseline_name.empty() ? variants.front() : baseline_name;
   if (std::find(variants.begin(), variants.end(), baseline) == variants.end())
-    throw ConfigError(fmt::format("--baseline: '{}' is none of the models' variants ({})", baseline,
-                                  fmt::join(variants, ", ")));
+    throw ConfigError(
+        fmt::format("--baseline: '{}' is none of the models' variants ({})", baseline, fmt::join(variants, ", ")));
   report["baseline"] = baseline;
   std::vector<size_t> base;
   for (size_t i = 0; i < ms.size(); ++i)
@@ -162,7 +162,8 @@ json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelE
     const auto& ps = pairs[v];
     json c = {{"variant", v}, {"baseline", baseline}, {"pairs", json::array()}, {"results", json::object()}};
     for (const auto& [i, j] : ps) c["pairs"].push_back({i, j});
-    for (const auto& t : tasks) c["results"][t] = over_pairs(ps, [&](const json& m) -> const json& { return m["results"][t]; });
+    for (const auto& t : tasks)
+      c["results"][t] = over_pairs(ps, [&](const json& m) -> const json& { return m["results"][t]; });
     c["average"] = over_pairs(ps, [](const json& m) -> const json& { return m["average"]; });
     report["comparisons"].push_back(c);
   }

@@ -76,16 +76,18 @@ void check_variant_name(const std::string& name, const std::string& path) {
                     return std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '+';
                   });
   if (!ok)
-    throw ConfigError(fmt::format("{}: variants: name '{}': expected 1-64 letters, digits, '-', '_', '+' or '.' "
-                                  "(not first), as it names directories",
-                                  path, name));
+    throw ConfigError(
+        fmt::format("{}: variants: name '{}': expected 1-64 letters, digits, '-', '_', '+' or '.' "
+                    "(not first), as it names directories",
+                    path, name));
 }
 
 // "variants": name -> the overrides that make it, each checked alone against the base
 // (through --set's own validation) and against the grid, whose keys it may not set.
-std::vector<std::pair<std::string, std::vector<std::string>>> read_variants(
-    const json& spec, const std::string& path, const std::string& base, const std::vector<std::string>& fixed,
-    int64_t world_size) {
+std::vector<std::pair<std::string, std::vector<std::string>>> read_variants(const json& spec, const std::string& path,
+                                                                            const std::string& base,
+                                                                            const std::vector<std::string>& fixed,
+                                                                            int64_t world_size) {
   const auto& vs = spec["variants"];
   if (!vs.is_object() || vs.empty())
     throw ConfigError(path + ": variants: expected an object of name -> {\"section.key\": value}, with at least one");
@@ -97,8 +99,8 @@ std::vector<std::pair<std::string, std::vector<std::string>>> read_variants(
     std::vector<std::string> overrides;
     for (const auto& [key, value] : settings.items()) {
       if (spec.contains("grid") && spec["grid"].contains(key))
-        throw ConfigError(fmt::format("{}: {} is also in the grid; set it in the variants or the grid, not both",
-                                      where, key));
+        throw ConfigError(
+            fmt::format("{}: {} is also in the grid; set it in the variants or the grid, not both", where, key));
       overrides.push_back(key + "=" + value.dump());
     }
     auto all = fixed;

@@ -57,7 +57,8 @@ std::vector<Table> tables(const json& summary, std::vector<std::string>& notes) 
     if (std::find(settings.begin(), settings.end(), c["values"]) == settings.end()) settings.push_back(c["values"]);
   for (const auto& values : settings) {
     const std::string where = setting(values);
-    Table fin{where, {"variant", "final val loss (mean ± sd)", "n", "- " + b + " (paired)", "95% CI", "p", "pairs"}, {}};
+    Table fin{
+        where, {"variant", "final val loss (mean ± sd)", "n", "- " + b + " (paired)", "95% CI", "p", "pairs"}, {}};
     Table eq{where,
              {"variant", "step time / " + b, "at " + b + "'s time: - " + b, "95% CI", "p", "pairs",
               "at " + b + "'s tokens: - " + b, "95% CI", "p", "pairs"},
@@ -87,7 +88,8 @@ std::vector<Table> tables(const json& summary, std::vector<std::string>& notes) 
 
       const std::string who = v + (where.empty() ? "" : " (" + where + ")");
       for (const auto& d : c["minus_baseline"]["dropped"])
-        notes.push_back(fmt::format("{}: seed {} not paired: {}", who, value_text(d["seed"]), d["why"].get<std::string>()));
+        notes.push_back(
+            fmt::format("{}: seed {} not paired: {}", who, value_text(d["seed"]), d["why"].get<std::string>()));
       for (const auto& x : c["equal_time"]["extrapolation_refused"])
         notes.push_back(fmt::format(
             "{}: seed {} ended at {:.4g} s, before {}'s final {:.4g} s: its loss at that time would be "
@@ -176,9 +178,10 @@ std::string sweep_report(const json& summary, const std::filesystem::path& dir) 
     ++total;
     done += p["status"] == "done";
   }
-  out += fmt::format("\n{} of {} points finished; summary.json holds every figure above at full precision, plots/ "
-                     "the curves (scripts/plot.py).\n",
-                     done, total);
+  out += fmt::format(
+      "\n{} of {} points finished; summary.json holds every figure above at full precision, plots/ "
+      "the curves (scripts/plot.py).\n",
+      done, total);
   return out;
 }
 

@@ -69,7 +69,8 @@ json seed_groups(const json& points) {
     auto it = std::find_if(groups.begin(), groups.end(),
                            [&](const json& g) { return g["values"] == key && g["variant"] == p["variant"]; });
     if (it == groups.end()) {
-      groups.push_back({{"variant", p["variant"]}, {"values", key}, {"seeds", json::array()}, {"points", json::array()}});
+      groups.push_back(
+          {{"variant", p["variant"]}, {"values", key}, {"seeds", json::array()}, {"points", json::array()}});
       it = groups.end() - 1;
     }
     (*it)["seeds"].push_back(p["values"][kSeedKey]);
@@ -194,7 +195,8 @@ json comparisons(const Sweep& sweep, const json& points) {
       for (int64_t seed : all) {
         const auto b = base.find(seed), m = mine.find(seed);
         auto state = [&](const auto& it, const auto& map, const std::string& who) {
-          return it == map.end() ? who + " has no point" : who + " " + points[it->second]["status"].template get<std::string>();
+          return it == map.end() ? who + " has no point"
+                                 : who + " " + points[it->second]["status"].template get<std::string>();
         };
         if (b == base.end() || m == mine.end() || !finished(points[b->second]) || !finished(points[m->second])) {
           std::string why = (b != base.end() && finished(points[b->second])) ? state(m, mine, v)
@@ -215,7 +217,8 @@ json comparisons(const Sweep& sweep, const json& points) {
           seeds_time.push_back(seed);
           at_time.push_back({{"seed", seed}, {"time_s", cb.time.back()}, {"val_loss", *y}});
         } else {
-          beyond_time.push_back({{"seed", seed}, {"baseline_time_s", cb.time.back()}, {"variant_last_s", cm.time.back()}});
+          beyond_time.push_back(
+              {{"seed", seed}, {"baseline_time_s", cb.time.back()}, {"variant_last_s", cm.time.back()}});
         }
         if (const auto y = interpolate(cm.tokens, cm.loss, cb.tokens.back())) {
           d_tokens.push_back(*y - lb);
@@ -293,8 +296,8 @@ json sweep_summary(const Sweep& sweep) {
       diffs.push_back(d);
     }
   }
-  json out = {{"keys", sweep.keys},     {"variants", sweep.variants}, {"baseline", sweep.baseline},
-              {"points", points},       {"differences", diffs},       {"comparisons", comparisons(sweep, points)}};
+  json out = {{"keys", sweep.keys}, {"variants", sweep.variants}, {"baseline", sweep.baseline},
+              {"points", points},   {"differences", diffs},       {"comparisons", comparisons(sweep, points)}};
   if (std::find(sweep.keys.begin(), sweep.keys.end(), kSeedKey) != sweep.keys.end())
     out["over_seeds"] = seed_groups(points);
   return out;
