@@ -17,7 +17,7 @@ Each PATH is one of:
                 similarity, diagonal attention a_ii and cos(y_i, v_i) (for XSA also cos(z_i, v_i))
                 against layer index (the paper's figure 1).
 A dir may be a run and hold an analysis.json; it then gets both. A run's variant is the sweep's name
-for it, else its attention keys ("sa", "xsa", "xsa layers=last 3", "xsa gate=sa"); the baseline (the
+for it, else its attention keys (sa, xsa, "xsa layers=last 3", "xsa gate=sa"); the baseline (the
 sweep's, else the first variant met) is drawn in blues, the other variants in oranges, greens,
 purples, reds, ..., several runs of one variant in shades of its colour. Figures go to DIR (default
 <first PATH>/plots); each written path is printed. A PATH that is none of these, or a run with no

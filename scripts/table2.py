@@ -21,7 +21,7 @@ Each argument is [LABEL=]PATH where PATH is
 The model config and the seed are read from what the bridge stores in lm-eval's
 results (else from the run's config.json beside the checkpoint) or from the xsagpt
 eval report. A row's variant is the report's name for it, else its attention keys as
-`xsagpt eval` names them ("sa", "xsa", "xsa layers=last 3", "xsa gate=sa", "sa sinks=1").
+`xsagpt eval` names them (sa, xsa, "xsa layers=last 3", "xsa gate=sa", "sa sinks=1").
 Rows of one variant with the same model config (seed aside) are seeds of one model.
 --baseline names the variant every other one is compared with (default: the first
 row's). A model is paired with the baseline model whose config is the same apart from

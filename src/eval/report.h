@@ -5,7 +5,7 @@
 // two items is null.
 //
 // Each model has a variant name: the label it was given, else its attention keys
-// ("xsa", "xsa layers=last 3", "xsa gate=sa", "sa sinks=1"). The baseline is a variant
+// (xsa, "xsa layers=last 3", "xsa gate=sa", "sa sinks=1"). The baseline is a variant
 // named by the caller, else the first model's. Every other model is paired with a
 // baseline model as sweeps pair them: equal model configs apart from the variant keys
 // (attention, xsa_layers, xsa_gate, n_sink), and among those (seeds of one model) the

@@ -4,9 +4,9 @@
 // Sweep file (JSON):
 //   "base":  run config file (relative to the sweep file, or as given)
 //   "set":   overrides applied to every point, as --set (optional)
-//   "variants": named model variants, each a set of overrides (optional):
-//            {"sa": {}, "xsa": {"model.attention": "xsa"},
-//             "xsa-last3": {"model.attention": "xsa", "model.xsa_layers": "last 3"}}
+//   "variants": named model variants, each a set of overrides (optional), e.g. a variant
+//            "sa" with no settings and "xsa-last3" with model.attention xsa and
+//            model.xsa_layers "last 3" (configs/sweeps/variants-124m.json)
 //   "baseline": the variant every other one is compared with (required with variants)
 //   "grid":  the other axes, {"train.seed": [1, 2, 3], "train.lr": [3e-4, 6e-4], ...};
 //            optional with variants (every variant once)
@@ -37,7 +37,7 @@ struct SweepPoint {
   std::string name;                    // "model.attention=xsa,train.lr=0.0006"; its directory under the sweep's
                                        // ('/', '%', backslash, control characters %XX-escaped)
   std::string variant;                 // the variant's name; "" in a sweep without variants
-  json values;                         // the grid's values: {"model.attention": "xsa", "train.lr": 0.0006}
+  json values;                         // the grid's values: {"train.lr": 0.0006, "train.seed": 1}
   std::vector<std::string> overrides;  // everything --set would receive
   RunConfig config;                    // resolved and validated
 };
