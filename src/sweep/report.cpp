@@ -94,11 +94,11 @@ std::vector<Table> tables(const json& summary, std::vector<std::string>& notes) 
         notes.push_back(fmt::format(
             "{}: seed {} ended at {:.4g} s, before {}'s final {:.4g} s: its loss at that time would be "
             "extrapolated, so the seed is left out of the equal-time comparison",
-            who, value_text(x["seed"]), x["variant_last_s"].get<double>(), b, x["baseline_time_s"].get<double>()));
+            who, value_text(x["seed"]), x["variant_end"].get<double>(), b, x["baseline_end"].get<double>()));
       for (const auto& x : c["equal_tokens"]["extrapolation_refused"])
         notes.push_back(fmt::format(
             "{}: seed {} saw fewer tokens than {} ({:.0f} of {:.0f}): left out of the equal-token comparison", who,
-            value_text(x["seed"]), b, x["variant_last_tokens"].get<double>(), x["baseline_tokens"].get<double>()));
+            value_text(x["seed"]), b, x["variant_end"].get<double>(), x["baseline_end"].get<double>()));
     }
     out.push_back(std::move(fin));
     out.push_back(std::move(eq));

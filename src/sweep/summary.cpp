@@ -149,6 +149,26 @@ json paired_json(const std::vector<double>& diffs, const json& seeds) {
   return j;
 }
 
+// A variant's val loss where the baseline ended (its final time, or token count), per
+// seed: the difference to the baseline's final val loss, or the seed refused when the
+// variant's curve does not reach that far.
+struct AtEnd {
+  std::vector<double> diffs;
+  json seeds = json::array(), at = json::array(), refused = json::array();
+};
+
+void at_baseline_end(AtEnd& out, const std::vector<double>& xs, const std::vector<double>& loss,
+                     const std::vector<double>& baseline_xs, int64_t seed, double baseline_loss) {
+  const double end = baseline_xs.back();
+  if (const auto y = interpolate(xs, loss, end)) {
+    out.diffs.push_back(*y - baseline_loss);
+    out.seeds.push_back(seed);
+    out.at.push_back({{"seed", seed}, {"x", end}, {"val_loss", *y}});
+  } else {
+    out.refused.push_back({{"seed", seed}, {"baseline_end", end}, {"variant_end", xs.back()}});
+  }
+}
+
 // Every variant against the baseline at each setting of the other keys, paired by seed
 // (the resolved train.seed: same initial weights and data order): final val loss; val
 // loss at the baseline's final wall-clock time and at its final token count,
@@ -181,10 +201,9 @@ json comparisons(const Sweep& sweep, const json& points) {
     for (const auto& v : sweep.variants) {
       if (v == sweep.baseline) continue;
       const auto& mine = by_variant[v];
-      std::vector<double> finals, base_finals, d_final, d_time, d_tokens, ratios;
-      json seeds = json::array(), seeds_time = json::array(), seeds_tokens = json::array(), dropped = json::array(),
-           beyond_time = json::array(), beyond_tokens = json::array(), at_time = json::array(),
-           at_tokens = json::array();
+      std::vector<double> finals, base_finals, d_final, ratios;
+      json seeds = json::array(), dropped = json::array();
+      AtEnd equal_time, equal_tokens;
       std::set<int64_t> all;
       for (const auto& [seed, i] : base) all.insert(seed);
       for (const auto& [seed, i] : mine) all.insert(seed);
@@ -212,22 +231,8 @@ json comparisons(const Sweep& sweep, const json& points) {
         const auto& cb = curve(b->second);
         const auto& cm = curve(m->second);
         if (cb.time.empty() || cm.time.empty()) continue;
-        if (const auto y = interpolate(cm.time, cm.loss, cb.time.back())) {
-          d_time.push_back(*y - lb);
-          seeds_time.push_back(seed);
-          at_time.push_back({{"seed", seed}, {"time_s", cb.time.back()}, {"val_loss", *y}});
-        } else {
-          beyond_time.push_back(
-              {{"seed", seed}, {"baseline_time_s", cb.time.back()}, {"variant_last_s", cm.time.back()}});
-        }
-        if (const auto y = interpolate(cm.tokens, cm.loss, cb.tokens.back())) {
-          d_tokens.push_back(*y - lb);
-          seeds_tokens.push_back(seed);
-          at_tokens.push_back({{"seed", seed}, {"tokens", cb.tokens.back()}, {"val_loss", *y}});
-        } else {
-          beyond_tokens.push_back(
-              {{"seed", seed}, {"baseline_tokens", cb.tokens.back()}, {"variant_last_tokens", cm.tokens.back()}});
-        }
+        at_baseline_end(equal_time, cm.time, cm.loss, cb.time, seed, lb);
+        at_baseline_end(equal_tokens, cm.tokens, cm.loss, cb.tokens, seed, lb);
         if (cb.step_time && cm.step_time && *cb.step_time > 0) ratios.push_back(*cm.step_time / *cb.step_time);
       }
       json c = {{"values", rest},
@@ -237,12 +242,11 @@ json comparisons(const Sweep& sweep, const json& points) {
                 {"baseline_final_val_loss", spread(base_finals)},
                 {"minus_baseline", paired_json(d_final, seeds)}};
       c["minus_baseline"]["dropped"] = dropped;
-      c["equal_time"] = paired_json(d_time, seeds_time);
-      c["equal_time"]["at"] = at_time;
-      c["equal_time"]["extrapolation_refused"] = beyond_time;
-      c["equal_tokens"] = paired_json(d_tokens, seeds_tokens);
-      c["equal_tokens"]["at"] = at_tokens;
-      c["equal_tokens"]["extrapolation_refused"] = beyond_tokens;
+      for (const auto& [key, e] : {std::pair{"equal_time", &equal_time}, std::pair{"equal_tokens", &equal_tokens}}) {
+        c[key] = paired_json(e->diffs, e->seeds);
+        c[key]["at"] = e->at;
+        c[key]["extrapolation_refused"] = e->refused;
+      }
       c["step_time_ratio"] = spread(ratios);
       out.push_back(c);
     }

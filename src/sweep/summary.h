@@ -17,8 +17,9 @@ namespace xsagpt {
 //             mean, sd, df, 95% t interval, paired t-test t and two-sided p, the seeds
 //             used and those dropped with the reason); the same at the baseline's final
 //             wall-clock time ("equal_time") and token count ("equal_tokens"), the
-//             variant's val loss interpolated there, seeds where that would extrapolate
-//             listed instead; and the ratio of the variant's step time to the baseline's;
+//             variant's val loss interpolated there ("at": seed, x, val_loss), seeds where
+//             that would extrapolate listed instead ("extrapolation_refused": seed,
+//             baseline_end, variant_end); and the ratio of the variant's step time to the baseline's;
 //   "over_seeds" (with train.seed in the grid; and summary_seeds.csv): each variant's
 //             groups of points that differ only in the seed, with their final val losses'
 //             mean, sample standard deviation, min and max.
