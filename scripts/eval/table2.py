@@ -4,11 +4,12 @@ result, the eight downstream tasks with the paper's metric for each (accuracy fo
 BoolQ, LAMBADA, SocialIQA, WinoGrande; length-normalised accuracy for ARC-Easy,
 HellaSwag, OpenBookQA, PIQA), in percent with lm-eval's standard error, and their
 average; then, when a model was trained with several seeds, the mean and spread over
-seeds and the paired XSA - SA difference per task and on average.
+seeds and every variant's paired difference to the baseline per task and on average.
 
     .venv/bin/python scripts/eval/table2.py results/                       # every run lm-eval wrote there
     .venv/bin/python scripts/eval/table2.py results/sa-s1 results/sa-s2 results/xsa-s1 results/xsa-s2
     .venv/bin/python scripts/eval/table2.py "XSA 1.4B=results/xsa-1.4b/results_2026-01-01T00-00-00.json" eval.json
+    .venv/bin/python scripts/eval/table2.py results/ --baseline xsa            # every variant against XSA
 
 Each argument is [LABEL=]PATH where PATH is
   - a results_*.json file from lm-eval (scripts/eval/lm_eval_xsagpt.py --model xsagpt);
@@ -17,19 +18,28 @@ Each argument is [LABEL=]PATH where PATH is
     stderr; give a file to pick another);
   - or the JSON report of `xsagpt eval` (every model in it becomes a row; its task
     names must be the lm-eval names below to land in the paper's columns).
-SA or XSA, the model config and the seed are read from what the bridge stores in
-lm-eval's results (else from the run's config.json beside the checkpoint) or from
-the xsagpt eval report. Rows with the same model config (seed aside) are seeds of one
-model. An XSA model is paired with the SA model whose config is the same apart from
-the attention keys, else with the only SA model; seeds are paired by seed value when
-both sides have the same seeds, else in the order given.
+The model config and the seed are read from what the bridge stores in lm-eval's
+results (else from the run's config.json beside the checkpoint) or from the xsagpt
+eval report. A row's variant is the report's name for it, else its attention keys as
+`xsagpt eval` names them (sa, xsa, "xsa layers=last 3", "xsa gate=sa", "sa sinks=1").
+Rows of one variant with the same model config (seed aside) are seeds of one model.
+--baseline names the variant every other one is compared with (default: the first
+row's). A model is paired with the baseline model whose config is the same apart from
+the variant keys (attention, xsa_layers, xsa_gate, n_sink), else with the only baseline
+model; seeds are paired by seed value when both sides have the same seeds, else in
+the order given.
 
 Errors: a cell's ± is lm-eval's standard error over the task's items; an average's
 is sqrt(sum se^2) / tasks. Over seeds, "spread" is the sample standard deviation of
 the seeds' scores. The paired difference's combined error is
 sqrt(se_SA^2 + se_XSA^2 + sd_delta^2 / seeds): the item sampling error of both sides
 (the seeds share the items, so averaging seeds does not shrink it) plus the seed
-noise of the mean difference. A difference within that error is marked "~".
+noise of the mean difference. A difference within that error is marked "~". With two
+or more paired seeds, the rows below it give the mean difference's 95% Student's t
+interval over the seeds and the paired t-test's two-sided p (scipy.stats.ttest_rel), as
+`xsagpt sweep` reports val loss; with one seed no interval exists and the rows say so.
+These treat the seeds as the only noise (the items are shared), so they answer "does
+the difference hold across seeds", the combined error "is it beyond item sampling too".
 """
 from __future__ import annotations
 
@@ -51,7 +61,22 @@ TASKS = [
     ("social_iqa", "SIQA", "acc"),
     ("winogrande", "WinoG", "acc"),
 ]
-ATTENTION_KEYS = ("attention", "xsa_layers", "xsa_gate")
+VARIANT_KEYS = ("attention", "xsa_layers", "xsa_gate", "n_sink")
+
+
+def variant_of(model: dict | None) -> str | None:
+    """A model config's variant name, as `xsagpt eval` gives it (src/eval/report.h)."""
+    if not model:
+        return None
+    name = str(model.get("attention", "sa"))
+    layers = model.get("xsa_layers")
+    if layers is not None:
+        name += f" layers={layers if isinstance(layers, str) else json.dumps(layers, separators=(',', ':'))}"
+    if model.get("xsa_gate", "off") != "off":
+        name += f" gate={model['xsa_gate']}"
+    if isinstance(model.get("n_sink"), int) and model["n_sink"] > 0:
+        name += f" sinks={model['n_sink']}"
+    return name
 
 
 def run_config(checkpoint: str) -> dict | None:
@@ -98,7 +123,8 @@ def rows_from_file(label: str | None, path: pathlib.Path) -> list[dict]:
                       for t, r in m["results"].items()}
             cfg = run_config(m["file"]) if m.get("seed") is None and m.get("file") else None
             rows.append({"label": (f"{label} [{i + 1}]" if len(data["models"]) > 1 else label) if label
-                         else m["checkpoint"], "attention": m.get("attention"), "model": m.get("model"),
+                         else m["checkpoint"], "variant": m.get("variant") or variant_of(m.get("model")),
+                         "model": m.get("model"),
                          "seed": m.get("seed", (cfg or {}).get("train", {}).get("seed")) if m.get("seed") is not None
                          else (cfg or {}).get("train", {}).get("seed"), "scores": scores, "file": path})
         return rows
@@ -116,7 +142,7 @@ def rows_from_file(label: str | None, path: pathlib.Path) -> list[dict]:
     cfg = run_config(checkpoint) if checkpoint else None
     model = info.get("model") or (cfg or {}).get("model")
     return [{"label": label or (path.parent.name if path.parent.name else str(path)),
-             "attention": model.get("attention", "sa") if model else None, "model": model,
+             "variant": variant_of(model), "model": model,
              "seed": (cfg or {}).get("train", {}).get("seed"), "scores": scores, "file": path}]
 
 
@@ -156,7 +182,7 @@ def fmt(cell, sign=False) -> str:
 
 
 def strip(model: dict | None) -> dict:
-    return {k: v for k, v in (model or {}).items() if k not in ATTENTION_KEYS}
+    return {k: v for k, v in (model or {}).items() if k not in VARIANT_KEYS}
 
 
 def group_seeds(rows: list[dict]) -> list[list[dict]]:
@@ -164,7 +190,7 @@ def group_seeds(rows: list[dict]) -> list[list[dict]]:
     groups: list[list[dict]] = []
     for r in rows:
         for g in groups:
-            if r["model"] is not None and g[0]["model"] == r["model"] and g[0]["attention"] == r["attention"]:
+            if r["model"] is not None and g[0]["model"] == r["model"] and g[0]["variant"] == r["variant"]:
                 g.append(r)
                 break
         else:
@@ -172,20 +198,20 @@ def group_seeds(rows: list[dict]) -> list[list[dict]]:
     return groups
 
 
-def partner(group: list[dict], groups: list[list[dict]]) -> list[dict] | None:
-    sa = [g for g in groups if g[0]["attention"] == "sa"]
-    for g in sa:
+def partner(group: list[dict], groups: list[list[dict]], baseline: str | None) -> list[dict] | None:
+    base = [g for g in groups if g[0]["variant"] == baseline]
+    for g in base:
         if group[0]["model"] is not None and g[0]["model"] is not None and strip(g[0]["model"]) == strip(group[0]["model"]):
             return g
-    return sa[0] if len(sa) == 1 else None
+    return base[0] if len(base) == 1 else None
 
 
-def pair_seeds(sa: list[dict], xsa: list[dict]) -> list[tuple[dict, dict]]:
-    seeds_sa, seeds_xsa = [r["seed"] for r in sa], [r["seed"] for r in xsa]
-    if None not in seeds_sa and sorted(seeds_sa) == sorted(seeds_xsa) and len(set(seeds_sa)) == len(seeds_sa):
-        by_seed = {r["seed"]: r for r in xsa}
-        return [(r, by_seed[r["seed"]]) for r in sa]
-    return list(zip(sa, xsa))
+def pair_seeds(base: list[dict], other: list[dict]) -> list[tuple[dict, dict]]:
+    seeds_base, seeds_other = [r["seed"] for r in base], [r["seed"] for r in other]
+    if None not in seeds_base and sorted(seeds_base) == sorted(seeds_other) and len(set(seeds_base)) == len(seeds_base):
+        by_seed = {r["seed"]: r for r in other}
+        return [(r, by_seed[r["seed"]]) for r in base]
+    return list(zip(base, other))
 
 
 def columns(i: int, rows: list[dict]) -> list:
@@ -209,7 +235,7 @@ def seed_summary(group: list[dict]) -> list:
 
 
 def paired_delta(pairs: list[tuple[dict, dict]]) -> list:
-    """Per column: (mean XSA - SA over paired seeds, combined error, within error?) or None."""
+    """Per column: (mean variant - baseline over paired seeds, combined error, within error?) or None."""
     out = []
     for i in range(len(TASKS) + 1):
         sa, xsa = columns(i, [p[0] for p in pairs]), columns(i, [p[1] for p in pairs])
@@ -230,17 +256,46 @@ def paired_delta(pairs: list[tuple[dict, dict]]) -> list:
     return out
 
 
-def table(rows: list[dict]) -> str:
+def paired_t(pairs: list[tuple[dict, dict]]) -> list | None:
+    """Per column: (95% t interval (lo, hi), paired t-test p) over the seeds, None with fewer than two
+    pairs or a missing cell; p is None when the differences do not vary. None without scipy (the eval
+    extra, requirements-eval.txt), which the rest of the table does not need."""
+    try:
+        from scipy import stats
+    except ImportError:
+        return None
+    out = []
+    for i in range(len(TASKS) + 1):
+        base, other = columns(i, [p[0] for p in pairs]), columns(i, [p[1] for p in pairs])
+        if len(pairs) < 2 or any(c is None for c in base + other):
+            out.append(None)
+            continue
+        a, b = [c[0] for c in base], [c[0] for c in other]
+        d = [y - x for x, y in zip(a, b)]
+        sem = statistics.stdev(d) / math.sqrt(len(d))
+        mean = statistics.fmean(d)
+        if sem == 0:
+            out.append(((mean, mean), None))
+            continue
+        lo, hi = stats.t.interval(0.95, len(d) - 1, loc=mean, scale=sem)
+        out.append(((float(lo), float(hi)), float(stats.ttest_rel(b, a).pvalue)))
+    return out
+
+
+def table(rows: list[dict], baseline: str | None = None) -> str:
     for r in rows:
         paper_cells(r)
+    if rows and baseline is None:
+        baseline = rows[0]["variant"]
     w = max([5] + [len(r["label"]) for r in rows])
+    vw = max([7] + [len(r["variant"] or "?") for r in rows])
     cw = 12
-    head = f"{'model':<{w}}  {'attn':<4}" + "".join(f" {title:>{cw}}" for _, title, _ in TASKS) + f" {'Avg':>{cw}}"
-    metric = f"{'':<{w}}  {'':<4}" + "".join(f" {m:>{cw}}" for _, _, m in TASKS)
+    head = f"{'model':<{w}}  {'variant':<{vw}}" + "".join(f" {title:>{cw}}" for _, title, _ in TASKS) + f" {'Avg':>{cw}}"
+    metric = f"{'':<{w}}  {'':<{vw}}" + "".join(f" {m:>{cw}}" for _, _, m in TASKS)
     lines = [head, metric]
     for r in rows:
         avg = fmt(r["avg"]) + ("*" if r["partial"] and r["avg"] is not None else "")
-        lines.append(f"{r['label']:<{w}}  {(r['attention'] or '?'):<4}" +
+        lines.append(f"{r['label']:<{w}}  {(r['variant'] or '?'):<{vw}}" +
                      "".join(f" {fmt(c):>{cw}}" for c in r["cells"]) + f" {avg:>{cw}}")
     lines.append("± lm-eval's standard error over the task's items; Avg: unweighted over tasks, "
                  "± sqrt(sum se^2)/tasks")
@@ -248,24 +303,24 @@ def table(rows: list[dict]) -> str:
         lines.append("* average over the tasks present only")
 
     groups = group_seeds(rows)
-    xsa_groups = [(g, partner(g, groups)) for g in groups if g[0]["attention"] == "xsa"]
-    if not any(len(g) > 1 for g in groups) and not any(p for _, p in xsa_groups):
+    others = [(g, partner(g, groups, baseline)) for g in groups if g[0]["variant"] != baseline]
+    if not any(len(g) > 1 for g in groups) and not any(p for _, p in others):
         return "\n".join(lines)
     gw = max(w, 22)
     lines += ["", "Over seeds: mean ± spread (sample std over seeds) [n seeds]"]
-    lines.append(f"{'model':<{gw}}  {'attn':<4}" + "".join(f" {title:>{cw}}" for _, title, _ in TASKS) +
+    lines.append(f"{'model':<{gw}}  {'variant':<{vw}}" + "".join(f" {title:>{cw}}" for _, title, _ in TASKS) +
                  f" {'Avg':>{cw}}")
     for g in groups:
         name = g[0]["label"] + (f" +{len(g) - 1}" if len(g) > 1 else "")
         cells = "".join(f" {'-' if s is None else f'{s[0]:.2f}±{s[1]:.2f}':>{cw}}" for s in seed_summary(g))
-        lines.append(f"{name:<{gw}}  {(g[0]['attention'] or '?'):<4}{cells}  [{len(g)}]")
+        lines.append(f"{name:<{gw}}  {(g[0]['variant'] or '?'):<{vw}}{cells}  [{len(g)}]")
     near = False
-    for g, p in xsa_groups:
+    for g, p in others:
         if p is None:
             continue
         pairs = pair_seeds(p, g)
-        lines += ["", f"XSA - SA, paired over {len(pairs)} seed(s): {g[0]['label']} - {p[0]['label']}: "
-                  "mean difference ± combined error"]
+        lines += ["", f"{g[0]['variant']} - {baseline}, paired over {len(pairs)} seed(s): {g[0]['label']} - "
+                  f"{p[0]['label']}: mean difference ± combined error"]
         cells = []
         for d in paired_delta(pairs):
             if d is None:
@@ -274,9 +329,20 @@ def table(rows: list[dict]) -> str:
             text = f"{d[0]:+.2f}" + ("" if d[1] is None else f"±{d[1]:.2f}") + ("~" if d[2] else "")
             near = near or d[2]
             cells.append(text)
-        lines.append(f"{'delta':<{gw}}  {'':<4}" + "".join(f" {c:>{cw}}" for c in cells))
+        lines.append(f"{'delta':<{gw}}  {'':<{vw}}" + "".join(f" {c:>{cw}}" for c in cells))
+        tt = paired_t(pairs)
+        if len(pairs) < 2:
+            lines.append(f"{'95% t interval, p':<{gw}}  {'':<{vw}} none: one seed gives no interval over seeds")
+            continue
+        if tt is None:
+            lines.append(f"{'95% t interval, p':<{gw}}  {'':<{vw}} need scipy (pip install -r requirements-eval.txt)")
+            continue
+        ci = [("-" if t is None else f"{t[0][0]:+.2f}..{t[0][1]:+.2f}") for t in tt]
+        ps = [("-" if t is None or t[1] is None else f"{t[1]:.3g}") for t in tt]
+        lines.append(f"{'95% t interval':<{gw}}  {'':<{vw}}" + "".join(f" {c:>{cw}}" for c in ci))
+        lines.append(f"{'paired t-test p':<{gw}}  {'':<{vw}}" + "".join(f" {c:>{cw}}" for c in ps))
     if near:
-        lines.append("~ |delta| is within the combined error sqrt(se_SA^2 + se_XSA^2 + sd_delta^2/seeds): "
+        lines.append("~ |delta| is within the combined error sqrt(se_base^2 + se_variant^2 + sd_delta^2/seeds): "
                      "not distinguishable from no difference at one standard error")
     return "\n".join(lines)
 
@@ -285,13 +351,18 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="+", help="[LABEL=]PATH: lm-eval results (file or folder) or an xsagpt eval report")
+    ap.add_argument("--baseline", metavar="VARIANT",
+                    help="the variant every other one is compared with (default: the first row's)")
     args = ap.parse_args(argv)
     rows = []
     for spec in args.runs:
         # A path may hold "=" itself (sweep points: model.attention=xsa): a label only if it is not a path.
         label, _, path = spec.partition("=") if "=" in spec and not pathlib.Path(spec).exists() else ("", "", spec)
         rows += rows_from(label or None, pathlib.Path(path))
-    print(table(rows))
+    variants = list(dict.fromkeys(r["variant"] for r in rows))
+    if args.baseline is not None and args.baseline not in variants:
+        sys.exit(f"--baseline: '{args.baseline}' is none of the rows' variants ({', '.join(map(str, variants))})")
+    print(table(rows, args.baseline))
 
 
 if __name__ == "__main__":

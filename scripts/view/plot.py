@@ -5,17 +5,21 @@
 
 Each PATH is one of:
   run dir       (config.json + metrics.jsonl): loss_vs_step.png and loss_vs_tokens.png, the train
-                and val loss of every run given, overlaid; val_gap.png, XSA minus SA val loss
-                against tokens, when exactly one SA and one XSA run are given.
+                and val loss of every run given, overlaid; val_gap.png, the second run's val loss
+                minus the first's against tokens, when exactly two runs are given.
   sweep dir     (summary.json + a run dir per point): sweep_final.png, the final val loss against
-                each swept value with one line per attention type (the shape of the paper's
-                figures 3-5) above the XSA minus SA difference; sweep_curves.png, the loss
-                curves of each point, SA and XSA together.
+                each swept numeric value (seeds averaged) with one line per variant (the shape of
+                the paper's figures 3-5) above each variant minus the baseline; sweep_curves.png,
+                the loss curves of each point, the variants together; sweep_variants.png, val loss
+                against wall-clock time beside val loss against tokens, per variant the mean over
+                seeds with their range shaded (sweeps summarised with variants).
   analysis.json (from `xsagpt analyze`, or a dir holding one): analysis.png, value cosine
                 similarity, diagonal attention a_ii and cos(y_i, v_i) (for XSA also cos(z_i, v_i))
                 against layer index (the paper's figure 1).
-A dir may be a run and hold an analysis.json; it then gets both. SA is drawn in blues and XSA in
-oranges everywhere, several runs of one type in shades of its colour. Figures go to DIR (default
+A dir may be a run and hold an analysis.json; it then gets both. A run's variant is the sweep's name
+for it, else its attention keys (sa, xsa, "xsa layers=last 3", "xsa gate=sa"); the baseline (the
+sweep's, else the first variant met) is drawn in blues, the other variants in oranges, greens,
+purples, reds, ..., several runs of one variant in shades of its colour. Figures go to DIR (default
 <first PATH>/plots); each written path is printed. A PATH that is none of these, or a run with no
 metrics yet, is an error (exit 2) naming it.
 """
@@ -36,8 +40,10 @@ import numpy as np  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
 ATTENTION_KEY = "model.attention"
-FAMILY_CMAP = {"sa": "Blues", "xsa": "Oranges", None: "Greys"}
-VAL_MARKER = {"sa": "o", "xsa": "s", None: "^"}  # tells the types apart in greyscale too
+SEED_KEY = "train.seed"
+# The baseline first: colour families and markers (the markers tell variants apart in greyscale too).
+CMAPS = ["Blues", "Oranges", "Greens", "Purples", "Reds", "YlOrBr", "PuRd", "BuGn"]
+MARKERS = ["o", "s", "D", "^", "v", "P", "X", "*"]
 DPI = 150
 
 
@@ -59,13 +65,14 @@ class Series:
     step: np.ndarray
     tokens: np.ndarray
     loss: np.ndarray
+    time: np.ndarray  # wall-clock seconds (time_s); nan where a record has none
 
 
 @dataclasses.dataclass
 class Run:
     path: pathlib.Path
     label: str
-    attention: str | None  # "sa", "xsa", or None when config.json does not say
+    variant: str | None  # from config.json's attention keys; None when there is none
     train: Series
     val: Series
 
@@ -81,7 +88,7 @@ class Sweep:
 class Analysis:
     path: pathlib.Path
     label: str
-    attention: str | None
+    variant: str | None
     layers: list[dict]
 
 
@@ -140,12 +147,25 @@ def series(records: list[dict], key: str) -> Series:
         step=np.array([r["step"] for r in records], dtype=np.int64),
         tokens=np.array([r["tokens"] for r in records], dtype=np.float64),
         loss=np.array([r[key] for r in records], dtype=np.float64),
+        time=np.array([r["time_s"] if isinstance(r.get("time_s"), (int, float)) else np.nan for r in records],
+                      dtype=np.float64),
     )
 
 
-def attention_of(config: dict) -> str | None:
-    att = config.get("model", {}).get("attention") if isinstance(config, dict) else None
-    return att if att in ("sa", "xsa") else None
+def variant_of(config: dict) -> str | None:
+    """A run's variant from its config: the attention keys, as `xsagpt eval` names them."""
+    model = config.get("model") if isinstance(config, dict) else None
+    if not isinstance(model, dict) or not isinstance(model.get("attention"), str):
+        return None
+    name = model["attention"]
+    layers = model.get("xsa_layers")
+    if layers is not None:
+        name += f" layers={layers if isinstance(layers, str) else json.dumps(layers, separators=(',', ':'))}"
+    if model.get("xsa_gate", "off") != "off":
+        name += f" gate={model['xsa_gate']}"
+    if isinstance(model.get("n_sink"), int) and model["n_sink"] > 0:
+        name += f" sinks={model['n_sink']}"
+    return name
 
 
 def load_run(path: pathlib.Path, label: str | None = None) -> Run:
@@ -156,7 +176,7 @@ def load_run(path: pathlib.Path, label: str | None = None) -> Run:
     if not train and not val:
         raise NoRecords(f"{metrics}: no train or val records")
     config = read_json(path / "config.json") if (path / "config.json").is_file() else {}
-    return Run(path, label or path.name, attention_of(config), series(train, "train_loss"), series(val, "val_loss"))
+    return Run(path, label or path.name, variant_of(config), series(train, "train_loss"), series(val, "val_loss"))
 
 
 def load_sweep(path: pathlib.Path) -> Sweep:
@@ -188,7 +208,7 @@ def load_analysis(path: pathlib.Path) -> Analysis:
                 raise PlotError(f"{path}: layers[{i}] needs a number for '{key}'")
     att = data.get("attention")
     label = path.parent.name if path.name == "analysis.json" else path.stem
-    return Analysis(path, label, att if att in ("sa", "xsa") else None, sorted(layers, key=lambda l: l["layer"]))
+    return Analysis(path, label, att if isinstance(att, str) else None, sorted(layers, key=lambda l: l["layer"]))
 
 
 def classify(path: pathlib.Path) -> list[tuple[str, pathlib.Path]]:
@@ -230,22 +250,40 @@ def unique_labels(paths: list[pathlib.Path]) -> list[str]:
 # Drawing helpers
 
 
-def colours(attentions: list[str | None]) -> list:
-    """One colour per item: its attention type's family, in distinct shades when it repeats."""
-    count = {a: attentions.count(a) for a in set(attentions)}
-    seen: dict[str | None, int] = {}
-    out = []
-    for a in attentions:
-        i = seen.get(a, 0)
-        seen[a] = i + 1
-        n = count[a]
-        shade = 0.75 if n == 1 else 0.95 - 0.5 * i / (n - 1)  # pale shades are unreadable
-        out.append(plt.get_cmap(FAMILY_CMAP[a])(shade))
-    return out
+class Palette:
+    """A colour family and a marker per variant, in order of first appearance with the baseline first;
+    a variant no one listed (None: unknown) is grey."""
+
+    def __init__(self, variants: list, baseline: str | None = None):
+        order = ([baseline] if baseline is not None else []) + [v for v in variants if v is not None]
+        self.index = {}
+        for v in order:
+            self.index.setdefault(v, len(self.index))
+
+    def cmap(self, variant) -> str:
+        i = self.index.get(variant)
+        return "Greys" if i is None else CMAPS[i % len(CMAPS)]
+
+    def marker(self, variant) -> str:
+        i = self.index.get(variant)
+        return "^" if i is None else MARKERS[i % len(MARKERS)]
+
+    def colours(self, variants: list) -> list:
+        """One colour per item: its variant's family, in distinct shades when it repeats."""
+        count = {a: variants.count(a) for a in set(variants)}
+        seen: dict = {}
+        out = []
+        for a in variants:
+            i = seen.get(a, 0)
+            seen[a] = i + 1
+            n = count[a]
+            shade = 0.75 if n == 1 else 0.95 - 0.5 * i / (n - 1)  # pale shades are unreadable
+            out.append(plt.get_cmap(self.cmap(a))(shade))
+        return out
 
 
-def tag(attention: str | None) -> str:
-    return attention.upper() if attention else "?"
+def tag(variant: str | None) -> str:
+    return variant if variant else "?"
 
 
 def ema(y: np.ndarray, alpha: float | None) -> np.ndarray:
@@ -333,15 +371,16 @@ def set_xscale(ax, values: list, key: str) -> None:
 
 
 def plot_runs(runs: list[Run], out_dir: pathlib.Path, smooth: float | None, logx: bool, ylim) -> list[pathlib.Path]:
-    """Train and val loss of all runs overlaid, against step and against tokens; and XSA minus
-    SA val loss when the runs are one SA/XSA pair."""
-    cols = colours([r.attention for r in runs])
+    """Train and val loss of all runs overlaid, against step and against tokens; and the second
+    run's val loss minus the first's when two runs are given."""
+    pal = Palette([r.variant for r in runs])
+    cols = pal.colours([r.variant for r in runs])
     written = []
     for xname, xlabel in (("step", "step"), ("tokens", "tokens seen")):
         fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), sharex=True, layout="constrained")
         train_curves, val_curves = [], []
         for run, c in zip(runs, cols):
-            label = f"{run.label} [{tag(run.attention)}]"
+            label = f"{run.label} [{tag(run.variant)}]"
             x = getattr(run.train, xname)
             if len(x):
                 y = ema(run.train.loss, smooth)
@@ -351,7 +390,7 @@ def plot_runs(runs: list[Run], out_dir: pathlib.Path, smooth: float | None, logx
                 train_curves.append((x, y))
             xv = getattr(run.val, xname)
             if len(xv):
-                axes[1].plot(xv, run.val.loss, color=c, lw=1.6, marker=VAL_MARKER[run.attention],
+                axes[1].plot(xv, run.val.loss, color=c, lw=1.6, marker=pal.marker(run.variant),
                              ms=4, label=label)
                 val_curves.append((xv, run.val.loss))
         for ax, title, curves in ((axes[0], f"train loss ({smooth_note(smooth)})", train_curves),
@@ -376,31 +415,32 @@ def plot_runs(runs: list[Run], out_dir: pathlib.Path, smooth: float | None, logx
         fig.suptitle(f"Loss against {xlabel}")
         written.append(save(fig, out_dir, f"loss_vs_{xname}.png"))
 
-    sa = [r for r in runs if r.attention == "sa"]
-    xsa = [r for r in runs if r.attention == "xsa"]
-    if len(sa) == 1 and len(xsa) == 1:
-        written += plot_val_gap(sa[0], xsa[0], out_dir, logx)
+    if len(runs) == 2:
+        written += plot_val_gap(runs[0], runs[1], out_dir, logx)
     return written
 
 
-def plot_val_gap(sa: Run, xsa: Run, out_dir: pathlib.Path, logx: bool) -> list[pathlib.Path]:
-    sa_at = dict(zip(sa.val.tokens, sa.val.loss))
-    common = [(t, l - sa_at[t]) for t, l in zip(xsa.val.tokens, xsa.val.loss) if t in sa_at]
+def plot_val_gap(base: Run, other: Run, out_dir: pathlib.Path, logx: bool) -> list[pathlib.Path]:
+    """The second run minus the first (the baseline) at the token counts both evaluated at."""
+    base_at = dict(zip(base.val.tokens, base.val.loss))
+    common = [(t, l - base_at[t]) for t, l in zip(other.val.tokens, other.val.loss) if t in base_at]
     if not common:
-        print(f"plot.py: {sa.label} and {xsa.label} share no val points (tokens); no val_gap.png",
+        print(f"plot.py: {base.label} and {other.label} share no val points (tokens); no val_gap.png",
               file=sys.stderr)
         return []
+    pal = Palette([base.variant, other.variant])
     t, d = map(np.array, zip(*common))
     fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
     ax.axhline(0, color="0.4", lw=0.8)
     ax.plot(t, d, color="0.15", marker="o", ms=4, lw=1.4)
-    for where, cmap, label in ((d < 0, "Oranges", "XSA lower"), (d > 0, "Blues", "SA lower")):
+    for where, cmap, label in ((d < 0, pal.cmap(other.variant), f"{other.label} lower"),
+                               (d > 0, pal.cmap(base.variant), f"{base.label} lower")):
         if where.any():
             ax.fill_between(t, d, 0, where=where, interpolate=True, color=plt.get_cmap(cmap)(0.5), alpha=0.2,
                             lw=0, label=label)
-    ax.set_title(f"val loss: {xsa.label} [XSA] minus {sa.label} [SA]")
+    ax.set_title(f"val loss: {other.label} [{tag(other.variant)}] minus {base.label} [{tag(base.variant)}]")
     ax.set_xlabel("tokens seen")
-    ax.set_ylabel("XSA − SA val loss")
+    ax.set_ylabel("val loss difference")
     ax.xaxis.set_major_formatter(ticker.FuncFormatter(si))
     if logx:
         ax.set_xscale("log")
@@ -413,14 +453,34 @@ def plot_sweep(sweep: Sweep, out_dir: pathlib.Path, prefix: str, smooth: float |
     written = plot_sweep_final(sweep, out_dir, prefix)
     if sweep.runs:
         written += plot_sweep_curves(sweep, out_dir, prefix, smooth, logx, ylim)
+        if sweep.summary.get("variants"):
+            written += plot_sweep_variants(sweep, out_dir, prefix)
     return written
 
 
-def point_attention(sweep: Sweep, point: dict) -> str | None:
-    att = point["values"].get(ATTENTION_KEY)
-    if att is None and point["name"] in sweep.runs:  # attention not swept: the run's config says
-        att = sweep.runs[point["name"]].attention
-    return att if att in ("sa", "xsa") else None
+def point_variant(sweep: Sweep, point: dict) -> str | None:
+    """The sweep's name for a point's variant; in summaries without one, its attention value or run."""
+    v = point.get("variant") or point["values"].get(ATTENTION_KEY)
+    if v is None and point["name"] in sweep.runs:  # attention not swept: the run's config says
+        v = sweep.runs[point["name"]].variant
+    return v if isinstance(v, str) and v else None
+
+
+def sweep_variants(sweep: Sweep) -> tuple[list, str | None]:
+    """The variants in order and the baseline: the summary's, else the order met with "sa" (the
+    older sweeps' baseline) or else the first as the baseline."""
+    names = list(sweep.summary.get("variants") or [])
+    for p in sweep.summary["points"]:
+        v = point_variant(sweep, p)
+        if v is not None and v not in names:
+            names.append(v)
+    baseline = sweep.summary.get("baseline") or ("sa" if "sa" in names else names[0] if names else None)
+    return names, baseline
+
+
+def other_keys(sweep: Sweep) -> list[str]:
+    """The swept keys besides the variant (the older sweeps' model.attention)."""
+    return [k for k in sweep.summary["keys"] if k != ATTENTION_KEY]
 
 
 def sort_key(values: tuple) -> list:
@@ -433,35 +493,39 @@ def describe(values: dict) -> str:
 
 
 def plot_sweep_final(sweep: Sweep, out_dir: pathlib.Path, prefix: str) -> list[pathlib.Path]:
-    """Per swept numeric key: final val loss against it, one line per attention type (and per
-    value of the other keys), above the XSA minus SA difference."""
-    keys = [k for k in sweep.summary["keys"] if k != ATTENTION_KEY]
+    """Per swept numeric key: final val loss against it (mean over seeds), one line per variant (and
+    per value of the other keys), above each variant minus the baseline (mean of the per-seed
+    differences)."""
+    keys = [k for k in other_keys(sweep) if k != SEED_KEY]
     points = [p for p in sweep.summary["points"] if isinstance(p.get("final_val_loss"), (int, float))]
     numeric = [k for k in keys if all(isinstance(p["values"].get(k), (int, float)) for p in sweep.summary["points"])]
     if not numeric:
-        print(f"plot.py: {sweep.path}: no numeric swept key besides attention; no final-loss figure", file=sys.stderr)
+        print(f"plot.py: {sweep.path}: no numeric swept key besides the variant and the seed; no final-loss figure",
+              file=sys.stderr)
         return []
     failed = [p for p in sweep.summary["points"] if p.get("status") == "failed"]
     if not points:
         print(f"plot.py: {sweep.path}: no point has finished ({len(failed)} failed); no final-loss figure",
               file=sys.stderr)
         return []
-    diffs = [d for d in sweep.summary.get("differences", []) if isinstance(d.get("xsa_minus_sa_val_loss"), (int, float))]
+    names, baseline = sweep_variants(sweep)
+    pal = Palette(names, baseline)
     fig, axes = plt.subplots(2, len(numeric), figsize=(6.5 * len(numeric), 7), squeeze=False,
                              sharex="col", height_ratios=[2, 1], layout="constrained")
     for col, key in enumerate(numeric):
         others = [k for k in keys if k != key]
         top, bottom = axes[0, col], axes[1, col]
-        # one line per (attention, values of the other keys)
-        groups: dict[tuple, list[dict]] = {}
+        # one line per (variant, values of the other keys), the seeds averaged at each x
+        groups: dict[tuple, dict] = {}
         for p in points:
-            groups.setdefault((point_attention(sweep, p), tuple(p["values"].get(k) for k in others)), []).append(p)
-        order = sorted(groups, key=lambda g: (str(g[0]), sort_key(g[1])))
-        for (att, rest), c in zip(order, colours([g[0] for g in order])):
-            ps = sorted(groups[(att, rest)], key=lambda p: p["values"][key])
-            label = tag(att) + (f" ({describe(dict(zip(others, rest)))})" if others else "")
-            top.plot([p["values"][key] for p in ps], [p["final_val_loss"] for p in ps], color=c,
-                     marker=VAL_MARKER[att], ms=6, lw=1.8, label=label)
+            g = groups.setdefault((point_variant(sweep, p), tuple(p["values"].get(k) for k in others)), {})
+            g.setdefault(p["values"][key], []).append(p)
+        order = sorted(groups, key=lambda g: (pal.index.get(g[0], len(names)), sort_key(g[1])))
+        for (var, rest), c in zip(order, pal.colours([g[0] for g in order])):
+            xs = sorted(groups[(var, rest)])
+            ys = [np.mean([p["final_val_loss"] for p in groups[(var, rest)][x]]) for x in xs]
+            label = tag(var) + (f" ({describe(dict(zip(others, rest)))})" if others else "")
+            top.plot(xs, ys, color=c, marker=pal.marker(var), ms=6, lw=1.8, label=label)
         # A failed point (diverged, bad data, out of memory: its failed.json) has no
         # loss to plot; a red cross at its value along the top edge says it was tried.
         xs = [p["values"][key] for p in failed if isinstance(p["values"].get(key), (int, float))]
@@ -472,25 +536,32 @@ def plot_sweep_final(sweep: Sweep, out_dir: pathlib.Path, prefix: str) -> list[p
         top.grid(alpha=0.3)
         top.legend(frameon=False, fontsize="small")
 
+        # variant minus baseline: points with the same other values and seed are a pair
         bottom.axhline(0, color="0.4", lw=0.8)
-        dgroups: dict[tuple, list[dict]] = {}
-        for d in diffs:
-            if isinstance(d.get("values", {}).get(key), (int, float)):
-                dgroups.setdefault(tuple(d["values"].get(k) for k in others), []).append(d)
-        greys = [plt.get_cmap("Greys")(0.9 - 0.5 * i / max(1, len(dgroups) - 1)) for i in range(len(dgroups))]
-        for rest, c in zip(sorted(dgroups, key=sort_key), greys):
-            ds = sorted(dgroups[rest], key=lambda d: d["values"][key])
-            x, y = [d["values"][key] for d in ds], [d["xsa_minus_sa_val_loss"] for d in ds]
-            bottom.plot(x, y, color=c, marker="D", ms=5, lw=1.4,
-                        label=describe(dict(zip(others, rest))) if others else None)
+        base_at = {(tuple(p["values"].get(k) for k in others), p["values"][key], p["values"].get(SEED_KEY)):
+                   p["final_val_loss"] for p in points if point_variant(sweep, p) == baseline}
+        diffs: dict[tuple, dict] = {}
+        for p in points:
+            var = point_variant(sweep, p)
+            rest = tuple(p["values"].get(k) for k in others)
+            b = base_at.get((rest, p["values"][key], p["values"].get(SEED_KEY)))
+            if var != baseline and b is not None:
+                diffs.setdefault((var, rest), {}).setdefault(p["values"][key], []).append(p["final_val_loss"] - b)
+        dorder = sorted(diffs, key=lambda g: (pal.index.get(g[0], len(names)), sort_key(g[1])))
+        for (var, rest), c in zip(dorder, pal.colours([g[0] for g in dorder])):
+            x = sorted(diffs[(var, rest)])
+            y = [float(np.mean(diffs[(var, rest)][xi])) for xi in x]
+            bottom.plot(x, y, color=c, marker=pal.marker(var), ms=5, lw=1.4,
+                        label=tag(var) + (f" ({describe(dict(zip(others, rest)))})" if others else ""))
             for xi, yi in zip(x, y):
                 bottom.annotate(f"{yi:+.3f}", (xi, yi), textcoords="offset points", xytext=(0, 6),
                                 ha="center", fontsize="x-small")
-        if not dgroups:
-            bottom.text(0.5, 0.5, "no finished SA/XSA pair yet", ha="center", va="center", transform=bottom.transAxes)
-        elif others:
+        if not diffs:
+            bottom.text(0.5, 0.5, f"no finished pair with the baseline ({baseline}) yet", ha="center", va="center",
+                        transform=bottom.transAxes)
+        else:
             bottom.legend(frameon=False, fontsize="x-small")
-        bottom.set_ylabel("XSA − SA val loss\n(< 0: XSA better)")
+        bottom.set_ylabel(f"variant − {baseline} val loss\n(< 0: lower than {baseline})")
         bottom.set_xlabel(key)
         bottom.grid(alpha=0.3)
         bottom.margins(y=0.25)  # room for the value labels
@@ -502,9 +573,11 @@ def plot_sweep_final(sweep: Sweep, out_dir: pathlib.Path, prefix: str) -> list[p
 
 
 def plot_sweep_curves(sweep: Sweep, out_dir: pathlib.Path, prefix: str, smooth: float | None, logx: bool, ylim) -> list[pathlib.Path]:
-    """One panel per setting of the non-attention keys: SA and XSA train (smoothed, thin) and val
-    (markers) loss against tokens."""
-    others = [k for k in sweep.summary["keys"] if k != ATTENTION_KEY]
+    """One panel per setting of the keys besides the variant: every variant's train (smoothed, thin)
+    and val (markers) loss against tokens."""
+    others = other_keys(sweep)
+    names, baseline = sweep_variants(sweep)
+    pal = Palette(names, baseline)
     panels: dict[tuple, list[dict]] = {}
     for p in sweep.summary["points"]:
         if p["name"] in sweep.runs:
@@ -516,17 +589,17 @@ def plot_sweep_curves(sweep: Sweep, out_dir: pathlib.Path, prefix: str, smooth: 
                              sharex=True, sharey=True, layout="constrained")
     curves = []
     for ax, rest in zip(axes.flat, keys):
-        ps = sorted(panels[rest], key=lambda p: str(point_attention(sweep, p)))
-        for p, c in zip(ps, colours([point_attention(sweep, p) for p in ps])):
-            run, att = sweep.runs[p["name"]], point_attention(sweep, p)
+        ps = sorted(panels[rest], key=lambda p: pal.index.get(point_variant(sweep, p), len(names)))
+        for p, c in zip(ps, pal.colours([point_variant(sweep, p) for p in ps])):
+            run, var = sweep.runs[p["name"]], point_variant(sweep, p)
             note = " (failed)" if p.get("status") == "failed" else ""
             if len(run.train.step):
                 y = ema(run.train.loss, smooth)
-                ax.plot(run.train.tokens, y, color=c, lw=1.0, alpha=0.55, label=f"{tag(att)} train{note}")
+                ax.plot(run.train.tokens, y, color=c, lw=1.0, alpha=0.55, label=f"{tag(var)} train{note}")
                 curves.append((run.train.tokens, y))
             if len(run.val.step):
-                ax.plot(run.val.tokens, run.val.loss, color=c, lw=1.8, marker=VAL_MARKER[att], ms=4,
-                        label=f"{tag(att)} val{note}")
+                ax.plot(run.val.tokens, run.val.loss, color=c, lw=1.8, marker=pal.marker(var), ms=4,
+                        label=f"{tag(var)} val{note}")
                 curves.append((run.val.tokens, run.val.loss))
         ax.set_title(describe(dict(zip(others, rest))), fontsize="medium")
         ax.xaxis.set_major_formatter(ticker.FuncFormatter(si))
@@ -547,15 +620,96 @@ def plot_sweep_curves(sweep: Sweep, out_dir: pathlib.Path, prefix: str, smooth: 
     return [save(fig, out_dir, f"{prefix}sweep_curves.png")]
 
 
+def val_curve(run: Run, xname: str) -> tuple[np.ndarray, np.ndarray]:
+    """A run's val loss against tokens or wall-clock seconds (metrics.jsonl's time_s)."""
+    x = run.val.tokens if xname == "tokens" else run.val.time
+    keep = np.isfinite(x)
+    return x[keep], run.val.loss[keep]
+
+
+def mean_band(curves: list[tuple[np.ndarray, np.ndarray]], n: int = 60):
+    """The seeds' curves on a common grid over the range all of them cover: mean, min and max."""
+    curves = [(x, y) for x, y in curves if len(x) >= 2]
+    if not curves:
+        return None
+    lo, hi = max(x[0] for x, _ in curves), min(x[-1] for x, _ in curves)
+    if not hi > lo:
+        return None
+    grid = np.linspace(lo, hi, n)
+    ys = np.array([np.interp(grid, x, y) for x, y in curves])
+    return grid, ys.mean(axis=0), ys.min(axis=0), ys.max(axis=0)
+
+
+def plot_sweep_variants(sweep: Sweep, out_dir: pathlib.Path, prefix: str) -> list[pathlib.Path]:
+    """Per setting of the keys besides the variant and the seed, one row: val loss against wall-clock
+    time beside val loss against tokens, each variant the mean over its seeds (interpolated on a
+    common grid over the range every seed covers) with their range shaded. The dashed line on the
+    time panel is the baseline's final time, where report.md compares at equal time."""
+    names, baseline = sweep_variants(sweep)
+    pal = Palette(names, baseline)
+    others = [k for k in other_keys(sweep) if k != SEED_KEY]
+    rows: dict[tuple, dict] = {}
+    for p in sweep.summary["points"]:
+        run = sweep.runs.get(p["name"])
+        if run is not None and len(run.val.step):
+            rows.setdefault(tuple(p["values"].get(k) for k in others), {}).setdefault(
+                point_variant(sweep, p), []).append(run)
+    if not rows:
+        return []
+    keys = sorted(rows, key=sort_key)
+    fig, axes = plt.subplots(len(keys), 2, figsize=(13, 4.4 * len(keys) + 0.6), squeeze=False, layout="constrained")
+    for (ax_time, ax_tok), rest in zip(axes, keys):
+        by_variant = rows[rest]
+        order = sorted(by_variant, key=lambda v: pal.index.get(v, len(names)))
+        for ax, xname in ((ax_time, "time"), (ax_tok, "tokens")):
+            curves = []
+            for var, c in zip(order, pal.colours(order)):
+                runs = by_variant[var]
+                band = mean_band([val_curve(r, xname) for r in runs])
+                label = f"{tag(var)} (n={len(runs)})"
+                if band is None:  # one evaluation per run: markers only
+                    for r in runs:
+                        x, y = val_curve(r, xname)
+                        ax.plot(x, y, color=c, marker=pal.marker(var), ls="none", label=label)
+                        label = None
+                    continue
+                grid, mean, lo, hi = band
+                ax.plot(grid, mean, color=c, lw=1.8, label=label)
+                if len(runs) > 1:
+                    ax.fill_between(grid, lo, hi, color=c, alpha=0.2, lw=0)
+                for r in runs:  # the evaluations themselves, faintly
+                    x, y = val_curve(r, xname)
+                    ax.plot(x, y, color=c, marker=pal.marker(var), ms=3, ls="none", alpha=0.5)
+                curves.append((grid, mean))
+            if xname == "time" and baseline in by_variant:
+                ends = [val_curve(r, "time")[0][-1] for r in by_variant[baseline] if len(r.val.time)]
+                if ends:
+                    ax.axvline(float(np.mean(ends)), color="0.3", ls="--", lw=1,
+                               label=f"{baseline}'s final time")
+            ax.set_xlabel("wall-clock time (s)" if xname == "time" else "tokens seen")
+            if xname == "tokens":
+                ax.xaxis.set_major_formatter(ticker.FuncFormatter(si))
+            ax.set_ylabel("val loss (nats/token)")
+            ax.grid(alpha=0.3)
+            focus_ylim(ax, curves, None, False)
+            ax.legend(frameon=False, fontsize="small")
+            where = f" ({describe(dict(zip(others, rest)))})" if others else ""
+            ax.set_title(("val loss against wall-clock time" if xname == "time" else "val loss against tokens") + where,
+                         fontsize="medium")
+    fig.suptitle(f"Sweep {sweep.path.resolve().name}: every variant, mean over seeds (shaded: min to max)")
+    return [save(fig, out_dir, f"{prefix}sweep_variants.png")]
+
+
 def plot_analysis(analyses: list[Analysis], out_dir: pathlib.Path) -> list[pathlib.Path]:
     """The paper's figure 1: per layer, how alike values are, how much a token attends to itself,
     and how aligned the attention output is with its own value (for XSA before and after the
     projection removes that component)."""
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.4), layout="constrained")
-    for a, c in zip(analyses, colours([a.attention for a in analyses])):
-        label = f"{a.label} [{tag(a.attention)}]"
+    pal = Palette([a.variant for a in analyses])
+    for a, c in zip(analyses, pal.colours([a.variant for a in analyses])):
+        label = f"{a.label} [{tag(a.variant)}]"
         layer = [l["layer"] for l in a.layers]
-        m = VAL_MARKER[a.attention]
+        m = pal.marker(a.variant)
         axes[0].plot(layer, [l["value_cos_sim"] for l in a.layers], color=c, marker=m, lw=1.8, label=label)
         axes[1].plot(layer, [l["attn_diag"] for l in a.layers], color=c, marker=m, lw=1.8, label=label)
         axes[2].plot(layer, [l["cos_y_v"] for l in a.layers], color=c, marker=m, lw=1.8, label=f"{label} cos(y, v)")

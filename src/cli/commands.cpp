@@ -5,7 +5,7 @@ namespace xsagpt::cli {
 const std::vector<Command>& commands() {
   static const std::vector<Command> all{
       {"train", "train a model (SA or XSA) from a run config; resumable", train},
-      {"sweep", "run a grid of training runs and compare XSA with SA; restartable", sweep},
+      {"sweep", "run named variants x a grid; each variant vs the baseline, paired by seed; restartable", sweep},
       {"info", "parameter counts, FLOPs per token and a memory estimate for a config", info},
       {"config", "print the configuration reference (every key, default, meaning)", config_reference},
       {"data", "check token shards and print their counts (and first tokens) as JSON", data},
@@ -14,7 +14,7 @@ const std::vector<Command>& commands() {
       {"bench", "time and memory of a block and a training step, XSA vs SA (the paper's figure 2)", bench},
       {"sample", "generate text from a checkpoint (temperature, top-k, key/value cache)", sample},
       {"score", "log-likelihoods of texts as lm-evaluation-harness splits them (JSON lines in and out)", score},
-      {"eval", "multiple-choice accuracy (acc, acc_norm) on local task files; several checkpoints side by side", eval},
+      {"eval", "multiple-choice accuracy (acc, acc_norm) on local task files; variants vs a baseline", eval},
       {"tokenize", "GPT-2 token ids of a text as JSON, or the text of ids (--decode)", tokenize},
   };
   return all;

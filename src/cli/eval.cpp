@@ -57,11 +57,16 @@ int eval(int argc, char** argv) {
       "is refused. Per task: acc (highest summed log-probability; for greedy items: every continuation token\n"
       "is the argmax), acc_norm (the same after dividing by the choice's length in characters, without the\n"
       "delimiter), each with lm-eval's standard error (sample std / sqrt(n)), and n. Several checkpoints are\n"
-      "compared side by side, with XSA - SA for SA/XSA pairs.");
+      "compared side by side, every variant against the baseline: a checkpoint's variant is NAME when given as\n"
+      "NAME=PATH, else its attention keys (\"xsa\", \"xsa layers=last 3\", \"xsa gate=sa\"); models of one variant\n"
+      "and config with different train.seed are its seeds, paired with the baseline's by seed (mean difference,\n"
+      "95% t interval, paired t-test p; docs/evaluation.md).");
   // clang-format off
   opts.add_options()
-    ("checkpoints", "checkpoint files or run directories (their newest checkpoint)",
-     cxxopts::value<std::vector<std::string>>())
+    ("checkpoints", "checkpoint files or run directories (their newest checkpoint), each optionally NAME=PATH "
+                    "to name its variant", cxxopts::value<std::vector<std::string>>())
+    ("baseline", "the variant every other one is compared with (default: the first checkpoint's)",
+     cxxopts::value<std::string>()->default_value(""))
     ("t,task", "task file(s), JSON lines (repeat the option, or separate files with commas)",
      cxxopts::value<std::vector<std::string>>())
     ("o,out", "write the JSON report here (the table then goes to stdout); default: JSON to stdout, table to stderr",
@@ -70,7 +75,7 @@ int eval(int argc, char** argv) {
   // clang-format on
   add_scoring_options(opts);
   opts.parse_positional({"checkpoints"});
-  opts.positional_help("CHECKPOINT... --task FILE.jsonl");
+  opts.positional_help("[NAME=]CHECKPOINT... --task FILE.jsonl");
   const auto parsed = parse_command(opts, argc, argv);
   if (!parsed) return 0;
   const auto& args = *parsed;
@@ -115,7 +120,15 @@ int eval(int argc, char** argv) {
   for (const auto& t : tasks) n_items += t.items.size();
   spdlog::info("{} task(s), {} items, {} endings to score", tasks.size(), n_items, reqs.size());
 
-  const auto checkpoints = args["checkpoints"].as<std::vector<std::string>>();
+  // NAME=PATH names a checkpoint's variant; a path that exists as given is never split
+  // (sweep point directories hold '=': model.attention=xsa).
+  std::vector<std::string> checkpoints, labels;
+  for (const auto& arg : args["checkpoints"].as<std::vector<std::string>>()) {
+    const auto eq = arg.find('=');
+    const bool named = eq != std::string::npos && eq > 0 && !fs::exists(arg);
+    checkpoints.push_back(named ? arg.substr(eq + 1) : arg);
+    labels.push_back(named ? arg.substr(0, eq) : "");
+  }
   std::vector<eval::ModelEval> models;
   for (size_t m = 0; m < checkpoints.size(); ++m) {
     auto trained = load_gpt2_model(checkpoints[m], device, tok, scoring.precision);
@@ -131,6 +144,7 @@ int eval(int argc, char** argv) {
     bar.finish();
     eval::ModelEval me;
     me.checkpoint = checkpoints[m];
+    me.label = labels[m];
     me.file = trained.file.string();
     me.step = trained.step;
     me.model = trained.config["model"];
@@ -148,7 +162,7 @@ int eval(int argc, char** argv) {
     models.push_back(std::move(me));
   }
 
-  const auto report = eval::eval_report(task_names, models);
+  const auto report = eval::eval_report(task_names, models, args["baseline"].as<std::string>());
   const auto table = eval::eval_table(report);
   if (args.count("out")) {
     write_atomically(args["out"].as<std::string>(), report.dump(2) + "\n");

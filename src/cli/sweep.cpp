@@ -1,9 +1,11 @@
-// `xsagpt sweep`: run every point of a grid as a training run, restartably, then
-// summarise XSA against SA and draw the figures.
+// `xsagpt sweep`: run every point of a grid (each named variant at every setting of
+// the other keys) as a training run, restartably, then compare every variant with the
+// baseline (summary.json, report.md, a table) and draw the figures.
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "dist/process_group.h"
 #include "model/counts.h"
+#include "sweep/report.h"
 #include "sweep/summary.h"
 #include "train/memory_check.h"
 #include "train/run_paths.h"
@@ -78,35 +80,8 @@ void print_results(const json& summary) {
   for (const auto& p : summary["points"])
     std::cout << fmt::format("{:<48} {:>8} {:>10} {:>10}\n", p["name"].get<std::string>(),
                              p["status"].get<std::string>(), num(p, "final_train_loss"), num(p, "final_val_loss"));
-  if (summary["differences"].empty()) return;
-  // SA and XSA side by side for every setting of the other keys.
-  std::map<std::string, json> by_name;
-  for (const auto& p : summary["points"]) by_name[p["name"].get<std::string>()] = p;
-  std::cout << fmt::format("\n{:<40} {:>10} {:>10} {:>10}\n", "val loss at", "SA", "XSA", "XSA - SA");
-  for (const auto& d : summary["differences"]) {
-    const auto& v = d["values"];
-    std::string where = v.empty() ? "(final)" : v.dump();
-    const auto diff = d["xsa_minus_sa_val_loss"];
-    std::cout << fmt::format("{:<40} {:>10} {:>10} {:>10}\n", where, num(by_name[d["sa"]], "final_val_loss"),
-                             num(by_name[d["xsa"]], "final_val_loss"),
-                             diff.is_number() ? fmt::format("{:+.4f}", diff.get<double>()) : "-");
-  }
-  if (!summary.contains("over_seeds") || summary["over_seeds"]["differences"].empty()) return;
-  // Over seeds: each attention's mean final val loss with its standard deviation and
-  // the number of seeds, and XSA - SA as the mean +- sd of the per-seed differences.
-  auto mean_sd = [](const json& s, bool sign) {
-    if (!s["mean"].is_number()) return std::string("-");
-    const double mean = s["mean"].get<double>();
-    auto text = sign ? fmt::format("{:+.4f}", mean) : fmt::format("{:.4f}", mean);
-    text += s["std"].is_number() ? fmt::format(" ± {:.4f}", s["std"].get<double>()) : " ± -";
-    return text + fmt::format(" (n={})", s["n"].get<int64_t>());
-  };
-  std::cout << fmt::format("\n{:<32} {:>22} {:>22} {:>22}\n", "val loss over seeds (mean ± sd)", "SA", "XSA",
-                           "XSA - SA per seed");
-  for (const auto& d : summary["over_seeds"]["differences"])
-    std::cout << fmt::format("{:<32} {:>22} {:>22} {:>22}\n", d["values"].empty() ? "(final)" : d["values"].dump(),
-                             mean_sd(d["sa"], false), mean_sd(d["xsa"], false),
-                             mean_sd(d["xsa_minus_sa_by_seed"], true));
+  // Every variant against the baseline, paired by seed (sweep/report.h; also report.md).
+  if (!summary["comparisons"].empty()) std::cout << comparison_table(summary);
 }
 
 // Draws the sweep's figures with scripts/view/plot.py, run without a shell (the paths
@@ -134,12 +109,15 @@ bool plot(const fs::path& dir) {
 
 int sweep(int argc, char** argv) {
   ignore_broken_pipes();  // a console that goes away never kills a run (train/signals.h)
-  cxxopts::Options opts("xsagpt sweep",
-                        "Run a grid of training runs (e.g. learning rate x attention), restartably, and write "
-                        "summary.json/summary.csv with the XSA - SA val-loss differences.");
+  cxxopts::Options opts(
+      "xsagpt sweep",
+      "Run a grid of training runs (named variants, e.g. sa, xsa, xsa-last3, xsa-gated, x seeds "
+      "or learning rates), restartably, and write summary.json, summary.csv and report.md: every "
+      "variant against the baseline, paired by seed (mean difference, 95% t interval, paired "
+      "t-test p), also at the baseline's wall-clock time and token count (docs/sweeps-and-plots.md).");
   // clang-format off
   opts.add_options()
-    ("c,config", "sweep file (see configs/sweeps/)", cxxopts::value<std::string>())
+    ("c,config", "sweep file (see configs/sweeps/; variants-tiny.json compares four attention variants on CPU)", cxxopts::value<std::string>())
     ("dry-run", "print the grid, the resolved runs and each point's memory estimate on the device it would use (marking points that cannot fit), without training")
     ("force", "continue in a sweep directory made from a different sweep file; points whose resolved run "
               "config changed are run again from the start (their old results are discarded)")

@@ -1,6 +1,12 @@
 #include "eval/report.h"
 
+#include "analysis/paired.h"
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
 
 #include <cmath>
 #include <optional>
@@ -10,8 +16,8 @@ namespace xsagpt::eval {
 
 namespace {
 
-json without_attention_keys(json model) {
-  for (const char* k : {"attention", "xsa_layers", "xsa_gate"}) model.erase(k);
+json without_variant_keys(json model) {
+  for (const char* k : {"attention", "xsa_layers", "xsa_gate", "n_sink"}) model.erase(k);
   return model;
 }
 
@@ -30,8 +36,21 @@ const char* const kMetrics[] = {"acc", "acc_norm"};
 
 }  // namespace
 
-json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelEval>& models) {
-  json report = {{"tasks", tasks}, {"models", json::array()}, {"differences", json::array()}};
+std::string variant_of(const json& model) {
+  std::string name = model.value("attention", std::string("sa"));
+  if (!model.value("xsa_layers", json()).is_null()) {
+    const auto& l = model["xsa_layers"];
+    name += " layers=" + (l.is_string() ? l.get<std::string>() : l.dump());
+  }
+  if (model.value("xsa_gate", std::string("off")) != "off") name += " gate=" + model["xsa_gate"].get<std::string>();
+  if (model.value("n_sink", 0) > 0) name += fmt::format(" sinks={}", model["n_sink"].get<int64_t>());
+  return name;
+}
+
+json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelEval>& models,
+                 const std::string& baseline_name) {
+  json report = {
+      {"tasks", tasks}, {"models", json::array()}, {"differences", json::array()}, {"comparisons", json::array()}};
   for (const auto& m : models) {
     json results = json::object();
     for (size_t t = 0; t < tasks.size(); ++t) {
@@ -64,6 +83,7 @@ json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelE
     report["models"].push_back({{"checkpoint", m.checkpoint},
                                 {"file", m.file},
                                 {"step", m.step},
+                                {"variant", m.label.empty() ? variant_of(m.model) : m.label},
                                 {"attention", m.model.value("attention", std::string("sa"))},
                                 {"model", m.model},
                                 {"seed", m.seed},
@@ -71,11 +91,20 @@ json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelE
                                 {"average", average}});
   }
   const auto& ms = report["models"];
-  std::vector<size_t> sa;
+  if (ms.empty()) return report;
+  std::vector<std::string> variants;  // in the order given
+  for (const auto& m : ms)
+    if (std::find(variants.begin(), variants.end(), m["variant"]) == variants.end()) variants.push_back(m["variant"]);
+  const std::string baseline = baseline_name.empty() ? variants.front() : baseline_name;
+  if (std::find(variants.begin(), variants.end(), baseline) == variants.end())
+    throw ConfigError(
+        fmt::format("--baseline: '{}' is none of the models' variants ({})", baseline, fmt::join(variants, ", ")));
+  report["baseline"] = baseline;
+  std::vector<size_t> base;
   for (size_t i = 0; i < ms.size(); ++i)
-    if (ms[i]["attention"] == "sa") sa.push_back(i);
-  // XSA - SA, with the standard error of a difference of independent estimates
-  // (an upper bound for the paired one on the same items).
+    if (ms[i]["variant"] == baseline) base.push_back(i);
+  // Model minus its baseline model, with the standard error of a difference of
+  // independent estimates (an upper bound for the paired one on the same items).
   auto difference = [](const json& a, const json& b) {
     json d = json::object();
     for (const char* k : kMetrics) {
@@ -87,24 +116,56 @@ json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelE
     return d;
   };
   std::set<size_t> used;
+  std::map<std::string, std::vector<std::pair<size_t, size_t>>> pairs;
   for (size_t j = 0; j < ms.size(); ++j) {
-    if (ms[j]["attention"] != "xsa") continue;
-    std::vector<size_t> alike;  // SA models of the same config: seeds of one model
-    for (size_t i : sa)
-      if (without_attention_keys(ms[i]["model"]) == without_attention_keys(ms[j]["model"])) alike.push_back(i);
+    if (ms[j]["variant"] == baseline) continue;
+    std::vector<size_t> alike;  // baseline models of the same config: seeds of one model
+    for (size_t i : base)
+      if (without_variant_keys(ms[i]["model"]) == without_variant_keys(ms[j]["model"])) alike.push_back(i);
     std::optional<size_t> partner;
     for (size_t i : alike)
       if (!partner && !ms[j]["seed"].is_null() && ms[i]["seed"] == ms[j]["seed"]) partner = i;
     for (size_t i : alike)
       if (!partner && !used.count(i)) partner = i;
     if (!partner && !alike.empty()) partner = alike.front();
-    if (!partner && sa.size() == 1) partner = sa.front();
+    if (!partner && base.size() == 1) partner = base.front();
     if (!partner) continue;
     used.insert(*partner);
-    json d = {{"sa", *partner}, {"xsa", j}, {"results", json::object()}};
+    pairs[ms[j]["variant"].get<std::string>()].emplace_back(*partner, j);
+    json d = {{"baseline", *partner}, {"model", j}, {"results", json::object()}};
     for (const auto& t : tasks) d["results"][t] = difference(ms[*partner]["results"][t], ms[j]["results"][t]);
     d["average"] = difference(ms[*partner]["average"], ms[j]["average"]);
     report["differences"].push_back(d);
+  }
+  // Over a variant's pairs (its seeds): the paired statistics of each metric's differences.
+  auto over_pairs = [&](const std::vector<std::pair<size_t, size_t>>& ps, auto&& of) {
+    json out = json::object();
+    for (const char* k : kMetrics) {
+      std::vector<double> d;
+      for (const auto& [i, j] : ps)
+        if (of(ms[i]).contains(k) && of(ms[j]).contains(k))
+          d.push_back(of(ms[j])[k].template get<double>() - of(ms[i])[k].template get<double>());
+      if (d.empty()) continue;
+      const auto s = paired_stats(d);
+      out[k] = {{"n", s.n},
+                {"mean", s.mean},
+                {"sd", s.sd ? json(*s.sd) : json(nullptr)},
+                {"df", s.n - 1},
+                {"ci95", s.ci_low ? json::array({*s.ci_low, *s.ci_high}) : json(nullptr)},
+                {"t", s.t ? json(*s.t) : json(nullptr)},
+                {"p", s.p ? json(*s.p) : json(nullptr)}};
+    }
+    return out;
+  };
+  for (const auto& v : variants) {
+    if (v == baseline || !pairs.count(v)) continue;
+    const auto& ps = pairs[v];
+    json c = {{"variant", v}, {"baseline", baseline}, {"pairs", json::array()}, {"results", json::object()}};
+    for (const auto& [i, j] : ps) c["pairs"].push_back({i, j});
+    for (const auto& t : tasks)
+      c["results"][t] = over_pairs(ps, [&](const json& m) -> const json& { return m["results"][t]; });
+    c["average"] = over_pairs(ps, [](const json& m) -> const json& { return m["average"]; });
+    report["comparisons"].push_back(c);
   }
   return report;
 }
@@ -126,15 +187,16 @@ std::string eval_table(const json& report) {
   const auto& ds = report["differences"];
   std::string out;
   for (size_t i = 0; i < ms.size(); ++i)
-    out += fmt::format("[{}] {} ({}, step {})\n", i + 1, ms[i]["checkpoint"].get<std::string>(),
-                       ms[i]["attention"].get<std::string>(), ms[i]["step"].get<int64_t>());
+    out += fmt::format("[{}] {} ({}{}, step {})\n", i + 1, ms[i]["checkpoint"].get<std::string>(),
+                       ms[i]["variant"].get<std::string>(), ms[i]["variant"] == report["baseline"] ? ", baseline" : "",
+                       ms[i]["step"].get<int64_t>());
   size_t name_w = 8;
   for (const auto& t : report["tasks"]) name_w = std::max(name_w, t.get<std::string>().size());
   std::string head = fmt::format("\n{:<{}} {:>6}", "task", name_w, "n");
   for (size_t i = 0; i < ms.size(); ++i)
     head += fmt::format(" {:>15} {:>15}", fmt::format("[{}] acc", i + 1), fmt::format("[{}] norm", i + 1));
   for (const auto& d : ds) {
-    const auto label = fmt::format("[{}]-[{}]", d["xsa"].get<size_t>() + 1, d["sa"].get<size_t>() + 1);
+    const auto label = fmt::format("[{}]-[{}]", d["model"].get<size_t>() + 1, d["baseline"].get<size_t>() + 1);
     head += fmt::format(" {:>16} {:>16}", label + " acc", label + " norm");
   }
   out += head + "\n";
@@ -159,6 +221,27 @@ std::string eval_table(const json& report) {
   out +=
       "± one standard error (lm-eval's: sample std / sqrt(n)); differences and averages treat their parts as "
       "independent\n";
+  if (report.value("comparisons", json::array()).empty()) return out;
+  // Each variant against the baseline over its pairs (seeds), as a sweep's report gives them.
+  auto paired = [](const json& o, const char* k) {
+    if (!o.contains(k)) return std::string("-");
+    const auto& d = o[k];
+    auto text = fmt::format("{:+.4f}", d["mean"].get<double>());
+    if (!d["ci95"].is_array()) return text + " (one pair: no interval)";
+    text += fmt::format(" [{:+.4f}, {:+.4f}]", d["ci95"][0].get<double>(), d["ci95"][1].get<double>());
+    return text + (d["p"].is_number() ? fmt::format(" p={:.3g}", d["p"].get<double>()) : " p=-");
+  };
+  out += fmt::format("\nvariant - {} over paired seeds: mean [95% t interval] paired t-test p (pairs)\n",
+                     report["baseline"].get<std::string>());
+  out += fmt::format("{:<24} {:<{}} {:>40} {:>40}\n", "variant", "task", name_w, "acc", "acc_norm");
+  for (const auto& c : report["comparisons"]) {
+    auto line = [&](const std::string& task, const json& o) {
+      out += fmt::format("{:<24} {:<{}} {:>40} {:>40}  ({})\n", c["variant"].get<std::string>(), task, name_w,
+                         paired(o, "acc"), paired(o, "acc_norm"), c["pairs"].size());
+    };
+    for (const auto& t : report["tasks"]) line(t.get<std::string>(), c["results"][t.get<std::string>()]);
+    line("average", c["average"]);
+  }
   return out;
 }
 

@@ -3,8 +3,10 @@
 #include "util/atomic_file.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -48,18 +50,69 @@ std::string safe_name_part(const std::string& text) {
 
 namespace {
 
-// The sweep file's own keys, checked; the grid is read by load_sweep.
+// The sweep file's own keys, checked; the grid and the variants are read by load_sweep.
 void check_spec(const json& spec, const std::string& path) {
   if (!spec.is_object()) schema::bad(path, "a JSON object", spec);
   for (const auto& [k, v] : spec.items())
-    if (k != "base" && k != "set" && k != "grid" && k != "constant_batch_tokens" && k != "out_dir")
-      throw ConfigError(path + ": unknown key '" + k + "' (known: base, set, grid, constant_batch_tokens, out_dir)");
+    if (k != "base" && k != "set" && k != "grid" && k != "variants" && k != "baseline" &&
+        k != "constant_batch_tokens" && k != "out_dir")
+      throw ConfigError(path + ": unknown key '" + k +
+                        "' (known: base, set, variants, baseline, grid, constant_batch_tokens, out_dir)");
   if (!spec.contains("base") || !spec["base"].is_string())
     throw ConfigError(path + ": base: expected a run config path");
   if (!spec.contains("out_dir") || !spec["out_dir"].is_string())
     throw ConfigError(path + ": out_dir: expected a directory");
-  if (!spec.contains("grid") || !spec["grid"].is_object() || spec["grid"].empty())
+  const bool variants = spec.contains("variants");
+  if (!variants && (!spec.contains("grid") || !spec["grid"].is_object() || spec["grid"].empty()))
+    throw ConfigError(path + ": grid: expected an object of key -> list of values (or \"variants\")");
+  if (variants && spec.contains("grid") && !spec["grid"].is_object())
     throw ConfigError(path + ": grid: expected an object of key -> list of values");
+}
+
+// A variant's name is a directory name and a label in tables and figures.
+void check_variant_name(const std::string& name, const std::string& path) {
+  const bool ok = !name.empty() && name.size() <= 64 && name[0] != '.' &&
+                  std::all_of(name.begin(), name.end(), [](unsigned char c) {
+                    return std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '+';
+                  });
+  if (!ok)
+    throw ConfigError(
+        fmt::format("{}: variants: name '{}': expected 1-64 letters, digits, '-', '_', '+' or '.' "
+                    "(not first), as it names directories",
+                    path, name));
+}
+
+// "variants": name -> the overrides that make it, each checked alone against the base
+// (through --set's own validation) and against the grid, whose keys it may not set.
+std::vector<std::pair<std::string, std::vector<std::string>>> read_variants(const json& spec, const std::string& path,
+                                                                            const std::string& base,
+                                                                            const std::vector<std::string>& fixed,
+                                                                            int64_t world_size) {
+  const auto& vs = spec["variants"];
+  if (!vs.is_object() || vs.empty())
+    throw ConfigError(path + ": variants: expected an object of name -> {\"section.key\": value}, with at least one");
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  for (const auto& [name, settings] : vs.items()) {
+    check_variant_name(name, path);
+    const std::string where = path + ": variants." + name;
+    if (!settings.is_object()) schema::bad(where, "an object of \"section.key\": value", settings);
+    std::vector<std::string> overrides;
+    for (const auto& [key, value] : settings.items()) {
+      if (spec.contains("grid") && spec["grid"].contains(key))
+        throw ConfigError(
+            fmt::format("{}: {} is also in the grid; set it in the variants or the grid, not both", where, key));
+      overrides.push_back(key + "=" + value.dump());
+    }
+    auto all = fixed;
+    all.insert(all.end(), overrides.begin(), overrides.end());
+    try {
+      load_run_config(base, all, world_size);
+    } catch (const ConfigError& e) {
+      throw ConfigError(where + ": " + e.what());
+    }
+    out.emplace_back(name, std::move(overrides));
+  }
+  return out;
 }
 
 // "set": the overrides every point gets.
@@ -129,43 +182,84 @@ Sweep load_sweep(const std::string& path, int64_t world_size) {
 
   // Cartesian product over the keys in sorted order (JSON objects are sorted); the last varies fastest.
   std::vector<std::vector<json>> axes;
-  for (const auto& [k, v] : spec["grid"].items()) {
-    if (!v.is_array() || v.empty()) throw ConfigError(path + ": grid." + k + ": expected a non-empty list");
-    s.keys.push_back(k);
-    axes.push_back(std::vector<json>(v.begin(), v.end()));
+  if (spec.contains("grid"))
+    for (const auto& [k, v] : spec["grid"].items()) {
+      if (!v.is_array() || v.empty()) throw ConfigError(path + ": grid." + k + ": expected a non-empty list");
+      s.keys.push_back(k);
+      axes.push_back(std::vector<json>(v.begin(), v.end()));
+    }
+
+  // The variants, the baseline first; a sweep without them has one unnamed variant.
+  std::vector<std::pair<std::string, std::vector<std::string>>> variants{{"", {}}};
+  std::string baseline;
+  if (spec.contains("baseline") && !spec["baseline"].is_string())
+    schema::bad(path + ": baseline", "the name of a variant", spec["baseline"]);
+  if (spec.contains("baseline")) baseline = spec["baseline"].get<std::string>();
+  if (spec.contains("variants")) {
+    variants = read_variants(spec, path, base.string(), fixed, world_size);
+    std::vector<std::string> names;
+    for (const auto& v : variants) names.push_back(v.first);
+    if (!spec.contains("baseline"))
+      throw ConfigError(fmt::format("{}: baseline: required with variants (one of: {})", path, fmt::join(names, ", ")));
+    auto it = std::find_if(variants.begin(), variants.end(), [&](const auto& v) { return v.first == baseline; });
+    if (it == variants.end())
+      throw ConfigError(
+          fmt::format("{}: baseline: '{}' is not a variant (variants: {})", path, baseline, fmt::join(names, ", ")));
+    std::rotate(variants.begin(), it, it + 1);
+    for (const auto& v : variants) s.variants.push_back(v.first);
+    s.baseline = baseline;
+  } else if (spec.contains("grid") && spec["grid"].contains("model.attention")) {
+    // The older form: the attention values are the variants, the directories keep their names.
+    s.variant_key = "model.attention";
+    for (const auto& v : spec["grid"]["model.attention"]) s.variants.push_back(value_text(v));
+    if (baseline.empty())
+      baseline = std::find(s.variants.begin(), s.variants.end(), "sa") != s.variants.end() ? "sa" : s.variants[0];
+    auto it = std::find(s.variants.begin(), s.variants.end(), baseline);
+    if (it == s.variants.end())
+      throw ConfigError(fmt::format("{}: baseline: '{}' is not a value of grid.model.attention ({})", path, baseline,
+                                    fmt::join(s.variants, ", ")));
+    std::rotate(s.variants.begin(), it, it + 1);
+    s.baseline = baseline;
+  } else if (spec.contains("baseline")) {
+    throw ConfigError(path + ": baseline: names a variant, but the sweep has no \"variants\"");
   }
+
   std::vector<size_t> idx(axes.size(), 0);
   while (true) {
-    SweepPoint p;
-    p.values = json::object();
-    p.overrides = fixed;
-    std::string name;
-    for (size_t a = 0; a < axes.size(); ++a) {
-      const auto& v = axes[a][idx[a]];
-      p.values[s.keys[a]] = v;
-      p.overrides.push_back(s.keys[a] + "=" + v.dump());
-      name += (name.empty() ? "" : ",") + s.keys[a] + "=" + value_text(v);
+    for (const auto& [variant, variant_overrides] : variants) {  // the variants of one grid setting run together
+      SweepPoint p;
+      p.values = json::object();
+      p.overrides = fixed;
+      p.overrides.insert(p.overrides.end(), variant_overrides.begin(), variant_overrides.end());
+      std::string name = variant;
+      for (size_t a = 0; a < axes.size(); ++a) {
+        const auto& v = axes[a][idx[a]];
+        p.values[s.keys[a]] = v;
+        p.overrides.push_back(s.keys[a] + "=" + v.dump());
+        name += (name.empty() ? "" : ",") + s.keys[a] + "=" + value_text(v);
+      }
+      p.variant = s.variant_key.empty() ? variant : value_text(p.values[s.variant_key]);
+      // The name is a directory under the sweep's: '/' (and '%', backslash, control
+      // characters) are %XX-escaped, so values such as paths or ".." stay one folder
+      // inside it; names longer than a file name may be are refused.
+      p.name = safe_name_part(name);
+      if (p.name.size() > 200)
+        throw ConfigError(
+            fmt::format("{}: point {}: the run directory name is {} bytes long (at most 200); use "
+                        "shorter grid values",
+                        path, p.name, p.name.size()));
+      if (constant_tokens && p.values.contains("train.seq_len"))
+        for (auto& o : constant_token_overrides(base_cfg, p.values["train.seq_len"].get<int64_t>(), world_size, path))
+          p.overrides.push_back(o);
+      p.overrides.push_back("out_dir=" + json((s.dir / p.name).string()).dump());
+      try {
+        p.config = load_run_config(base.string(), p.overrides, world_size);
+      } catch (const ConfigError& e) {
+        throw ConfigError(fmt::format("{}: point {}: {}", path, p.name, e.what()));
+      }
+      check_distinct(s.points, p, path);
+      s.points.push_back(std::move(p));
     }
-    // The name is a directory under the sweep's: '/' (and '%', backslash, control
-    // characters) are %XX-escaped, so values such as paths or ".." stay one folder
-    // inside it; names longer than a file name may be are refused.
-    p.name = safe_name_part(name);
-    if (p.name.size() > 200)
-      throw ConfigError(
-          fmt::format("{}: point {}: the run directory name is {} bytes long (at most 200); use "
-                      "shorter grid values",
-                      path, p.name, p.name.size()));
-    if (constant_tokens && p.values.contains("train.seq_len"))
-      for (auto& o : constant_token_overrides(base_cfg, p.values["train.seq_len"].get<int64_t>(), world_size, path))
-        p.overrides.push_back(o);
-    p.overrides.push_back("out_dir=" + json((s.dir / p.name).string()).dump());
-    try {
-      p.config = load_run_config(base.string(), p.overrides, world_size);
-    } catch (const ConfigError& e) {
-      throw ConfigError(fmt::format("{}: point {}: {}", path, p.name, e.what()));
-    }
-    check_distinct(s.points, p, path);
-    s.points.push_back(std::move(p));
     size_t a = axes.size();
     while (a > 0 && ++idx[a - 1] == axes[a - 1].size()) idx[--a] = 0;
     if (a == 0) break;

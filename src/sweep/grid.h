@@ -1,16 +1,27 @@
 // Sweeps, the grid: a grid over run-config keys, every point a normal training run in its
-// own directory under the sweep directory, named after its values.
+// own directory under the sweep directory, named after its variant and values.
 //
 // Sweep file (JSON):
 //   "base":  run config file (relative to the sweep file, or as given)
 //   "set":   overrides applied to every point, as --set (optional)
-//   "grid":  {"train.lr": [3e-4, 6e-4], "model.attention": ["sa", "xsa"], ...}
+//   "variants": named model variants, each a set of overrides (optional), e.g. a variant
+//            "sa" with no settings and "xsa-last3" with model.attention xsa and
+//            model.xsa_layers "last 3" (configs/sweeps/variants-124m.json)
+//   "baseline": the variant every other one is compared with (required with variants)
+//   "grid":  the other axes, {"train.seed": [1, 2, 3], "train.lr": [3e-4, 6e-4], ...};
+//            optional with variants (every variant once)
 //   "constant_batch_tokens": true -> when a point changes train.seq_len, keep
 //            tokens per micro-batch (micro_batch * seq_len of the base) and
 //            tokens per step (train.batch_tokens) fixed by adjusting the
 //            micro-batch and so the accumulation count (the paper's sequence-
 //            length study holds 0.5M tokens per step)
 //   "out_dir": the sweep directory
+//
+// With variants a point is every variant at every grid setting, in a directory named
+// "<variant>,<key>=<value>,..." (just "<variant>" without a grid). A variant may not set
+// a key the grid sets. A sweep file without "variants" that has model.attention in its
+// grid (the older form) keeps its directory names; its attention values are its variants,
+// with the baseline "sa" (or "baseline", if given).
 #pragma once
 
 #include "config/run_config.h"
@@ -25,7 +36,8 @@ namespace xsagpt {
 struct SweepPoint {
   std::string name;                    // "model.attention=xsa,train.lr=0.0006"; its directory under the sweep's
                                        // ('/', '%', backslash, control characters %XX-escaped)
-  json values;                         // {"model.attention": "xsa", "train.lr": 0.0006}
+  std::string variant;                 // the variant's name; "" in a sweep without variants
+  json values;                         // the grid's values: {"train.lr": 0.0006, "train.seed": 1}
   std::vector<std::string> overrides;  // everything --set would receive
   RunConfig config;                    // resolved and validated
 };
@@ -33,7 +45,10 @@ struct SweepPoint {
 struct Sweep {
   json spec;  // the sweep file as read
   std::filesystem::path dir;
-  std::vector<std::string> keys;  // grid keys, sorted
+  std::vector<std::string> keys;      // grid keys, sorted
+  std::vector<std::string> variants;  // names, the baseline first; empty: a sweep without variants
+  std::string baseline;               // one of variants ("" without)
+  std::string variant_key;            // "model.attention" when the grid's attention values are the variants
   std::vector<SweepPoint> points;
 };
 

@@ -1,14 +1,19 @@
 #include "sweep/summary.h"
 
+#include "analysis/paired.h"
+#include "sweep/report.h"
 #include "train/run_paths.h"
 #include "util/atomic_file.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 
 namespace xsagpt {
@@ -55,18 +60,18 @@ json without(json values, const char* key) {
   return values;
 }
 
-// With train.seed in the grid: the points that differ only in their seed form a
-// group, summarised by the mean and spread of their final val losses; and for SA
-// and XSA groups that differ only in attention, the XSA - SA difference of the
-// means with the spread of the per-seed (paired: same seed, same initial weights
-// and data order) differences. Only finished points count; n says how many.
-json over_seeds(const json& points, const json& diffs) {
+// With train.seed in the grid: the points of one variant that differ only in their
+// seed form a group, summarised by the mean and spread of their final val losses.
+// Only finished points count; n says how many.
+json seed_groups(const json& points) {
   json groups = json::array();
   for (const auto& p : points) {
     const json key = without(p["values"], kSeedKey);
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const json& g) { return g["values"] == key; });
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const json& g) { return g["values"] == key && g["variant"] == p["variant"]; });
     if (it == groups.end()) {
-      groups.push_back({{"values", key}, {"seeds", json::array()}, {"points", json::array()}});
+      groups.push_back(
+          {{"variant", p["variant"]}, {"values", key}, {"seeds", json::array()}, {"points", json::array()}});
       it = groups.end() - 1;
     }
     (*it)["seeds"].push_back(p["values"][kSeedKey]);
@@ -80,28 +85,174 @@ json over_seeds(const json& points, const json& diffs) {
           vals.push_back(p["final_val_loss"].get<double>());
     g["final_val_loss"] = spread(vals);
   }
-  json pairs = json::array();
-  for (const auto& a : groups) {
-    for (const auto& b : groups) {
-      if (a["values"].value("model.attention", "") != "sa" || b["values"].value("model.attention", "") != "xsa")
-        continue;
-      const json rest = without(a["values"], "model.attention");
-      if (rest != without(b["values"], "model.attention")) continue;
-      std::vector<double> paired;
-      for (const auto& d : diffs)
-        if (without(d["values"], kSeedKey) == rest && d["xsa_minus_sa_val_loss"].is_number())
-          paired.push_back(d["xsa_minus_sa_val_loss"].get<double>());
-      const auto& ma = a["final_val_loss"]["mean"];
-      const auto& mb = b["final_val_loss"]["mean"];
-      pairs.push_back({{"values", rest},
-                       {"sa", a["final_val_loss"]},
-                       {"xsa", b["final_val_loss"]},
-                       {"xsa_minus_sa_mean",
-                        ma.is_number() && mb.is_number() ? json(mb.get<double>() - ma.get<double>()) : json(nullptr)},
-                       {"xsa_minus_sa_by_seed", spread(paired)}});
+  return {{"groups", groups}};
+}
+
+// What a run logged, from its metrics.jsonl: val loss against wall-clock time and
+// tokens, and the train records' time per step. A line that does not parse (a torn
+// last line) is skipped; a step at or below the last of its kind marks a restart, whose
+// records replace what followed.
+struct Curves {
+  std::vector<double> time, tokens, loss;  // val records
+  std::optional<double> step_time;         // seconds per step between the first and the last train record
+};
+
+Curves read_curves(const fs::path& file) {
+  Curves c;
+  std::ifstream in(file);
+  std::vector<std::array<double, 4>> val, train;  // step, time_s, tokens, val_loss
+  for (std::string line; std::getline(in, line);) {
+    const json r = json::parse(line, nullptr, false);
+    if (!r.is_object() || !r.value("step", json()).is_number() || !r.value("time_s", json()).is_number()) continue;
+    const bool is_val = r.value("val_loss", json()).is_number();
+    if (!is_val && !r.value("train_loss", json()).is_number()) continue;
+    auto& kind = is_val ? val : train;
+    const double step = r["step"].get<double>();
+    while (!kind.empty() && kind.back()[0] >= step) kind.pop_back();
+    kind.push_back({step, r["time_s"].get<double>(), r.value("tokens", json(0)).get<double>(),
+                    is_val ? r["val_loss"].get<double>() : 0.0});
+  }
+  for (const auto& v : val) {
+    c.time.push_back(v[1]);
+    c.tokens.push_back(v[2]);
+    c.loss.push_back(v[3]);
+  }
+  if (train.size() >= 2 && train.back()[0] > train.front()[0])
+    c.step_time = (train.back()[1] - train.front()[1]) / (train.back()[0] - train.front()[0]);
+  return c;
+}
+
+// y at x on the piecewise-linear curve through (xs, ys); empty when x lies outside the
+// logged range (answering would mean extrapolating).
+std::optional<double> interpolate(const std::vector<double>& xs, const std::vector<double>& ys, double x) {
+  if (xs.empty() || x < xs.front() || x > xs.back() * (1 + 1e-12)) return std::nullopt;
+  for (size_t i = 1; i < xs.size(); ++i)
+    if (x <= xs[i]) {
+      const double span = xs[i] - xs[i - 1];
+      return span > 0 ? ys[i - 1] + (ys[i] - ys[i - 1]) * (x - xs[i - 1]) / span : ys[i];
+    }
+  return ys.back();
+}
+
+json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+// Paired statistics of per-seed differences (analysis/paired.h) as summary.json holds them.
+json paired_json(const std::vector<double>& diffs, const json& seeds) {
+  const auto s = paired_stats(diffs);
+  json j = {{"n", s.n},
+            {"seeds", seeds},
+            {"mean", s.n > 0 ? json(s.mean) : json(nullptr)},
+            {"sd", optional_number(s.sd)},
+            {"df", s.n > 1 ? json(s.n - 1) : json(nullptr)},
+            {"ci95", s.ci_low ? json::array({*s.ci_low, *s.ci_high}) : json(nullptr)},
+            {"t", optional_number(s.t)},
+            {"p", optional_number(s.p)}};
+  return j;
+}
+
+// A variant's val loss where the baseline ended (its final time, or token count), per
+// seed: the difference to the baseline's final val loss, or the seed refused when the
+// variant's curve does not reach that far.
+struct AtEnd {
+  std::vector<double> diffs;
+  json seeds = json::array(), at = json::array(), refused = json::array();
+};
+
+void at_baseline_end(AtEnd& out, const std::vector<double>& xs, const std::vector<double>& loss,
+                     const std::vector<double>& baseline_xs, int64_t seed, double baseline_loss) {
+  const double end = baseline_xs.back();
+  if (const auto y = interpolate(xs, loss, end)) {
+    out.diffs.push_back(*y - baseline_loss);
+    out.seeds.push_back(seed);
+    out.at.push_back({{"seed", seed}, {"x", end}, {"val_loss", *y}});
+  } else {
+    out.refused.push_back({{"seed", seed}, {"baseline_end", end}, {"variant_end", xs.back()}});
+  }
+}
+
+// Every variant against the baseline at each setting of the other keys, paired by seed
+// (the resolved train.seed: same initial weights and data order): final val loss; val
+// loss at the baseline's final wall-clock time and at its final token count,
+// interpolated on the variant's val curve; and the step-time ratio.
+json comparisons(const Sweep& sweep, const json& points) {
+  json out = json::array();
+  if (sweep.variants.size() < 2) return out;
+  auto rest_of = [&](const json& values) {
+    json r = without(values, kSeedKey);
+    if (!sweep.variant_key.empty()) r.erase(sweep.variant_key);
+    return r;
+  };
+  std::vector<json> settings;  // the other keys' values, in point order
+  for (const auto& p : points)
+    if (std::find(settings.begin(), settings.end(), rest_of(p["values"])) == settings.end())
+      settings.push_back(rest_of(p["values"]));
+  auto finished = [](const json& p) { return p["status"] == "done" && p.value("final_val_loss", json()).is_number(); };
+  for (const auto& rest : settings) {
+    // seed -> index into points, per variant
+    std::map<std::string, std::map<int64_t, size_t>> by_variant;
+    for (size_t i = 0; i < points.size(); ++i)
+      if (rest_of(points[i]["values"]) == rest)
+        by_variant[points[i]["variant"].get<std::string>()][sweep.points[i].config.train.seed] = i;
+    const auto& base = by_variant[sweep.baseline];
+    std::map<size_t, Curves> curves;
+    auto curve = [&](size_t i) -> const Curves& {
+      if (!curves.count(i)) curves[i] = read_curves(RunPaths(sweep.points[i].config.out_dir).metrics);
+      return curves[i];
+    };
+    for (const auto& v : sweep.variants) {
+      if (v == sweep.baseline) continue;
+      const auto& mine = by_variant[v];
+      std::vector<double> finals, base_finals, d_final, ratios;
+      json seeds = json::array(), dropped = json::array();
+      AtEnd equal_time, equal_tokens;
+      std::set<int64_t> all;
+      for (const auto& [seed, i] : base) all.insert(seed);
+      for (const auto& [seed, i] : mine) all.insert(seed);
+      for (const auto& [seed, i] : mine)
+        if (finished(points[i])) finals.push_back(points[i]["final_val_loss"].get<double>());
+      for (const auto& [seed, i] : base)
+        if (finished(points[i])) base_finals.push_back(points[i]["final_val_loss"].get<double>());
+      for (int64_t seed : all) {
+        const auto b = base.find(seed), m = mine.find(seed);
+        auto state = [&](const auto& it, const auto& map, const std::string& who) {
+          return it == map.end() ? who + " has no point"
+                                 : who + " " + points[it->second]["status"].template get<std::string>();
+        };
+        if (b == base.end() || m == mine.end() || !finished(points[b->second]) || !finished(points[m->second])) {
+          std::string why = (b != base.end() && finished(points[b->second])) ? state(m, mine, v)
+                            : (m != mine.end() && finished(points[m->second]))
+                                ? state(b, base, sweep.baseline)
+                                : state(b, base, sweep.baseline) + ", " + state(m, mine, v);
+          dropped.push_back({{"seed", seed}, {"why", why}});
+          continue;
+        }
+        const double lb = points[b->second]["final_val_loss"].get<double>();
+        d_final.push_back(points[m->second]["final_val_loss"].get<double>() - lb);
+        seeds.push_back(seed);
+        const auto& cb = curve(b->second);
+        const auto& cm = curve(m->second);
+        if (cb.time.empty() || cm.time.empty()) continue;
+        at_baseline_end(equal_time, cm.time, cm.loss, cb.time, seed, lb);
+        at_baseline_end(equal_tokens, cm.tokens, cm.loss, cb.tokens, seed, lb);
+        if (cb.step_time && cm.step_time && *cb.step_time > 0) ratios.push_back(*cm.step_time / *cb.step_time);
+      }
+      json c = {{"values", rest},
+                {"variant", v},
+                {"baseline", sweep.baseline},
+                {"final_val_loss", spread(finals)},
+                {"baseline_final_val_loss", spread(base_finals)},
+                {"minus_baseline", paired_json(d_final, seeds)}};
+      c["minus_baseline"]["dropped"] = dropped;
+      for (const auto& [key, e] : {std::pair{"equal_time", &equal_time}, std::pair{"equal_tokens", &equal_tokens}}) {
+        c[key] = paired_json(e->diffs, e->seeds);
+        c[key]["at"] = e->at;
+        c[key]["extrapolation_refused"] = e->refused;
+      }
+      c["step_time_ratio"] = spread(ratios);
+      out.push_back(c);
     }
   }
-  return {{"groups", groups}, {"differences", pairs}};
+  return out;
 }
 
 }  // namespace
@@ -110,7 +261,7 @@ json sweep_summary(const Sweep& sweep) {
   json points = json::array();
   for (const auto& p : sweep.points) {
     const RunPaths run(p.config.out_dir);
-    json e = {{"name", p.name}, {"dir", p.name}, {"values", p.values}};
+    json e = {{"name", p.name}, {"dir", p.name}, {"variant", p.variant}, {"values", p.values}};
     if (fs::exists(run.done)) {
       auto done = read_json_file(run.done);
       e["status"] = "done";
@@ -124,42 +275,53 @@ json sweep_summary(const Sweep& sweep) {
     }
     points.push_back(e);
   }
-  // Pairs that differ only in the attention type.
+  // Per point: its variant minus the baseline at the same values and seed.
   json diffs = json::array();
-  for (size_t i = 0; i < sweep.points.size(); ++i) {
-    for (size_t j = 0; j < sweep.points.size(); ++j) {
+  for (size_t j = 0; j < sweep.points.size(); ++j) {
+    const auto& b = sweep.points[j];
+    if (sweep.variants.empty() || b.variant == sweep.baseline) continue;
+    for (size_t i = 0; i < sweep.points.size(); ++i) {
       const auto& a = sweep.points[i];
-      const auto& b = sweep.points[j];
-      if (a.config.model.attention != AttentionKind::kSa || b.config.model.attention != AttentionKind::kXsa) continue;
+      if (a.variant != sweep.baseline) continue;
       json va = a.values, vb = b.values;
-      va.erase("model.attention");
-      vb.erase("model.attention");
+      if (!sweep.variant_key.empty()) {
+        va.erase(sweep.variant_key);
+        vb.erase(sweep.variant_key);
+      }
       if (va != vb) continue;
-      json d = {{"values", va}, {"sa", a.name}, {"xsa", b.name}, {"xsa_minus_sa_val_loss", nullptr}};
+      json d = {{"values", va},
+                {"variant", b.variant},
+                {"baseline", a.name},
+                {"point", b.name},
+                {"val_loss_minus_baseline", nullptr}};
       if (points[i]["status"] == "done" && points[j]["status"] == "done" && points[i]["final_val_loss"].is_number() &&
           points[j]["final_val_loss"].is_number())
-        d["xsa_minus_sa_val_loss"] =
+        d["val_loss_minus_baseline"] =
             points[j]["final_val_loss"].get<double>() - points[i]["final_val_loss"].get<double>();
       diffs.push_back(d);
     }
   }
-  json out = {{"keys", sweep.keys}, {"points", points}, {"differences", diffs}};
+  json out = {{"keys", sweep.keys}, {"variants", sweep.variants}, {"baseline", sweep.baseline},
+              {"points", points},   {"differences", diffs},       {"comparisons", comparisons(sweep, points)}};
   if (std::find(sweep.keys.begin(), sweep.keys.end(), kSeedKey) != sweep.keys.end())
-    out["over_seeds"] = over_seeds(points, diffs);
+    out["over_seeds"] = seed_groups(points);
   return out;
 }
 
 void write_summary(const Sweep& sweep) {
   const auto summary = sweep_summary(sweep);
   write_file_atomic(sweep.dir / "summary.json", summary.dump(2) + "\n");
+  // A sweep file with variants names them in a column of their own (the older form has model.attention).
+  const bool variant_column = !sweep.variants.empty() && sweep.variant_key.empty();
   std::ostringstream csv;
-  csv << "name";
+  csv << "name" << (variant_column ? ",variant" : "");
   for (const auto& k : sweep.keys) csv << "," << csv_field(k);
   csv << ",status,final_train_loss,final_val_loss,tokens,wall_s";
   auto cell = [](const json& v) { return v.is_null() ? std::string() : csv_field(value_text(v)); };
   csv << ",error\n";
   for (const auto& p : summary["points"]) {
     csv << '"' << csv_quoted(p["name"].get<std::string>()) << '"';  // always quoted: names hold ',' between keys
+    if (variant_column) csv << "," << p["variant"].get<std::string>();
     for (const auto& k : sweep.keys) csv << "," << cell(p["values"][k]);
     csv << "," << p["status"].get<std::string>();
     for (const char* k : {"final_train_loss", "final_val_loss", "tokens", "wall_s", "error"})
@@ -167,6 +329,7 @@ void write_summary(const Sweep& sweep) {
     csv << "\n";
   }
   write_file_atomic(sweep.dir / "summary.csv", csv.str());
+  if (!summary["comparisons"].empty()) write_file_atomic(sweep.dir / "report.md", sweep_report(summary, sweep.dir));
 
   if (!summary.contains("over_seeds")) return;
   // One row per group of seeds: the other keys' values, then the final val loss over the seeds.
@@ -174,9 +337,11 @@ void write_summary(const Sweep& sweep) {
   for (const auto& k : sweep.keys)
     if (k != kSeedKey) others.push_back(k);
   std::ostringstream seeds;
+  if (variant_column) seeds << "variant,";
   for (const auto& k : others) seeds << csv_field(k) << ",";
   seeds << "seeds,n_done,final_val_loss_mean,final_val_loss_std,final_val_loss_min,final_val_loss_max\n";
   for (const auto& g : summary["over_seeds"]["groups"]) {
+    if (variant_column) seeds << g["variant"].get<std::string>() << ",";
     for (const auto& k : others) seeds << cell(g["values"][k]) << ",";
     std::string list;
     for (const auto& s : g["seeds"]) list += (list.empty() ? "" : " ") + value_text(s);

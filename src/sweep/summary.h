@@ -1,16 +1,29 @@
 // Sweeps, the summary: what the points of a sweep (sweep/grid.h) came to, read
-// from their run directories, as summary.json and summary.csv beside them.
+// from their run directories, as summary.json, summary.csv and report.md beside them.
 #pragma once
 
 #include "sweep/grid.h"
 
 namespace xsagpt {
 
-// summary.json / summary.csv from the points' done.json files: per point its values,
-// status (done, failed with its error, running, pending) and final losses; for each SA/XSA pair differing only in
-// attention, XSA - SA val loss. With train.seed in the grid also "over_seeds" (and summary_seeds.csv): every group of
-// points differing only in the seed with the mean, sample standard deviation, min and max of its final val losses, and
-// per SA/XSA pair of groups the difference of the means and the spread of the per-seed differences.
+// summary.json / summary.csv from the points' done.json and metrics.jsonl files:
+//   "points": per point its variant, values, status (done, failed with its error,
+//             running, pending) and final losses;
+//   "differences": per point of a variant, its final val loss minus the baseline's at
+//             the same values and seed;
+//   "comparisons": per variant and setting of the other keys (the seed aside), the
+//             final val loss over seeds (mean, sd, min, max, n) beside the baseline's,
+//             and the variant minus the baseline paired by seed ("minus_baseline": n,
+//             mean, sd, df, 95% t interval, paired t-test t and two-sided p, the seeds
+//             used and those dropped with the reason); the same at the baseline's final
+//             wall-clock time ("equal_time") and token count ("equal_tokens"), the
+//             variant's val loss interpolated there ("at": seed, x, val_loss), seeds where
+//             that would extrapolate listed instead ("extrapolation_refused": seed,
+//             baseline_end, variant_end); and the ratio of the variant's step time to the baseline's;
+//   "over_seeds" (with train.seed in the grid; and summary_seeds.csv): each variant's
+//             groups of points that differ only in the seed, with their final val losses'
+//             mean, sample standard deviation, min and max.
+// report.md (sweep/report.h) holds the comparisons as a person reads them.
 json sweep_summary(const Sweep& sweep);
 void write_summary(const Sweep& sweep);
 

@@ -330,7 +330,7 @@ def test_eval_accuracy_matches_reference(eval_report, reference, enc):
         avg = {k: np.mean([m["results"][t][k] for t in report["tasks"]]) for k in ("acc", "acc_norm")}
         assert {k: m["average"][k] for k in avg} == pytest.approx(avg)
     (d,) = report["differences"]
-    assert (d["sa"], d["xsa"]) == (0, 1)
+    assert (d["baseline"], d["model"]) == (0, 1) and report["baseline"] == "sa sinks=1"  # the first model's variant
     sa, xsa = report["models"]
     for t in report["tasks"]:
         assert d["results"][t]["acc"] == pytest.approx(xsa["results"][t]["acc"] - sa["results"][t]["acc"])

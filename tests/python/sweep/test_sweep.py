@@ -1,8 +1,10 @@
-"""`xsagpt sweep` end to end: a 2 learning rates x SA/XSA grid on CPU runs to
+"""`xsagpt sweep` end to end: a 2 learning rates x SA/XSA grid on CPU (a sweep file
+of the older form: its attention values are its variants, "sa" the baseline) runs to
 completion, summarises four points and two XSA-SA differences, is skipped on a
 second invocation, survives being killed midway, and plots; seeds in the grid give
 each attention's mean and spread; the shipped sweeps validate; one sweep process owns
-its directory, and a point another process owns is skipped, never recorded as failed."""
+its directory, and a point another process owns is skipped, never recorded as failed.
+Sweeps with named variants: test_variants.py."""
 import json
 import os
 import signal
@@ -36,17 +38,18 @@ def test_sweep_runs_summarises_and_skips_finished(tmp_path, shards, xsagpt):
     first = xsagpt("sweep", "-c", spec)
     summary = json.loads((tmp_path / "sweep" / "summary.json").read_text())
     assert len(summary["points"]) == 4 and all(p["status"] == "done" for p in summary["points"])
-    assert len(summary["differences"]) == 2
+    assert len(summary["differences"]) == 2 and (summary["variants"], summary["baseline"]) == (["sa", "xsa"], "sa")
     for d in summary["differences"]:
-        sa = next(p for p in summary["points"] if p["name"] == d["sa"])
-        xsa = next(p for p in summary["points"] if p["name"] == d["xsa"])
+        sa = next(p for p in summary["points"] if p["name"] == d["baseline"])
+        xsa = next(p for p in summary["points"] if p["name"] == d["point"])
+        assert (sa["variant"], xsa["variant"], d["variant"]) == ("sa", "xsa", "xsa")
         assert sa["values"]["train.lr"] == xsa["values"]["train.lr"] == d["values"]["train.lr"]
-        assert d["xsa_minus_sa_val_loss"] == pytest.approx(xsa["final_val_loss"] - sa["final_val_loss"])
+        assert d["val_loss_minus_baseline"] == pytest.approx(xsa["final_val_loss"] - sa["final_val_loss"])
         # the summary agrees with the point's own metrics
-        assert sa["final_val_loss"] == metrics(tmp_path / "sweep" / d["sa"], "val_loss")[8]
+        assert sa["final_val_loss"] == metrics(tmp_path / "sweep" / d["baseline"], "val_loss")[8]
     csv = (tmp_path / "sweep" / "summary.csv").read_text().splitlines()
     assert len(csv) == 5 and csv[0].startswith("name,model.attention,train.lr")
-    assert "XSA - SA" in first.stdout
+    assert "- sa (paired)" in first.stdout and (tmp_path / "sweep" / "report.md").exists()
     png = tmp_path / "sweep" / "plots" / "sweep_final.png"
     assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10000
 
@@ -154,15 +157,15 @@ def test_seeds_in_the_grid_give_each_attentions_mean_and_spread(tmp_path, shards
         assert v["n"] == 3 and v["min"] == min(xs) and v["max"] == max(xs)
         assert v["mean"] == pytest.approx(statistics.mean(xs), abs=1e-12)
         assert v["std"] == pytest.approx(statistics.stdev(xs), abs=1e-12)
-    (d,) = summary["differences"]
+    (d,) = json.loads((sw / "summary.json").read_text())["comparisons"]
     paired = [val[("xsa", s)] - val[("sa", s)] for s in (1, 2, 3)]
-    assert d["values"] == {}
-    assert d["xsa_minus_sa_mean"] == pytest.approx(statistics.mean(paired), abs=1e-12)
-    assert d["xsa_minus_sa_by_seed"]["std"] == pytest.approx(statistics.stdev(paired), abs=1e-12)
+    assert d["values"] == {} and (d["variant"], d["baseline"]) == ("xsa", "sa")
+    assert d["minus_baseline"]["mean"] == pytest.approx(statistics.mean(paired), abs=1e-12)
+    assert d["minus_baseline"]["sd"] == pytest.approx(statistics.stdev(paired), abs=1e-12)
     # The printed table and summary_seeds.csv carry the same figures.
     sa = groups["sa"]["final_val_loss"]
-    assert f"{sa['mean']:.4f} ± {sa['std']:.4f} (n=3)" in out
-    assert f"{statistics.mean(paired):+.4f} ± {statistics.stdev(paired):.4f} (n=3)" in out
+    assert f"{sa['mean']:.4f} ± {sa['std']:.4f}" in out
+    assert f"{statistics.mean(paired):+.4f}" in out
     rows = (sw / "summary_seeds.csv").read_text().splitlines()
     assert rows[0] == ("model.attention,seeds,n_done,final_val_loss_mean,final_val_loss_std,"
                        "final_val_loss_min,final_val_loss_max")

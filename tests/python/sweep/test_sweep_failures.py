@@ -102,7 +102,7 @@ def test_a_sweep_point_killed_after_its_final_checkpoint_gets_finished(tmp_path,
     summary = json.loads((tmp_path / "sw" / "summary.json").read_text())
     # Before: that point stayed "running" forever and its XSA - SA difference "-".
     assert [p["status"] for p in summary["points"]] == ["done", "done"]
-    assert isinstance(summary["differences"][0]["xsa_minus_sa_val_loss"], float)
+    assert isinstance(summary["differences"][0]["val_loss_minus_baseline"], float)
 
 
 def test_the_plot_step_runs_without_a_shell(tmp_path, shards, xsagpt):

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# One `xsagpt sweep` on the lent GPU machine (docs/gpu-machine.md), in calls of at most
+# 10 minutes: builds xsagpt when the machine has no build yet, runs the sweep until the
+# call's time budget is spent (SIGTERM: the running point saves a checkpoint and the
+# sweep stops cleanly; the same command continues it on the warm machine), then copies
+# summary.json, summary.csv, report.md, the figures and the logs under $OUT.
+#
+#   bash scripts/bench/sweep_gpu.sh configs/sweeps/variants-124m.json [BUDGET_SECONDS]
+#
+# BUDGET_SECONDS (default 500) counts from the start of the call, the build included,
+# and leaves room under the device tool's 600 s for the copy. Exit status: 0 when every
+# point is done, 3 when some are still to run (call again, back to back), else the error.
+set -euo pipefail
+
+spec=${1:?usage: bash scripts/bench/sweep_gpu.sh SWEEP_FILE [BUDGET_SECONDS]}
+budget=${2:-500}
+out=${OUT:-out/sweep-gpu}
+mkdir -p "$out"
+start=$(date +%s)
+say() { echo "[sweep_gpu] $*" >&2; }
+
+if [ ! -x build/xsagpt ]; then
+  say "building xsagpt (Release; a cold build takes about 200 s on 16 cores)"
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -Wno-dev >"$out/configure.log" 2>&1
+  cmake --build build -j16 --target xsagpt >"$out/build.log" 2>&1 || { tail -30 "$out/build.log" >&2; exit 1; }
+fi
+dir=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["out_dir"])' "$spec")
+left=$((budget - ($(date +%s) - start)))
+if [ "$left" -lt 60 ]; then
+  say "only ${left} s of the budget left after the build: call again to train"
+  exit 3
+fi
+say "training for at most ${left} s into $dir"
+status=0
+timeout -s TERM -k 60 "$left" build/xsagpt sweep -c "$spec" >"$out/sweep.out" 2>"$out/sweep.log" || status=$?
+for f in summary.json summary.csv summary_seeds.csv report.md; do
+  [ -f "$dir/$f" ] && cp "$dir/$f" "$out/"
+done
+[ -d "$dir/plots" ] && cp -r "$dir/plots" "$out/"
+tail -c 8000 "$out/sweep.out"
+[ -f "$dir/summary.json" ] || { say "no summary yet (exit status $status); see $out/sweep.log"; exit 3; }
+if python3 -c 'import json, sys; sys.exit(0 if all(p["status"] == "done" for p in json.load(open(sys.argv[1]))["points"]) else 1)' \
+  "$dir/summary.json"; then
+  say "every point is done: $out/report.md"
+  exit 0
+fi
+if [ "$status" -ne 0 ] && [ "$status" -ne 124 ] && ! grep -q "interrupted" "$out/sweep.log"; then
+  say "the sweep failed (exit status $status); see $out/sweep.log"
+  exit "$status"
+fi
+say "points still to run: call the same command again"
+exit 3

@@ -1,0 +1,188 @@
+// The sweep's comparison tables, as text and as markdown (sweep/report.h).
+#include "sweep/report.h"
+
+#include "sweep/grid.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace xsagpt {
+
+namespace {
+
+using Row = std::vector<std::string>;
+
+struct Table {
+  std::string title;  // the setting of the other keys, or "" for a sweep over variants alone
+  Row head;
+  std::vector<Row> rows;
+};
+
+std::string fixed4(const json& v, bool sign = false) {
+  if (!v.is_number()) return "-";
+  return sign ? fmt::format("{:+.4f}", v.get<double>()) : fmt::format("{:.4f}", v.get<double>());
+}
+
+std::string mean_sd(const json& s) {
+  if (!s["mean"].is_number()) return "-";
+  return fixed4(s["mean"]) + (s["std"].is_number() ? " ± " + fixed4(s["std"]) : " (one seed: no sd)");
+}
+
+// The paired difference's three cells: mean, 95% interval, p (or why there is none).
+Row paired_cells(const json& d) {
+  const auto n = d["n"].get<int64_t>();
+  if (n == 0) return {"-", "-", "-"};
+  Row r{fixed4(d["mean"], true)};
+  if (n < 2) return {r[0], "no interval (one seed)", "-"};
+  r.push_back(d["ci95"].is_array() ? fmt::format("[{}, {}]", fixed4(d["ci95"][0], true), fixed4(d["ci95"][1], true))
+                                   : "-");
+  r.push_back(d["p"].is_number() ? fmt::format("{:.3g}", d["p"].get<double>()) : "- (no spread)");
+  return r;
+}
+
+std::string setting(const json& values) {
+  std::string out;
+  for (const auto& [k, v] : values.items()) out += (out.empty() ? "" : ", ") + k + "=" + value_text(v);
+  return out;
+}
+
+// One pair of tables (final loss; equal time and tokens) per setting of the other keys, and the notes.
+std::vector<Table> tables(const json& summary, std::vector<std::string>& notes) {
+  const std::string b = summary["baseline"].get<std::string>();
+  std::vector<Table> out;
+  std::vector<json> settings;
+  for (const auto& c : summary["comparisons"])
+    if (std::find(settings.begin(), settings.end(), c["values"]) == settings.end()) settings.push_back(c["values"]);
+  for (const auto& values : settings) {
+    const std::string where = setting(values);
+    Table fin{
+        where, {"variant", "final val loss (mean ± sd)", "n", "- " + b + " (paired)", "95% CI", "p", "pairs"}, {}};
+    Table eq{where,
+             {"variant", "step time / " + b, "at " + b + "'s time: - " + b, "95% CI", "p", "pairs",
+              "at " + b + "'s tokens: - " + b, "95% CI", "p", "pairs"},
+             {}};
+    bool first = true;
+    for (const auto& c : summary["comparisons"]) {
+      if (c["values"] != values) continue;
+      if (first) {
+        const auto& s = c["baseline_final_val_loss"];
+        fin.rows.push_back({b + " (baseline)", mean_sd(s), std::to_string(s["n"].get<int64_t>()), "", "", "", ""});
+        first = false;
+      }
+      const auto v = c["variant"].get<std::string>();
+      const auto& s = c["final_val_loss"];
+      Row r{v, mean_sd(s), std::to_string(s["n"].get<int64_t>())};
+      for (auto& cell : paired_cells(c["minus_baseline"])) r.push_back(cell);
+      r.push_back(std::to_string(c["minus_baseline"]["n"].get<int64_t>()));
+      fin.rows.push_back(r);
+
+      const auto& ratio = c["step_time_ratio"];
+      Row e{v, ratio["mean"].is_number() ? fmt::format("{:.3f}", ratio["mean"].get<double>()) : "-"};
+      for (const char* k : {"equal_time", "equal_tokens"}) {
+        for (auto& cell : paired_cells(c[k])) e.push_back(cell);
+        e.push_back(std::to_string(c[k]["n"].get<int64_t>()));
+      }
+      eq.rows.push_back(e);
+
+      const std::string who = v + (where.empty() ? "" : " (" + where + ")");
+      for (const auto& d : c["minus_baseline"]["dropped"])
+        notes.push_back(
+            fmt::format("{}: seed {} not paired: {}", who, value_text(d["seed"]), d["why"].get<std::string>()));
+      for (const auto& x : c["equal_time"]["extrapolation_refused"])
+        notes.push_back(fmt::format(
+            "{}: seed {} ended at {:.4g} s, before {}'s final {:.4g} s: its loss at that time would be "
+            "extrapolated, so the seed is left out of the equal-time comparison",
+            who, value_text(x["seed"]), x["variant_end"].get<double>(), b, x["baseline_end"].get<double>()));
+      for (const auto& x : c["equal_tokens"]["extrapolation_refused"])
+        notes.push_back(fmt::format(
+            "{}: seed {} saw fewer tokens than {} ({:.0f} of {:.0f}): left out of the equal-token comparison", who,
+            value_text(x["seed"]), b, x["variant_end"].get<double>(), x["baseline_end"].get<double>()));
+    }
+    out.push_back(std::move(fin));
+    out.push_back(std::move(eq));
+  }
+  return out;
+}
+
+std::string aligned(const Table& t) {
+  std::vector<size_t> w(t.head.size(), 0);
+  auto widen = [&](const Row& r) {
+    for (size_t i = 0; i < r.size(); ++i) w[i] = std::max(w[i], r[i].size());
+  };
+  widen(t.head);
+  for (const auto& r : t.rows) widen(r);
+  std::string out;
+  auto line = [&](const Row& r) {
+    std::string l;
+    for (size_t i = 0; i < r.size(); ++i) l += (i ? "  " : "") + fmt::format("{:<{}}", r[i], w[i]);
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    out += l + "\n";
+  };
+  line(t.head);
+  for (const auto& r : t.rows) line(r);
+  return out;
+}
+
+std::string markdown(const Table& t) {
+  std::string out = "| " + fmt::format("{}", fmt::join(t.head, " | ")) + " |\n|";
+  for (size_t i = 0; i < t.head.size(); ++i) out += i ? "---:|" : "---|";
+  out += "\n";
+  for (const auto& r : t.rows) out += "| " + fmt::format("{}", fmt::join(r, " | ")) + " |\n";
+  return out;
+}
+
+constexpr const char* kHowToRead =
+    "Differences are variant minus baseline, paired by seed (the same seed: the same initial weights and data "
+    "order); negative means a lower loss than the baseline. 95% CI: Student's t interval of the mean difference "
+    "(n - 1 degrees of freedom); p: the paired t-test, two-sided. Equal time: the variant's val loss interpolated "
+    "(linearly between its evaluations) at the baseline's final wall-clock time, minus the baseline's final val "
+    "loss; equal tokens: the same at the baseline's final token count. Step time: the variant's seconds per step "
+    "over the baseline's (mean over pairs).";
+
+}  // namespace
+
+std::string comparison_table(const json& summary) {
+  std::vector<std::string> notes;
+  const auto ts = tables(summary, notes);
+  std::string out;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    if (i % 2 == 0 && !ts[i].title.empty()) out += "\n" + ts[i].title + ":\n";
+    out += "\n" + aligned(ts[i]);
+  }
+  for (const auto& n : notes) out += "note: " + n + "\n";
+  return out;
+}
+
+std::string sweep_report(const json& summary, const std::filesystem::path& dir) {
+  std::vector<std::string> notes;
+  const auto ts = tables(summary, notes);
+  const auto b = summary["baseline"].get<std::string>();
+  std::string out = fmt::format("# Sweep {}: every variant against {}\n\n{}\n", dir.filename().string(), b, kHowToRead);
+  for (size_t i = 0; i < ts.size(); ++i) {
+    if (i % 2 == 0) {
+      if (!ts[i].title.empty()) out += "\n## " + ts[i].title + "\n";
+      out += "\n### Final val loss\n\n";
+    } else {
+      out += "\n### Equal wall-clock time and equal tokens\n\n";
+    }
+    out += markdown(ts[i]);
+  }
+  if (!notes.empty()) {
+    out += "\n## Notes\n\n";
+    for (const auto& n : notes) out += "- " + n + "\n";
+  }
+  size_t total = 0, done = 0;
+  for (const auto& p : summary["points"]) {
+    ++total;
+    done += p["status"] == "done";
+  }
+  out += fmt::format(
+      "\n{} of {} points finished; summary.json holds every figure above at full precision, plots/ "
+      "the curves (scripts/view/plot.py).\n",
+      done, total);
+  return out;
+}
+
+}  // namespace xsagpt

@@ -1,0 +1,174 @@
+"""Named variants in sweeps: a tiny four-variant sweep with three seeds on CPU writes
+point directories, summary.json, the printed table and report.md by variant name, and
+every figure in them (mean ± sd, the paired difference to the baseline with its 95% t
+interval and the paired t-test p, at the end, at the baseline's wall-clock time and at
+its token count, the step-time ratio) is recomputed here from the runs' own
+metrics.jsonl with scipy.stats. One seed gives no interval; an unpaired seed is dropped
+and said. Bad variants and baselines are refused by name before anything runs."""
+import json
+
+import numpy as np
+import pytest
+
+stats = pytest.importorskip("scipy.stats")  # the eval extra (requirements-eval.txt); not on every GPU image
+
+from tinyrun import write_run_config
+
+VARIANTS = {"sa": {}, "xsa": {"model.attention": "xsa"},
+            "xsa-last1": {"model.attention": "xsa", "model.xsa_layers": "last 1"},
+            "xsa-gated": {"model.attention": "xsa", "model.xsa_gate": "sa"}}
+SEEDS = [1, 2, 3]
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory, markov_shards):
+    d = tmp_path_factory.mktemp("variants")
+    return write_run_config(d / "base.json", markov_shards, d / "unused", model={"attention": "sa"}, max_steps=6,
+                            eval_interval=2, ckpt_interval=0, log_interval=1)
+
+
+def sweep_spec(path, base, **extra):
+    spec = {"base": str(base), "variants": VARIANTS, "baseline": "sa", "grid": {"train.seed": SEEDS},
+            "out_dir": str(path.parent / "sw"), **extra}
+    path.write_text(json.dumps(spec))
+    return path
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory, base, xsagpt):
+    d = tmp_path_factory.mktemp("sweep")
+    out = xsagpt("sweep", "-c", sweep_spec(d / "s.json", base), "--no-plot").stdout
+    return d / "sw", out
+
+
+def records(run_dir, kind):
+    rows = [json.loads(l) for l in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return [r for r in rows if f"{kind}_loss" in r]
+
+
+def test_points_are_named_by_variant_and_paired_by_seed(sweep):
+    sw, out = sweep
+    s = json.loads((sw / "summary.json").read_text())
+    assert s["variants"] == ["sa", "xsa", "xsa-gated", "xsa-last1"] and s["baseline"] == "sa"
+    assert {p["name"] for p in s["points"]} == {f"{v},train.seed={k}" for v in VARIANTS for k in SEEDS}
+    assert all((sw / p["dir"] / "done.json").exists() and p["variant"] == p["name"].split(",")[0] for p in s["points"])
+    cfg = json.loads((sw / "xsa-last1,train.seed=2" / "config.json").read_text())
+    assert cfg["model"]["xsa_layers"] == "last 1" and cfg["train"]["seed"] == 2
+    final = {(p["variant"], p["values"]["train.seed"]): records(sw / p["dir"], "val")[-1]["val_loss"]
+             for p in s["points"]}
+    assert len(set(final.values())) == len(final), "every variant and seed must be its own run"
+    report = (sw / "report.md").read_text()
+    comps = {c["variant"]: c for c in s["comparisons"]}
+    assert comps.keys() == {"xsa", "xsa-gated", "xsa-last1"}
+    base = np.array([final[("sa", k)] for k in SEEDS])
+    for v, c in comps.items():
+        mine = np.array([final[(v, k)] for k in SEEDS])
+        d = mine - base
+        assert abs(d).max() > 0  # a real difference to test
+        m = c["minus_baseline"]
+        res = stats.ttest_rel(mine, base)
+        lo, hi = stats.t.interval(0.95, len(d) - 1, loc=d.mean(), scale=stats.sem(d))
+        assert (m["n"], m["df"], m["seeds"], m["dropped"]) == (3, 2, SEEDS, [])
+        assert m["mean"] == pytest.approx(d.mean(), abs=1e-12) and m["sd"] == pytest.approx(d.std(ddof=1), rel=1e-9)
+        assert m["p"] == pytest.approx(res.pvalue, rel=1e-8) and m["t"] == pytest.approx(res.statistic, rel=1e-9)
+        assert m["ci95"] == pytest.approx([lo, hi], rel=1e-9)
+        f = c["final_val_loss"]
+        assert (f["n"], f["mean"], f["std"]) == (3, pytest.approx(mine.mean()), pytest.approx(mine.std(ddof=1)))
+        # The table and report.md show the same numbers, rounded.
+        row = f"{mine.mean():.4f} ± {mine.std(ddof=1):.4f}"
+        cells = f"{d.mean():+.4f}", f"[{lo:+.4f}, {hi:+.4f}]", f"{res.pvalue:.3g}"
+        assert f"| {v} | {row} | 3 | {' | '.join(cells)} | 3 |" in report
+        line = next(l for l in out.splitlines() if l.startswith(v + " ") and row in l)
+        assert all(cell in line for cell in cells)
+    assert f"| sa (baseline) | {base.mean():.4f} ± {base.std(ddof=1):.4f} | 3 |" in report
+
+
+def interp_or_none(xs, ys, x):
+    return None if x > xs[-1] * (1 + 1e-12) or x < xs[0] else float(np.interp(x, xs, ys))
+
+
+def test_equal_time_and_equal_tokens_follow_the_logged_curves(sweep):
+    sw, _ = sweep
+    s = json.loads((sw / "summary.json").read_text())
+    report = (sw / "report.md").read_text()
+    for c in s["comparisons"]:
+        v = c["variant"]
+        d_time, d_tok, refused, ratios = [], [], [], []
+        for k in SEEDS:
+            b, m = sw / f"sa,train.seed={k}", sw / f"{v},train.seed={k}"
+            bv, mv = records(b, "val"), records(m, "val")
+            lb = bv[-1]["val_loss"]
+            at = interp_or_none([r["time_s"] for r in mv], [r["val_loss"] for r in mv], bv[-1]["time_s"])
+            if at is None:
+                refused.append(k)
+            else:
+                d_time.append(at - lb)
+            d_tok.append(interp_or_none([r["tokens"] for r in mv], [r["val_loss"] for r in mv], bv[-1]["tokens"]) - lb)
+            bt, mt = records(b, "train"), records(m, "train")
+            step_time = [(t[-1]["time_s"] - t[0]["time_s"]) / (t[-1]["step"] - t[0]["step"]) for t in (bt, mt)]
+            ratios.append(step_time[1] / step_time[0])
+        eq = c["equal_time"]
+        assert [x["seed"] for x in eq["extrapolation_refused"]] == refused
+        assert eq["n"] == len(d_time) and eq["mean"] == (pytest.approx(np.mean(d_time), abs=1e-12) if d_time else None)
+        if len(d_time) > 1:
+            res = stats.ttest_1samp(d_time, 0.0)
+            assert eq["p"] == pytest.approx(res.pvalue, rel=1e-8)
+        for k in refused:
+            assert f"{v}: seed {k} ended at" in report and "would be extrapolated" in report
+        # Same tokens per step: at the baseline's token count the variant is at its own end.
+        assert c["equal_tokens"]["mean"] == pytest.approx(c["minus_baseline"]["mean"], abs=1e-12)
+        assert c["equal_tokens"]["mean"] == pytest.approx(np.mean(d_tok), abs=1e-12)
+        assert c["step_time_ratio"]["mean"] == pytest.approx(np.mean(ratios), rel=1e-9)
+
+
+def test_one_seed_has_no_interval_and_an_unpaired_seed_is_dropped(tmp_path, base, xsagpt):
+    spec = sweep_spec(tmp_path / "s.json", base, grid={"train.seed": [5, 6]})
+    failed = tmp_path / "sw" / "xsa,train.seed=6"
+    failed.mkdir(parents=True)
+    (failed / "failed.json").write_text(json.dumps({"error": "loss is not finite at step 3"}))
+    proc = xsagpt("sweep", "-c", spec, "--no-plot", check=False)
+    assert proc.returncode == 1  # the failed point is left alone and reported
+    s = json.loads((tmp_path / "sw" / "summary.json").read_text())
+    xsa = next(c for c in s["comparisons"] if c["variant"] == "xsa")
+    assert xsa["minus_baseline"]["n"] == 1 and xsa["minus_baseline"]["ci95"] is None
+    assert xsa["minus_baseline"]["dropped"] == [{"seed": 6, "why": "xsa failed"}]
+    report = (tmp_path / "sw" / "report.md").read_text()
+    assert "| xsa |" in report and "no interval (one seed)" in report
+    assert "xsa: seed 6 not paired: xsa failed" in report and "no interval (one seed)" in proc.stdout
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"baseline": "nope"}, "baseline: 'nope' is not a variant (variants: sa, xsa, xsa-gated, xsa-last1)"),
+    ({"variants": {}}, "variants: expected an object of name -> {\"section.key\": value}, with at least one"),
+    ({"variants": {"sa": {}, "x": {"model.attentoin": "xsa"}}}, "(with --set): model: unknown key 'attentoin'"),
+    ({"variants": {"sa": {}, "x": {"model.attention": "both"}}}, "variants.x: "),
+    ({"variants": {"sa": {}, "x": {"train.seed": 9}}}, "variants.x: train.seed is also in the grid"),
+    ({"variants": {"sa": {}, "a/b": {}}}, "variants: name 'a/b': expected 1-64 letters"),
+    ({"baseline": None}, "baseline: "),
+])
+def test_bad_variants_are_refused_by_name(tmp_path, base, xsagpt, change, message):
+    spec = json.loads(sweep_spec(tmp_path / "s.json", base).read_text())
+    spec.update(change)
+    if change.get("baseline", "") is None:
+        del spec["baseline"]
+        message = "baseline: required with variants (one of: sa, xsa, xsa-gated, xsa-last1)"
+    (tmp_path / "s.json").write_text(json.dumps(spec))
+    proc = xsagpt("sweep", "-c", tmp_path / "s.json", "--dry-run", check=False)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert not (tmp_path / "sw").exists()
+
+
+def test_a_baseline_without_variants_is_refused(tmp_path, base, xsagpt):
+    (tmp_path / "s.json").write_text(json.dumps({"base": str(base), "baseline": "sa", "grid": {"train.lr": [1e-3]},
+                                                 "out_dir": str(tmp_path / "sw")}))
+    proc = xsagpt("sweep", "-c", tmp_path / "s.json", "--dry-run", check=False)
+    assert proc.returncode == 2 and "baseline: names a variant, but the sweep has no \"variants\"" in proc.stderr
+
+
+def test_the_shipped_variant_sweeps(xsagpt, repo_root):
+    """variants-tiny.json: the four variants x 3 seeds on CPU; variants-124m.json: the same at GPT-2 124M x 2 seeds."""
+    for name, seeds, last in (("variants-tiny", 3, "xsa-last2"), ("variants-124m", 2, "xsa-last3")):
+        out = xsagpt("sweep", "-c", repo_root / "configs" / "sweeps" / f"{name}.json", "--dry-run",
+                     cwd=repo_root).stdout
+        rows = [l.split()[0] for l in out.split("memory, as each point")[0].splitlines() if l.startswith("  ")]
+        assert len(rows) == 4 * seeds and {r.split(",")[0] for r in rows} == {"sa", "xsa", "xsa-gated", last}

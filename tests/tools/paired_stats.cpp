@@ -1,0 +1,33 @@
+// xsagpt_paired_stats: analysis/paired.h on numbers from stdin, for the check against
+// scipy.stats in tests/python/test_paired_stats.py.
+//
+// Input (JSON):  {"p": [[t, df], ...], "critical": [[level, df], ...], "paired": [[d, ...], ...]}
+// Output (JSON): {"p": [two-sided p, ...], "critical": [t, ...],
+//                 "paired": [{"n", "mean", "sd", "ci": [lo, hi] | null, "t", "p"}, ...]}
+#include "analysis/paired.h"
+
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+int main() {
+  using nlohmann::json;
+  const json in = json::parse(std::cin);
+  json out = {{"p", json::array()}, {"critical", json::array()}, {"paired", json::array()}};
+  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  for (const auto& q : in.value("p", json::array()))
+    out["p"].push_back(xsagpt::t_two_sided_p(q[0].get<double>(), q[1].get<int64_t>()));
+  for (const auto& q : in.value("critical", json::array()))
+    out["critical"].push_back(xsagpt::t_critical(q[0].get<double>(), q[1].get<int64_t>()));
+  for (const auto& d : in.value("paired", json::array())) {
+    const auto s = xsagpt::paired_stats(d.get<std::vector<double>>());
+    out["paired"].push_back({{"n", s.n},
+                             {"mean", s.mean},
+                             {"sd", opt(s.sd)},
+                             {"ci", s.ci_low ? json::array({*s.ci_low, *s.ci_high}) : json(nullptr)},
+                             {"t", opt(s.t)},
+                             {"p", opt(s.p)}});
+  }
+  std::cout << out.dump() << "\n";  // doubles as the shortest text that reads back exactly
+  return 0;
+}
