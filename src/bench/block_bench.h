@@ -49,7 +49,9 @@ struct BenchOptions {
   int64_t head_dim = 64;
   double mlp_ratio = 4.0;
   int64_t warmup = 2, iters = 10;
-  std::vector<std::string> variants{"sa", "xsa", "xsa-autograd"};
+  // Spelled through the attention kinds' one name table (config/model_config.h).
+  std::vector<std::string> variants{name(AttentionKind::kSa), name(AttentionKind::kXsa),
+                                    std::string(name(AttentionKind::kXsa)) + "-autograd"};
   // The train.* keys the training step runs with: train's defaults (AdamW, clipping,
   // seed) but for what the flags set (precision, kernels, checkpointing, loss chunk).
   TrainConfig train;

@@ -27,8 +27,7 @@ namespace {
 // Median over `iters` of the time per launch of `inner` launches in a row: one
 // synchronisation per `inner` launches keeps the host's round trip out of
 // sub-millisecond kernels.
-double time_per_launch(const torch::Device& device, const std::function<void()>& launch, int64_t iters,
-                       int64_t inner) {
+double time_per_launch(const torch::Device& device, const std::function<void()>& launch, int64_t iters, int64_t inner) {
   launch();  // first launch: module load, allocator growth
   std::vector<double> ms;
   for (int64_t i = 0; i < iters; ++i) {
@@ -110,8 +109,8 @@ MicroResult bench_kernels(const std::vector<MicroShape>& shapes, const torch::De
         else
           add_norm_backward_aten(dh, dx_out, x_out, mean, rstd, w, dx, dbranch, dw, db);
       };
-      add("norm backward", fmt::format("d{}", d),
-          total_bytes({dh, dx_out, x_out, mean, rstd, w, dx, dbranch, dw, db}), time(bwd));
+      add("norm backward", fmt::format("d{}", d), total_bytes({dh, dx_out, x_out, mean, rstd, w, dx, dbranch, dw, db}),
+          time(bwd));
     }
     {  // q, k, v out of the fused projection, q and k rotated
       auto [cos, sin] = rope_tables(s.seq_len, D, m.rope_theta, device);
@@ -156,15 +155,14 @@ MicroResult bench_kernels(const std::vector<MicroShape>& shapes, const torch::De
       add("loss rows", fmt::format("{}x{}", n, V), 2 * nbytes(logits) + total_bytes({targets, losses}), time(launch));
     }
     {  // XSA on (B, H, T, D), forward and backward, element-wise and 16-byte vectors
-      const auto y = torch::randn({s.batch, H, s.seq_len, D}, act), v = torch::randn_like(y),
-                 g = torch::randn_like(y);
+      const auto y = torch::randn({s.batch, H, s.seq_len, D}, act), v = torch::randn_like(y), g = torch::randn_like(y);
       const auto dims = fmt::format("{}x{}", H, D);
       if (cuda) {
         for (const bool wide : {false, true}) {
-          const std::string name = wide ? "xsa_wide" : "xsa";
+          // The kernel table's names (config/runtime.cpp), as train.kernels takes them.
+          const std::string name = describe(Kernels{.xsa = wide ? XsaImpl::kFusedWide : XsaImpl::kFused});
           add(name + " forward", dims, 3 * nbytes(y), time([&] { xsa_forward_cuda(y, v, {}, m.xsa_eps, wide); }));
-          add(name + " backward", dims, 5 * nbytes(y),
-              time([&] { xsa_backward_cuda(y, v, g, {}, m.xsa_eps, wide); }));
+          add(name + " backward", dims, 5 * nbytes(y), time([&] { xsa_backward_cuda(y, v, g, {}, m.xsa_eps, wide); }));
         }
       } else {
         const auto yg = y.detach().requires_grad_(true), vg = v.detach().requires_grad_(true);
@@ -173,8 +171,9 @@ MicroResult bench_kernels(const std::vector<MicroShape>& shapes, const torch::De
               exclude_self_value(y, v, m.xsa_eps);
             }));
         const auto z = exclude_self_value(yg, vg, m.xsa_eps);
-        add("xsa backward", dims, 5 * nbytes(y),
-            time([&] { torch::autograd::grad({z}, {yg, vg}, {g}, /*retain_graph=*/true); }));
+        add("xsa backward", dims, 5 * nbytes(y), time([&] {
+              torch::autograd::grad({z}, {yg, vg}, {g}, /*retain_graph=*/true);
+            }));
       }
     }
   }
