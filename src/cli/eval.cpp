@@ -1,7 +1,8 @@
 // `xsagpt eval`: zero-shot accuracy of one or more checkpoints on tasks in local
 // JSON-lines files (eval/task_file.h), scored like lm-evaluation-harness
 // (eval/request_split.h, eval/scorer.h, eval/metrics.h). Writes the JSON report
-// (eval/report.h) and a table with the models side by side and XSA - SA.
+// (eval/report.h) and a table with the models side by side and every variant against
+// a baseline.
 #include "cli/commands.h"
 #include "cli/scoring_options.h"
 #include "config/schema.h"
@@ -11,6 +12,7 @@
 #include "eval/request_split.h"
 #include "eval/scorer.h"
 #include "eval/task_file.h"
+#include "train/run_paths.h"
 #include "util/device.h"
 
 #include <fmt/format.h>
@@ -41,6 +43,31 @@ void write_atomically(const fs::path& path, const std::string& text) {
   fs::rename(tmp, path);
 }
 
+// A --baseline that names none of the checkpoints' variants is refused before any
+// model is scored (hours at the paper's sizes). A variant is NAME= when given, else it
+// comes from the run's config.json beside the checkpoint (the model keys cannot change
+// on resume, so they are the checkpoint's); for a checkpoint file outside a run
+// directory the name is known only once it is loaded, and the report checks it then.
+void check_baseline_early(const std::string& baseline, const std::vector<std::string>& checkpoints,
+                          const std::vector<std::string>& labels) {
+  if (baseline.empty()) return;
+  std::vector<std::string> variants;
+  for (size_t m = 0; m < checkpoints.size(); ++m) {
+    if (!labels[m].empty()) {
+      variants.push_back(labels[m]);
+      continue;
+    }
+    const fs::path path = checkpoints[m];
+    const auto config =
+        read_run_file(RunPaths(fs::is_directory(path) ? path : path.parent_path().parent_path()).config);
+    if (!config.is_object() || !config.value("model", json()).is_object()) return;
+    variants.push_back(eval::variant_of(config["model"]));
+  }
+  if (std::find(variants.begin(), variants.end(), baseline) == variants.end())
+    throw ConfigError(
+        fmt::format("--baseline: '{}' is none of the models' variants ({})", baseline, fmt::join(variants, ", ")));
+}
+
 }  // namespace
 
 int eval(int argc, char** argv) {
@@ -65,7 +92,8 @@ int eval(int argc, char** argv) {
   opts.add_options()
     ("checkpoints", "checkpoint files or run directories (their newest checkpoint), each optionally NAME=PATH "
                     "to name its variant", cxxopts::value<std::vector<std::string>>())
-    ("baseline", "the variant every other one is compared with (default: the first checkpoint's)",
+    ("baseline", "the variant every other one is compared with (default: the first checkpoint's); a name that none of the "
+                 "checkpoints has is refused before any is scored",
      cxxopts::value<std::string>()->default_value(""))
     ("t,task", "task file(s), JSON lines (repeat the option, or separate files with commas)",
      cxxopts::value<std::vector<std::string>>())
@@ -129,6 +157,7 @@ int eval(int argc, char** argv) {
     checkpoints.push_back(named ? arg.substr(eq + 1) : arg);
     labels.push_back(named ? arg.substr(0, eq) : "");
   }
+  check_baseline_early(args["baseline"].as<std::string>(), checkpoints, labels);
   std::vector<eval::ModelEval> models;
   for (size_t m = 0; m < checkpoints.size(); ++m) {
     auto trained = load_gpt2_model(checkpoints[m], device, tok, scoring.precision);

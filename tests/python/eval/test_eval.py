@@ -341,6 +341,20 @@ def test_eval_accuracy_matches_reference(eval_report, reference, enc):
     assert f"{sa['average']['acc']:.4f}" in avg_line and f"{d['average']['acc']:+.4f}" in avg_line
 
 
+def test_an_unknown_baseline_is_refused_before_any_model_is_scored(runs, xsagpt, gpt2_vocab_dir):
+    base = ["--task", TASKS / "tiny_mc.jsonl", "--vocab", gpt2_vocab_dir, "--device", "cpu", "--threads", 1]
+    # Run directories, a checkpoint file inside one, and a NAME= label: every variant is
+    # known before loading, so a typo costs nothing instead of a whole evaluation.
+    for models in ([runs["sa"], runs["xsa"]], [newest_checkpoint(runs["sa"]), f"mine={runs['xsa']}"]):
+        proc = xsagpt("eval", *models, *base, "--baseline", "xsa", check=False)
+        assert proc.returncode != 0
+        assert "--baseline: 'xsa' is none of the models' variants" in proc.stderr
+        assert "sa sinks=1" in proc.stderr  # the names it could have been
+        assert "[1/2]" not in proc.stderr, "a model was scored before the refusal"
+    ok = xsagpt("eval", runs["sa"], f"mine={runs['xsa']}", *base, "--baseline", "mine")
+    assert json.loads(ok.stdout)["baseline"] == "mine"
+
+
 @pytest.mark.parametrize("lines,line_no,message", [
     (['{"context": "a", "endings": ["b"], "label": 0}', '{"context": "a", "endings": ["b"], "label": 0'],
      2, "malformed JSON"),
