@@ -31,11 +31,13 @@ inline int free_port() {
 
 // Runs body(rank, context) on `world` ranks, one thread each; rethrows the first failure.
 inline void run_ranks(int world, const std::function<void(int, ProcessGroupContext&)>& body, double timeout_s = 30) {
-  // c10d's flight recorder is one per process, and it files a new process group's
-  // status in a map before taking its lock: with ranks as threads of one process, two
-  // groups' first collectives race on that map (a rare SIGSEGV in
-  // FlightRecorder::recordWithResetEnabled). A real run has one rank per process;
-  // here the recorder is switched off (a buffer of 0 entries) before any group exists.
+  // c10d's flight recorder (on by default, 2000 entries) is one per process, shared by
+  // every process group in it: with ranks as threads of one process, torch 2.11's
+  // recorder crashed now and then inside the map insert of
+  // FlightRecorder::recordWithResetEnabled when several groups recorded at once (a
+  // SIGSEGV in about one in 50 runs of ShardedAdamWTest). A real run has one rank per
+  // process; here the recorder is switched off (a buffer of 0 entries) before any group
+  // exists.
   setenv("TORCH_FR_BUFFER_SIZE", "0", /*overwrite=*/1);
   const int port = free_port();
   std::vector<std::exception_ptr> errors(world);
