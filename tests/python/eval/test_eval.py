@@ -406,19 +406,26 @@ def test_empty_task_file_and_missing_file(runs, xsagpt, gpt2_vocab_dir, tmp_path
     assert proc.returncode == 2 and f"{tmp_path / 'nope.jsonl'}: cannot open task file" in proc.stderr
 
 
-def test_lm_eval_end_to_end(runs, eval_report, xsagpt, gpt2_vocab_dir, build_dir, tmp_path, enc):
-    """The real lm_eval pipeline (task loading from local YAML + JSON lines, the model
-    registry, request building, metrics) with the xsagpt model class."""
+def run_lm_eval(run, tasks, include_path, build_dir, vocab, tmp_path):
+    """lm-eval itself, offline, through scripts/eval/lm_eval_xsagpt.py with `xsagpt score`
+    on `run`'s checkpoint; returns its --output_path (with --log_samples)."""
     env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"),
            "XSAGPT_BINARY": str(build_dir / "xsagpt"), "TOKENIZERS_PARALLELISM": "false"}
     out_dir = tmp_path / "lm_eval_out"
     proc = subprocess.run(
         [sys.executable, ROOT / "scripts" / "eval" / "lm_eval_xsagpt.py", "--model", "xsagpt",
-         "--model_args", f"checkpoint={runs['xsa']},threads=1,vocab={gpt2_vocab_dir}", "--device", "cpu",
-         "--tasks", "xsagpt_tiny_mc,xsagpt_tiny_rolling,xsagpt_tiny_gen", "--include_path", TASKS,
-         "--output_path", out_dir, "--log_samples"],
+         "--model_args", f"checkpoint={run},threads=1,vocab={vocab}", "--device", "cpu",
+         "--tasks", tasks, "--include_path", include_path, "--output_path", out_dir, "--log_samples"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
+    return out_dir
+
+
+def test_lm_eval_end_to_end(runs, eval_report, xsagpt, gpt2_vocab_dir, build_dir, tmp_path, enc):
+    """The real lm_eval pipeline (task loading from local YAML + JSON lines, the model
+    registry, request building, metrics) with the xsagpt model class."""
+    out_dir = run_lm_eval(runs["xsa"], "xsagpt_tiny_mc,xsagpt_tiny_rolling,xsagpt_tiny_gen", TASKS, build_dir,
+                          gpt2_vocab_dir, tmp_path)
     (results_file,) = out_dir.rglob("results_*.json")
     assert results_file.parent == out_dir / runs["xsa"].name  # named after the run, not at random
     data = json.loads(results_file.read_text())
@@ -653,16 +660,8 @@ def test_table2_tasks_match_lm_eval(runs, xsagpt, gpt2_vocab_dir, build_dir, tmp
         files.append(tmp_path / f"{task}.jsonl")
         files[-1].write_text("".join(json.dumps(it, ensure_ascii=False) + "\n" for it in items))
 
-    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"),
-           "XSAGPT_BINARY": str(build_dir / "xsagpt"), "TOKENIZERS_PARALLELISM": "false"}
-    out_dir = tmp_path / "lm_eval_out"
-    proc = subprocess.run(
-        [sys.executable, ROOT / "scripts" / "eval" / "lm_eval_xsagpt.py", "--model", "xsagpt",
-         "--model_args", f"checkpoint={runs['xsa']},threads=1,vocab={gpt2_vocab_dir}", "--device", "cpu",
-         "--tasks", ",".join(f"local_{t}" for t in TABLE2_SPLITS), "--include_path", cfg_dir,
-         "--output_path", out_dir, "--log_samples"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
+    out_dir = run_lm_eval(runs["xsa"], ",".join(f"local_{t}" for t in TABLE2_SPLITS), cfg_dir, build_dir,
+                          gpt2_vocab_dir, tmp_path)
     (results_file,) = out_dir.rglob("results_*.json")
     lm = json.loads(results_file.read_text())["results"]
 
