@@ -66,7 +66,7 @@ struct AddNorm : torch::autograd::Function<AddNorm> {
     if (!dh.defined()) {  // only x_out was used: the norm contributes nothing
       dx = dx_out;
     } else {
-      // Rows too wide for the kernel's shared memory (d above ~29K) take the twin.
+      // Rows too wide for the kernel (add_norm_cuda.h) take the twin.
       const bool kernel = ctx->saved_data["kernel"].toBool() && add_norm_backward_cuda_fits(d);
       dx = torch::empty_like(x_out);
       // A branch in dh's dtype gets its gradient written by the same pass; any other

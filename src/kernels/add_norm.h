@@ -7,7 +7,7 @@
 // one kernel each way does all of it: forward reads x and the branch once and
 // writes x_out, h (in the compute dtype) and the row statistics; backward reads
 // the two incoming gradients and writes the stream's gradient, the branch's (its
-// own dtype) and per-warp partial sums for weight and bias.
+// own dtype) and per-block partial sums for weight and bias.
 // Without a branch it is a LayerNorm whose output comes in the compute dtype.
 #pragma once
 

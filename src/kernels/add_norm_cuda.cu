@@ -3,11 +3,17 @@
 // Forward: one warp per row, VEC elements per load. The row is read three times
 // (sum, then squared deviations, then the output), the second and third time
 // from cache: two-pass variance, no cancellation.
-// Backward: one warp per row as well; each warp walks a contiguous range of rows
-// and keeps its partial sums of dh * xhat (weight) and dh (bias) in shared memory,
-// one slot per column, each lane owning its own columns. At the end every warp
-// writes its partials to a (warps, d) buffer that one ATen sum reduces: a fixed
-// order of additions, so the weight gradient is the same on every run.
+// Backward: one block per row at a time, each thread owning the same columns of
+// every row its block walks. A row's inputs are read once and held in registers
+// while the block sums dh*w and dh*w*xhat over the row (a warp sum, then the
+// warps' sums in a fixed order), so nothing is read twice; the weight and bias
+// gradients of a thread's columns add up in its registers over the block's rows,
+// with no shared-memory arrays (a warp per row keeping d-wide partials in shared
+// memory fits 8 such warps on an SM at d = 2560, and its lanes' strided slots
+// conflict 4 ways). The grid is
+// one wave of resident blocks; each writes its partials to a (blocks, d) buffer that
+// one ATen sum reduces: a fixed order of additions, so the weight gradient is the
+// same on every run.
 #include "kernels/add_norm_cuda.h"
 #include "kernels/common.cuh"
 
@@ -17,9 +23,10 @@
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <algorithm>
+#include <map>
 #include <mutex>
-#include <set>
-#include <utility>
+#include <tuple>
 
 namespace xsagpt {
 
@@ -78,65 +85,104 @@ __global__ void add_norm_forward_kernel(const float* __restrict__ x, const B* __
   }
 }
 
-template <typename L, int VEC>
-__global__ void add_norm_backward_kernel(const L* __restrict__ dh, const float* __restrict__ dx_out,
-                                         const float* __restrict__ x_out, const float* __restrict__ mean,
-                                         const float* __restrict__ rstd, const float* __restrict__ weight,
-                                         float* __restrict__ dx, L* __restrict__ dbranch, float* __restrict__ dw_part,
-                                         float* __restrict__ db_part, int64_t N, int d, int64_t rows_per_warp) {
-  extern __shared__ float partial[];  // per warp: d weight sums, then d bias sums
-  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  float* sw = partial + static_cast<int64_t>(warp) * 2 * d;
-  float* sb = sw + d;
-  for (int c = lane * VEC; c < d; c += kWarp * VEC)
-#pragma unroll
-    for (int j = 0; j < VEC; ++j) sw[c + j] = sb[c + j] = 0.0f;
+// The backward's block: kBwdMaxThreads at most, each thread owning ITER (1, 2 or 4)
+// vectors of VEC columns of every row the block walks, in registers. The bound is
+// what ptxas plans registers for: 4 x 4 columns need about 128 per thread, which
+// 256 threads leave room for; 4 x 1 fit the 64 that 1024 threads allow (8 x 1 did
+// not: they spilled). Either way 4096 columns at most.
+template <int VEC>
+constexpr int kBwdMaxThreads = VEC == 1 ? 1024 : 256;
 
-  const int64_t gw = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarp) + warp;
-  const int64_t r0 = gw * rows_per_warp, r1 = min(N, r0 + rows_per_warp);
+// The first column of a thread's k-th vector: consecutive threads, consecutive
+// vectors, so a warp's loads are contiguous.
+template <int VEC>
+__device__ __forceinline__ int column(int k) {
+  return (k * static_cast<int>(blockDim.x) + static_cast<int>(threadIdx.x)) * VEC;
+}
+
+template <typename L, int VEC, int ITER>
+__global__ void __launch_bounds__(kBwdMaxThreads<VEC>)
+    add_norm_backward_kernel(const L* __restrict__ dh, const float* __restrict__ dx_out,
+                             const float* __restrict__ x_out, const float* __restrict__ mean,
+                             const float* __restrict__ rstd, const float* __restrict__ weight, float* __restrict__ dx,
+                             L* __restrict__ dbranch, float* __restrict__ dw_part, float* __restrict__ db_part,
+                             int64_t N, int d, float inv_d, int64_t rows_per_block) {
+  // Per warp, its share of the row sums (s1, s2); two buffers, so one barrier a row
+  // suffices: a warp writes row r + 2's sums into row r's buffer only after the
+  // barrier of row r + 1, which every warp passes after reading row r's.
+  __shared__ float red[2][2][kBwdMaxThreads<VEC> / kWarp];
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, warps = blockDim.x / kWarp;
+  float gw_sum[ITER][VEC] = {}, g_sum[ITER][VEC] = {};  // this thread's columns of the weight and bias gradients
+  const int64_t r0 = static_cast<int64_t>(blockIdx.x) * rows_per_block, r1 = min(N, r0 + rows_per_block);
   for (int64_t row = r0; row < r1; ++row) {
     const float mu = mean[row], rs = rstd[row];
-    const float* xr = x_out + row * d;
-    const L* gr = dh + row * d;
-    float s1 = 0, s2 = 0;  // sum of dh*w, and of dh*w*xhat
-    for (int c = lane * VEC; c < d; c += kWarp * VEC) {
-      const auto xv = load_vec<float, VEC>(xr + c);
-      const auto gv = load_vec<L, VEC>(gr + c);
-      const auto wv = load_vec<float, VEC>(weight + c);
+    // Held from the first half of the row to the second: dh*w, xhat and dx_out.
+    float gw[ITER][VEC], xhat[ITER][VEC], next[ITER][VEC];
+    float s1 = 0, s2 = 0;  // sums of dh*w and dh*w*xhat over the row
+#pragma unroll
+    for (int k = 0; k < ITER; ++k) {
+      const int c = column<VEC>(k);
+      // A whole vector is in or out (d % VEC == 0); one that is out adds zeros.
+      const bool in = c < d;
+      const auto xv = in ? load_vec<float, VEC>(x_out + row * d + c) : Vec<float, VEC>{};
+      const auto gv = in ? load_vec<L, VEC>(dh + row * d + c) : Vec<L, VEC>{};
+      const auto wv = in ? load_vec<float, VEC>(weight + c) : Vec<float, VEC>{};
+      const auto nv = in && dx_out ? load_vec<float, VEC>(dx_out + row * d + c) : Vec<float, VEC>{};
 #pragma unroll
       for (int j = 0; j < VEC; ++j) {
-        const float xhat = (xv.v[j] - mu) * rs, g = static_cast<float>(gv.v[j]);
-        s1 += g * wv.v[j];
-        s2 += g * wv.v[j] * xhat;
-        sw[c + j] += g * xhat;
-        sb[c + j] += g;
+        const float g = static_cast<float>(gv.v[j]);
+        xhat[k][j] = (xv.v[j] - mu) * rs;
+        gw[k][j] = g * wv.v[j];
+        next[k][j] = nv.v[j];
+        s1 += gw[k][j];
+        s2 += gw[k][j] * xhat[k][j];
+        gw_sum[k][j] += g * xhat[k][j];
+        g_sum[k][j] += g;
       }
     }
-    s1 = warp_sum(s1) / d;
-    s2 = warp_sum(s2) / d;
-    for (int c = lane * VEC; c < d; c += kWarp * VEC) {
-      const auto xv = load_vec<float, VEC>(xr + c);
-      const auto gv = load_vec<L, VEC>(gr + c);
-      const auto wv = load_vec<float, VEC>(weight + c);
+    const int buf = static_cast<int>((row - r0) & 1);
+    s1 = warp_sum(s1);
+    s2 = warp_sum(s2);
+    if (lane == 0) {
+      red[buf][0][warp] = s1;
+      red[buf][1][warp] = s2;
+    }
+    __syncthreads();
+    s1 = s2 = 0;
+    for (int i = 0; i < warps; ++i) {  // the same order in every thread and on every run
+      s1 += red[buf][0][i];
+      s2 += red[buf][1][i];
+    }
+    s1 *= inv_d;  // 1/d from the host: a division here would call a slow path and keep a stack frame
+    s2 *= inv_d;
+#pragma unroll
+    for (int k = 0; k < ITER; ++k) {
+      const int c = column<VEC>(k);
+      if (c >= d) continue;
       Vec<float, VEC> out;
       Vec<L, VEC> out_low;
-      const auto next = dx_out ? load_vec<float, VEC>(dx_out + row * d + c) : Vec<float, VEC>{};
 #pragma unroll
       for (int j = 0; j < VEC; ++j) {
-        const float xhat = (xv.v[j] - mu) * rs;
-        out.v[j] = rs * (static_cast<float>(gv.v[j]) * wv.v[j] - s1 - xhat * s2) + (dx_out ? next.v[j] : 0.0f);
+        out.v[j] = rs * (gw[k][j] - s1 - xhat[k][j] * s2) + next[k][j];
         out_low.v[j] = static_cast<L>(out.v[j]);
       }
       store_vec<float, VEC>(dx + row * d + c, out);
       if (dbranch) store_vec<L, VEC>(dbranch + row * d + c, out_low);
     }
   }
-  for (int c = lane * VEC; c < d; c += kWarp * VEC)
+#pragma unroll
+  for (int k = 0; k < ITER; ++k) {
+    const int c = column<VEC>(k);
+    if (c >= d) continue;
+    Vec<float, VEC> pw, pb;
 #pragma unroll
     for (int j = 0; j < VEC; ++j) {
-      dw_part[gw * d + c + j] = sw[c + j];
-      if (db_part) db_part[gw * d + c + j] = sb[c + j];
+      pw.v[j] = gw_sum[k][j];
+      pb.v[j] = g_sum[k][j];
     }
+    store_vec<float, VEC>(dw_part + blockIdx.x * static_cast<int64_t>(d) + c, pw);
+    if (db_part) store_vec<float, VEC>(db_part + blockIdx.x * static_cast<int64_t>(d) + c, pb);
+  }
 }
 
 void check_rows(const at::Tensor& t, const char* what, int64_t N, int64_t d, const at::Device& device) {
@@ -159,17 +205,35 @@ struct TypeTag {
   using type = T;
 };
 
-// Shared memory the backward needs per warp: a weight and a bias partial per column.
-int64_t backward_smem_per_warp(int64_t d) { return 2 * d * static_cast<int64_t>(sizeof(float)); }
+// How the backward covers a row of d columns in vectors of VEC: ITER vectors per
+// thread and `threads` threads (a multiple of a warp). The fewest vectors per
+// thread that keep a block at 256 threads or fewer, so several blocks share an SM;
+// wider rows take more threads, up to the kernel's bound.
+struct BackwardShape {
+  int iter = 0, threads = 0;  // iter 0: the row is too wide
+};
 
-// Lets `kernel` use the device's opt-in shared memory: once per kernel and device
-// (the attribute stays set), not on every launch.
-void allow_large_smem(const void* kernel, int device, int bytes) {
+template <int VEC>
+BackwardShape backward_shape(int64_t d) {
+  const int64_t vectors = (d + VEC - 1) / VEC;
+  for (const int64_t limit : {int64_t{256}, int64_t{kBwdMaxThreads<VEC>}})
+    for (const int iter : {1, 2, 4}) {
+      const int64_t threads = (vectors + iter - 1) / iter;
+      if (threads <= limit) return {iter, static_cast<int>((threads + kWarp - 1) / kWarp * kWarp)};
+    }
+  return {};
+}
+
+// Blocks of `kernel` that fit on one SM at once (registers and shared memory), asked
+// once per kernel, block size and device: the grid is one full wave, so no block
+// waits for a second one while the others are done.
+int resident_blocks(const void* kernel, int threads, int device) {
   static std::mutex m;
-  static std::set<std::pair<const void*, int>> done;
+  static std::map<std::tuple<const void*, int, int>, int> known;
   const std::lock_guard<std::mutex> lock(m);
-  if (!done.insert({kernel, device}).second) return;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  auto [it, fresh] = known.try_emplace({kernel, threads, device}, 0);
+  if (fresh) C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&it->second, kernel, threads, 0));
+  return std::max(1, it->second);
 }
 
 template <typename L>
@@ -238,10 +302,7 @@ void add_norm_forward_cuda(const at::Tensor& x, const at::Tensor& branch, const 
   });
 }
 
-bool add_norm_backward_cuda_fits(int64_t d) {
-  return backward_smem_per_warp(d) <=
-         static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin);
-}
+bool add_norm_backward_cuda_fits(int64_t d) { return d <= kAddNormBackwardMaxWidth; }
 
 void add_norm_backward_cuda(const at::Tensor& dh, const at::Tensor& dx_out, const at::Tensor& x_out,
                             const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& weight, at::Tensor& dx,
@@ -267,45 +328,62 @@ void add_norm_backward_cuda(const at::Tensor& dh, const at::Tensor& dx_out, cons
     check_rows(dbranch, "dbranch", N, d, dev);
     TORCH_CHECK(dbranch.scalar_type() == dh.scalar_type(), "add_norm kernel: dbranch and dh must share a dtype");
   }
+  TORCH_CHECK(add_norm_backward_cuda_fits(d), "add_norm kernel: rows of ", d, " columns are wider than the ",
+              kAddNormBackwardMaxWidth, " the backward kernel takes (add_norm_backward_cuda_fits(d) is false: use ",
+              "the ATen twin)");
+  if (N == 0) {
+    dweight.zero_();
+    if (dbias.defined()) dbias.zero_();
+    return;
+  }
   const c10::cuda::CUDAGuard guard(x_out.device());
-  const auto* prop = at::cuda::getCurrentDeviceProperties();
-  const int64_t per_warp = backward_smem_per_warp(d);
-  const int64_t max_smem = static_cast<int64_t>(prop->sharedMemPerBlockOptin);
-  TORCH_CHECK(per_warp <= max_smem, "add_norm kernel: d = ", d, " needs ", per_warp,
-              " bytes of shared memory per warp; the device has ", max_smem,
-              " (add_norm_backward_cuda_fits(d) is false: use the ATen twin)");
-  const int warps = static_cast<int>(std::min<int64_t>(4, max_smem / per_warp));
-  const int64_t blocks = std::max<int64_t>(
-      1, std::min<int64_t>((N + warps - 1) / warps, 2 * static_cast<int64_t>(prop->multiProcessorCount)));
-  const int64_t total_warps = blocks * warps;
-  const int64_t rows_per_warp = (N + total_warps - 1) / total_warps;
-  auto dw_part = at::empty({total_warps, d}, x_out.options());
-  auto db_part = dbias.defined() ? at::empty({total_warps, d}, x_out.options()) : at::Tensor();
-  const size_t smem = static_cast<size_t>(warps * per_warp);
+  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   auto stream = at::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dh.scalar_type(), "add_norm_backward_cuda", [&] {
-    using L = scalar_t;
+  at::Tensor dw_part, db_part;
+  auto launch = [&](auto kernel, BackwardShape shape, auto dh_ptr, auto dbranch_ptr) {
+    const int64_t wave = static_cast<int64_t>(sms) *
+                         resident_blocks(reinterpret_cast<const void*>(kernel), shape.threads, x_out.get_device());
+    const int64_t rows_per_block = (N + std::min(N, wave) - 1) / std::min(N, wave);
+    const int64_t blocks = (N + rows_per_block - 1) / rows_per_block;  // every block has a row
+    dw_part = at::empty({blocks, d}, x_out.options());
+    db_part = dbias.defined() ? at::empty({blocks, d}, x_out.options()) : at::Tensor();
+    kernel<<<static_cast<unsigned>(blocks), shape.threads, 0, stream>>>(
+        dh_ptr, dx_out.defined() ? dx_out.const_data_ptr<float>() : nullptr, x_out.const_data_ptr<float>(),
+        mean.const_data_ptr<float>(), rstd.const_data_ptr<float>(), weight.const_data_ptr<float>(),
+        dx.mutable_data_ptr<float>(), dbranch_ptr, dw_part.mutable_data_ptr<float>(),
+        dbias.defined() ? db_part.mutable_data_ptr<float>() : nullptr, N, static_cast<int>(d),
+        1.0f / static_cast<float>(d), rows_per_block);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  };
+  auto run = [&](auto type_tag) {
+    using L = typename decltype(type_tag)::type;
+    const L* g = dh.const_data_ptr<L>();
+    L* db_out = dbranch.defined() ? dbranch.mutable_data_ptr<L>() : nullptr;
     const bool wide = vec_ok<L>(d, {x_out.const_data_ptr(), dx.const_data_ptr(),
                                     dx_out.defined() ? dx_out.const_data_ptr() : nullptr, weight.const_data_ptr()}) &&
-                      aligned_for<L, 4>({dh.const_data_ptr(), dbranch.defined() ? dbranch.const_data_ptr() : nullptr});
-    auto run = [&](auto vec_tag) {
-      constexpr int V = decltype(vec_tag)::value;
-      auto kernel = add_norm_backward_kernel<L, V>;
-      if (smem > 48 * 1024)
-        allow_large_smem(reinterpret_cast<const void*>(kernel), x_out.get_device(), static_cast<int>(max_smem));
-      kernel<<<static_cast<unsigned>(blocks), warps * kWarp, smem, stream>>>(
-          dh.const_data_ptr<L>(), dx_out.defined() ? dx_out.const_data_ptr<float>() : nullptr,
-          x_out.const_data_ptr<float>(), mean.const_data_ptr<float>(), rstd.const_data_ptr<float>(),
-          weight.const_data_ptr<float>(), dx.mutable_data_ptr<float>(),
-          dbranch.defined() ? dbranch.mutable_data_ptr<L>() : nullptr, dw_part.mutable_data_ptr<float>(),
-          dbias.defined() ? db_part.mutable_data_ptr<float>() : nullptr, N, static_cast<int>(d), rows_per_warp);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-    };
-    if (wide)
-      run(std::integral_constant<int, 4>{});
-    else
-      run(std::integral_constant<int, 1>{});
-  });
+                      aligned_for<L, 4>({g, db_out});
+    if (wide) {
+      const auto shape = backward_shape<4>(d);
+      switch (shape.iter) {
+        case 1: return launch(add_norm_backward_kernel<L, 4, 1>, shape, g, db_out);
+        case 2: return launch(add_norm_backward_kernel<L, 4, 2>, shape, g, db_out);
+        case 4: return launch(add_norm_backward_kernel<L, 4, 4>, shape, g, db_out);
+      }
+    }
+    const auto shape = backward_shape<1>(d);
+    switch (shape.iter) {
+      case 1: return launch(add_norm_backward_kernel<L, 1, 1>, shape, g, db_out);
+      case 2: return launch(add_norm_backward_kernel<L, 1, 2>, shape, g, db_out);
+      case 4: return launch(add_norm_backward_kernel<L, 1, 4>, shape, g, db_out);
+    }
+    TORCH_CHECK(false, "add_norm kernel: no block shape for d = ", d);
+  };
+  switch (dh.scalar_type()) {  // the compute dtypes; the ATen twin takes any other
+    case at::kFloat: run(TypeTag<float>{}); break;
+    case at::kBFloat16: run(TypeTag<at::BFloat16>{}); break;
+    case at::kHalf: run(TypeTag<at::Half>{}); break;
+    default: TORCH_CHECK(false, "add_norm kernel: dh must be float32, bfloat16 or float16, got ", dh.scalar_type());
+  }
   dweight.copy_(dw_part.sum(0));
   if (dbias.defined()) dbias.copy_(db_part.sum(0));
 }

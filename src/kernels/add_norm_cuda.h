@@ -1,4 +1,5 @@
-// CUDA kernels of kernels/add_norm.h: one warp per row, float32 arithmetic.
+// CUDA kernels of kernels/add_norm.h, float32 arithmetic: forward a warp per row,
+// backward a block per row (add_norm_cuda.cu says why).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -13,15 +14,16 @@ void add_norm_forward_cuda(const at::Tensor& x, const at::Tensor& branch, const 
                            const at::Tensor& bias, double eps, at::Tensor& x_out, at::Tensor& h, at::Tensor& mean,
                            at::Tensor& rstd);
 
+// Whether the backward kernel takes rows of width d: it keeps each thread's
+// columns of a row in registers, 4096 columns at most (every paper size is at
+// most 2560). Wider rows take the ATen twin.
+constexpr int64_t kAddNormBackwardMaxWidth = 4096;
+bool add_norm_backward_cuda_fits(int64_t d);
+
 // dh: (N, d) contiguous in h's dtype; dx_out: (N, d) float32 contiguous or
 // undefined; x_out, mean, rstd, weight as in forward. Writes dx (N, d) float32
 // (the gradient of x and, with a branch, of x_out's other input), dbranch in its
 // dtype when defined, dweight (d) and, when defined, dbias (d), float32.
-// Whether the backward kernel can run at width d on the current device: it keeps
-// 2 d floats of shared memory per warp (d up to about 29K on an H100). Wider rows
-// take the ATen twin.
-bool add_norm_backward_cuda_fits(int64_t d);
-
 void add_norm_backward_cuda(const at::Tensor& dh, const at::Tensor& dx_out, const at::Tensor& x_out,
                             const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& weight, at::Tensor& dx,
                             at::Tensor& dbranch, at::Tensor& dweight, at::Tensor& dbias);

@@ -75,7 +75,10 @@ TEST(KernelsCuda, RopeQkvForwardAndBackwardEqualTheAtenTwin) {
 TEST(KernelsCuda, AddNormForwardAndBackwardEqualTheAtenTwin) {
   SKIP_WITHOUT_CUDA();
   for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
-    for (int64_t d : {768, 1536, 2560, 130}) {
+    // The backward's block shapes (add_norm_cuda.cu): 4 columns a vector with 1, 2
+    // and 4 vectors a thread, with a last vector out of the row (1100) and at the
+    // widest row (4096); 1 column a vector (d not a multiple of 4) at 1 and 4.
+    for (int64_t d : {768, 1536, 2560, 1100, 4096, 130, 3002}) {
       for (bool branch_on : {true, false}) {
         SCOPED_TRACE(std::string(c10::toString(dtype)) + " d " + std::to_string(d) + (branch_on ? " branch" : ""));
         torch::manual_seed(1);
@@ -122,8 +125,8 @@ TEST(KernelsCuda, AddNormForwardAndBackwardEqualTheAtenTwin) {
   }
 }
 
-// The backward at training sizes, where each warp walks many rows and keeps its
-// partial sums in shared memory, against the float64 formula (autograd of
+// The backward at training sizes, where each block walks many rows and adds up
+// its columns' weight and bias gradients over them, against the float64 formula (autograd of
 // layer_norm), not only against the twin. The CPU twin passes the same check
 // (test_kernels.cpp, AddNorm.BackwardAtTrainingSizesMatchesFloat64Autograd).
 TEST(KernelsCuda, AddNormBackwardAtTrainingSizesMatchesFloat64Autograd) {
@@ -190,8 +193,8 @@ TEST(KernelsCuda, AddNormRejectsAWeightItCannotRead) {
   EXPECT_THROW(add_norm_backward_cuda(h, none, x, mean, rstd, strided, dx, none, dw, none), c10::Error);
 }
 
-// Rows too wide for the backward kernel's shared memory take the ATen twin
-// instead of failing.
+// Rows too wide for the backward kernel's registers take the ATen twin instead
+// of failing.
 TEST(KernelsCuda, AddNormBackwardOfRowsTooWideForTheKernelFallsBackToTheTwin) {
   SKIP_WITHOUT_CUDA();
   const int64_t d = 32768;
