@@ -231,9 +231,11 @@ int resident_blocks(const void* kernel, int threads, int device) {
   static std::mutex m;
   static std::map<std::tuple<const void*, int, int>, int> known;
   const std::lock_guard<std::mutex> lock(m);
-  auto [it, fresh] = known.try_emplace({kernel, threads, device}, 0);
-  if (fresh) C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&it->second, kernel, threads, 0));
-  return std::max(1, it->second);
+  const auto key = std::make_tuple(kernel, threads, device);
+  if (const auto it = known.find(key); it != known.end()) return it->second;
+  int blocks = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, 0));
+  return known[key] = std::max(1, blocks);
 }
 
 template <typename L>
@@ -331,7 +333,7 @@ void add_norm_backward_cuda(const at::Tensor& dh, const at::Tensor& dx_out, cons
   TORCH_CHECK(add_norm_backward_cuda_fits(d), "add_norm kernel: rows of ", d, " columns are wider than the ",
               kAddNormBackwardMaxWidth, " the backward kernel takes (add_norm_backward_cuda_fits(d) is false: use ",
               "the ATen twin)");
-  if (N == 0) {
+  if (N == 0 || d == 0) {  // no rows: zero gradients; no columns: nothing to write
     dweight.zero_();
     if (dbias.defined()) dbias.zero_();
     return;
