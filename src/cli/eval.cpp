@@ -13,13 +13,13 @@
 #include "eval/scorer.h"
 #include "eval/task_file.h"
 #include "train/run_paths.h"
+#include "util/atomic_file.h"
 #include "util/device.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <fstream>
 #include <iostream>
 
 namespace xsagpt::cli {
@@ -27,21 +27,6 @@ namespace xsagpt::cli {
 namespace fs = std::filesystem;
 
 namespace {
-
-// Writes through a temporary file renamed over the target, so an interrupted run
-// never leaves half a report where a good one was.
-void write_atomically(const fs::path& path, const std::string& text) {
-  auto tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw ConfigError(path.string() + ": cannot write");
-    out << text;
-    out.flush();
-    if (!out) throw ConfigError(path.string() + ": write failed");
-  }
-  fs::rename(tmp, path);
-}
 
 // A --baseline that names none of the checkpoints' variants is refused before any
 // model is scored (hours at the paper's sizes). A variant is NAME= when given, else it
@@ -194,7 +179,7 @@ int eval(int argc, char** argv) {
   const auto report = eval::eval_report(task_names, models, args["baseline"].as<std::string>());
   const auto table = eval::eval_table(report);
   if (args.count("out")) {
-    write_atomically(args["out"].as<std::string>(), report.dump(2) + "\n");
+    write_file_atomic(args["out"].as<std::string>(), report.dump(2) + "\n");
     std::cout << table;
     spdlog::info("wrote {}", args["out"].as<std::string>());
   } else {
