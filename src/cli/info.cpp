@@ -72,6 +72,7 @@ int info(int argc, char** argv) {
   if (optimizer != "adamw" && optimizer != "muon")
     throw ConfigError("--optimizer: expected adamw or muon, got " + optimizer);
   mem_opts.muon = optimizer == "muon";
+  mem_opts.cuda = true;
   if (mem_opts.muon && mem_opts.optimizer_shards > 1)
     throw ConfigError("--optimizer-shards: train.shard_optimizer is not supported with train.optimizer=muon");
   if (mem_opts.rt.loss_chunk < 0) throw ConfigError("--loss-chunk: must be >= 0");
@@ -102,6 +103,7 @@ int info(int argc, char** argv) {
                 {"activations", mem.activations_bytes},
                 {"logits", mem.logits_bytes},
                 {"recompute", mem.recompute_bytes},
+                {"optimizer_step", mem.optimizer_step_bytes},
                 {"total", mem.total()}}}};
     std::cout << j.dump(2) << "\n";
     return 0;
@@ -111,7 +113,7 @@ int info(int argc, char** argv) {
       "parameters   {} total, {} non-embedding, {} embedding{}\n"
       "FLOPs/token  {} (training, seq_len {})\n"
       "memory       {} estimated at micro-batch {} x {} tokens, {} activations, checkpointing {}, loss chunk {}:\n"
-      "             weights {}{}, grads {}, {} {}{}, activations {}, logits {}{}\n",
+      "             weights {}{}, grads {}, {} {}{}, activations {}, logits {}{}{}\n",
       cfg.n_layer, cfg.d_model, cfg.n_head, cfg.head_dim, cfg.inner_dim(), cfg.mlp_dim(), cfg.vocab_size,
       cfg.describe_attention(), human(p.total), human(p.non_embedding), human(p.embedding),
       cfg.tie_embeddings ? " (head tied)" : "", human(flops, "FLOP"), T, gib(mem.total()), B, T, precision,
@@ -120,7 +122,8 @@ int info(int argc, char** argv) {
       gib(mem.grads_bytes), mem_opts.muon ? "Muon + AdamW" : "AdamW", gib(mem.optimizer_bytes),
       mem_opts.optimizer_shards > 1 ? fmt::format(" (1/{} per rank)", mem_opts.optimizer_shards) : "",
       gib(mem.activations_bytes), gib(mem.logits_bytes),
-      mem.recompute_bytes > 0 ? ", one layer recomputed " + gib(mem.recompute_bytes) : "");
+      mem.recompute_bytes > 0 ? ", one layer recomputed " + gib(mem.recompute_bytes) : "",
+      mem.optimizer_step_bytes > 0 ? ", Muon's step " + gib(mem.optimizer_step_bytes) + " (after backward)" : "");
   return 0;
 }
 

@@ -3,6 +3,8 @@
 #include "model/attention.h"
 
 #include <algorithm>
+#include <map>
+#include <utility>
 
 namespace xsagpt {
 
@@ -28,6 +30,31 @@ double flops_per_token(const ModelConfig& c, int64_t seq_len) {
   const double n = static_cast<double>(count_params(c).matmul);
   return 6.0 * n + 12.0 * c.n_layer * c.inner_dim() * static_cast<double>(seq_len);
 }
+
+namespace {
+
+// Muon's step (train/muon.cpp) orthogonalises one group of same-shape matrices at a
+// time, each matrix as (r, c) with r <= c, stacked N deep in the Newton-Schulz
+// dtype: the stack, the iterate and the next one (3 N r c) and the r x r products
+// A = X X^T and b A + c A^2 (2 N r^2). The largest group sets the peak: the MLP's
+// two matrices in every layer at the paper's shapes.
+double muon_step_bytes(const ModelConfig& c, double ns_bytes) {
+  const int64_t d = c.d_model, inner = c.inner_dim(), hidden = c.mlp_dim();
+  std::map<std::pair<int64_t, int64_t>, int64_t> groups;  // (r, c) -> matrices per layer
+  auto add = [&](int64_t rows, int64_t cols, int64_t n) { groups[{std::min(rows, cols), std::max(rows, cols)}] += n; };
+  add(inner, d, 3);  // q, k, v: three matrices to Muon (train/muon.h)
+  add(d, inner, 1);
+  add(hidden, d, 1);
+  add(d, hidden, 1);
+  double most = 0;
+  for (const auto& [shape, per_layer] : groups) {
+    const double n = static_cast<double>(per_layer * c.n_layer), r = static_cast<double>(shape.first);
+    most = std::max(most, ns_bytes * n * (3 * r * static_cast<double>(shape.second) + 2 * r * r));
+  }
+  return most;
+}
+
+}  // namespace
 
 MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq_len,
                                         const MemoryOptions& o) {
@@ -79,6 +106,7 @@ MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batc
     m.logits_bytes = rows * V * (a + 4 + 4);
   }
   if (rt.bf16 && rt.kernels.weights) m.weight_copies_bytes = 2 * static_cast<double>(count_params(c).matmul);
+  if (o.muon) m.optimizer_step_bytes = muon_step_bytes(c, o.cuda ? 2 : 4);
   return m;
 }
 

@@ -6,7 +6,8 @@
 //  - training memory: weights, grads and optimizer state (AdamW's two moments, or
 //    Muon's one momentum for the block matrices) in float32 plus an estimate
 //    of the activations autograd keeps for one micro-batch, with the memory
-//    options (activation checkpointing, chunked loss) the trainer can run with.
+//    options (activation checkpointing, chunked loss) the trainer can run with,
+//    or, when larger, Muon's Newton-Schulz work in the optimizer step.
 //    Checked against measured peaks on the CPU in tests/cpp/test_memory_estimate.cpp.
 #pragma once
 
@@ -31,16 +32,18 @@ double flops_per_token(const ModelConfig& c, int64_t seq_len);
 
 struct MemoryEstimate {
   double params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0;
-  double activations_bytes = 0;    // kept by autograd from the end of forward into backward
-  double logits_bytes = 0;         // the LM head's logits, probabilities and gradients at once
-  double weight_copies_bytes = 0;  // bf16 copies of the weights (the weights kernel)
-  double recompute_bytes = 0;      // one layer's activations re-made in backward (checkpointing)
+  double activations_bytes = 0;     // kept by autograd from the end of forward into backward
+  double logits_bytes = 0;          // the LM head's logits, probabilities and gradients at once
+  double weight_copies_bytes = 0;   // bf16 copies of the weights (the weights kernel)
+  double recompute_bytes = 0;       // one layer's activations re-made in backward (checkpointing)
+  double optimizer_step_bytes = 0;  // Muon's Newton-Schulz work on its largest group of same-shape matrices
   // The logits are gone before any layer is recomputed, so only the larger
   // counts. Adding all the gradients makes this an upper bound: they fill up as
-  // backward frees activations.
+  // backward frees activations. The optimizer steps after backward, with the
+  // gradients but without the activations.
   double total() const {
-    return params_bytes + grads_bytes + optimizer_bytes + weight_copies_bytes + activations_bytes +
-           std::max(logits_bytes, recompute_bytes);
+    return params_bytes + grads_bytes + optimizer_bytes + weight_copies_bytes +
+           std::max(activations_bytes + std::max(logits_bytes, recompute_bytes), optimizer_step_bytes);
   }
 };
 
@@ -53,6 +56,7 @@ struct MemoryOptions {
   Runtime rt;
   int64_t optimizer_shards = 1;
   bool muon = false;  // train.optimizer=muon: one momentum buffer (4 bytes) per block matrix weight, not two moments
+  bool cuda = false;  // Muon's Newton-Schulz runs in bf16 on CUDA, in float32 elsewhere (train/muon.h)
 };
 MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq_len,
                                         const MemoryOptions& o);

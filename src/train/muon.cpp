@@ -21,8 +21,11 @@ torch::Tensor newton_schulz(const torch::Tensor& batch, int64_t steps) {
               "newton_schulz: expected (N, rows, cols), rows <= cols");
   // The norm in float32 at least: a bf16 sum of squares over a large matrix loses digits.
   const auto norm_dtype = batch.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
-  const auto norm = torch::linalg_vector_norm(batch.to(norm_dtype), 2, {1, 2}, /*keepdim=*/true).clamp_min(kNsEps);
-  auto x = (batch.to(norm_dtype) / norm).to(batch.scalar_type());
+  // linalg_vector_norm widens bf16 inside its reduction (no float32 copy of the
+  // batch), and the division is in the batch's dtype, as torch.optim.Muon divides
+  // its bf16 update: the Newton-Schulz work stays a few copies of the batch.
+  const auto norm = torch::linalg_vector_norm(batch, 2, {1, 2}, /*keepdim=*/true, norm_dtype).clamp_min(kNsEps);
+  auto x = batch / norm.to(batch.scalar_type());
   for (int64_t i = 0; i < steps; ++i) {
     const auto gram = torch::bmm(x, x.transpose(1, 2));
     const auto poly = torch::baddbmm(gram, gram, gram, /*beta=*/kNsB, /*alpha=*/kNsC);  // b A + c A^2
@@ -49,36 +52,40 @@ torch::ScalarType Muon::ns_dtype() const {
 
 void Muon::step(double lr) {
   torch::NoGradGuard no_grad;
-  // One entry per matrix Muon sees: the parameter's view and its momentum update,
-  // grouped by shape as the batched iterations take them (tall ones transposed).
+  // Every matrix Muon sees, grouped by shape as the batched iterations take them
+  // (tall ones turned on their side): a parameter and which of its row blocks.
   struct Block {
-    torch::Tensor param, update;
+    size_t index;
+    int64_t chunk;
     bool tall;
   };
   std::map<std::pair<int64_t, int64_t>, std::vector<Block>> groups;
   for (size_t i = 0; i < params_.size(); ++i) {
     const auto& [name, p] = params_[i];
     if (!p.grad().defined()) continue;  // unused this step: leave it and its momentum alone
-    const auto& g = p.grad();
-    momentum_[i].lerp_(g, 1.0 - cfg_.momentum);
-    const auto nesterov = g.lerp(momentum_[i], cfg_.momentum);
-    const auto n = muon_blocks(name);
-    auto views = p.chunk(n, 0);
-    auto updates = nesterov.chunk(n, 0);
-    for (int64_t b = 0; b < n; ++b) {
-      const bool tall = views[b].size(0) > views[b].size(1);
-      auto u = tall ? updates[b].t() : updates[b];
-      groups[{u.size(0), u.size(1)}].push_back({views[b], u, tall});
-    }
+    momentum_[i].lerp_(p.grad(), 1.0 - cfg_.momentum);
+    const int64_t n = muon_blocks(name), rows = p.size(0) / n, cols = p.size(1);
+    for (int64_t b = 0; b < n; ++b) groups[{std::min(rows, cols), std::max(rows, cols)}].push_back({i, b, rows > cols});
   }
+  // One group at a time, so the work in flight is one group's stack and its
+  // iterations (model/counts.h estimates it), not a copy of every matrix at once.
   const auto dtype = ns_dtype();
-  for (auto& [shape, blocks] : groups) {
-    std::vector<torch::Tensor> us;
-    for (const auto& b : blocks) us.push_back(b.update.to(dtype));
-    const auto ortho = newton_schulz(torch::stack(us), cfg_.ns_steps);
+  for (const auto& [shape, blocks] : groups) {
+    auto stack = torch::empty({static_cast<int64_t>(blocks.size()), shape.first, shape.second},
+                              params_[blocks.front().index].second.options().dtype(dtype));
     for (size_t k = 0; k < blocks.size(); ++k) {
-      auto& w = blocks[k].param;
-      auto o = blocks[k].tall ? ortho[static_cast<int64_t>(k)].t() : ortho[static_cast<int64_t>(k)];
+      const auto& b = blocks[k];
+      const auto n = muon_blocks(params_[b.index].first);
+      const auto g = params_[b.index].second.grad().chunk(n, 0)[b.chunk];
+      const auto nesterov = g.lerp(momentum_[b.index].chunk(n, 0)[b.chunk], cfg_.momentum);
+      stack[static_cast<int64_t>(k)].copy_(b.tall ? nesterov.t() : nesterov);
+    }
+    const auto ortho = newton_schulz(stack, cfg_.ns_steps);
+    stack.reset();
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      const auto& b = blocks[k];
+      auto w = params_[b.index].second.chunk(muon_blocks(params_[b.index].first), 0)[b.chunk];
+      auto o = b.tall ? ortho[static_cast<int64_t>(k)].t() : ortho[static_cast<int64_t>(k)];
       w.mul_(1.0 - lr * cfg_.weight_decay);
       w.add_(o.to(w.scalar_type()), -muon_adjusted_lr(lr, cfg_.adjust_lr, w.size(0), w.size(1)));
     }

@@ -1,11 +1,13 @@
 // The training-memory estimate of model/counts.h (what `xsagpt info` prints to
 // size a run) against tensor bytes measured on the CPU (bench/peak_memory.h), for
-// every activation-checkpointing mode and with and without the chunked loss.
+// every activation-checkpointing mode and with and without the chunked loss, and
+// Muon's optimizer step.
 #include "bench/peak_memory.h"
 #include "helpers.h"
 #include "model/counts.h"
 #include "model/gpt.h"
 #include "train/memory_check.h"
+#include "train/muon.h"
 
 #include <gtest/gtest.h>
 
@@ -91,6 +93,46 @@ TEST(MemoryEstimate, CheckpointingAndChunkedLossShrinkThePaperModel) {
       c, 8, 2048, {test::runtime("block", 4096, "aten", false, /*bf16=*/true), /*optimizer_shards=*/8});
   EXPECT_EQ(sharded.optimizer_bytes, block.optimizer_bytes / 8);
   EXPECT_EQ(sharded.total(), block.total() - block.optimizer_bytes * 7 / 8);
+}
+
+// Muon's step orthogonalises one group of same-shape matrices at a time; what it
+// allocates on the CPU (float32 Newton-Schulz) against the estimate, on a model
+// whose attention (inner 64) and MLP (384) widths differ from d_model (96), so
+// its matrices fall in two groups of different sizes.
+TEST(MemoryEstimate, MuonStepWorkIsTheLargestGroupsNewtonSchulz) {
+  ModelConfig cfg;
+  cfg.vocab_size = 256;
+  cfg.block_size = 32;
+  cfg.n_layer = 3;
+  cfg.d_model = 96;
+  cfg.n_head = 2;
+  cfg.head_dim = 32;
+  torch::manual_seed(0);
+  GPT model(cfg);
+  std::vector<std::pair<std::string, torch::Tensor>> matrices;
+  for (auto& [name, p] : model->unique_named_parameters())
+    if (muon_updates(name, p)) {
+      p.mutable_grad() = torch::randn_like(p);
+      matrices.emplace_back(name, p);
+    }
+  ASSERT_EQ(matrices.size(), 4u * 3);  // per layer: q/k/v, output, the MLP's two
+  Muon muon(matrices, MuonConfig{0.95, 5, 0.0, "original"});
+  const auto before = matrices.back().second.detach().clone();
+
+  PeakMemory pm(torch::kCPU);
+  muon.step(0.02);
+  const double work = static_cast<double>(pm.peak_bytes());
+  ASSERT_FALSE(torch::equal(before, matrices.back().second.detach()));  // the step ran
+
+  MemoryOptions o{test::runtime()};
+  o.muon = true;
+  const double estimate = estimate_training_memory(cfg, 1, 32, o).optimizer_step_bytes;
+  // The MLP's 6 matrices as (96, 384): stack, iterate and next, and two 96 x 96 products.
+  EXPECT_EQ(estimate, 4.0 * 6 * (3 * 96 * 384 + 2 * 96 * 96));
+  EXPECT_GE(work, 0.9 * estimate);
+  EXPECT_LE(work, 1.25 * estimate);  // a BLAS may take workspace through the allocator
+  o.cuda = true;
+  EXPECT_EQ(estimate_training_memory(cfg, 1, 32, o).optimizer_step_bytes, estimate / 2);  // bf16 on CUDA
 }
 
 // The pre-flight warning names the keys that would shrink the run, and only those

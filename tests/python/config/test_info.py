@@ -1,5 +1,6 @@
 """`xsagpt info`: parameter counts match the PyTorch reference model, and the memory
 estimate responds to the memory options the trainer runs with."""
+import collections
 import json
 import pathlib
 import re
@@ -50,6 +51,17 @@ def test_muon_state_is_counted(xsagpt, repo_root):
     assert got["optimizer"] == "muon"
     assert got["memory_bytes"]["optimizer"] == 8 * (total - muon) + 4 * muon
     assert info(xsagpt, "-c", "gpt2-124m")["memory_bytes"]["optimizer"] == 8 * total
+    # The step's Newton-Schulz work, sized as on a GPU (bf16): the largest group of
+    # same-shape matrices (c_attn is q, k and v to Muon), each (r, c) with r <= c,
+    # held as the stack and two iterates plus two r x r products.
+    groups = collections.Counter()
+    for n, p in params.items():
+        if block.fullmatch(n):
+            rows, cols = p.shape[0] // (3 if "c_attn" in n else 1), p.shape[1]
+            groups[(min(rows, cols), max(rows, cols))] += 3 if "c_attn" in n else 1
+    work = max(2 * k * (3 * r * c + 2 * r * r) for (r, c), k in groups.items())
+    assert len(groups) == 2 and got["memory_bytes"]["optimizer_step"] == work
+    assert info(xsagpt, "-c", "gpt2-124m")["memory_bytes"]["optimizer_step"] == 0
 
 
 @pytest.mark.parametrize("args,message", [
