@@ -10,10 +10,9 @@
 // gradients of a thread's columns add up in its registers over the block's rows,
 // with no shared-memory arrays (a warp per row keeping d-wide partials in shared
 // memory fits 8 such warps on an SM at d = 2560, and its lanes' strided slots
-// conflict 4 ways). The grid is
-// one wave of resident blocks; each writes its partials to a (blocks, d) buffer that
-// one ATen sum reduces: a fixed order of additions, so the weight gradient is the
-// same on every run.
+// conflict 4 ways). The grid is one wave of resident blocks; each writes its
+// partials to a (blocks, d) buffer that one ATen sum reduces: a fixed order of
+// additions, so the weight gradient is the same on every run.
 #include "kernels/add_norm_cuda.h"
 #include "kernels/common.cuh"
 
@@ -345,7 +344,8 @@ void add_norm_backward_cuda(const at::Tensor& dh, const at::Tensor& dx_out, cons
   auto launch = [&](auto kernel, BackwardShape shape, auto dh_ptr, auto dbranch_ptr) {
     const int64_t wave = static_cast<int64_t>(sms) *
                          resident_blocks(reinterpret_cast<const void*>(kernel), shape.threads, x_out.get_device());
-    const int64_t rows_per_block = (N + std::min(N, wave) - 1) / std::min(N, wave);
+    const int64_t most = std::min(N, wave);
+    const int64_t rows_per_block = (N + most - 1) / most;
     const int64_t blocks = (N + rows_per_block - 1) / rows_per_block;  // every block has a row
     dw_part = at::empty({blocks, d}, x_out.options());
     db_part = dbias.defined() ? at::empty({blocks, d}, x_out.options()) : at::Tensor();

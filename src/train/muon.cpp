@@ -53,10 +53,9 @@ torch::ScalarType Muon::ns_dtype() const {
 void Muon::step(double lr) {
   torch::NoGradGuard no_grad;
   // Every matrix Muon sees, grouped by shape as the batched iterations take them
-  // (tall ones turned on their side): a parameter and which of its row blocks.
+  // (tall ones turned on their side): views of its weight, gradient and momentum.
   struct Block {
-    size_t index;
-    int64_t chunk;
+    torch::Tensor param, grad, momentum;
     bool tall;
   };
   std::map<std::pair<int64_t, int64_t>, std::vector<Block>> groups;
@@ -65,27 +64,25 @@ void Muon::step(double lr) {
     if (!p.grad().defined()) continue;  // unused this step: leave it and its momentum alone
     momentum_[i].lerp_(p.grad(), 1.0 - cfg_.momentum);
     const int64_t n = muon_blocks(name), rows = p.size(0) / n, cols = p.size(1);
-    for (int64_t b = 0; b < n; ++b) groups[{std::min(rows, cols), std::max(rows, cols)}].push_back({i, b, rows > cols});
+    const auto ps = p.chunk(n, 0), gs = p.grad().chunk(n, 0), ms = momentum_[i].chunk(n, 0);
+    for (int64_t b = 0; b < n; ++b)
+      groups[{std::min(rows, cols), std::max(rows, cols)}].push_back({ps[b], gs[b], ms[b], rows > cols});
   }
   // One group at a time, so the work in flight is one group's stack and its
   // iterations (model/counts.h estimates it), not a copy of every matrix at once.
   const auto dtype = ns_dtype();
   for (const auto& [shape, blocks] : groups) {
     auto stack = torch::empty({static_cast<int64_t>(blocks.size()), shape.first, shape.second},
-                              params_[blocks.front().index].second.options().dtype(dtype));
+                              blocks.front().param.options().dtype(dtype));
     for (size_t k = 0; k < blocks.size(); ++k) {
-      const auto& b = blocks[k];
-      const auto n = muon_blocks(params_[b.index].first);
-      const auto g = params_[b.index].second.grad().chunk(n, 0)[b.chunk];
-      const auto nesterov = g.lerp(momentum_[b.index].chunk(n, 0)[b.chunk], cfg_.momentum);
-      stack[static_cast<int64_t>(k)].copy_(b.tall ? nesterov.t() : nesterov);
+      const auto nesterov = blocks[k].grad.lerp(blocks[k].momentum, cfg_.momentum);
+      stack[static_cast<int64_t>(k)].copy_(blocks[k].tall ? nesterov.t() : nesterov);
     }
     const auto ortho = newton_schulz(stack, cfg_.ns_steps);
     stack.reset();
     for (size_t k = 0; k < blocks.size(); ++k) {
-      const auto& b = blocks[k];
-      auto w = params_[b.index].second.chunk(muon_blocks(params_[b.index].first), 0)[b.chunk];
-      auto o = b.tall ? ortho[static_cast<int64_t>(k)].t() : ortho[static_cast<int64_t>(k)];
+      auto w = blocks[k].param;
+      auto o = blocks[k].tall ? ortho[static_cast<int64_t>(k)].t() : ortho[static_cast<int64_t>(k)];
       w.mul_(1.0 - lr * cfg_.weight_decay);
       w.add_(o.to(w.scalar_type()), -muon_adjusted_lr(lr, cfg_.adjust_lr, w.size(0), w.size(1)));
     }
