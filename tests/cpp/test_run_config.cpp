@@ -139,14 +139,17 @@ TEST(RunConfig, ADirectoryIsNotAConfigFile) {
   }
 }
 
-// train.kernels: "auto" is the kernels a GPU has validated (XSA's element-by-element
-// kernels on CUDA, nothing elsewhere); "fused" is every kernel, the vectorised XSA
-// kernels included; a list names them; describe() gives back what parse_kernels reads.
+// train.kernels: "auto" is the kernels the GPU verdict found default-worthy, on CUDA
+// (the H200 verdict of 2026-11-26: all of them together, docs/benchmarks.md), nothing
+// elsewhere; "fused" is every kernel, the vectorised XSA kernels included; a list
+// names them; describe() gives back what parse_kernels reads.
 TEST(RunConfig, KernelNamesParseAndRoundTrip) {
   EXPECT_EQ(parse_kernels("auto", /*cuda=*/false), Kernels{});
-  Kernels xsa_only;
-  xsa_only.xsa = XsaImpl::kFused;
-  EXPECT_EQ(parse_kernels("auto", /*cuda=*/true), xsa_only);
+  const Kernels verdict{true, true, true, true, XsaImpl::kFusedWide};  // weights, norm, rope, loss, xsa_wide
+  EXPECT_EQ(parse_kernels("auto", /*cuda=*/true), verdict);
+  EXPECT_EQ(describe(parse_kernels("auto", true)), "weights,norm,rope,xsa_wide,loss");
+  // What --help and `xsagpt config` say "auto" is on a GPU is that same set.
+  EXPECT_THAT(kernels_help(), HasSubstr("\"auto\" (those validated on a GPU: weights,norm,rope,xsa_wide,loss on CUDA"));
   EXPECT_EQ(parse_kernels("aten", true), Kernels{});
   EXPECT_EQ(parse_kernels("fused", false), (Kernels{true, true, true, true, XsaImpl::kFusedWide}));
   EXPECT_EQ(parse_kernels("xsa,xsa_wide", false).xsa, XsaImpl::kFusedWide);
