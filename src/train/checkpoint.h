@@ -23,7 +23,10 @@
 //     so a run resumed between two log lines logs the same means an uninterrupted
 //     run logs (absent in older checkpoints: an empty window),
 //   "run_id": the run it belongs to (made when the run started, out_dir/run.json),
-//     so a checkpoint copied in from another run is never taken for one of its own.
+//     so a checkpoint copied in from another run is never taken for one of its own,
+//   "kernels": the fused kernels the run computed with, as train.kernels resolved them
+//     on its device ("aten" for none; absent in older checkpoints), so a resume that
+//     computes with others says so even when the config's words are the same ("auto").
 //
 // A checkpoint proves itself on load: every record's CRC-32 in the zip archive is
 // checked against its bytes (PyTorch's reader does not), and every weight and
@@ -75,6 +78,7 @@ struct Checkpoint {
   DataState data;
   RngState rng;
   ProgressState progress;  // absent parts in checkpoints of older versions: NaN losses, empty window, no run id
+  std::string kernels;     // describe(Runtime::kernels) of the run; "" in checkpoints of older versions
 };
 
 // The first tensor of `tensors` (named "<what>.<name>") holding a NaN or an infinity,

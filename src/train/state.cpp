@@ -57,6 +57,22 @@ void load_model_state(GPT& model, const ModelWeights& w, const std::string& file
 
 }  // namespace
 
+// A resume may compute with other kernels than the run so far (another device, another
+// train.kernels, or an "auto" that now resolves to more kernels): allowed, since the
+// function is the same up to floating-point order (losses agree to about 1e-4), and said.
+void TrainingState::check_kernels(const Checkpoint& c, const std::string& file) const {
+  if (!dist_.is_main()) return;
+  const auto now = describe(parts.model->runtime().kernels);
+  if (c.kernels.empty())
+    spdlog::warn("kernels: {} does not record which kernels its run computed with (an older version); this run "
+                 "computes with {}",
+                 file, now);
+  else if (c.kernels != now)
+    spdlog::warn("kernels: the checkpoint's run computed with {}, this run computes with {} (train.kernels \"{}\" "
+                 "on {}): the same function in another floating-point order",
+                 c.kernels, now, cfg_.train.kernels, device_.str());
+}
+
 TrainingState::TrainingState(const RunConfig& cfg, const Runtime& rt, torch::Device device, DistContext& dist)
     : loader(loader_options(cfg, device, dist, /*val=*/false)),
       val(loader_options(cfg, device, dist, /*val=*/true), cfg.train.eval_tokens),
@@ -111,6 +127,7 @@ void TrainingState::load_data_state(const DataState& d, const std::string& file)
 void TrainingState::restore(const Checkpoint& c, const std::string& file) {
   TORCH_CHECK(!batches_, "TrainingState::restore: the batch thread has started");
   load_model_state(parts.model, c.model, file);
+  check_kernels(c, file);
   parts.optimizer->load_state(c.optimizer, file);
   load_data_state(c.data, file);
   load_rng_state(c.rng, device_);
@@ -142,6 +159,7 @@ void TrainingState::save(const std::filesystem::path& run_dir, int64_t keep) {
   c.data = data_state();
   c.rng = rng_state(device_);
   c.progress = progress.state();
+  c.kernels = describe(parts.model->runtime().kernels);
   // The loss of a step is computed before its update: an update that made the
   // weights NaN or infinite shows only here, and such weights are never saved.
   if (const auto bad = first_non_finite(c.model, "model"))

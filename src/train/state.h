@@ -55,6 +55,8 @@ class TrainingState {
   // The data part: every rank's loader position and the validation shards.
   DataState data_state();
   void load_data_state(const DataState& d, const std::string& file);
+  // Warns (rank 0) when the checkpoint's run computed with other kernels than this one.
+  void check_kernels(const Checkpoint& c, const std::string& file) const;
   const RunConfig& cfg_;
   torch::Device device_;
   DistContext& dist_;

@@ -243,3 +243,43 @@ def test_the_resume_table_says_what_a_resume_does(tmp_path, markov_shards, xsagp
                         for d in (run, full))
         same = ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
         assert same == exact.startswith("yes"), f"{key}: {exact}"
+
+
+def test_a_resume_with_other_kernels_says_so_even_when_the_config_words_match(tmp_path, markov_shards, xsagpt):
+    """The checkpoint records the kernels its run computed with; a resume that computes
+    with others warns, also when train.kernels reads "auto" both times (an "auto" that a
+    newer version or another device resolves differently), and an older checkpoint
+    without the record says that it has none. docs/training.md: allowed, warned."""
+    full = tmp_path / "full"
+    cfg = write_run_config(tmp_path / "cfg.json", markov_shards, full, max_steps=6, ckpt_interval=4, eval_interval=2)
+    xsagpt("train", "-c", cfg)
+    ckpt_path = full / "checkpoints" / "step_00000004.pt"
+    ckpt = torch.load(ckpt_path, weights_only=True)
+    assert ckpt["kernels"] == "aten" and ckpt["config"]["train"]["kernels"] == "auto"  # CPU: "auto" is none
+
+    def resume(name, *sets, kernels_entry=...):
+        run = tmp_path / name
+        shutil.copytree(full, run)
+        (run / "checkpoints" / "step_00000006.pt").unlink()
+        (run / "done.json").unlink()
+        if kernels_entry is not ...:
+            edited = torch.load(run / "checkpoints" / "step_00000004.pt", weights_only=True)
+            if kernels_entry is None:
+                del edited["kernels"]
+            else:
+                edited["kernels"] = kernels_entry
+            torch.save(edited, run / "checkpoints" / "step_00000004.pt")
+        return xsagpt("train", "-c", cfg, "--out", run, "--resume", "auto", *sets).stderr
+
+    same = resume("same")
+    assert "kernels:" not in same.replace("] kernels: aten", "")  # the start-up line only; no warning
+    # "auto" both times, but the run so far computed with XSA's kernel (an older "auto" on CUDA).
+    auto = resume("auto-differs", kernels_entry="xsa")
+    assert "the checkpoint's run computed with xsa, this run computes with aten" in auto
+    assert 'train.kernels "auto"' in auto and "train.kernels: " not in auto  # the config's words did not change
+    # Another train.kernels: the config key's warning and the kernels' own.
+    fused = resume("fused", "--set", "train.kernels=fused")
+    assert "train.kernels: " in fused
+    assert "computed with aten, this run computes with weights,norm,rope,xsa_wide,loss" in fused
+    older = resume("older", kernels_entry=None)
+    assert "does not record which kernels its run computed with" in older
