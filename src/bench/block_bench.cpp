@@ -13,6 +13,7 @@
 #include <array>
 #include <chrono>
 #include <functional>
+#include <optional>
 
 namespace xsagpt {
 
@@ -174,14 +175,27 @@ Results bench_train_step(const BenchOptions& o, const ModelConfig& model, int64_
   const auto y = torch::randint(0, model.vocab_size, {micro_batch, seq_len}, opts);
   const NextBatch next = [&] { return std::pair{x, y}; };
   DistContext single;  // one process: the trainer's collectives are identities
+  // Variants that differ only in their kernels share one model per round, its runtime
+  // switched between them: building a model draws its weights from the CPU's one
+  // generator stream (about 10 s at 0.7B), which had dominated a many-variant bench.
+  // One model is alive at a time, so the variants of one attention run back to back.
+  std::vector<std::string> order = o.variants;
+  std::stable_sort(order.begin(), order.end(), [](const std::string& a, const std::string& b) {
+    return parse_bench_variant(a).kind < parse_bench_variant(b).kind;
+  });
   std::map<std::string, std::vector<double>> all_ms;
   Results r;
   for (int64_t round = 0; round < o.repeat; ++round) {
-    for (const auto& v : o.variants) {  // one variant alive at a time
-      auto parts = bench_training_parts(o, model, v, single);
-      TrainStep step(parts.model, *parts.optimizer, *parts.sync, parts.params, o.accumulation, o.train.grad_clip);
+    std::optional<TrainingParts> parts;
+    for (const auto& v : order) {
+      if (!parts || parse_bench_variant(v).kind != parts->model->cfg.attention) {
+        parts.reset();  // the last model's memory goes before the next is built
+        parts.emplace(bench_training_parts(o, model, v, single));
+      }
+      parts->model->set_runtime(variant_runtime(o.runtime, v, o.device.is_cuda()));  // drops the last one's copies
+      TrainStep step(parts->model, *parts->optimizer, *parts->sync, parts->params, o.accumulation, o.train.grad_clip);
       auto iteration = [&] { step(next, 1e-4); };
-      // The first step allocates AdamW's state: always warm up at least once.
+      // The first step allocates AdamW's state and the new runtime's buffers: always warm up.
       for (int64_t i = 0; i < std::max<int64_t>(1, o.warmup); ++i) iteration();
       std::vector<double> ms;
       for (int64_t i = 0; i < o.iters; ++i) ms.push_back(time_ms(o.device, iteration));
@@ -204,11 +218,12 @@ Results bench_train_step(const BenchOptions& o, const ModelConfig& model, int64_
 Results bench_optimizer_step(const BenchOptions& o, const ModelConfig& model) {
   DistContext single;
   Results r;
+  auto built = bench_training_parts(o, model, o.variants.front(), single);  // one model for both optimizers
   for (const std::string name : {"adamw", "muon"}) {
-    BenchOptions with = o;
-    with.train.optimizer = name;
-    with.train.shard_optimizer = false;  // one process: nothing to shard
-    auto parts = bench_training_parts(with, model, o.variants.front(), single);
+    TrainConfig train = o.train;
+    train.optimizer = name;
+    train.shard_optimizer = false;  // one process: nothing to shard
+    auto parts = build_training(built.model, train, single);
     torch::manual_seed(0);
     for (auto& p : parts.params) p.mutable_grad() = torch::randn_like(p) * 1e-3;
     auto iteration = [&] { parts.optimizer->step(1e-4); };
