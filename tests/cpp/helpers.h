@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <cstdlib>
 #include <torch/torch.h>
 
 #include <filesystem>
@@ -86,6 +87,11 @@ inline Runtime runtime(const std::string& recompute = "none", int64_t loss_chunk
   return rt;
 }
 
-inline std::string source_path(const std::string& rel) { return std::string(XSAGPT_SOURCE_DIR) + "/" + rel; }
+// A file of the source tree. XSAGPT_SOURCE_DIR in the environment wins over the folder
+// the binary was built in: the GPU lease runs binaries built on another machine.
+inline std::string source_path(const std::string& rel) {
+  const char* dir = std::getenv("XSAGPT_SOURCE_DIR");
+  return std::string(dir && *dir ? dir : XSAGPT_SOURCE_DIR) + "/" + rel;
+}
 
 }  // namespace xsagpt::test
