@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
 # GPU session in one script: the verdict on the fused kernels, then the stages the
-# speed work measures with. A lent GPU allows 10 minutes a command and about 30 in
-# all, and keeps build/ only while warm (30 s after a call), so:
+# speed work measures with. A lent GPU is 15 minutes of device time with its start,
+# 10 minutes a command, and keeps build/ and out/ only while warm (30 s after a call), so:
 #
+#   bash scripts/bench/bench_gpu.sh pack        (here) build for sm_90 and lay out out/lease/ to carry
+#   bash scripts/bench/bench_gpu.sh lease [--cpu-dry-run] [--budget S] [--only a,b] [--retry-failed]
 #   bash scripts/bench/bench_gpu.sh verdict [--cpu-dry-run] [--budget S] [--only a,b] [--retry-failed] [--sanitizer]
 #   bash scripts/bench/bench_gpu.sh build test step kernels pytorch summary
 #   bash scripts/bench/bench_gpu.sh train memory block
 #
+#   pack     scripts/bench/pack.sh: xsagpt and xsagpt_tests built here with sm_90 device code,
+#            the vendored libraries and the KJV shards in one folder of at most 40 MiB; prints its path
+#   lease    scripts/bench/lease.py: the whole verdict in one call of at most 9 minutes on the
+#            packed binaries: correctness (CUDA tests, parity) while torch.compile's first
+#            compiles fill Inductor's cache, then the timed stages alone; the table comes back
+#            even when a stage fails. Device call (docs/gpu-machine.md):
+#              run(carry=["out/lease"], timeout_s=600, command="bash scripts/bench/bench_gpu.sh lease")
 #   verdict  scripts/bench/bench_verdict.py: preflight, build, the CUDA tests (one process per
 #            suite), 200 steps of gpt2-124m XSA on the KJV shards per kernel against aten,
 #            the step benchmark at 124M and 0.7B in 3 paired rounds, each kernel alone in
@@ -31,11 +40,14 @@
 # $OUT/gpu-stages.tgz. See docs/gpu-machine.md for the device calls.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-if [[ ${1:-} == verdict ]]; then
+[[ ${1:-} == pack ]] && exec bash scripts/bench/pack.sh
+if [[ ${1:-} == verdict || ${1:-} == lease ]]; then
+  script=scripts/bench/bench_verdict.py
+  [[ $1 == lease ]] && script=scripts/bench/lease.py
   shift
   PY=${PYTHON:-python3}
   [[ " $* " == *" --cpu-dry-run "* && -z ${PYTHON:-} && -x .venv/bin/python ]] && PY=.venv/bin/python
-  exec "$PY" scripts/bench/bench_verdict.py "$@"
+  exec "$PY" "$script" "$@"
 fi
 DRY=0
 stages=()
@@ -152,7 +164,7 @@ stage_summary() {
     | tee "$RES/summary.md"
 }
 
-[[ ${#stages[@]} -gt 0 ]] || { sed -n '2,31p' "$0"; exit 2; }
+[[ ${#stages[@]} -gt 0 ]] || { sed -n '2,41p' "$0"; exit 2; }
 for s in "${stages[@]}"; do
   declare -F "stage_$s" >/dev/null || { echo "bench_gpu.sh: unknown stage '$s'" >&2; exit 2; }
   "stage_$s"

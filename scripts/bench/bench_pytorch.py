@@ -82,6 +82,9 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--compile", action="store_true", help="also time torch.compile")
+    ap.add_argument("--compile-only", action="store_true",
+                    help="time only torch.compile's step; with --steps 1 --warmup 1 it fills Inductor's cache for a "
+                         "later timed run (the one-call GPU verdict's warm-up)")
     ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                     help="auto: CUDA when present (bf16 autocast), else the CPU (fp32)")
     args = ap.parse_args()
@@ -95,7 +98,8 @@ def main() -> None:
     if device == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
-    for compile_ in ([False, True] if args.compile else [False]):
+    modes = [True] if args.compile_only else [False, True] if args.compile else [False]
+    for compile_ in modes:
         print(json.dumps(bench(args.config, cfg, args.batch, args.seq_len, args.steps, args.warmup, compile_, device)), flush=True)
 
 

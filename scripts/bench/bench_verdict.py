@@ -27,11 +27,13 @@ import io
 import json
 import os
 import pathlib
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 
 import verdict_table
@@ -49,8 +51,10 @@ CUDA_TESTS = "*Cuda*:SdpaBackend.*"
 # (the whole-model tests would take the stage's minutes many times over).
 SANITIZER_TESTS = "KernelsCuda.RopeQkv*:KernelsCuda.AddNormForward*:KernelsCuda.CrossEntropy*:XsaCuda.Forward*:XsaCuda.Backward*"
 PARITY_KERNELS = ("aten",) + verdict_table.KERNELS
-STEP_124M = "sa@aten,sa,sa@fused,xsa@aten," + ",".join(f"xsa@{k}" for k in verdict_table.KERNELS) + ",xsa"
-STEP_07B = "sa@aten,sa,sa@fused,xsa@aten,xsa,xsa@fused"
+# The default (`sa`, `xsa`: train.kernels "auto") against ATen at both sizes; at 124M also
+# each kernel alone, for the kernel table's speed column.
+STEP_124M = "sa@aten,sa,xsa@aten,xsa," + ",".join(f"xsa@{k}" for k in verdict_table.KERNELS)
+STEP_07B = "sa@aten,sa,xsa@aten,xsa"
 
 
 class StageFailed(Exception):
@@ -79,12 +83,18 @@ class Verdict:
         if not self.dry:  # Hopper machine code unless told otherwise
             self.env.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
         self.broken = os.environ.get("XSAGPT_VERDICT_BREAK", "")
+        self.command = "bash scripts/bench/bench_gpu.sh verdict" + (" --cpu-dry-run" if self.dry else "")
+        self.lock = threading.Lock()
 
     # ---- bookkeeping ---------------------------------------------------------
     def left(self) -> float:
         return self.budget - (time.monotonic() - self.t0)
 
     def record(self, name, status, seconds=None, reason=""):
+        with self.lock:  # the one-call lease runs stages in threads
+            self._record(name, status, seconds, reason)
+
+    def _record(self, name, status, seconds, reason):
         entry = {"status": status, "reason": reason, "at": datetime.datetime.now().isoformat(timespec="seconds")}
         if seconds is not None:
             entry["seconds"] = round(seconds, 1)
@@ -163,13 +173,7 @@ class Verdict:
         dies without a report runs again one test per process, to blame the right test."""
         t_end = time.monotonic() + timeout
         listing = self.sh("tests", [TESTS, f"--gtest_filter={CUDA_TESTS}", "--gtest_list_tests"], 60)
-        suites, suite = {}, None
-        for line in listing.splitlines():
-            if line and not line.startswith(" "):
-                suite = line.strip().rstrip(".")
-                suites[suite] = []
-            elif suite and line.strip():
-                suites[suite].append(line.split("#")[0].strip())
+        suites = parse_gtest_listing(listing)
         out_dir = self.res / "tests"
         out_dir.mkdir(exist_ok=True)
         results = {}
@@ -280,13 +284,47 @@ class Verdict:
         variants = STEP_124M if which == "124m" else STEP_07B
         if self.broken == f"step-{which}":
             variants += ",broken-on-purpose"
-        self.sh(f"step-{which}", [BIN, "bench", "--no-block", "--variants", variants, *shape, "--repeat", "3",
+        # Three paired rounds where the kernel verdict reads its speed ratios (124M); two
+        # at 0.7B, whose step is 0.2 s but whose every round builds two 0.7B models.
+        rounds = "2" if which == "0.7b" else "3"
+        self.sh(f"step-{which}", [BIN, "bench", "--no-block", "--variants", variants, *shape, "--repeat", rounds,
                                   "--json", self.res / f"step-{which}.json"], timeout)
 
     def micro(self, timeout):
         shapes = f"{self.dry_model()}:2x64" if self.dry else "gpt2-124m:16x1024,paper-0.7b:8x2048"
         self.sh("micro", [BIN, "bench", "--micro", shapes, "--iters", "3" if self.dry else "20",
                           "--json", self.res / "micro.json"], timeout)
+
+    def profile(self, timeout):
+        """Where the default step spends its device time, by kernel and category
+        (`xsagpt bench --profile`), SA and XSA at both sizes."""
+        t_end = time.monotonic() + timeout
+        shapes = {"dry": [self.dry_model(), "2", "64"]} if self.dry else {
+            "124m": ["gpt2-124m", "16", "1024"], "0.7b": ["paper-0.7b", "8", "2048"]}
+        for size, (cfg, b, t) in shapes.items():
+            self.sh("profile", [BIN, "bench", "--no-block", "--no-step", "--profile", "--variants", "sa,xsa", "--step-config", cfg,
+                                "--step-batch", b, "--step-seq-len", t, "--json", self.res / f"profile-{size}.json"],
+                    t_end - time.monotonic())
+
+    def demo(self, timeout):
+        """The GPU demo's sweep (configs/sweeps/gpu-demo.json: 124M SA against XSA, two
+        seeds, the default kernels) into scratch; its report.md and summary come back."""
+        spec = json.loads((ROOT / "configs/sweeps/gpu-demo.json").read_text())
+        base = ROOT / "configs/sweeps" / spec["base"]
+        sets = ["train.keep_checkpoints=1", "train.ckpt_interval=0"]  # one 2 GB checkpoint per run, not three
+        if self.dry:
+            base = ROOT / "configs/runs/cpu-demo-sa.json"
+            sets += [f"model.base={self.dry_model()}", "train.max_steps=10", "train.eval_interval=5",
+                     "train.log_interval=5", "train.seq_len=64", "train.micro_batch=2", "train.warmup_steps=2"]
+        out = self.scratch / "gpu-demo"
+        sweep = self.scratch / "gpu-demo.json"
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        sweep.write_text(json.dumps(dict(spec, base=str(base), set=sets, out_dir=str(out))))
+        self.sh("demo", [BIN, "sweep", "-c", sweep, "--no-plot"], timeout)
+        for name in ("report.md", "summary.json"):
+            if (out / name).exists():
+                shutil.copy(out / name, self.res / f"demo-{name}")
+        shutil.rmtree(out, ignore_errors=True)  # four 124M runs' checkpoints: nothing to bring back
 
     def pytorch(self, size, attention, timeout):
         if self.dry:
@@ -307,22 +345,63 @@ class Verdict:
     def stages(self, sanitizer: bool) -> list[Stage]:
         s = [Stage("preflight", lambda t: self.preflight(t), 10, 60),
              Stage("build", lambda t: self.build(t), 20 if (ROOT / "build/xsagpt").exists() else 200, needs=())]
-        s.append(Stage("tests", lambda t: self.tests(t), 120, needs=("build",)))
+        s.append(Stage("tests", lambda t: self.tests(t), 45, 180, needs=("build",)))
         for k in PARITY_KERNELS:
             s.append(Stage(f"parity-{k}", lambda t, k=k: self.parity(k, t), 35, 300,
                            needs=("build",) if k == "aten" else ("build", "parity-aten")))
-        s += [Stage("step-124m", lambda t: self.step("124m", t), 120, needs=("build",)),
-              Stage("step-0.7b", lambda t: self.step("0.7b", t), 150, needs=("build",)),
+        s += [Stage("step-124m", lambda t: self.step("124m", t), 60, needs=("build",)),
+              Stage("step-0.7b", lambda t: self.step("0.7b", t), 90, needs=("build",)),
               Stage("micro", lambda t: self.micro(t), 60, 240, needs=("build",))]
         for size in ("124m", "0.7b"):
             for a in ("sa", "xsa"):
                 s.append(Stage(f"pytorch-{size}-{a}", lambda t, size=size, a=a: self.pytorch(size, a, t),
                                140 if size == "124m" else 200))
+        s += [Stage("profile", lambda t: self.profile(t), 45, 240, needs=("build",)),
+              Stage("demo", lambda t: self.demo(t), 150, 300, needs=("build",))]
         if sanitizer:
             s.append(Stage("sanitizer", lambda t: self.sanitizer(t), 240, needs=("build",)))
         return s
 
     # ---- the call ------------------------------------------------------------
+    def run_stage(self, st: Stage, retry_failed: bool, deadline: float | None = None) -> str:
+        """Runs one stage unless it is done, failed earlier (without retry_failed), waits
+        for another, or its estimate does not fit before `deadline` (monotonic seconds;
+        default: the call's budget). Returns its status; safe to call from threads."""
+        prev = self.state.get(st.name, {}).get("status")
+        always = st.name in ("preflight", "build")  # cheap, and a restarted machine has no build/
+        if prev == "done" and not always:
+            print(f"[verdict] {st.name}: done earlier, skipped", flush=True)
+            return "done"
+        if prev == "failed" and not retry_failed and not always:
+            print(f"[verdict] {st.name}: failed earlier ({self.state[st.name].get('reason')}); "
+                  f"--retry-failed runs it again", flush=True)
+            return "failed"
+        blocked = [n for n in st.needs if self.state.get(n, {}).get("status") != "done"]
+        if blocked:
+            print(f"[verdict] {st.name}: waits for {', '.join(blocked)}", flush=True)
+            return "pending"
+        left = self.left() if deadline is None else min(self.left(), deadline - time.monotonic())
+        if st.estimate > left:
+            print(f"[verdict] {st.name}: pending (needs ~{st.estimate} s, {max(left, 0):.0f} s left)", flush=True)
+            return "pending"
+        # Inside a phase (deadline given) a stage that started in time may run on a little past it.
+        timeout = min(st.cap, self.left(), left if deadline is None else left + st.estimate / 2)
+        print(f"[verdict] {st.name}: running (at most {timeout:.0f} s)", flush=True)
+        t = time.monotonic()
+        try:
+            st.run(timeout)
+            self.record(st.name, "done", time.monotonic() - t)
+        except subprocess.TimeoutExpired:
+            out_of_call = timeout < st.cap
+            self.record(st.name, "pending" if out_of_call else "failed", time.monotonic() - t,
+                        "stopped: this call's time ran out" if out_of_call else f"timed out after {st.cap} s")
+        except (StageFailed, OSError, ValueError, KeyError) as e:
+            self.record(st.name, "failed", time.monotonic() - t, str(e).replace("|", "/")[:300])
+        entry = self.state[st.name]
+        print(f"[verdict] {st.name}: {entry['status']} in {time.monotonic() - t:.0f} s"
+              + (f": {entry['reason']}" if entry.get("reason") else ""), flush=True)
+        return entry["status"]
+
     def call(self, only, retry_failed, sanitizer) -> int:
         stages = self.stages(sanitizer)
         names = [s.name for s in stages]
@@ -332,44 +411,21 @@ class Verdict:
         for st in stages:
             if only and st.name not in only and st.name != "preflight":
                 continue
-            prev = self.state.get(st.name, {}).get("status")
-            always = st.name in ("preflight", "build")  # cheap, and a restarted machine has no build/
-            if prev == "done" and not always:
-                print(f"[verdict] {st.name}: done earlier, skipped", flush=True)
-                continue
-            if prev == "failed" and not retry_failed and not always:
-                print(f"[verdict] {st.name}: failed earlier ({self.state[st.name].get('reason')}); "
-                      f"--retry-failed runs it again", flush=True)
-                continue
-            blocked = [n for n in st.needs if self.state.get(n, {}).get("status") != "done"]
-            if blocked:
-                print(f"[verdict] {st.name}: waits for {', '.join(blocked)}", flush=True)
-                continue
-            if st.estimate > self.left():
-                print(f"[verdict] {st.name}: pending (needs ~{st.estimate} s, {self.left():.0f} s left in this call)",
-                      flush=True)
-                continue
-            timeout = min(st.cap, self.left())
-            print(f"[verdict] {st.name}: running (at most {timeout:.0f} s)", flush=True)
-            t = time.monotonic()
-            try:
-                st.run(timeout)
-                self.record(st.name, "done", time.monotonic() - t)
-            except subprocess.TimeoutExpired:
-                out_of_call = timeout < st.cap
-                self.record(st.name, "pending" if out_of_call else "failed", time.monotonic() - t,
-                            "stopped: this call's time ran out" if out_of_call else f"timed out after {st.cap} s")
-            except (StageFailed, OSError, ValueError, KeyError) as e:
-                self.record(st.name, "failed", time.monotonic() - t, str(e).replace("|", "/")[:300])
-            print(f"[verdict] {st.name}: {self.state[st.name]['status']} in {time.monotonic() - t:.0f} s"
-                  + (f": {self.state[st.name]['reason']}" if self.state[st.name].get("reason") else ""), flush=True)
-            if st.name == "preflight" and self.state[st.name]["status"] != "done":
+            if self.run_stage(st, retry_failed) != "done" and st.name == "preflight":
                 break
+        return self.finish(names, only)
+
+    def stage_names(self) -> list[str]:
+        return [s.name for s in self.stages(sanitizer=True)]
+
+    def finish(self, order: list[str], only: list[str]) -> int:
+        """Every call's end, whatever happened: the summary, the table with what is known
+        so far, the bundle. Exit code 0: all done, 3: some pending (call again), 1: a failure."""
         self.summary()
-        table = self.table(names)
+        table = self.table(order, only)
         self.bundle()
         print("\n" + table, flush=True)
-        statuses = [self.state.get(n, {}).get("status", "pending") for n in names if not only or n in only]
+        statuses = [self.state.get(n, {}).get("status", "pending") for n in order if not only or n in only]
         if "failed" in statuses:
             return 1
         return 0 if all(s == "done" for s in statuses) else 3
@@ -384,14 +440,21 @@ class Verdict:
                            cwd=ROOT, capture_output=True, text=True)
         (self.res / "summary.md").write_text(p.stdout if p.returncode == 0 else f"bench_compare.py failed: {p.stderr}")
 
-    def table(self, order) -> str:
+    def table(self, order, only=()) -> str:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                                 text=True).stdout.strip() or "unknown"
         machine = (self.res / "machine.txt").read_text().strip() if (self.res / "machine.txt").exists() else "unknown"
         header = [f"### Fused kernels: the verdict{' (CPU dry run: nothing decided)' if self.dry else ''}", "",
                   f"{datetime.date.today().isoformat()}, commit {commit}. Machine: {machine}.",
-                  "Command: `bash scripts/bench/bench_gpu.sh verdict" + (" --cpu-dry-run" if self.dry else "") + "`."]
+                  f"Command: `{self.command}`."]
         text = verdict_table.render(self.res, order, self.dry, header)
+        left = [n for n in order if (not only or n in only)
+                and self.state.get(n, {}).get("status", "pending") in ("pending", "failed")]
+        if left:
+            retry = " --retry-failed" if any(self.state.get(n, {}).get("status") == "failed" for n in left) else ""
+            text += (f"\nNot done: {', '.join(left)}. On the warm machine (it keeps out/ for 30 s after a call), "
+                     f"`{self.command} --only {','.join(left)}{retry}` runs them; on a fresh one, unpack this "
+                     f"bundle into out/ here and carry out/gpu beside out/lease.\n")
         (self.res / "verdict.md").write_text(text)
         return text
 
@@ -414,6 +477,23 @@ class Verdict:
         if os.environ.get("OUT"):
             shutil.copy(self.res / "verdict.md", dest / "verdict.md")
         print(f"[verdict] bundle: {dest / (self.res.name + '-results.tgz')} ({size} bytes)", flush=True)
+
+
+def parse_gtest_listing(listing: str) -> dict[str, list[str]]:
+    """--gtest_list_tests as {suite: [test, ...]}. A suite line is a name ending in '.'
+    (a typed suite adds '  # TypeParam = ...'); a test line is indented. Anything else,
+    such as gtest_main's "Running main() from ..." banner, is no suite."""
+    suites, suite = {}, None
+    for line in listing.splitlines():
+        head = line.split("#")[0].rstrip()
+        if re.fullmatch(r"[A-Za-z_][\w/]*\.", head):
+            suite = head[:-1]
+            suites[suite] = []
+        elif suite and line.startswith(" ") and head.strip():
+            suites[suite].append(head.strip())
+        else:
+            suite = None if line.strip() else suite
+    return suites
 
 
 def gtest_results(path: pathlib.Path) -> dict:

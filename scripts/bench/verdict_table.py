@@ -134,13 +134,83 @@ def micro_rows(r: Results) -> list[str]:
     return rows
 
 
+def pytorch_rates(r: Results) -> dict:
+    """{(config, attention, mode): tokens/s} from the pytorch-* stages' JSON lines."""
+    rates = {}
+    for path in sorted(r.res.glob("pytorch-*.jsonl")):
+        for line in path.read_text().splitlines():
+            if line.startswith("{"):
+                row = json.loads(line)
+                rates[(row["config"], row["attention"], row["mode"])] = row["tokens_per_s"]
+    return rates
+
+
+def default_rows(r: Results) -> list[str]:
+    """What a user gets: the default kernels (`auto`) against ATen, PyTorch eager and
+    torch.compile, SA and XSA at each size measured, and XSA's cost over SA."""
+    torch_rates = pytorch_rates(r)
+    rows = []
+    for path in sorted(r.res.glob("step-*.json")):
+        data = read_json(path) or {}
+        step = data.get("step") or {}
+        res = step.get("results", {})
+        if not res:
+            continue
+        if not rows:
+            rows = [f"The default, `train.kernels` \"auto\" (here: {data.get('kernels', '?')}), tokens/s:", "",
+                    "| model, batch x T | attention | `aten` | default | MFU | PyTorch eager | torch.compile | "
+                    "default / compile | XSA / SA time |", "|---|---|---|---|---|---|---|---|---|"]
+        cfg, shape = step.get("config"), f"{step.get('micro_batch')} x {step.get('seq_len')}"
+        for attention in ("sa", "xsa"):
+            mine, aten = res.get(attention), res.get(f"{attention}@aten")
+            if not mine:
+                continue
+            eager, compiled = (torch_rates.get((cfg, attention, m)) for m in ("eager", "compiled"))
+            fmt = lambda x: f"{x / 1e3:,.1f}K" if x else "pending"
+            vs = f"{mine['tokens_per_s'] / compiled:.3f}" if compiled else "pending"
+            cost = "-"
+            if attention == "xsa" and res.get("sa"):
+                cost = f"{mine['median_ms'] / res['sa']['median_ms']:.3f}"
+            mfu = f"{100 * mine['mfu']:.1f}%" if mine.get("mfu") is not None else "-"
+            rows.append(f"| {cfg}, {shape} | {attention} | {fmt(aten and aten['tokens_per_s'])} | "
+                        f"{fmt(mine['tokens_per_s'])} | {mfu} | {fmt(eager)} | {fmt(compiled)} | {vs} | {cost} |")
+    return rows
+
+
+def profile_rows(r: Results) -> list[str]:
+    """The default step's device time by category (`xsagpt bench --profile`)."""
+    rows = []
+    for path in sorted(r.res.glob("profile-*.json")):
+        data = read_json(path) or {}
+        prof = (data.get("profile") or {}).get("results") or {}
+        for variant, p in sorted(prof.items()):
+            cats = p.get("categories", {})
+            total = p.get("total_ms") or 0
+            if not rows:
+                rows = ["Where the default step's time goes (`xsagpt bench --profile`), ms per step:", "",
+                        "| model | variant | total | " + " | ".join(CATEGORIES) + " |",
+                        "|---|---|---|" + "---|" * len(CATEGORIES)]
+            cells = [f"{cats.get(c, 0):.2f} ({100 * cats.get(c, 0) / total:.0f}%)" if total else "-" for c in CATEGORIES]
+            rows.append(f"| {data['profile'].get('config', path.stem)} | {variant} | {total:.2f} | "
+                        + " | ".join(cells) + " |")
+    return rows
+
+
+# The profile's categories, in the order its table lists them (src/bench/step_profile.h).
+CATEGORIES = ("gemm", "attention", "norm", "elementwise", "optimizer", "copies", "other")
+
+
 def render(res: pathlib.Path, order: list[str], dry_run: bool, header: list[str]) -> str:
     r = Results(res)
     md = header + ["", f"Default-worthy: every CUDA test of the kernel passes, the final val loss of a 200-step XSA "
                        f"run on the KJV shards is within {LOSS_TOL} of `aten`'s (same seed), and the 124M step is "
                        f"faster than `aten`'s in every one of at least 3 paired rounds (ratio = aten time / kernel "
                        f"time, lowest round >= {SPEED_MIN}).", ""]
+    if defaults := default_rows(r):
+        md += defaults + [""]
     md += kernel_rows(r, dry_run)
+    if prof := profile_rows(r):
+        md += [""] + prof
     if micro := micro_rows(r):
         md += [""] + micro
     summary = res / "summary.md"

@@ -7,9 +7,12 @@
 # CMakeLists.txt searches third_party/usr first when it exists, and the binaries
 # find libspdlog/libfmt/libpcre2 there through their build-tree RPATH.
 # See docs/gpu-machine.md for the whole procedure.
+#   bash scripts/maint/vendor_deps.sh [DEST]   (default third_party/; the pack step
+#   of scripts/bench/bench_gpu.sh puts them into its carry folder instead, so that
+#   the local build keeps finding the system's copies)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-dest="$root/third_party"
+dest="$(realpath -m "${1:-$root/third_party}")"
 say() { printf '\033[1m[vendor]\033[0m %s\n' "$*"; }
 
 pkgs=(

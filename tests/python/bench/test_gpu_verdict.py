@@ -1,18 +1,17 @@
-"""scripts/bench/bench_verdict.py (`bash scripts/bench/bench_gpu.sh verdict`) rehearsed on the
-CPU: what a lent GPU's 10-minute calls depend on. A stage broken on purpose leaves
-the others' rows; a second call skips what is done; a call with no time left
-starts nothing and says `pending`; the results bundle is text under 1 MiB, and a
-binary file in it is refused by name. A few stages at tiny sizes keep it short;
+"""The GPU verdict (scripts/bench/lease.py over bench_verdict.py's stages) rehearsed on the
+CPU: what one call of a lent GPU depends on. A stage broken on purpose leaves the
+others' rows and the table comes back; correctness runs before the timed stages; a
+second call skips what is done; a call with no time left starts nothing and says
+`pending` with the command that finishes it; the results bundle is text under 1 MiB,
+and a binary file in it is refused by name. A few stages at tiny sizes keep it short;
 every stage runs in the manual dry run (docs/gpu-machine.md)."""
 import json
+import pathlib
 import subprocess
 import sys
 import tarfile
 
 import pytest
-
-STAGES = "preflight,build,parity-aten,parity-norm,parity-rope,step-124m,micro"
-
 
 @pytest.fixture(scope="module")
 def kjv(repo_root):
@@ -40,53 +39,6 @@ def table_rows(text: str) -> dict:
     return rows
 
 
-@pytest.fixture(scope="module")
-def broken_run(repo_root, kjv, build_dir, tmp_path_factory):
-    out = tmp_path_factory.mktemp("verdict") / "gpu-dry-run"
-    first = verdict(repo_root, out, "--only", STAGES, env_extra={"XSAGPT_VERDICT_BREAK": "parity-norm"})
-    return out, first
-
-
-def test_a_broken_stage_leaves_the_other_rows(broken_run):
-    out, proc = broken_run
-    assert proc.returncode == 1, proc.stdout + proc.stderr  # a stage failed
-    rows = table_rows(proc.stdout)
-    assert rows["parity-norm"][1] == "failed" and "train.kernels" in rows["parity-norm"][3]
-    for done in ("preflight", "build", "parity-aten", "parity-rope", "step-124m", "micro"):
-        assert rows[done][1] == "done", rows[done]
-    # The kernel table: norm's loss cell names the failure, rope's holds numbers.
-    assert rows["norm"][2].startswith("FAILED (") and rows["rope"][2].startswith(("+", "-"))
-    assert rows["rope"][4].endswith("(n=3)") and rows["rope"][5] == "dry run"
-    assert rows["tests"][1] == "pending" if "tests" in rows else True
-    # What the parity runs leave: JSON only, their checkpoints deleted with the run.
-    summary = json.loads((out / "parity-rope.json").read_text())
-    assert summary["step"] == 20 and summary["max_param_diff"] >= 0 and summary["tok_s"] > 0
-    scratch = out.with_name(out.name + "-scratch")
-    assert not list(scratch.glob("parity-*")) and (scratch / "aten-weights.pt").exists()
-
-
-def test_the_bundle_is_text_under_one_mib(broken_run):
-    out, _ = broken_run
-    bundle = out.parent / f"{out.name}-results.tgz"
-    assert 0 < bundle.stat().st_size < 1 << 20
-    with tarfile.open(bundle) as tar:
-        names = tar.getnames()
-    assert f"{out.name}/verdict.md" in names and f"{out.name}/stages.json" in names
-    assert all(n.endswith((".json", ".jsonl", ".md", ".txt", ".log")) for n in names if "." in n.split("/")[-1])
-
-
-def test_a_second_call_skips_what_is_done_and_retries_on_request(repo_root, broken_run):
-    out, _ = broken_run
-    again = verdict(repo_root, out, "--only", STAGES)
-    assert again.returncode == 1
-    assert "parity-aten: done earlier, skipped" in again.stdout and "step-124m: done earlier, skipped" in again.stdout
-    assert "parity-norm: failed earlier" in again.stdout and "--retry-failed" in again.stdout
-    retry = verdict(repo_root, out, "--only", STAGES, "--retry-failed")
-    rows = table_rows(retry.stdout)
-    assert retry.returncode == 0, retry.stdout + retry.stderr
-    assert rows["parity-norm"][1] == "done" and rows["norm"][2].startswith(("+", "-"))
-
-
 def test_no_time_left_starts_nothing(repo_root, tmp_path, kjv, build_dir):
     out = tmp_path / "gpu-dry-run"
     # Room for preflight and the (already built) build, not for a parity run (~35 s planned).
@@ -103,3 +55,76 @@ def test_a_binary_file_in_the_results_is_refused(repo_root, tmp_path, kjv, build
     (out / "model.pt").write_bytes(b"\0" * 100)
     proc = verdict(repo_root, out, "--only", "preflight", "--budget", "60")
     assert proc.returncode != 0 and "model.pt" in proc.stderr and "not text or JSON" in proc.stderr
+
+
+# The one-call lease (scripts/bench/lease.py), rehearsed: phase A (correctness) then
+# phase B (timing), a stage broken on purpose, and the table back in one call.
+LEASE_STAGES = "tests,parity-aten,parity-fused,parity-norm,step-0.7b,profile,micro,demo"
+
+
+def lease(repo_root, out, *args, env_extra=None):
+    import os
+    env = dict(os.environ, **(env_extra or {}))
+    return subprocess.run([sys.executable, str(repo_root / "scripts/bench/lease.py"), "--cpu-dry-run", "--out",
+                           str(out), *args], cwd=repo_root, capture_output=True, text=True, env=env, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def broken_lease(repo_root, kjv, build_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("lease") / "gpu-dry-run"
+    return out, lease(repo_root, out, "--only", LEASE_STAGES, env_extra={"XSAGPT_VERDICT_BREAK": "parity-norm"})
+
+
+def test_a_lease_returns_the_whole_table_with_a_broken_stage(broken_lease):
+    out, proc = broken_lease
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # a stage failed; the call still ended with its table
+    rows = table_rows(proc.stdout)
+    assert rows["parity-norm"][1] == "failed" and "train.kernels" in rows["parity-norm"][3]
+    for done in ("preflight", "build", "tests", "parity-aten", "parity-fused", "step-0.7b", "profile", "micro", "demo"):
+        assert rows[done][1] == "done", rows[done]
+    # Correctness first, then the timed stages alone.
+    assert proc.stdout.index("[lease] phase A over") < proc.stdout.index("step-0.7b: running")
+    assert proc.stdout.index("parity-fused: done") < proc.stdout.index("[lease] phase A over")
+    # The default's table (what a user gets), the kernel table and the profile, from one call.
+    assert "The default, `train.kernels`" in proc.stdout and rows["fused"][2].startswith(("+", "-"))
+    assert "Where the default step's time goes" in proc.stdout
+    assert (out / "demo-report.md").exists() and (out / "demo-summary.json").exists()
+    # What did not get done says how to finish it.
+    assert "Not done: parity-norm" in proc.stdout and "lease --cpu-dry-run --only parity-norm --retry-failed" in proc.stdout
+    assert 0 < (out.parent / f"{out.name}-results.tgz").stat().st_size < 1 << 20
+
+
+def test_a_second_call_skips_what_is_done_and_retries_on_request(repo_root, broken_lease):
+    out, _ = broken_lease
+    again = lease(repo_root, out, "--only", LEASE_STAGES)
+    assert again.returncode == 1
+    assert "parity-aten: done earlier, skipped" in again.stdout and "step-0.7b: done earlier, skipped" in again.stdout
+    assert "parity-norm: failed earlier" in again.stdout and "--retry-failed" in again.stdout
+    retry = lease(repo_root, out, "--only", LEASE_STAGES, "--retry-failed")
+    rows = table_rows(retry.stdout)
+    assert retry.returncode == 0, retry.stdout + retry.stderr
+    assert rows["parity-norm"][1] == "done" and rows["norm"][2].startswith(("+", "-"))
+    with tarfile.open(out.parent / f"{out.name}-results.tgz") as tar:
+        names = tar.getnames()
+    assert f"{out.name}/verdict.md" in names and f"{out.name}/stages.json" in names
+    assert all(n.endswith((".json", ".jsonl", ".md", ".txt", ".log")) for n in names if "." in n.split("/")[-1])
+
+
+def test_a_lease_with_no_time_left_names_what_is_pending(repo_root, tmp_path, kjv, build_dir):
+    out = tmp_path / "gpu-dry-run"
+    # Room for preflight and the packed-binary check, not for phase B's stages.
+    proc = lease(repo_root, out, "--only", "parity-aten,step-124m,demo", "--budget", "25", "--phase-a", "1")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    rows = table_rows(proc.stdout)
+    assert rows["step-124m"][1] == "pending" and rows["demo"][1] == "pending"
+    assert "Not done: parity-aten, step-124m, demo" in proc.stdout
+
+
+def test_the_gtest_listing_parser_takes_no_banner_for_a_suite():
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3] / "scripts/bench"))
+    import bench_verdict
+    listing = ("Running main() from /usr/src/googletest/googletest/src/gtest_main.cc\n"
+               "XsaCuda.\n  ForwardMatchesFloat64FormulaInEveryLayout\n  BackwardMatches\n"
+               "Typed/0.  # TypeParam = float\n  Works\n")
+    assert bench_verdict.parse_gtest_listing(listing) == {
+        "XsaCuda": ["ForwardMatchesFloat64FormulaInEveryLayout", "BackwardMatches"], "Typed/0": ["Works"]}

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""The whole GPU verdict in one call of a lent GPU (`bash scripts/bench/bench_gpu.sh lease`).
+
+A lent GPU is 15 minutes of device time, the machine's start included, and one command
+of at most 10. A cold build there takes about 200 s and torch.compile's first compiles
+40-80 s a shape, so neither may sit on the critical path:
+
+- the binaries come prebuilt for sm_90 from the CPU dev machine (`bench_gpu.sh pack`,
+  carried as out/lease/) and run against the device's torch through LD_LIBRARY_PATH;
+  only if they do not load is the project built there;
+- phase A, correctness: the CUDA tests and the 200-step parity runs (aten, fused, then
+  each kernel alone while time remains) run while torch.compile's first compiles of the
+  PyTorch baseline fill Inductor's cache; nothing in it is timed for the table;
+- phase B, timing, the GPU alone: the default step against ATen at 124M and 0.7B, the
+  PyTorch steps eager and compiled (the cache now warm), the profile, then the GPU
+  demo's sweep if time remains.
+
+Every stage is one of scripts/bench/bench_verdict.py's, with its state in out/gpu/. A
+stage that does not fit the budget is `pending` and the table names the command that
+finishes it on the warm machine; a failed stage leaves every other row. The budget
+(default 520 s) keeps the command under 9 minutes with the bundle and the return.
+
+    python3 scripts/bench/lease.py [--budget S] [--only a,b] [--cpu-dry-run] [--retry-failed]
+"""
+import argparse
+import glob
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+import bench_verdict as bv
+
+ROOT = bv.ROOT
+PACK = ROOT / "out/lease"
+# What the pack step lays out, linked into place on the device machine.
+PACKED = ("build", "third_party", "data/kjv/shards")
+PHASE_A_PARITY = ("aten", "fused") + tuple(k for k in bv.PARITY_KERNELS if k not in ("aten", "fused"))
+# XSA first at each step (the product's case); the compiled baselines after xsagpt's own.
+PHASE_B = ("step-124m", "step-0.7b", "profile", "pytorch-124m-xsa", "pytorch-0.7b-xsa", "pytorch-124m-sa",
+           "pytorch-0.7b-sa", "micro", "demo")
+# torch.compile's first compile of each timed shape, (config, batch, T, attention), in
+# streams that run at once: three above 100 GB of GPU memory (the two 0.7B compiles at
+# ~35 GB each beside a 124M parity run), two below (one 0.7B compile at a time).
+WARM_124M = (("gpt2-124m", 16, 1024, "xsa"), ("gpt2-124m", 16, 1024, "sa"))
+WARM_07B = (("paper-0.7b", 8, 2048, "xsa"), ("paper-0.7b", 8, 2048, "sa"))
+WARM_STREAMS = {3: (WARM_124M, WARM_07B[:1], WARM_07B[1:]), 2: (WARM_124M, WARM_07B)}
+# Phase B's stages on a warm Inductor cache take seconds, not the minutes of a cold one.
+WARM_ESTIMATES = {"pytorch-124m-sa": 30, "pytorch-124m-xsa": 40, "pytorch-0.7b-sa": 45, "pytorch-0.7b-xsa": 55}
+PHASE_A_SECONDS = 140  # the 0.7B compiles (52-77 s each, beside the others) and the parity runs fit in it
+
+
+def device_env(v: bv.Verdict) -> None:
+    """Links the packed binaries, libraries and shards into place and points the
+    dynamic loader at the device's torch (its lib/ and the nvidia-* wheels' libraries)."""
+    for rel in PACKED:
+        dst, src = ROOT / rel, PACK / rel
+        if src.exists() and not dst.exists():
+            if dst.is_symlink():  # left dangling by an earlier call
+                dst.unlink()
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.symlink_to(src.resolve(), target_is_directory=True)
+    import torch
+    site = pathlib.Path(torch.__file__).resolve().parents[1]
+    libs = [str(site / "torch/lib")] + sorted(glob.glob(str(site / "nvidia/*/lib")) +
+                                              glob.glob(str(site / "nvidia/*/*/lib")))
+    libs.append(str(ROOT / "third_party/usr/lib/x86_64-linux-gnu"))
+    v.env["LD_LIBRARY_PATH"] = ":".join(libs + [v.env.get("LD_LIBRARY_PATH", "")]).rstrip(":")
+    # The test binary was built elsewhere: its fixtures and xsagpt are found here.
+    v.env["XSAGPT_SOURCE_DIR"] = str(ROOT)
+    v.env["XSAGPT_BINARY"] = str(bv.BIN)
+
+
+def load_or_build(v: bv.Verdict, timeout: float) -> None:
+    """The build stage of a lease: the prebuilt binaries if they load and their device
+    code runs on this GPU, else a build here (about 200 s on 16 cores)."""
+    problem = binaries_problem(v)
+    if problem is None:
+        v.append_log(v.res / "build.log", "prebuilt binaries load and run here\n")
+        return
+    print(f"[lease] prebuilt binaries unusable ({problem}): building here", flush=True)
+    if (ROOT / "build").is_symlink():
+        (ROOT / "build").unlink()
+    v.build(timeout)
+    if (problem := binaries_problem(v)) is not None:
+        raise bv.StageFailed(f"built, but {problem}")
+
+
+def binaries_problem(v: bv.Verdict) -> str | None:
+    if not bv.BIN.exists() or not bv.TESTS.exists():
+        return "no build/xsagpt or build/tests/xsagpt_tests (carry out/lease from `bench_gpu.sh pack`)"
+    checks = [[bv.BIN, "info", "-c", "tiny"], [bv.TESTS, "--gtest_list_tests"]]
+    if not v.dry:  # device code that does not fit this GPU shows only when a kernel runs
+        checks.append([bv.TESTS, "--gtest_filter=XsaCuda.ForwardMatchesFloat64FormulaInEveryLayout"])
+    for cmd in checks:
+        try:
+            p = subprocess.run([str(c) for c in cmd], cwd=ROOT, env=v.env, capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return f"{pathlib.Path(str(cmd[0])).name}: {e}"
+        out = p.stdout + p.stderr
+        v.append_log(v.res / "build.log", f"$ {' '.join(map(str, cmd))}\n{out[-4000:]}")
+        bad = [s for s in ("no kernel image", "invalid device function", "cannot open shared object",
+                           "undefined symbol", "GLIBC") if s in out]
+        # The kernel test's own verdict belongs to the tests stage: only a binary that
+        # cannot load or run its device code here is a reason to build.
+        if bad or (p.returncode != 0 and "--gtest_filter" not in str(cmd[-1])):
+            return f"{pathlib.Path(str(cmd[0])).name} exited {p.returncode}{': ' + bad[0] if bad else ''}"
+    return None
+
+
+def warm_up(v: bv.Verdict, deadline: float, wanted) -> list[threading.Thread]:
+    """torch.compile's first compiles, concurrently with phase A, into the Inductor and
+    AOTAutograd caches the timed pytorch stages then hit. Two streams on an 80 GB
+    GPU, three above it (memory beside the parity runs). Outcomes go to warm.log."""
+    if v.dry:
+        return []  # no GPU: nothing to warm, and a CPU compile would take minutes
+    import torch
+    queues = WARM_STREAMS[3 if torch.cuda.get_device_properties(0).total_memory > 100 * 2**30 else 2]
+    size = {"gpt2-124m": "124m", "paper-0.7b": "0.7b"}
+    # Only the shapes whose timed stage this call may run.
+    queues = [[w for w in q if wanted(f"pytorch-{size[w[0]]}-{w[3]}")] for q in queues]
+
+    def log(line):
+        with v.lock:  # streams append to one log
+            v.append_log(v.res / "warm.log", line)
+
+    def stream(queue):
+        for cfg, b, t, attention in queue:
+            left = deadline - time.monotonic()
+            if left < 20:
+                log(f"warm {cfg} {attention}: skipped, phase A's time is spent\n")
+                continue
+            t0 = time.monotonic()
+            try:
+                p = subprocess.run([v.py, "scripts/bench/bench_pytorch.py", "--config", cfg, "-b", str(b), "-t", str(t),
+                                    "--attention", attention, "--compile-only", "--steps", "1", "--warmup", "1"],
+                                   cwd=ROOT, env=v.env, capture_output=True, text=True, timeout=left)
+                note = f"rc {p.returncode}" + ("" if p.returncode == 0 else f": {p.stderr.strip()[-300:]}")
+            except subprocess.TimeoutExpired:
+                note = f"stopped at phase A's end after {left:.0f} s (the timed stage compiles the rest)"
+            log(f"warm {cfg} {b}x{t} {attention}: {time.monotonic() - t0:.0f} s, {note}\n")
+
+    threads = [threading.Thread(target=stream, args=(q,), daemon=True) for q in queues]
+    for th in threads:
+        th.start()
+    return threads
+
+
+def lease(v: bv.Verdict, only: list[str], retry_failed: bool, phase_a_seconds: float) -> int:
+    stages = {s.name: s for s in v.stages(sanitizer=False)}
+    stages["build"].run = lambda t: load_or_build(v, t)
+    stages["build"].estimate = 20
+    if not v.dry:
+        for name, seconds in WARM_ESTIMATES.items():
+            stages[name].estimate = seconds
+    wanted = lambda name: not only or name in only
+    order = ["preflight", "build", "tests"] + [f"parity-{k}" for k in PHASE_A_PARITY] + list(PHASE_B)
+
+    if not v.dry:
+        device_env(v)
+    for name in ("preflight", "build"):
+        if v.run_stage(stages[name], retry_failed) != "done":
+            return v.finish(order, only)
+
+    # Phase A: correctness beside the compiles. Parity runs one after another (each
+    # holds a 124M model's training state), the tests in a thread beside them.
+    deadline = time.monotonic() + phase_a_seconds
+    warm = warm_up(v, deadline, lambda name: wanted(name) and v.state.get(name, {}).get("status") != "done")
+    tests = threading.Thread(target=lambda: wanted("tests") and v.run_stage(stages["tests"], retry_failed, deadline))
+    tests.start()
+    for k in PHASE_A_PARITY:
+        if wanted(f"parity-{k}"):
+            v.run_stage(stages[f"parity-{k}"], retry_failed, deadline)
+    tests.join()
+    for th in warm:
+        th.join(max(0.0, deadline - time.monotonic()) + 5)
+    print(f"[lease] phase A over at {v.budget - v.left():.0f} s; phase B: the timed stages, the GPU alone", flush=True)
+
+    # Phase B: one stage at a time, in order of what the table needs most.
+    for name in PHASE_B:
+        if wanted(name):
+            v.run_stage(stages[name], retry_failed)
+    return v.finish(order, only)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cpu-dry-run", action="store_true", help="the same phases at tiny sizes on this CPU")
+    ap.add_argument("--budget", type=float, default=520,
+                    help="seconds for the stages (default 520: a 9-minute command with time to bundle and return)")
+    ap.add_argument("--phase-a", type=float, help=f"seconds of phase A (default {PHASE_A_SECONDS}; dry run 120)")
+    ap.add_argument("--only", default="", help="comma-separated stage names (preflight and build always run)")
+    ap.add_argument("--retry-failed", action="store_true", help="run stages that failed in an earlier call again")
+    ap.add_argument("--reset", action="store_true", help="forget every earlier stage result first")
+    ap.add_argument("--out", type=pathlib.Path, help="results folder (default out/gpu, or out/gpu-dry-run)")
+    args = ap.parse_args()
+    args.sanitizer = False
+    v = bv.Verdict(args)
+    if args.reset:
+        shutil.rmtree(v.res, ignore_errors=True)
+        shutil.rmtree(v.scratch, ignore_errors=True)
+        v = bv.Verdict(args)
+    v.command = "bash scripts/bench/bench_gpu.sh lease" + (" --cpu-dry-run" if v.dry else "")
+    only = [s for s in args.only.split(",") if s]
+    known = set(bv.Verdict.stage_names(v))
+    if unknown := [n for n in only if n not in known]:
+        sys.exit(f"lease.py: --only: unknown stage(s) {', '.join(unknown)} (stages: {', '.join(sorted(known))})")
+    phase_a = args.phase_a if args.phase_a is not None else 120 if v.dry else PHASE_A_SECONDS
+    sys.exit(lease(v, only, args.retry_failed, phase_a))
+
+
+if __name__ == "__main__":
+    os.chdir(ROOT)
+    main()
