@@ -421,14 +421,20 @@ class Verdict:
     def finish(self, order: list[str], only: list[str]) -> int:
         """Every call's end, whatever happened: the summary, the table with what is known
         so far, the bundle. Exit code 0: all done, 3: some pending (call again), 1: a failure."""
-        self.summary()
-        table = self.table(order, only)
-        self.bundle()
+        table = self.save_results(order, only)
         print("\n" + table, flush=True)
         statuses = [self.state.get(n, {}).get("status", "pending") for n in order if not only or n in only]
         if "failed" in statuses:
             return 1
         return 0 if all(s == "done" for s in statuses) else 3
+
+    def save_results(self, order: list[str], only=()) -> str:
+        """The summary, the table and the bundle as they stand: written after every stage
+        of a lease too, so a call cut off by the device's limit still returns them."""
+        self.summary()
+        table = self.table(order, only)
+        self.bundle(quiet=True)
+        return table
 
     def summary(self):
         steps = sorted(self.res.glob("step-*.json"))
@@ -458,7 +464,7 @@ class Verdict:
         (self.res / "verdict.md").write_text(text)
         return text
 
-    def bundle(self):
+    def bundle(self, quiet=False):
         """RES as a gzipped tar, text only and under BUNDLE_MAX: into $OUT when set
         (the device tool brings it back), else beside RES. Anything else is refused
         by name, so a large or binary file can never ride along unseen."""
@@ -476,7 +482,8 @@ class Verdict:
         (dest / f"{self.res.name}-results.tgz").write_bytes(buf.getvalue())
         if os.environ.get("OUT"):
             shutil.copy(self.res / "verdict.md", dest / "verdict.md")
-        print(f"[verdict] bundle: {dest / (self.res.name + '-results.tgz')} ({size} bytes)", flush=True)
+        if not quiet:
+            print(f"[verdict] bundle: {dest / (self.res.name + '-results.tgz')} ({size} bytes)", flush=True)
 
 
 def parse_gtest_listing(listing: str) -> dict[str, list[str]]:

@@ -180,9 +180,10 @@ def lease(v: bv.Verdict, only: list[str], retry_failed: bool, phase_a_seconds: f
     print(f"[lease] phase A over at {v.budget - v.left():.0f} s; phase B: the timed stages, the GPU alone", flush=True)
 
     # Phase B: one stage at a time, in order of what the table needs most.
+    v.save_results(order, only)
     for name in PHASE_B:
-        if wanted(name):
-            v.run_stage(stages[name], retry_failed)
+        if wanted(name) and v.run_stage(stages[name], retry_failed) != "pending":
+            v.save_results(order, only)
     return v.finish(order, only)
 
 
