@@ -447,8 +447,9 @@ class Verdict:
         (self.res / "summary.md").write_text(p.stdout if p.returncode == 0 else f"bench_compare.py failed: {p.stderr}")
 
     def table(self, order, only=()) -> str:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                                text=True).stdout.strip() or "unknown"
+        packed = ROOT / "out/lease/COMMIT"  # the packed binaries' commit (scripts/bench/pack.sh)
+        commit = packed.read_text().strip() if packed.exists() else subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip() or "unknown"
         machine = (self.res / "machine.txt").read_text().strip() if (self.res / "machine.txt").exists() else "unknown"
         header = [f"### Fused kernels: the verdict{' (CPU dry run: nothing decided)' if self.dry else ''}", "",
                   f"{datetime.date.today().isoformat()}, commit {commit}. Machine: {machine}.",

@@ -48,6 +48,9 @@ if [ -f "$pack/third_party/PACKAGES" ] && [ "$pack/third_party/PACKAGES" -nt scr
 else
   bash scripts/maint/vendor_deps.sh "$tmp/third_party" >&2
 fi
+# The commit the binaries were built from, for the table's header (the device's copy
+# of the working tree need not carry the git history).
+git describe --always --dirty > "$tmp/COMMIT"
 size_kib=$(du -sk "$tmp" | cut -f1)
 if [ "$size_kib" -gt $((limit_mib * 1024)) ]; then
   du -sk "$tmp"/* "$tmp"/build/* "$tmp"/build/tests/* >&2
