@@ -151,7 +151,7 @@ std::optional<ProfiledEvent> counted_event(const torch::autograd::profiler::Kine
                        static_cast<int64_t>(e.endNs())};
 }
 
-// Leaves the profiler on however the profiled steps end, so an error in a step
+// Turns the profiler off however the profiled steps end, so an error in a step
 // does not leave it recording the rest of the run.
 struct ProfilerSession {
   explicit ProfilerSession(bool cuda) {
@@ -168,7 +168,11 @@ struct ProfilerSession {
     return torch::autograd::profiler::disableProfiler();
   }
   ~ProfilerSession() {
-    if (on) torch::autograd::profiler::disableProfiler();
+    if (!on) return;
+    try {
+      torch::autograd::profiler::disableProfiler();
+    } catch (const std::exception&) {  // already unwinding from the step's own error, which says more
+    }
   }
   bool on = true;
 };
