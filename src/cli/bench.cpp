@@ -1,9 +1,11 @@
 // `xsagpt bench`: time and peak memory of one transformer block, forward plus
 // backward, with XSA off and on, over sequence lengths and widths, and of a whole
 // training step; prints the XSA/SA ratios and writes JSON. See bench/block_bench.h.
+// With --profile, also where the step's time goes (bench/step_profile.h).
 // Defaults follow the paper on a GPU (batch 32, bf16) and are small on a CPU.
 #include "bench/block_bench.h"
 #include "bench/kernel_bench.h"
+#include "bench/step_profile.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "config/model_config.h"
@@ -243,6 +245,37 @@ json run_micro(const std::vector<std::string>& specs, const BenchOptions& o, con
   return to_json(r);
 }
 
+// Where the training step of each variant spends its time (bench/step_profile.h):
+// per variant, the categories and the kernels (ops on a CPU) that take the most.
+json run_step_profile(const BenchOptions& o, const std::string& ref, int64_t B, int64_t T, int64_t steps) {
+  constexpr size_t kTop = 15;  // the table's kernels; the JSON holds them all
+  const auto model = load_model_config(ref);
+  const auto profiles = profile_train_step(o, model, B, T, steps);
+  json j = {{"config", ref}, {"micro_batch", B}, {"seq_len", T}, {"accumulation", o.accumulation}, {"results", {}}};
+  for (const auto& v : o.variants) {
+    const auto& p = profiles.at(v);
+    j["results"][v] = to_json(p);
+    auto pct = [&](double ms) { return p.total_ms > 0 ? 100 * ms / p.total_ms : 0.0; };
+    std::cout << fmt::format("\nprofile of the training step of {} ({}x{}), {}, kernels {}: {}, ms per step over {} steps\n",
+                             ref, B, T, v, describe(variant_runtime(o.runtime, v, o.device.is_cuda()).kernels),
+                             p.measure, p.steps)
+              << fmt::format("  {:<12} {:>10} {:>7}\n", "category", "ms", "share");
+    for (const auto* c : kProfileCategories)
+      std::cout << fmt::format("  {:<12} {:>10.3f} {:>6.1f}%\n", c, p.categories.at(c), pct(p.categories.at(c)));
+    std::cout << fmt::format("  {:<12} {:>10.3f} {:>6.1f}%  (step wall time without the profiler: {:.3f} ms)\n",
+                             "total", p.total_ms, 100.0, p.wall_ms)
+              << fmt::format("  {:<64} {:<11} {:>10} {:>7} {:>7}\n", "top kernels", "category", "ms", "share",
+                             "calls");
+    for (size_t k = 0; k < std::min(kTop, p.kernels.size()); ++k) {
+      const auto& e = p.kernels[k];
+      const auto name = e.name.size() > 64 ? e.name.substr(0, 61) + "..." : e.name;
+      std::cout << fmt::format("  {:<64} {:<11} {:>10.3f} {:>6.1f}% {:>7.0f}\n", name, e.category, e.ms, pct(e.ms),
+                               e.calls);
+    }
+  }
+  return j;
+}
+
 }  // namespace
 
 int bench(int argc, char** argv) {
@@ -253,7 +286,10 @@ int bench(int argc, char** argv) {
       "to the first variant. GPU defaults as the paper (batch 32, bf16); CPU defaults small.\n"
       "Variants: sa, xsa (XSA's step as --kernels chooses), xsa-ops (its custom autograd function on\n"
       "ATen ops), xsa-fused (the CUDA kernels), xsa-autograd (ordinary ops); NAME@K runs NAME with\n"
-      "train.kernels K ('+' between kernel names), e.g. sa@aten,sa@fused,xsa@fused.");
+      "train.kernels K ('+' between kernel names), e.g. sa@aten,sa@fused,xsa@fused.\n"
+      "--profile: the step's time by kernel and by category (device kernel time on CUDA, CPU op self\n"
+      "time on a CPU), per variant; the JSON's profile.results.VARIANT has total_ms, wall_ms,\n"
+      "categories (name -> ms per step, summing to total_ms) and every kernel by time.");
   // clang-format off
   opts.add_options()
     ("dtype", "auto (bf16 on CUDA, fp32 on CPU), bf16 (autocast) or fp32", cxxopts::value<std::string>()->default_value("auto"))
@@ -274,6 +310,8 @@ int bench(int argc, char** argv) {
     ("repeat", "rounds of the training step over all variants, each built afresh; JSON gets each round's median and each round's ratio to the first variant", cxxopts::value<int64_t>()->default_value("1"))
     ("no-step", "skip the training-step benchmark")
     ("no-block", "skip the block grid")
+    ("profile", "also profile the training step of each variant (LibTorch's Kineto profiler): its time by kernel and by category (gemm; attention, XSA's kernels included; norm; elementwise, RoPE, GELU and the loss's softmax included; optimizer, the gradient clip included; copies, casts and fills; other), as device kernel time on CUDA and CPU op self time on a CPU, beside the step's wall time; runs with --no-step too")
+    ("profile-steps", "steps profiled after the warm-up (figures are per step)", cxxopts::value<int64_t>()->default_value("3"))
     ("micro", "instead of the block grid and the step: each fused kernel alone (norm, rope, loss, xsa; forward and backward) as GB/s against a device copy, at CONFIG:BxT shapes, comma-separated (e.g. gpt2-124m:16x1024,paper-0.7b:8x2048); ATen twins where the CUDA kernels cannot run", cxxopts::value<std::string>())
     ("json", "write the results to this JSON file", cxxopts::value<std::string>());
   // clang-format on
@@ -298,6 +336,10 @@ int bench(int argc, char** argv) {
   const int64_t B = args.count("step-batch") ? args["step-batch"].as<int64_t>() : (gpu ? 16 : 8);
   const int64_t T = args.count("step-seq-len") ? args["step-seq-len"].as<int64_t>() : (gpu ? 1024 : 128);
   if (B < 1 || T < 1) throw ConfigError("--step-batch and --step-seq-len: must be >= 1");
+  const bool profile = args.count("profile") > 0;
+  const int64_t profile_steps = args["profile-steps"].as<int64_t>();
+  if (profile_steps < 1) throw ConfigError("--profile-steps: must be >= 1");
+  if (profile && args.count("micro")) throw ConfigError("--profile: profiles the training step, not --micro's kernels");
 
   const auto now = std::time(nullptr);
   json out = {{"command", "bench"},
@@ -319,6 +361,7 @@ int bench(int argc, char** argv) {
     out["block"] = run_block_grid(o, table, args.count("no-block") ? std::vector<int64_t>{} : widths, seq_lens,
                                   out["machine"].get<std::string>());
     if (!args.count("no-step")) out["step"] = run_train_step(o, table, step_ref, B, T);
+    if (profile) out["profile"] = run_step_profile(o, step_ref, B, T, profile_steps);
   }
   if (args.count("json")) {
     const std::filesystem::path path = args["json"].as<std::string>();
