@@ -234,7 +234,7 @@ def discover(paths: list[pathlib.Path]) -> tuple[list[tuple[pathlib.Path, str, s
                 found.append((d, f"{p.name}/{d.name}", p.name, keys))
             try:
                 points = json.loads((p / "summary.json").read_text())["points"]
-                sweeps_ended &= all(pt.get("status") in ("done", "failed") for pt in points)
+                sweeps_ended &= all(pt.get("status") in ("done", "failed", "invalid") for pt in points)
             except (OSError, ValueError, KeyError, TypeError):
                 sweeps_ended = False  # no point has ended yet
         elif (p / "config.json").exists() or (p / "metrics.jsonl").exists():
