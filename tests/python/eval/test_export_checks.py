@@ -95,6 +95,31 @@ def test_an_out_that_cannot_be_written_is_one_line(run, tmp_path):
     assert (tmp_path / "a-file").read_text() == "kept\n"
 
 
+def test_a_full_or_read_only_out_is_one_line_and_replaces_nothing(run, tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", mnt], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        (mnt / "out").mkdir()
+        (mnt / "out" / "model.safetensors").write_text("the export before\n")
+        proc = export(run, "--out", mnt / "out", "--force")  # the tiny model's weights need ~120 KB
+        # Before: a Python traceback.
+        assert one_line_error(proc), proc.stderr
+        assert f"--out {mnt / 'out'}: cannot write the export (" in proc.stderr and "nothing there was replaced" \
+            in proc.stderr
+        assert (mnt / "out" / "model.safetensors").read_text() == "the export before\n"
+        assert sorted(p.name for p in (mnt / "out").iterdir()) == ["model.safetensors"]
+        subprocess.run(["mount", "-o", "remount,ro", mnt], check=True)
+        proc = export(run, "--out", mnt / "other")
+        assert one_line_error(proc), proc.stderr
+        assert f"--out {mnt / 'other'}: cannot write the export (Read-only file system)" in proc.stderr
+    finally:
+        subprocess.run(["umount", "-l", mnt], check=False)
+
+
 def nan_in(file: pathlib.Path, name: str):
     weights = safetensors_torch.load_file(file)
     weights[name][0] = float("nan")
