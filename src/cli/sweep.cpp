@@ -18,6 +18,7 @@
 #include "util/dir_lock.h"
 #include "util/paths.h"
 #include "util/spawn.h"
+#include "util/test_stop.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -227,6 +228,7 @@ int sweep(int argc, char** argv) {
     if (dist.is_main()) spdlog::info("{}{}", tag, stale[i] ? ": its config changed, running it again" : "");
     if (dist.is_main()) fs::remove(failure_file(p));  // retried: its new outcome replaces the old record
     TrainResult result;
+    stop_here_for_tests("sweep:point-checked");
     try {
       // A stale point starts over (--overwrite); any other continues what it has.
       result = train(p.config, stale[i] ? TrainOptions{"", true} : TrainOptions{"auto", false, true}, dist);

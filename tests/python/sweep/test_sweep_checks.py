@@ -109,6 +109,27 @@ def test_a_run_trained_by_hand_into_a_later_point_is_refused_when_the_point_is_r
     assert c["minus_baseline"]["n"] == 0 and "xsa invalid: its directory holds a run of another config" in dropped(c)[1]
 
 
+def test_a_run_that_slips_in_after_the_point_was_checked_is_refused_under_the_lock(tmp_path, base, xsagpt, spawn):
+    spec = tmp_path / "s.json"
+    spec.write_text(json.dumps({"base": str(base), "grid": {"train.seed": [1]}, "out_dir": str(tmp_path / "sw")}))
+    # The sweep has checked its only point's directory (empty) and is about to train it ...
+    sweep = spawn("sweep", "-c", spec, "--no-plot", stop_at="sweep:point-checked")
+    # ... when a run of another seed is trained there by hand, to the end.
+    stranger = tmp_path / "sw" / "train.seed=1"
+    cfg = json.loads(base.read_text())
+    cfg["train"]["seed"], cfg["out_dir"] = 5, str(stranger)
+    (tmp_path / "stranger.json").write_text(json.dumps(cfg))
+    xsagpt("train", "-c", tmp_path / "stranger.json")
+    before = (stranger / "done.json").read_bytes()
+    sweep.send_signal(signal.SIGCONT)
+    _, err = sweep.communicate(timeout=300)
+    # Without the trainer's own check under the lock, the finished stranger was taken as the point.
+    assert sweep.returncode == 1, err
+    assert "[1/1] train.seed=1: refused" in err and "train.seed is 5 there, 1 here" in err
+    assert (stranger / "done.json").read_bytes() == before and not (stranger / "failed.json").exists()
+    assert point(summary(tmp_path / "sw"), "train.seed=1")["status"] == "invalid"
+
+
 def test_a_moved_sweep_continues_without_training_again(tmp_path, finished, base, xsagpt):
     spec = moved_copy(finished, base, tmp_path)
     stamps = {p: (p / "metrics.jsonl").stat().st_mtime_ns for p in (tmp_path / "sw").iterdir() if p.is_dir()}
