@@ -84,6 +84,11 @@ void print_results(const json& summary) {
   for (const auto& p : summary["points"])
     std::cout << fmt::format("{:<48} {:>8} {:>10} {:>10}\n", p["name"].get<std::string>(),
                              p["status"].get<std::string>(), num(p, "final_train_loss"), num(p, "final_val_loss"));
+  // Why each invalid point is left out of every comparison (sweep/point_check.h).
+  for (const auto& p : summary["points"])
+    if (p["status"] == "invalid")
+      std::cout << fmt::format("note: {} is invalid, left out: {}\n", p["name"].get<std::string>(),
+                               p["error"].get<std::string>());
   // Every variant against the baseline, paired by seed (sweep/report.h; also report.md).
   if (!summary["comparisons"].empty()) std::cout << comparison_table(summary);
 }

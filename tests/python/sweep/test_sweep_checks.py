@@ -147,9 +147,10 @@ def test_a_baseline_whose_curve_was_cut_short_is_left_out_with_its_reason(tmp_pa
     spec = copy_of(finished, base, tmp_path)
     sw = tmp_path / "sw"
     cut_metrics(sw / "sa,train.seed=1", STEPS // 2)  # done.json stays intact
-    xsagpt("sweep", "-c", spec, "--no-plot")
+    printed = xsagpt("sweep", "-c", spec, "--no-plot").stdout
     s = summary(sw)
     p = point(s, "sa,train.seed=1")
+    assert f"note: sa,train.seed=1 is invalid, left out: {p['error']}" in printed
     # Before: status done, and its half curve read at equal time and tokens (differences of +0.6).
     assert p["status"] == "invalid"
     assert p["error"] == f"metrics.jsonl's val curve ends at step {STEPS // 2}, but done.json says the run reached " \
