@@ -73,8 +73,9 @@ void check_spec(const json& spec, const std::string& path) {
 // out_dir in a variant, the grid or "set" would be ignored without a word.
 void refuse_point_out_dir(const std::string& key, const std::string& where) {
   if (key == "out_dir" || key.starts_with("out_dir="))
-    throw ConfigError(where + ": out_dir: a point's run directory is the sweep's out_dir/<point name>; set the "
-                              "sweep's \"out_dir\" instead");
+    throw ConfigError(where +
+                      ": out_dir: a point's run directory is the sweep's out_dir/<point name>; set the "
+                      "sweep's \"out_dir\" instead");
 }
 
 // A variant's name is a directory name and a label in tables and figures.

@@ -81,8 +81,7 @@ std::optional<std::string> unusable_run(const SweepPoint& p, const json& done) {
   const std::string done_name = run.done.filename().string(), metrics_name = run.metrics.filename().string();
   if (!done.is_object()) return done_name + " is not a JSON object";
   const auto step = done.value("step", json());
-  if (!step.is_number_integer())
-    return fmt::format("{}'s step is {}, not an integer", done_name, step.dump());
+  if (!step.is_number_integer()) return fmt::format("{}'s step is {}, not an integer", done_name, step.dump());
   if (step.get<int64_t>() != p.config.train.max_steps)
     return fmt::format("it stopped at step {} of train.max_steps {} ({})", step.get<int64_t>(),
                        p.config.train.max_steps, done_name);
@@ -99,8 +98,8 @@ std::optional<std::string> unusable_run(const SweepPoint& p, const json& done) {
   if (curve.records.empty()) return fmt::format("{} holds no val loss{}", metrics_name, extra);
   const auto& last = curve.records.back();
   if (last.step != step.get<int64_t>())
-    return fmt::format("{}'s val curve ends at step {}, but {} says the run reached step {}{}", metrics_name,
-                       last.step, done_name, step.get<int64_t>(), extra);
+    return fmt::format("{}'s val curve ends at step {}, but {} says the run reached step {}{}", metrics_name, last.step,
+                       done_name, step.get<int64_t>(), extra);
   if (!close_to(last.loss.get<double>(), done["final_val_loss"].get<double>()))
     return fmt::format("{}'s val loss at step {} is {}, but {}'s final_val_loss is {}", metrics_name, last.step,
                        last.loss.dump(), done_name, done["final_val_loss"].dump());

@@ -49,8 +49,7 @@ struct ForeignRun : ConfigError {
 class RunDir {
  public:
   // resume: "", "auto" or a checkpoint path; overwrite: --overwrite (train/run_start.h).
-  RunDir(const RunConfig& cfg, const std::string& resume, bool overwrite, DistContext& dist,
-         bool same_config = false);
+  RunDir(const RunConfig& cfg, const std::string& resume, bool overwrite, DistContext& dist, bool same_config = false);
   ~RunDir();
   RunDir(const RunDir&) = delete;
   RunDir& operator=(const RunDir&) = delete;
