@@ -33,7 +33,11 @@ in the run's metrics.jsonl, each with where it came from.
 
     .venv/bin/python scripts/eval/export.py runs/xsa-1.4b --format hf --out share/xsa-1.4b-hf
 
-Weights with NaN or inf (or beyond --dtype's range) are refused. Files get the
+The checkpoint is checked as xsagpt's own commands check it before anything is
+written: every entry against its CRC, the format, every parameter the model config
+needs present with its shape (and no weight it has no parameter for); weights with NaN
+or inf (or beyond --dtype's range) are refused. An --out that cannot be written
+(read-only, full, a file) is a one-line error, and leaves what was there. Files get the
 user's umask, as any other file they write.
 Existing files are replaced only with --force, and only once the new ones are
 complete (written beside them, then renamed).
@@ -45,6 +49,7 @@ import json
 import os
 import pathlib
 import sys
+import zipfile
 
 import torch
 from safetensors.torch import save_file
@@ -131,7 +136,24 @@ def find_checkpoint(path: pathlib.Path) -> pathlib.Path:
     return path
 
 
+def check_crcs(path: pathlib.Path) -> None:
+    """Every entry of a PyTorch archive (a zip) against its CRC-32, as xsagpt's own
+    commands check a checkpoint before reading it (src/util/zip_check.h): torch.load
+    reads a flipped byte without a word. Other files go to torch.load's messages."""
+    if not zipfile.is_zipfile(path):
+        return
+    try:
+        with zipfile.ZipFile(path) as z:
+            bad = z.testzip()
+    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, ValueError) as e:
+        sys.exit(f"{path}: not a readable checkpoint (its archive is damaged: {e})")
+    if bad is not None:
+        sys.exit(f"{path}: fails its CRC check (entry {bad} is damaged): not a readable checkpoint; every xsagpt "
+                 "command refuses it too")
+
+
 def load(path: pathlib.Path) -> dict:
+    check_crcs(path)
     try:  # memory-mapped: a 2.7B checkpoint's optimizer state is never read
         return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except (RuntimeError, ValueError):
@@ -139,6 +161,63 @@ def load(path: pathlib.Path) -> dict:
             return torch.load(path, map_location="cpu", weights_only=True)
         except Exception as e:  # noqa: BLE001  any unreadable file gets the same message
             sys.exit(f"{path}: not a readable checkpoint ({e})")
+
+
+def expected_shapes(m: dict, conv: dict) -> dict[str, tuple]:
+    """The parameters the C++ model of this config has (src/model/), by name, with their
+    shapes: the checkpoint must hold each, as `xsagpt sample` and the others require
+    (src/train/from_checkpoint.h). A tied head's lm_head.weight is the embedding."""
+    d, V = int(m.get("d_model", 768)), conv["vocab"]["padded"]
+    inner, hidden = conv["attention"]["n_head"] * conv["attention"]["head_dim"], conv["mlp"]["hidden"]
+    bias = conv["linear_bias"]
+    shapes = {"transformer.wte.weight": (V, d)}
+    if not conv["tied_embeddings"]:
+        shapes["lm_head.weight"] = (V, d)
+    if conv["n_sink"]:
+        shapes["transformer.sink"] = (conv["n_sink"], d)
+
+    def norm(name):
+        shapes[f"{name}.weight"] = (d,)
+        if bias:
+            shapes[f"{name}.bias"] = (d,)
+
+    def linear(name, n_out, n_in):
+        shapes[f"{name}.weight"] = (n_out, n_in)
+        if bias:
+            shapes[f"{name}.bias"] = (n_out,)
+
+    norm("transformer.ln_e")
+    norm("transformer.ln_f")
+    for i in range(int(m.get("n_layer", 12))):
+        p = f"transformer.h.{i}"
+        norm(f"{p}.ln_1")
+        norm(f"{p}.ln_2")
+        linear(f"{p}.attn.c_attn", 3 * inner, d)
+        linear(f"{p}.attn.c_proj", d, inner)
+        linear(f"{p}.mlp.c_fc", hidden, d)
+        linear(f"{p}.mlp.c_proj", d, hidden)
+        if i in conv["xsa"]["layers"] and conv["xsa"]["gate"] != "off":
+            shapes[f"{p}.attn.xsa_gate"] = (conv["attention"]["n_head"],)
+    return shapes
+
+
+def check_weights(path: pathlib.Path, weights: dict, m: dict, conv: dict) -> None:
+    """Names and shapes against the model config, before anything is written: a missing
+    or misshapen weight would surface only later, as a KeyError or a size-mismatch
+    report in transformers."""
+    if not isinstance(weights, dict) or not all(isinstance(t, torch.Tensor) for t in weights.values()):
+        sys.exit(f"{path}: not an xsagpt checkpoint ('model' is not a dict of tensors)")
+    want = expected_shapes(m, conv)
+    for name, shape in want.items():
+        if name not in weights:
+            sys.exit(f"{path}: no weights for parameter {name} (the model config needs it): not exported")
+        if tuple(weights[name].shape) != shape:
+            sys.exit(f"{path}: parameter {name} has shape {list(weights[name].shape)}, the model config expects "
+                     f"{list(shape)}: not exported")
+    extra = sorted(set(weights) - set(want) - set(DERIVED) - {"lm_head.weight"})
+    if extra:
+        sys.exit(f"{path}: weights the model config has no parameter for: {', '.join(extra[:5])}"
+                 f"{' ...' if len(extra) > 5 else ''}: not exported")
 
 
 def hf_config(config: dict) -> dict:
@@ -247,7 +326,11 @@ def export(ckpt_path: pathlib.Path, out: pathlib.Path, dtype: torch.dtype, force
     if not isinstance(ck, dict) or "model" not in ck or not isinstance(ck.get("config"), dict) \
             or not isinstance(ck["config"].get("model"), dict):
         sys.exit(f"{ckpt_path}: not an xsagpt checkpoint (expected 'model' weights and config.model)")
+    if ck.get("format") != "xsagpt-checkpoint" or ck.get("version") != 1:
+        sys.exit(f"{ckpt_path}: not an xsagpt checkpoint of version 1 (format {ck.get('format')!r}, version "
+                 f"{ck.get('version')!r})")
     model_cfg = ck["config"]["model"]
+    check_weights(ckpt_path, ck["model"], model_cfg, conventions(model_cfg))
     tied = model_cfg.get("tie_embeddings", False)
     tensors = {}
     for name, t in ck["model"].items():
@@ -297,19 +380,30 @@ def export(ckpt_path: pathlib.Path, out: pathlib.Path, dtype: torch.dtype, force
             "README.md": model_card(config, n, run_dir or ckpt_path.parent),
         })
     targets = [out / name for name in files]
+    if out.exists() and not out.is_dir():
+        sys.exit(f"--out {out}: is a file, expected a folder for the export")
     if not force and any(p.exists() for p in targets):
         sys.exit(f"{out}: already holds an export ({', '.join(p.name for p in targets if p.exists())}); "
                  "pass --force to replace it")
-    out.mkdir(parents=True, exist_ok=True)
     umask = os.umask(0)
     os.umask(umask)
     tmp = [p.with_name(p.name + ".tmp") for p in targets]
-    for t, content in zip(tmp, files.values()):
-        if callable(content):
-            content(t)
-        else:
-            t.write_text(content, encoding="utf-8")
-        os.chmod(t, 0o666 & ~umask)  # as any file the user writes (safetensors creates it 0600)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for t, content in zip(tmp, files.values()):
+            if callable(content):
+                content(t)
+            else:
+                t.write_text(content, encoding="utf-8")
+            os.chmod(t, 0o666 & ~umask)  # as any file the user writes (safetensors creates it 0600)
+    except Exception as e:  # noqa: BLE001  unwritable, read-only, full (safetensors raises its own error type)
+        for t in tmp:
+            try:
+                t.unlink(missing_ok=True)
+            except OSError:
+                pass  # never made: the folder is not there to hold it
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        sys.exit(f"--out {out}: cannot write the export ({why}); nothing there was replaced")
     for t, p in zip(tmp, targets):
         os.replace(t, p)
     print(f"{ckpt_path} (step {config['step']}) -> {out}/ ({n / 1e6:.2f}M parameters, {config['dtype']}): "

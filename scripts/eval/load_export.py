@@ -117,14 +117,33 @@ class ExportedGPT(nn.Module):
         return F.linear(_norm(w, "transformer.ln_f", x[:, S:], eps), head)
 
 
+def check_finite(weights: dict[str, torch.Tensor], where: str) -> None:
+    """export.py refuses non-finite weights when it writes; a file changed since is
+    refused here, naming the weight, rather than giving NaN logits without a word."""
+    for name, t in weights.items():
+        if t.is_floating_point() and not torch.isfinite(t).all():
+            raise ValueError(f"{where}: weight {name} holds non-finite values (NaN or inf); re-export the checkpoint")
+
+
 def load_export(folder: str | pathlib.Path, dtype: torch.dtype = torch.float32) -> ExportedGPT:
     from safetensors.torch import load_file
     folder = pathlib.Path(folder)
-    config = json.loads((folder / "config.json").read_text())
-    if config.get("format") != "xsagpt-safetensors" or "conventions" not in config:
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: no such export folder (expected config.json and model.safetensors)")
+    missing = [n for n in ("config.json", "model.safetensors") if not (folder / n).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{folder}: the export lacks {' and '.join(missing)} (scripts/eval/export.py writes "
+                                "both)")
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except ValueError as e:
+        raise ValueError(f"{folder / 'config.json'}: not valid JSON ({e})") from None
+    if not isinstance(config, dict) or config.get("format") != "xsagpt-safetensors" or "conventions" not in config:
         raise ValueError(f"{folder / 'config.json'}: not an xsagpt export with conventions (re-export it with "
                          "scripts/eval/export.py)")
-    weights = {k: v.to(dtype) for k, v in load_file(str(folder / "model.safetensors")).items()}
+    raw = load_file(str(folder / "model.safetensors"))
+    check_finite(raw, str(folder / "model.safetensors"))
+    weights = {k: v.to(dtype) for k, v in raw.items()}
     return ExportedGPT(config["conventions"], weights).eval()
 
 
@@ -142,7 +161,10 @@ def main() -> None:
         sys.exit("usage: load_export.py EXPORT_DIR CONTEXT CONTINUATION")
     import tiktoken
     enc = tiktoken.get_encoding("gpt2")
-    model = load_export(sys.argv[1])
+    try:
+        model = load_export(sys.argv[1])
+    except (OSError, ValueError) as e:
+        sys.exit(f"load_export.py: error: {e}")
     ctx, cont = sys.argv[2], sys.argv[3]
     cut = len(ctx.rstrip())
     ctx, cont = ctx[:cut], ctx[cut:] + cont

@@ -183,6 +183,13 @@ def load_sweep(path: pathlib.Path) -> Sweep:
     summary = read_json(path / "summary.json")
     if not isinstance(summary.get("points"), list) or not isinstance(summary.get("keys"), list):
         raise PlotError(f"{path / 'summary.json'}: expected 'keys' and 'points' lists")
+    # A point the summary found invalid (another config's run in its directory, or files
+    # that disagree with each other) is drawn nowhere, as it is compared nowhere.
+    for p in summary["points"]:
+        if isinstance(p, dict) and p.get("status") == "invalid":
+            print(f"plot.py: {path}: point {p.get('name')} left out: {p.get('error')}", file=sys.stderr)
+    summary = {**summary, "points": [p for p in summary["points"]
+                                     if not (isinstance(p, dict) and p.get("status") == "invalid")]}
     runs = {}
     for p in summary["points"]:
         for key in ("name", "dir", "values"):

@@ -14,6 +14,13 @@ config as the run's config). It stops by itself once every run has done.json or
 failed.json (and a sweep's summary.json says every point ended) and everything logged
 before it is mirrored; --once mirrors what is there now and exits.
 
+It follows metrics.jsonl by record, not by byte offset: a file replaced by a resumed run
+(another inode) or cut shorter is read again from its start, and the last step mirrored
+per tag skips what was seen. A line that is no record (not JSON, a step that is no
+integer, a loss that is no number, such as true) is skipped and named on stderr with its
+line number; the count is printed at exit. A metrics.jsonl that is not a file, or a
+--tensorboard that names a file, is a one-line error (exit 2).
+
 Restarting never duplicates a point: TensorBoard's own event files (read back with
 tensorboard's reader) say which steps each tag has; for W&B a small state file in
 --wandb-dir, written before the points go to W&B, does. A run that resumes from a checkpoint and logs its steps again (with
@@ -43,13 +50,39 @@ def dotted(config: dict, key: str):
     return config
 
 
+class TrackError(Exception):
+    """A path that cannot be followed (metrics.jsonl a directory, say): one line, exit 2."""
+
+
+def numeric(v) -> bool:
+    """A value metrics.jsonl may hold: a number, or null (not measured); not true/false."""
+    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+def record_problem(j) -> str | None:
+    """Why a parsed line is no metrics record, or None."""
+    if not isinstance(j, dict):
+        return "not a JSON object"
+    if not isinstance(j.get("step"), int) or isinstance(j.get("step"), bool):
+        return f"step is {json.dumps(j.get('step'))}, not an integer"
+    for k in (*TRAIN_TAGS, *VAL_TAGS):
+        if k in j and not numeric(j[k]):
+            return f"{k} is {json.dumps(j[k])}, not a number"
+    return None
+
+
 class Run:
-    """One run directory: reads the complete lines metrics.jsonl has gained since the last poll."""
+    """One run directory, followed by record: the complete lines metrics.jsonl has gained
+    since the last poll. A resumed run renames a rewritten metrics.jsonl into place, whose
+    lines may differ from the old file's at any byte offset, so a new file (another inode)
+    or a shorter one is read again from its start; the steps already mirrored per tag
+    (self.last) then filter what was seen."""
 
     def __init__(self, path: pathlib.Path, name: str, group: str | None, grid_keys: list[str]):
         self.path, self.name, self.group, self.grid_keys = path, name, group, grid_keys
-        self.offset, self.buffer = 0, b""
+        self.offset, self.buffer, self.inode, self.lineno = 0, b"", None, 0
         self.last: dict[str, int] = {}  # tag -> the last step mirrored (a kill can come between two tags)
+        self.damaged: dict[int, str] = {}  # line number -> why, for lines that are no record (named once)
         self.sink = None
 
     def config(self) -> dict:
@@ -66,24 +99,36 @@ class Run:
     def new_records(self) -> list[dict]:
         f = self.path / "metrics.jsonl"
         try:
-            size = f.stat().st_size
+            st = f.stat()
         except OSError:
             return []
-        if size < self.offset:  # a resumed run rewrote its history: read it again, the steps filter it
-            self.offset, self.buffer = 0, b""
-        with open(f, "rb") as fh:
-            fh.seek(self.offset)
-            data = fh.read()
+        if not f.is_file():
+            raise TrackError(f"{f}: not a regular file (a directory?); expected the run's metrics.jsonl")
+        if st.st_ino != self.inode or st.st_size < self.offset:  # replaced or rewritten: read it from the start
+            self.offset, self.buffer, self.inode, self.lineno = 0, b"", st.st_ino, 0
+        try:
+            with open(f, "rb") as fh:
+                if os.fstat(fh.fileno()).st_ino != self.inode:  # replaced between stat and open: next poll
+                    return []
+                fh.seek(self.offset)
+                data = fh.read()
+        except OSError as e:
+            raise TrackError(f"{f}: cannot read: {e.strerror or e}") from None
         self.offset += len(data)
         *lines, self.buffer = (self.buffer + data).split(b"\n")  # the last piece may be a line still being written
         out = []
         for line in lines:
+            self.lineno += 1
             try:
                 j = json.loads(line)
+                why = record_problem(j)
             except ValueError:
-                continue  # a line cut off by a kill, dropped by the trainer on resume
-            if isinstance(j, dict) and isinstance(j.get("step"), int):
+                why = "not JSON (a line cut off by a kill, which the trainer drops on resume, or an edit)"
+            if why is None:
                 out.append(j)
+            elif self.damaged.get(self.lineno) != why:
+                self.damaged[self.lineno] = why
+                print(f"[track] {f} line {self.lineno}: {why}; skipped", file=sys.stderr)
         return out
 
 
@@ -189,7 +234,7 @@ def discover(paths: list[pathlib.Path]) -> tuple[list[tuple[pathlib.Path, str, s
                 found.append((d, f"{p.name}/{d.name}", p.name, keys))
             try:
                 points = json.loads((p / "summary.json").read_text())["points"]
-                sweeps_ended &= all(pt.get("status") in ("done", "failed") for pt in points)
+                sweeps_ended &= all(pt.get("status") in ("done", "failed", "invalid") for pt in points)
             except (OSError, ValueError, KeyError, TypeError):
                 sweeps_ended = False  # no point has ended yet
         elif (p / "config.json").exists() or (p / "metrics.jsonl").exists():
@@ -204,7 +249,7 @@ def mirror(run: Run) -> int:
     for rec in run.new_records():
         step, tags = rec["step"], TRAIN_TAGS if "train_loss" in rec else VAL_TAGS
         values = {tag: float(rec[k]) for k, tag in tags.items()
-                  if isinstance(rec.get(k), (int, float)) and step > run.last.get(tag, -1)}  # null: not measured
+                  if rec.get(k) is not None and step > run.last.get(tag, -1)}  # null: not measured
         if values:
             batch.append((values, step))
             run.last.update(dict.fromkeys(values, step))
@@ -232,6 +277,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.interval <= 0:
         ap.error("--interval: must be > 0")
+    if args.tensorboard and args.tensorboard.exists() and not args.tensorboard.is_dir():
+        ap.error(f"--tensorboard {args.tensorboard}: not a directory (TensorBoard writes a folder of event files)")
     for p in args.paths:
         if p.exists() and not p.is_dir():
             ap.error(f"{p}: not a run or sweep directory")
@@ -266,10 +313,15 @@ def main(argv=None) -> int:
             time.sleep(args.interval)
     except KeyboardInterrupt:
         pass
+    except TrackError as e:
+        print(f"track.py: error: {e}", file=sys.stderr)
+        return 2
     finally:
         for run in runs.values():
             run.sink.close()
-    print(f"[track] mirrored {len(runs)} run(s)", file=sys.stderr)
+    damaged = sum(len(run.damaged) for run in runs.values())
+    print(f"[track] mirrored {len(runs)} run(s)" + (f"; skipped {damaged} damaged line(s), each named above"
+                                                   if damaged else ""), file=sys.stderr)
     return 0
 
 

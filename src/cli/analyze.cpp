@@ -28,6 +28,7 @@
 #include "data/loader.h"
 #include "train/from_checkpoint.h"
 #include "util/atomic_file.h"
+#include "util/utf8.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -143,12 +144,12 @@ int analyze(int argc, char** argv) {
         trained.file.string(), trained.step, mc.n_layer, mc.describe_attention(), set.num_sequences(), T, val,
         rt.bf16 ? "bf16" : "fp32", describe(rt.kernels), rt.loss_chunk);
     const json meta = {
-        {"checkpoint", trained.file.string()},
+        {"checkpoint", utf8::escape_invalid(trained.file.string())},  // JSON holds UTF-8 only
         {"step", trained.step},
         {"attention", name(mc.attention)},
         {"variant", mc.describe_attention()},
         {"config", cfg},
-        {"val", val},
+        {"val", utf8::escape_invalid(val)},
         {"seq_len", T},
         {"batch", lo.batch_size},
         {"sequences", set.num_sequences()},
@@ -179,7 +180,7 @@ int analyze(int argc, char** argv) {
 
   json out = {{"attention", name(mc.attention)},
               {"variant", mc.describe_attention()},
-              {"checkpoint", trained.file.string()},
+              {"checkpoint", utf8::escape_invalid(trained.file.string())},  // JSON holds UTF-8 only
               {"layers", json::array()}};
   std::cout << fmt::format("{:>5}  {:>13}  {:>9}  {:>8}  {:>8}\n", "layer", "value_cos_sim", "attn_diag", "cos(y,v)",
                            "cos(z,v)");

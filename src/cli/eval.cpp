@@ -15,6 +15,7 @@
 #include "train/run_paths.h"
 #include "util/atomic_file.h"
 #include "util/device.h"
+#include "util/utf8.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -157,9 +158,10 @@ int eval(int argc, char** argv) {
     }
     bar.finish();
     eval::ModelEval me;
-    me.checkpoint = checkpoints[m];
-    me.label = labels[m];
-    me.file = trained.file.string();
+    // The report is JSON, which holds UTF-8 only: a path's other bytes are shown as \xNN.
+    me.checkpoint = utf8::escape_invalid(checkpoints[m]);
+    me.label = utf8::escape_invalid(labels[m]);
+    me.file = utf8::escape_invalid(trained.file.string());
     me.step = trained.step;
     me.model = trained.config["model"];
     me.seed = trained.config.contains("train") ? trained.config["train"].value("seed", json(nullptr)) : json(nullptr);

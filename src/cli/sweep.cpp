@@ -5,9 +5,11 @@
 #include "cli/options.h"
 #include "dist/process_group.h"
 #include "model/counts.h"
+#include "sweep/point_check.h"
 #include "sweep/report.h"
 #include "sweep/summary.h"
 #include "train/memory_check.h"
+#include "train/run_dir.h"
 #include "train/run_paths.h"
 #include "train/signals.h"
 #include "train/trainer.h"
@@ -16,6 +18,7 @@
 #include "util/dir_lock.h"
 #include "util/paths.h"
 #include "util/spawn.h"
+#include "util/test_stop.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -81,6 +84,11 @@ void print_results(const json& summary) {
   for (const auto& p : summary["points"])
     std::cout << fmt::format("{:<48} {:>8} {:>10} {:>10}\n", p["name"].get<std::string>(),
                              p["status"].get<std::string>(), num(p, "final_train_loss"), num(p, "final_val_loss"));
+  // Why each invalid point is left out of every comparison (sweep/point_check.h).
+  for (const auto& p : summary["points"])
+    if (p["status"] == "invalid")
+      std::cout << fmt::format("note: {} is invalid, left out: {}\n", p["name"].get<std::string>(),
+                               p["error"].get<std::string>());
   // Every variant against the baseline, paired by seed (sweep/report.h; also report.md).
   if (!summary["comparisons"].empty()) std::cout << comparison_table(summary);
 }
@@ -160,7 +168,12 @@ int sweep(int argc, char** argv) {
       throw DirBusy(busy.empty() ? fmt::format("sweep directory {} is in use (see rank 0)", sweep.dir.string()) : busy);
   }
   const auto spec_file = sweep.dir / "sweep.json";
-  if (fs::exists(spec_file) && read_json_file(spec_file) != sweep.spec && !args.count("force"))
+  // out_dir aside: a sweep copied or moved elsewhere, its out_dir edited, is the same sweep.
+  auto placeless = [](json spec) {
+    if (spec.is_object()) spec.erase("out_dir");
+    return spec;
+  };
+  if (fs::exists(spec_file) && placeless(read_json_file(spec_file)) != placeless(sweep.spec) && !args.count("force"))
     throw ConfigError(
         fmt::format("{} was made from a different sweep file; use another out_dir, or --force to "
                     "continue with the new one",
@@ -173,28 +186,34 @@ int sweep(int argc, char** argv) {
   const bool force = args.count("force") > 0, retry = args.count("retry-failed") > 0;
   // A point whose directory was made with another resolved config (the sweep's set,
   // its base file or a default changed) is stale: refused, or with --force rerun.
+  // Only out_dir may differ: a moved sweep's points continue where they are.
   std::vector<bool> stale(sweep.points.size(), false);
   for (size_t i = 0; i < sweep.points.size(); ++i) {
-    const fs::path saved = RunPaths(sweep.points[i].config.out_dir).config;
-    if (!fs::exists(saved)) continue;
-    json was;
-    try {
-      was = read_json_file(saved);
-    } catch (const ConfigError&) {  // unreadable: not the config this point needs
-    }
-    if (was == to_json(sweep.points[i].config)) continue;
+    const auto foreign = foreign_run(sweep.points[i]);
+    if (!foreign) continue;
     if (!force)
       throw ConfigError(
-          fmt::format("{}: point {} was run with another config than the sweep now resolves ({}); "
+          fmt::format("{}: point {} was run with another config than the sweep now resolves: {}; "
                       "use another out_dir, or --force to run the changed points again",
-                      sweep.dir.string(), sweep.points[i].name, saved.string()));
+                      sweep.dir.string(), sweep.points[i].name, *foreign));
     stale[i] = true;
   }
 
-  std::vector<std::string> failed, busy;
+  std::vector<std::string> failed, busy, foreign;
   for (size_t i = 0; i < sweep.points.size(); ++i) {
     const auto& p = sweep.points[i];
     const auto tag = fmt::format("[{}/{}] {}", i + 1, sweep.points.size(), p.name);
+    // Checked again when the point is reached: a run trained into its directory by hand
+    // since the sweep started is not this point's, finished or not, and is left as it
+    // is (--force reruns only what was stale at the start). The trainer checks once
+    // more under its lock (same_config), for a run that slips in after this.
+    if (!stale[i]) {
+      if (const auto why = foreign_run(p)) {
+        if (dist.is_main()) spdlog::error("{}: refused, not run and not recorded as failed: {}", tag, *why);
+        foreign.push_back(p.name);
+        continue;
+      }
+    }
     if (!stale[i] && fs::exists(RunPaths(p.config.out_dir).done)) {
       if (dist.is_main()) {
         spdlog::info("{}: finished, skipping", tag);
@@ -214,9 +233,14 @@ int sweep(int argc, char** argv) {
     if (dist.is_main()) spdlog::info("{}{}", tag, stale[i] ? ": its config changed, running it again" : "");
     if (dist.is_main()) fs::remove(failure_file(p));  // retried: its new outcome replaces the old record
     TrainResult result;
+    stop_here_for_tests("sweep:point-checked");
     try {
       // A stale point starts over (--overwrite); any other continues what it has.
-      result = train(p.config, stale[i] ? TrainOptions{"", true} : TrainOptions{"auto", false}, dist);
+      result = train(p.config, stale[i] ? TrainOptions{"", true} : TrainOptions{"auto", false, true}, dist);
+    } catch (const ForeignRun& e) {
+      if (dist.is_main()) spdlog::error("{}: refused, not run and not recorded as failed: {}", tag, e.what());
+      foreign.push_back(p.name);
+      continue;
     } catch (const DirBusy& e) {
       // Another process (a trainer started by hand) owns the point: not this point's
       // failure, and nothing of it is touched.
@@ -264,7 +288,12 @@ int sweep(int argc, char** argv) {
           "they are free",
           busy.size(), sweep.points.size(), fmt::join(busy, "; "));
   }
-  return failed.empty() && busy.empty() ? 0 : 1;
+  if (dist.is_main() && !foreign.empty())
+    spdlog::error(
+        "{} of {} point(s) hold a run of another config in their directory and did not run: {}; move that run "
+        "away (or use another out_dir) and run the sweep again",
+        foreign.size(), sweep.points.size(), fmt::join(foreign, "; "));
+  return failed.empty() && busy.empty() && foreign.empty() ? 0 : 1;
 }
 
 }  // namespace xsagpt::cli

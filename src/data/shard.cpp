@@ -68,11 +68,13 @@ std::vector<std::string> expand_patterns(const std::string& patterns) {
     globfree(&g);
     if (rc != 0 && rc != GLOB_NOMATCH)
       throw DataError(fmt::format("data pattern '{}': glob failed (error {})", pat, rc));
-    if (matched == 0 && !not_a_file.empty())
+    // Any match that is no regular file is refused, not skipped: a run would train on
+    // fewer shards than the pattern names without a word.
+    if (!not_a_file.empty())
       throw DataError(
-          fmt::format("data pattern '{}' matched no regular file: {}; shards must be regular files "
+          fmt::format("data pattern '{}' matched {}: {}; shards must be regular files "
                       "(they are memory-mapped and read more than once)",
-                      pat, not_a_file));
+                      pat, matched == 0 ? "no regular file" : "something that is no regular file", not_a_file));
     if (matched == 0) throw DataError(fmt::format("data pattern '{}' matched no files", pat));
   }
   return files;

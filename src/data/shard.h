@@ -63,7 +63,8 @@ void check_unchanged(const ShardInfo& info);
 
 // Files matched by one or more glob patterns separated by ','. Each pattern's
 // matches are sorted; patterns keep their order; a file matched twice is listed
-// once. A pattern matching no regular file is an error.
+// once. A pattern matching no regular file, or matching anything else than regular
+// files (a directory, a FIFO), is an error naming the first such match.
 std::vector<std::string> expand_patterns(const std::string& patterns);
 
 // Reads and checks the header (or size, for raw files) of one shard.

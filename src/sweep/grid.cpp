@@ -69,6 +69,15 @@ void check_spec(const json& spec, const std::string& path) {
     throw ConfigError(path + ": grid: expected an object of key -> list of values");
 }
 
+// Each point runs in its own directory under the sweep's out_dir, set last: an
+// out_dir in a variant, the grid or "set" would be ignored without a word.
+void refuse_point_out_dir(const std::string& key, const std::string& where) {
+  if (key == "out_dir" || key.starts_with("out_dir="))
+    throw ConfigError(where +
+                      ": out_dir: a point's run directory is the sweep's out_dir/<point name>; set the "
+                      "sweep's \"out_dir\" instead");
+}
+
 // A variant's name is a directory name and a label in tables and figures.
 void check_variant_name(const std::string& name, const std::string& path) {
   const bool ok = !name.empty() && name.size() <= 64 && name[0] != '.' &&
@@ -98,6 +107,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> read_variants(cons
     if (!settings.is_object()) schema::bad(where, "an object of \"section.key\": value", settings);
     std::vector<std::string> overrides;
     for (const auto& [key, value] : settings.items()) {
+      refuse_point_out_dir(key, where);
       if (spec.contains("grid") && spec["grid"].contains(key))
         throw ConfigError(
             fmt::format("{}: {} is also in the grid; set it in the variants or the grid, not both", where, key));
@@ -122,6 +132,7 @@ std::vector<std::string> fixed_overrides(const json& spec, const std::string& pa
   if (!spec["set"].is_array()) throw ConfigError(path + ": set: expected a list of \"section.key=value\"");
   for (const auto& o : spec["set"]) {
     if (!o.is_string()) schema::bad(path + ": set", "a list of \"section.key=value\" strings", o);
+    refuse_point_out_dir(o.get<std::string>(), path + ": set");
     fixed.push_back(o.get<std::string>());
   }
   return fixed;
@@ -184,6 +195,7 @@ Sweep load_sweep(const std::string& path, int64_t world_size) {
   std::vector<std::vector<json>> axes;
   if (spec.contains("grid"))
     for (const auto& [k, v] : spec["grid"].items()) {
+      refuse_point_out_dir(k, path + ": grid");
       if (!v.is_array() || v.empty()) throw ConfigError(path + ": grid." + k + ": expected a non-empty list");
       s.keys.push_back(k);
       axes.push_back(std::vector<json>(v.begin(), v.end()));

@@ -1,6 +1,7 @@
 #include "sweep/summary.h"
 
 #include "analysis/paired.h"
+#include "sweep/point_check.h"
 #include "sweep/report.h"
 #include "train/run_paths.h"
 #include "util/atomic_file.h"
@@ -215,8 +216,10 @@ json comparisons(const Sweep& sweep, const json& points) {
       for (int64_t seed : all) {
         const auto b = base.find(seed), m = mine.find(seed);
         auto state = [&](const auto& it, const auto& map, const std::string& who) {
-          return it == map.end() ? who + " has no point"
-                                 : who + " " + points[it->second]["status"].template get<std::string>();
+          if (it == map.end()) return who + " has no point";
+          const auto& p = points[it->second];
+          return who + " " + p["status"].template get<std::string>() +
+                 (p["status"] == "invalid" ? ": " + p["error"].template get<std::string>() : "");
         };
         if (b == base.end() || m == mine.end() || !finished(points[b->second]) || !finished(points[m->second])) {
           std::string why = (b != base.end() && finished(points[b->second])) ? state(m, mine, v)
@@ -262,11 +265,17 @@ json sweep_summary(const Sweep& sweep) {
   for (const auto& p : sweep.points) {
     const RunPaths run(p.config.out_dir);
     json e = {{"name", p.name}, {"dir", p.name}, {"variant", p.variant}, {"values", p.values}};
-    if (fs::exists(run.done)) {
-      auto done = read_json_file(run.done);
-      e["status"] = "done";
+    if (const auto foreign = foreign_run(p)) {
+      e["status"] = "invalid";  // another run's results are never this point's
+      e["error"] = *foreign;
+    } else if (fs::exists(run.done)) {
+      const auto done = read_run_file(run.done);
+      // A finished run is compared only once its files agree (sweep/point_check.h).
+      const auto unusable = unusable_run(p, done);
+      e["status"] = unusable ? "invalid" : "done";
+      if (unusable) e["error"] = *unusable;
       for (const char* k : {"final_train_loss", "final_val_loss", "tokens", "wall_s", "step"})
-        e[k] = done.value(k, json());
+        e[k] = done.is_object() ? done.value(k, json()) : json();
     } else if (const auto failure = point_failure(p)) {
       e["status"] = "failed";
       e["error"] = failure->value("error", json("unknown"));

@@ -7,8 +7,10 @@
 namespace xsagpt {
 
 // summary.json / summary.csv from the points' done.json and metrics.jsonl files:
-//   "points": per point its variant, values, status (done, failed with its error,
-//             running, pending) and final losses;
+//   "points": per point its variant, values, status (done; invalid with the reason
+//             in "error": a run of another config in its directory, or a finished run
+//             that fails a check of sweep/point_check.h, left out of every comparison;
+//             failed with its error; running; pending) and final losses;
 //   "differences": per point of a variant, its final val loss minus the baseline's at
 //             the same values and seed;
 //   "comparisons": per variant and setting of the other keys (the seed aside), the

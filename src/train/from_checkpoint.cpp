@@ -2,6 +2,7 @@
 
 #include "config/schema.h"
 #include "train/checkpoint.h"
+#include "util/test_stop.h"
 
 #include <fmt/format.h>
 
@@ -21,14 +22,37 @@ void load_weights(GPT& model, const std::map<std::string, torch::Tensor>& weight
   }
 }
 
+namespace {
+
+// The newest checkpoint of a run directory, read. A trainer that still runs there
+// prunes older checkpoints (train.keep_checkpoints) whenever it saves one, so the
+// newest listed may vanish before it is read: then the list is taken again, and a
+// file that keeps vanishing is named as pruned rather than blamed as damaged.
+Checkpoint load_newest_checkpoint(const fs::path& dir, fs::path& file) {
+  constexpr int kTries = 5;
+  for (int attempt = 1;; ++attempt) {
+    auto all = list_checkpoints(dir);
+    if (all.empty()) throw CheckpointError(dir.string() + ": a directory without checkpoints/step_*.pt");
+    file = all.back();
+    if (attempt == 1) stop_here_for_tests("load:newest-checkpoint-listed");
+    try {
+      return load_checkpoint(file);
+    } catch (const std::exception&) {
+      if (fs::exists(file)) throw;  // still there: the file itself is at fault
+      if (attempt == kTries)
+        throw CheckpointError(fmt::format(
+            "{}: the run is live (a trainer saves and prunes checkpoints there) and its newest checkpoint, {}, was "
+            "pruned while it was read, {} times; try again, or point at a run that is not training",
+            dir.string(), file.filename().string(), kTries));
+    }
+  }
+}
+
+}  // namespace
+
 TrainedModel load_trained_model(const fs::path& path, torch::Device device) {
   fs::path file = path;
-  if (fs::is_directory(path)) {
-    auto all = list_checkpoints(path);
-    if (all.empty()) throw CheckpointError(path.string() + ": a directory without checkpoints/step_*.pt");
-    file = all.back();
-  }
-  auto ckpt = load_checkpoint(file);
+  auto ckpt = fs::is_directory(path) ? load_newest_checkpoint(path, file) : load_checkpoint(file);
   if (!ckpt.config.is_object() || !ckpt.config.contains("model"))
     throw CheckpointError(file.string() + ": checkpoint has no model config");
   TrainedModel out;

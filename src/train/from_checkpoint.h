@@ -19,7 +19,8 @@ struct TrainedModel {
   int64_t step = 0;
 };
 
-// `path` is a checkpoint file, or a run directory (its newest checkpoint).
+// `path` is a checkpoint file, or a run directory (its newest checkpoint; when a trainer
+// still running there prunes it before it is read, the newest then).
 // Throws CheckpointError / ConfigError naming the file.
 TrainedModel load_trained_model(const std::filesystem::path& path, torch::Device device);
 

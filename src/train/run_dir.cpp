@@ -2,6 +2,7 @@
 // the start decision, staging, commit and finish, and which rank does the file work.
 #include "train/run_dir.h"
 
+#include "config/config_diff.h"
 #include "train/run_staging.h"
 #include "train/state.h"
 #include "util/test_stop.h"
@@ -60,11 +61,25 @@ void RunDir::take_lock(LockFn&& lock_fn) {
   throw ConfigError(error);
 }
 
-RunDir::RunDir(const RunConfig& cfg, const std::string& resume, bool overwrite, DistContext& dist)
+RunDir::RunDir(const RunConfig& cfg, const std::string& resume, bool overwrite, DistContext& dist, bool same_config)
     : cfg_(cfg), dist_(dist), paths_(cfg.out_dir) {
   existed_ = dist.any(dist.is_main() && fs::is_directory(paths_.dir));  // rank 0 decides
   if (existed_) take_lock(lock_run_dir);
   if (dist.is_main() && lock_.held()) recover_staged_run(paths_.dir);  // a session killed before its commit
+  std::string foreign;
+  if (same_config && dist.is_main() && fs::exists(paths_.config)) {
+    std::optional<std::string> diff;
+    try {
+      diff = config_difference(read_json_file(paths_.config), to_json(cfg));
+    } catch (const std::exception& e) {
+      diff = e.what();
+    }
+    if (diff)
+      foreign = fmt::format("{} holds a run of another config ({}): not this run's; nothing of it was changed",
+                            paths_.config.string(), *diff);
+  }
+  if (dist.any(!foreign.empty()))
+    throw ForeignRun(foreign.empty() ? fmt::format("out_dir {} holds another run (see rank 0)", cfg.out_dir) : foreign);
   dist.barrier();
   opening_ = open_run(cfg, resume, overwrite, dist.world_size());
 }

@@ -1,11 +1,14 @@
 // The run directory of one training session, as one object that owns it from start
 // to finish, so that train() never handles a lock, a staged file or a rank:
 //
-//   RunDir run(cfg, resume, overwrite, dist)
+//   RunDir run(cfg, resume, overwrite, dist, same_config)
 //       locks out_dir if it exists (before anything reads it, so no second trainer
 //       decides from a state the first is changing), completes or removes what a
 //       killed session staged (train/run_staging.h), and decides how the run starts
-//       (train/run_start.h). Reads only.
+//       (train/run_start.h). Reads only. With same_config, a directory whose
+//       config.json is another run's (config/config_diff.h) is refused under the lock
+//       with ForeignRun: a sweep checks its point there, where no trainer started by
+//       hand can slip in between the check and the start.
 //   close_if_finished()   a run already at max_steps: logged, done.json made if stale.
 //   restore(state)        the decided checkpoint's states into the training state.
 //   begin()               every check passed on every rank: a directory that did not
@@ -37,10 +40,16 @@ namespace xsagpt {
 
 class TrainingState;
 
+// out_dir holds a run of another config than the one asked for with same_config:
+// nothing of it was touched.
+struct ForeignRun : ConfigError {
+  using ConfigError::ConfigError;
+};
+
 class RunDir {
  public:
   // resume: "", "auto" or a checkpoint path; overwrite: --overwrite (train/run_start.h).
-  RunDir(const RunConfig& cfg, const std::string& resume, bool overwrite, DistContext& dist);
+  RunDir(const RunConfig& cfg, const std::string& resume, bool overwrite, DistContext& dist, bool same_config = false);
   ~RunDir();
   RunDir(const RunDir&) = delete;
   RunDir& operator=(const RunDir&) = delete;

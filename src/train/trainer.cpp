@@ -64,7 +64,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   // Where to start: fresh, from a checkpoint, or a run already finished (train/run_dir.h).
   // Nothing is written to the run directory until the model, the data and the
   // checkpoint's state have all been set up without error.
-  RunDir run(cfg, opts.resume, opts.overwrite, dist);
+  RunDir run(cfg, opts.resume, opts.overwrite, dist, opts.same_config);
   if (const auto done = run.close_if_finished())
     return TrainResult{done->step, true, done->final_train_loss, done->final_val_loss};
   setup_cpu_threads(t.threads);

@@ -9,8 +9,11 @@ namespace {
 
 using json = nlohmann::json;
 
-json::parser_callback_t depth_limited(const std::string& where, const json::parser_callback_t& callback) {
-  return [where, callback](int depth, json::parse_event_t event, json& parsed) {
+// The nesting limit, and the last object key read, which names the value a later
+// error is in.
+json::parser_callback_t depth_limited(const std::string& where, const json::parser_callback_t& callback,
+                                      std::string& last_key) {
+  return [where, callback, &last_key](int depth, json::parse_event_t event, json& parsed) {
     // `depth` counts the arrays and objects around the one that starts here.
     if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
         depth >= kMaxJsonDepth)
@@ -18,27 +21,44 @@ json::parser_callback_t depth_limited(const std::string& where, const json::pars
           fmt::format("{}: JSON nested more than {} levels deep (arrays and objects inside each "
                       "other); expected at most {}",
                       where, kMaxJsonDepth, kMaxJsonDepth));
+    if (event == json::parse_event_t::key && parsed.is_string()) last_key = parsed.get<std::string>();
     return callback ? callback(depth, event, parsed) : true;
   };
+}
+
+// A number no double holds (1e999) is valid JSON text that nlohmann refuses with
+// out_of_range and no place: the error names the source and the key it is under.
+template <class Input>
+json parse_limited(Input&& input, const std::string& where, const json::parser_callback_t& callback,
+                   bool ignore_comments) {
+  std::string last_key;
+  try {
+    return json::parse(std::forward<Input>(input), depth_limited(where, callback, last_key),
+                       /*allow_exceptions=*/true, ignore_comments);
+  } catch (const json::out_of_range& e) {
+    throw ConfigError(fmt::format("{}: {}a number out of a double's range ({}); expected a finite number", where,
+                                  last_key.empty() ? "" : "the value of \"" + last_key + "\" holds ", e.what()));
+  }
 }
 
 }  // namespace
 
 json parse_json(const std::string& text, const std::string& where, const json::parser_callback_t& callback,
                 bool ignore_comments) {
-  return json::parse(text, depth_limited(where, callback), /*allow_exceptions=*/true, ignore_comments);
+  return parse_limited(text, where, callback, ignore_comments);
 }
 
 json parse_json(std::istream& in, const std::string& where, const json::parser_callback_t& callback,
                 bool ignore_comments) {
-  return json::parse(in, depth_limited(where, callback), /*allow_exceptions=*/true, ignore_comments);
+  return parse_limited(in, where, callback, ignore_comments);
 }
 
 json parse_json_or_discarded(const std::string& text) {
   try {
     return parse_json(text, "");
   } catch (const json::parse_error&) {
-  } catch (const JsonDepthError&) {}
+  } catch (const ConfigError&) {  // too deep, or a number out of range
+  }
   return json(json::value_t::discarded);
 }
 

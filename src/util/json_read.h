@@ -21,8 +21,9 @@ struct JsonDepthError : ConfigError {
   using ConfigError::ConfigError;
 };
 
-// json::parse with the nesting limit: JsonDepthError names `where`. Syntax errors
-// throw json::parse_error as json::parse does, so callers keep their own messages.
+// json::parse with the nesting limit: JsonDepthError names `where`. A number out of
+// a double's range throws ConfigError naming `where` and the key it is under. Syntax
+// errors throw json::parse_error as json::parse does, so callers keep their own messages.
 // `callback`, when given, sees every parse event too (and may throw).
 nlohmann::json parse_json(const std::string& text, const std::string& where,
                           const nlohmann::json::parser_callback_t& callback = nullptr, bool ignore_comments = false);

@@ -1,5 +1,7 @@
 // Model config reading: defaults, unknown keys, types, impossible values.
+#include "config/config_diff.h"
 #include "config/model_config.h"
+#include "config/run_config.h"
 #include "helpers.h"
 #include "util/json_read.h"
 
@@ -76,6 +78,37 @@ TEST_F(JsonRead, NestingDeeperThanTheLimitIsRefusedWhileReading) {
   std::ofstream(f) << "{\"model\": " << nested(100000) << "}";
   EXPECT_THAT(test::error_of<ConfigError>([&] { read_json_file(f); }),
               HasSubstr(f.string() + ": JSON nested more than 64 levels deep"));
+}
+
+// A number no double holds is valid JSON text; nlohmann refused it naming neither the
+// source nor the key.
+TEST(JsonReadNumbers, ANumberOutOfRangeNamesTheSourceAndTheKey) {
+  EXPECT_EQ(parse_json("[1e308]", "x")[0].get<double>(), 1e308);
+  EXPECT_THAT(test::error_of<ConfigError>([] { parse_json("{\"train\": {\"lr\": 1e999}}", "f.json"); }),
+              HasSubstr("f.json: the value of \"lr\" holds a number out of a double's range"));
+  EXPECT_THAT(test::error_of<ConfigError>([] { parse_json("1e999", "--set train.lr"); }),
+              HasSubstr("--set train.lr: a number out of a double's range"));
+  EXPECT_TRUE(parse_json_or_discarded("{\"a\": 1e999}").is_discarded());
+}
+
+// Whether a run directory holds the run a config means: out_dir aside, the first key
+// that differs is named, depth first.
+TEST(ConfigDifference, IgnoresOutDirAndNamesTheFirstKeyThatDiffers) {
+  RunConfig a;
+  a.out_dir = "runs/here";
+  RunConfig b = a;
+  b.out_dir = "elsewhere/moved";
+  EXPECT_FALSE(config_difference(to_json(a), to_json(b)).has_value());
+  b.train.seed = a.train.seed + 1;
+  b.model.attention = a.model.attention == AttentionKind::kXsa ? AttentionKind::kSa : AttentionKind::kXsa;
+  const auto d = config_difference(to_json(a), to_json(b));
+  ASSERT_TRUE(d.has_value());
+  EXPECT_THAT(*d, HasSubstr("model.attention is "));  // model comes before train
+  json missing = to_json(a);
+  missing["train"].erase("lr");
+  EXPECT_EQ(config_difference(missing, to_json(a)).value_or(""),
+            "train.lr is missing there, " + to_json(a)["train"]["lr"].dump() + " here");
+  EXPECT_EQ(config_difference(json::array(), to_json(a)).value_or(""), "it is not a run config (not a JSON object)");
 }
 
 // `info` printed negative parameter counts for huge sizes (int64 overflow).

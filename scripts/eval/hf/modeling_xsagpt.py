@@ -21,6 +21,7 @@ holds tokens only: its length is the number of tokens, as transformers expects.
 from __future__ import annotations
 
 import math
+import pathlib
 
 import torch
 import torch.nn as nn
@@ -169,8 +170,31 @@ class XsagptModel(XsagptPreTrainedModel):
         return self.ln_f(x[:, S:])
 
 
+# What an export folder holds (scripts/eval/export.py --format hf) for the model and its
+# tokenizer; transformers' own messages for a missing one name no file.
+EXPORT_FILES = ("config.json", "model.safetensors", "vocab.json", "merges.txt", "tokenizer_config.json")
+
+
 class XsagptForCausalLM(XsagptPreTrainedModel, GenerationMixin):
     _tied_weights_keys = {"lm_head.weight": "transformer.wte.weight"}  # only with tie_word_embeddings
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        """transformers' from_pretrained, with a local folder's files checked first and
+        the weights checked for NaN and inf after (export.py refuses them when it writes;
+        a file changed since would give NaN logits without a word)."""
+        folder = pathlib.Path(str(pretrained_model_name_or_path))
+        if folder.is_dir():
+            missing = [n for n in EXPORT_FILES if not (folder / n).is_file()]
+            if missing:
+                raise FileNotFoundError(f"{folder}: the export lacks {', '.join(missing)} (scripts/eval/export.py "
+                                        "--format hf writes them); export the checkpoint again")
+        model = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        for name, t in model.state_dict().items():
+            if t.is_floating_point() and not torch.isfinite(t).all():
+                raise ValueError(f"{folder}: weight {name} holds non-finite values (NaN or inf); export the "
+                                 "checkpoint again")
+        return model
 
     def __init__(self, config: XsagptConfig):
         super().__init__(config)

@@ -118,3 +118,16 @@ def test_help_names_files_that_exist_and_info_never_overflows(tmp_path, xsagpt, 
     proc = xsagpt("info", "-c", tmp_path / "huge.json", check=False)
     assert proc.returncode == 2 and "more than a 64-bit count can hold" in proc.stderr
     assert "-" not in proc.stdout
+
+
+def test_a_number_out_of_a_doubles_range_names_its_key_and_source(tmp_path, shards, xsagpt):
+    cfg = cpu_config(tmp_path, shards, max_steps=2)
+    proc = xsagpt("train", "-c", cfg, "--set", "train.lr=1e999", check=False)
+    # Before: a bare "[json.exception.out_of_range.406] number overflow parsing '1e999'".
+    assert proc.returncode == 2
+    assert "--set train.lr: a number out of a double's range" in proc.stderr and "1e999" in proc.stderr
+    cfg.write_text(cfg.read_text().replace('"lr": 0.01', '"lr": 1e999'))
+    proc = xsagpt("train", "-c", cfg, check=False)
+    assert proc.returncode == 2
+    assert f'{cfg}: the value of "lr" holds a number out of a double\'s range' in proc.stderr
+    assert not (tmp_path / "run").exists()

@@ -111,3 +111,16 @@ def test_a_val_shard_truncated_while_the_run_reads_it_stops_the_run_naming_it(tm
     assert proc.returncode == 1, err
     assert f"data shard {val}: 1500 bytes now, 9216 when this run opened it" in err and "--resume auto" in err
     assert not (tmp_path / "run" / "done.json").exists()
+
+
+def test_a_shard_that_is_a_directory_is_refused_not_skipped(tmp_path, own_shards, xsagpt):
+    (own_shards / "train_000003.bin").mkdir()  # beside two real train shards the pattern matches
+    cfg = cpu_config(tmp_path, own_shards, max_steps=2)
+    proc = xsagpt("train", "-c", cfg, check=False)
+    # Before: exit 0, having trained on the other shards without a word.
+    assert proc.returncode != 0
+    assert f"'{own_shards}/train_000003.bin' is a directory" in proc.stderr, proc.stderr
+    assert not (tmp_path / "run").exists()
+    check = xsagpt("data", "--check", f"{own_shards}/train_*.bin", check=False)
+    # Before: 0 errors over the two files it read.
+    assert check.returncode != 0 and f"'{own_shards}/train_000003.bin' is a directory" in check.stderr

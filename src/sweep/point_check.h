@@ -1,0 +1,28 @@
+// Sweeps, whether a point's directory holds the point's run, and whether a finished
+// run can be compared. A sweep may meet a directory it did not make (a run trained
+// there by hand, another sweep's, a copy) and a finished run whose files were cut
+// short or edited; a comparison built on either would be wrong without a word. So
+// the sweep checks each point when it reaches it, and the summary checks each run
+// before it uses it, both here, and say why a run is left out.
+#pragma once
+
+#include "sweep/grid.h"
+
+#include <optional>
+#include <string>
+
+namespace xsagpt {
+
+// Why the run in p's directory is not p's: its config.json is unreadable or another
+// resolved config than p's (out_dir aside: a moved sweep is still itself); nullopt
+// when the directory holds no config.json yet, or p's.
+std::optional<std::string> foreign_run(const SweepPoint& p);
+
+// Why a finished run (its done.json as read) cannot be compared: foreign_run; a step
+// other than train.max_steps; a final loss that is not a finite number; a
+// metrics.jsonl whose val curve does not end at done.json's step, tokens and val
+// loss, or holds a val loss that is not a finite number. nullopt: every check holds,
+// so equal-time and equal-token readings of its curve reach its end.
+std::optional<std::string> unusable_run(const SweepPoint& p, const json& done);
+
+}  // namespace xsagpt
