@@ -82,10 +82,14 @@ def test_a_shard_truncated_during_training_is_named(tmp_path, shards, xsagpt, bu
     for shard in data.glob("train_*.bin"):
         os.truncate(shard, 1024)  # keep the header: every token is gone
     _, err = proc.communicate(timeout=60)
-    # Before: killed by SIGBUS (exit 135) without a word.
+    # Before: killed by SIGBUS (exit 135) without a word. Now one of two checks names the
+    # shard, whichever the timing meets first: the SIGBUS handler, when the loader touches a
+    # page past the new end, or the size check after each copied row (a row that ended
+    # within the last mapped page reads zeros, no fault).
     assert proc.returncode == 1, err
-    assert "xsagpt: error: data shard " + str(data / "train_00000") in err
-    assert "truncated or rewritten on disk while this run read it" in err and "--resume auto" in err
+    assert "data shard " + str(data / "train_00000") in err and "--resume auto" in err
+    assert ("xsagpt: error: data shard" in err and "truncated or rewritten on disk while this run read it" in err) or \
+        "truncated on disk while the run read it" in err, err
     for step in ckpt_steps(run):
         torch.load(run / "checkpoints" / f"step_{step:08d}.pt", weights_only=True)
 
