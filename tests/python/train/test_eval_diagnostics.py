@@ -79,13 +79,13 @@ def test_logged_similarity_bias_is_the_reference_models(run, shards):
         yv = pre_projection(model, idx)
         ref = [mean_cos(y, v) for y, v in yv]
         assert logged == pytest.approx(ref, abs=1e-4), step
-        # Non-trivial: y and v taken from any other layer (or y from one and v from another) give
-        # figures far outside the tolerance, so a layer mix-up cannot pass.
+        # Non-trivial: y and v taken from any other layer (or y from one layer and v from another)
+        # give figures at least twice the tolerance away, so a layer mix-up would fail the check above.
         for i in range(len(yv)):
             for j in range(len(yv)):
                 for k in range(len(yv)):
                     if (j, k) != (i, i):
-                        assert abs(logged[i] - mean_cos(yv[j][0], yv[k][1])) > 1e-3, (step, i, j, k)
+                        assert abs(ref[i] - mean_cos(yv[j][0], yv[k][1])) > 2e-4, (step, i, j, k)
 
 
 def test_logged_gates_are_the_checkpoints(run):
