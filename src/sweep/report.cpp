@@ -141,12 +141,15 @@ std::vector<Table> tables(const json& summary, std::vector<std::string>& notes) 
                                       who, value_text(a["seed"]), b, a["x"].get<double>()));
       for (const char* k : {"tokens", "time"}) {
         const auto& m = c["iso_loss"][k];
+        const bool time = std::string(k) == "time";
         for (const auto& x : m["not_reached"])
           notes.push_back(fmt::format(
-              "{}: seed {} never reached {}'s final val loss {:.4f} (its best: {:.4f}, by {:.4g} {}): no iso-loss "
+              "{}: seed {} never reached {}'s final val loss {:.4f} (its best: {:.4f}, by {}): no iso-loss "
               "multiplier in {} for it, none extrapolated",
               who, value_text(x["seed"]), b, x["target"].get<double>(), x["variant_best"].get<double>(),
-              x["variant_end"].get<double>(), std::string(k) == "time" ? "s" : "tokens", k));
+              time ? fmt::format("{:.4g} s", x["variant_end"].get<double>())
+                   : fmt::format("{:.0f} tokens", x["variant_end"].get<double>()),
+              k));
         for (const auto& x : m["skipped"])
           notes.push_back(fmt::format("{}: seed {}: no iso-loss multiplier in {}: {}", who, value_text(x["seed"]), k,
                                       x["why"].get<std::string>()));
