@@ -6,9 +6,11 @@
     .venv/bin/python scripts/view/track.py runs/a runs/b --tensorboard tb/ --once  # finished runs, then exit
 
 metrics.jsonl stays the source of truth; this follows it (src/train/metrics.h: train lines
-carry train_loss, lr, grad_norm, tokens_per_s, mfu; val lines val_loss; both step and
-tokens) and logs train/loss, train/lr, train/grad_norm, train/tokens_per_s, train/mfu,
-train/tokens and val/loss against the step. A PATH is a run directory or a sweep directory
+carry train_loss, lr, grad_norm, tokens_per_s, mfu; val lines val_loss, the similarity bias
+cos_y_v per layer and, for a gated model, xsa_gate per layer; both step and tokens) and logs
+train/loss, train/lr, train/grad_norm, train/tokens_per_s, train/mfu, train/tokens, val/loss,
+similarity/cos_y_v/layer_N and xsa_gate/layer_N/{mean,min,max} (over the layer's heads)
+against the step. A PATH is a run directory or a sweep directory
 (sweep.json; every point, as it appears, is its own run, its grid values and resolved
 config as the run's config). It stops by itself once every run has done.json or
 failed.json (and a sweep's summary.json says every point ended) and everything logged
@@ -244,12 +246,30 @@ def discover(paths: list[pathlib.Path]) -> tuple[list[tuple[pathlib.Path, str, s
     return found, sweeps_ended, pending
 
 
+def is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def record_values(rec: dict) -> dict:
+    """tag -> value of one metrics line; nulls (not measured) and layers without a gate left out."""
+    tags = TRAIN_TAGS if "train_loss" in rec else VAL_TAGS
+    values = {tag: float(rec[k]) for k, tag in tags.items() if is_number(rec.get(k))}
+    if "train_loss" in rec:
+        return values
+    for i, c in enumerate(rec.get("cos_y_v") or []):
+        if is_number(c):
+            values[f"similarity/cos_y_v/layer_{i}"] = float(c)
+    for i, g in enumerate(rec.get("xsa_gate") or []):
+        if isinstance(g, dict):
+            values.update({f"xsa_gate/layer_{i}/{k}": float(g[k]) for k in ("mean", "min", "max") if is_number(g.get(k))})
+    return values
+
+
 def mirror(run: Run) -> int:
     batch = []
     for rec in run.new_records():
-        step, tags = rec["step"], TRAIN_TAGS if "train_loss" in rec else VAL_TAGS
-        values = {tag: float(rec[k]) for k, tag in tags.items()
-                  if rec.get(k) is not None and step > run.last.get(tag, -1)}  # null: not measured
+        step = rec["step"]
+        values = {tag: v for tag, v in record_values(rec).items() if step > run.last.get(tag, -1)}
         if values:
             batch.append((values, step))
             run.last.update(dict.fromkeys(values, step))

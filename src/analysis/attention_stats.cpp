@@ -50,6 +50,15 @@ HeadStats attention_head_stats(CausalSelfAttentionImpl& attn, const torch::Tenso
 std::vector<LayerStats> analyze_attention(GPT& model, const std::vector<torch::Tensor>& batches) {
   torch::NoGradGuard no_grad;
   model->eval();
+  // float32 on ATen ops whatever the model runs in: a training model's bf16 runtime
+  // would hand c_attn bf16 activations, and analyze's figures are float32's. Put back
+  // on the way out, also on an exception, for the training run that asked.
+  struct Float32Scope {
+    GPT& m;
+    Runtime saved;
+    explicit Float32Scope(GPT& model) : m(model), saved(model->runtime()) { m->set_runtime(Runtime{}); }
+    ~Float32Scope() { m->set_runtime(saved); }
+  } fp32(model);
   const int64_t n_layer = model->cfg.n_layer, S = model->cfg.n_sink;
   std::vector<HeadStats> sum(n_layer);
   int64_t count = 0;  // (sequence, head) pairs per layer

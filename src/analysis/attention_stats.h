@@ -43,8 +43,10 @@ struct LayerStats {
 };
 
 // Runs the model over `batches` (int64 (B, T) token ids each, on the model's
-// device) in float32 without gradients and averages each layer's HeadStats over
-// all sequences and heads.
+// device) in float32 on ATen ops without gradients and averages each layer's
+// HeadStats over all sequences and heads. The model's own runtime is set aside
+// meanwhile and put back (training calls it on its bf16 model at each evaluation,
+// train/eval_diagnostics.h); the model is left in eval mode.
 std::vector<LayerStats> analyze_attention(GPT& model, const std::vector<torch::Tensor>& batches);
 
 }  // namespace xsagpt

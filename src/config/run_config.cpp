@@ -57,6 +57,9 @@ void RunConfig::validate(int64_t world_size) const {
   if (t.log_interval < 1) fail("train.log_interval", "must be >= 1");
   if (t.eval_interval < 0) fail("train.eval_interval", "must be >= 0");
   if (t.eval_tokens < 0) fail("train.eval_tokens", "must be >= 0");
+  if (t.eval_similarity_sequences < 0) fail("train.eval_similarity_sequences", "must be >= 0 (0: off)");
+  if (t.eval_similarity_positions < 2)
+    fail("train.eval_similarity_positions", "must be >= 2 (the bias needs two tokens to attend over)");
   if (t.eval_tokens > 0 && t.eval_tokens < per)
     fail("train.eval_tokens",
          fmt::format("{} tokens is less than one validation batch of micro_batch*seq_len*world_size = {}*{}*{} = {} "

@@ -47,6 +47,8 @@ struct TrainConfig {
   int64_t log_interval = 10;
   int64_t eval_interval = 250;
   int64_t eval_tokens = 1 << 20;
+  int64_t eval_similarity_sequences = 4;
+  int64_t eval_similarity_positions = 256;
   int64_t ckpt_interval = 1000;
   int64_t keep_checkpoints = 3;
   int64_t seed = 1337;
@@ -91,6 +93,11 @@ struct TrainConfig {
     v("eval_interval", s.eval_interval, "steps between val-loss evaluations (0: only at the end)");
     v("eval_tokens", s.eval_tokens,
       "tokens in the fixed validation set (rounded down to whole batches; 0: all val sequences)");
+    v("eval_similarity_sequences", s.eval_similarity_sequences,
+      "at each evaluation, the similarity bias cos(y_i, v_i) of every layer (as `xsagpt analyze`) into "
+      "metrics.jsonl, over this many sequences of each rank's first val batch (at most micro_batch; 0: off)");
+    v("eval_similarity_positions", s.eval_similarity_positions,
+      "the similarity bias's positions: the first this many tokens of each of those sequences (at most seq_len)");
     v("ckpt_interval", s.ckpt_interval, "steps between checkpoints (0: only at the end and on signals)");
     v("keep_checkpoints", s.keep_checkpoints, "newest checkpoints kept in out_dir/checkpoints");
     v("seed", s.seed, "seed for initialisation, data order and dropout");

@@ -20,6 +20,8 @@ struct Table {
   std::vector<Row> rows;
 };
 
+constexpr size_t kTablesPerSetting = 3;  // final loss; equal time and tokens; iso-loss multiplier
+
 std::string fixed4(const json& v, bool sign = false) {
   if (!v.is_number()) return "-";
   return sign ? fmt::format("{:+.4f}", v.get<double>()) : fmt::format("{:.4f}", v.get<double>());
@@ -42,13 +44,40 @@ Row paired_cells(const json& d) {
   return r;
 }
 
+// The iso-loss multiplier's cells on one axis: multiplier, 95% interval, p, seeds that reached the target.
+Row iso_cells(const json& m) {
+  const auto n = m["n"].get<int64_t>();
+  const auto total = n + m["not_reached"].size() + m["skipped"].size();
+  const std::string reached = fmt::format("{} of {}", n, total);
+  if (n == 0) return {"-", "-", "-", reached};
+  const std::string mult = fmt::format("{:.3f}x", m["multiplier"].get<double>());
+  if (n < 2) return {mult, "no interval (one seed)", "-", reached};
+  return {mult,
+          m["ci95"].is_array()
+              ? fmt::format("[{:.3f}, {:.3f}]", m["ci95"][0].get<double>(), m["ci95"][1].get<double>())
+              : "-",
+          m["p"].is_number() ? fmt::format("{:.3g}", m["p"].get<double>()) : "- (no spread)", reached};
+}
+
+// Where each equal-time pair was read, in seed order: the earlier end, and whose it was.
+std::string read_at(const json& eq, const std::string& variant, const std::string& baseline) {
+  std::string out;
+  for (const auto& a : eq["at"]) {
+    const auto whose = a["end_of"].get<std::string>();
+    out += fmt::format("{}{:.4g} s ({})", out.empty() ? "" : ", ", a["x"].get<double>(),
+                       whose == "variant" ? variant : whose == "baseline" ? baseline : "both");
+  }
+  return out.empty() ? "-" : out;
+}
+
 std::string setting(const json& values) {
   std::string out;
   for (const auto& [k, v] : values.items()) out += (out.empty() ? "" : ", ") + k + "=" + value_text(v);
   return out;
 }
 
-// One pair of tables (final loss; equal time and tokens) per setting of the other keys, and the notes.
+// Three tables (final loss; equal time and tokens; the iso-loss multiplier) per setting of the other keys, and
+// the notes.
 std::vector<Table> tables(const json& summary, std::vector<std::string>& notes) {
   const std::string b = summary["baseline"].get<std::string>();
   std::vector<Table> out;
@@ -60,9 +89,13 @@ std::vector<Table> tables(const json& summary, std::vector<std::string>& notes) 
     Table fin{
         where, {"variant", "final val loss (mean ± sd)", "n", "- " + b + " (paired)", "95% CI", "p", "pairs"}, {}};
     Table eq{where,
-             {"variant", "step time / " + b, "at " + b + "'s time: - " + b, "95% CI", "p", "pairs",
-              "at " + b + "'s tokens: - " + b, "95% CI", "p", "pairs"},
+             {"variant", "step time / " + b, "equal time: - " + b, "95% CI", "p", "pairs", "time read at",
+              "equal tokens: - " + b, "95% CI", "p", "pairs"},
              {}};
+    Table iso{where,
+              {"variant", "tokens to " + b + "'s final loss / " + b + "'s", "95% CI", "p", "reached",
+               "time to it / " + b + "'s", "95% CI", "p", "reached"},
+              {}};
     bool first = true;
     for (const auto& c : summary["comparisons"]) {
       if (c["values"] != values) continue;
@@ -83,25 +116,48 @@ std::vector<Table> tables(const json& summary, std::vector<std::string>& notes) 
       for (const char* k : {"equal_time", "equal_tokens"}) {
         for (auto& cell : paired_cells(c[k])) e.push_back(cell);
         e.push_back(std::to_string(c[k]["n"].get<int64_t>()));
+        if (std::string(k) == "equal_time") e.push_back(read_at(c[k], v, b));
       }
       eq.rows.push_back(e);
+      Row m{v};
+      for (const char* k : {"tokens", "time"})
+        for (auto& cell : iso_cells(c["iso_loss"][k])) m.push_back(cell);
+      iso.rows.push_back(m);
 
       const std::string who = v + (where.empty() ? "" : " (" + where + ")");
       for (const auto& d : c["minus_baseline"]["dropped"])
         notes.push_back(
             fmt::format("{}: seed {} not paired: {}", who, value_text(d["seed"]), d["why"].get<std::string>()));
-      for (const auto& x : c["equal_time"]["extrapolation_refused"])
-        notes.push_back(fmt::format(
-            "{}: seed {} ended at {:.4g} s, before {}'s final {:.4g} s: its loss at that time would be "
-            "extrapolated, so the seed is left out of the equal-time comparison",
-            who, value_text(x["seed"]), x["variant_end"].get<double>(), b, x["baseline_end"].get<double>()));
-      for (const auto& x : c["equal_tokens"]["extrapolation_refused"])
-        notes.push_back(fmt::format(
-            "{}: seed {} saw fewer tokens than {} ({:.0f} of {:.0f}): left out of the equal-token comparison", who,
-            value_text(x["seed"]), b, x["variant_end"].get<double>(), x["baseline_end"].get<double>()));
+      for (const char* k : {"equal_time", "equal_tokens"})
+        for (const auto& x : c[k]["extrapolation_refused"])
+          notes.push_back(fmt::format(
+              "{}: seed {} left out of the equal-{} comparison: one curve starts (variant {:.4g}, {} {:.4g}) after "
+              "the other ends ({:.4g}); reading it there would extrapolate",
+              who, value_text(x["seed"]), std::string(k) == "equal_time" ? "time" : "token",
+              x["variant_start"].get<double>(), b, x["baseline_start"].get<double>(), x["x"].get<double>()));
+      for (const auto& a : c["equal_tokens"]["at"])
+        if (a["end_of"] == "variant")
+          notes.push_back(fmt::format("{}: seed {} saw fewer tokens than {}: compared at its own end, {:.0f} tokens",
+                                      who, value_text(a["seed"]), b, a["x"].get<double>()));
+      for (const char* k : {"tokens", "time"}) {
+        const auto& m = c["iso_loss"][k];
+        const bool time = std::string(k) == "time";
+        for (const auto& x : m["not_reached"])
+          notes.push_back(fmt::format(
+              "{}: seed {} never reached {}'s final val loss {:.4f} (its best: {:.4f}, by {}): no iso-loss "
+              "multiplier in {} for it, none extrapolated",
+              who, value_text(x["seed"]), b, x["target"].get<double>(), x["variant_best"].get<double>(),
+              time ? fmt::format("{:.4g} s", x["variant_end"].get<double>())
+                   : fmt::format("{:.0f} tokens", x["variant_end"].get<double>()),
+              k));
+        for (const auto& x : m["skipped"])
+          notes.push_back(fmt::format("{}: seed {}: no iso-loss multiplier in {}: {}", who, value_text(x["seed"]), k,
+                                      x["why"].get<std::string>()));
+      }
     }
     out.push_back(std::move(fin));
     out.push_back(std::move(eq));
+    out.push_back(std::move(iso));
   }
   return out;
 }
@@ -136,10 +192,16 @@ std::string markdown(const Table& t) {
 constexpr const char* kHowToRead =
     "Differences are variant minus baseline, paired by seed (the same seed: the same initial weights and data "
     "order); negative means a lower loss than the baseline. 95% CI: Student's t interval of the mean difference "
-    "(n - 1 degrees of freedom); p: the paired t-test, two-sided. Equal time: the variant's val loss interpolated "
-    "(linearly between its evaluations) at the baseline's final wall-clock time, minus the baseline's final val "
-    "loss; equal tokens: the same at the baseline's final token count. Step time: the variant's seconds per step "
-    "over the baseline's (mean over pairs).";
+    "(n - 1 degrees of freedom); p: the paired t-test, two-sided. Equal time: both val curves of a pair read "
+    "(linearly between evaluations) at the earlier of their two final wall-clock times, the variant's minus the "
+    "baseline's, so no curve is extrapolated and a faster variant keeps its seed; \"time read at\" gives that time "
+    "per pair in seed order and whose end it is. Equal tokens: the same at the earlier final token count. Step "
+    "time: the variant's seconds per step over the baseline's (mean over pairs). Iso-loss multiplier: the tokens "
+    "(or seconds) at which the variant's val curve first reaches the baseline's final val loss, over those at "
+    "which the baseline's curve first reached it, per seed (read linearly between evaluations); below 1 the "
+    "variant needs less. Its mean is the geometric mean over seeds, its 95% CI Student's t on the mean log ratio "
+    "(n - 1 degrees of freedom) mapped back by exp, p the t-test of log ratio 0; a seed that never reaches the "
+    "target is named in the notes and left out, never extrapolated (\"reached\").";
 
 }  // namespace
 
@@ -148,7 +210,7 @@ std::string comparison_table(const json& summary) {
   const auto ts = tables(summary, notes);
   std::string out;
   for (size_t i = 0; i < ts.size(); ++i) {
-    if (i % 2 == 0 && !ts[i].title.empty()) out += "\n" + ts[i].title + ":\n";
+    if (i % kTablesPerSetting == 0 && !ts[i].title.empty()) out += "\n" + ts[i].title + ":\n";
     out += "\n" + aligned(ts[i]);
   }
   for (const auto& n : notes) out += "note: " + n + "\n";
@@ -161,11 +223,13 @@ std::string sweep_report(const json& summary, const std::filesystem::path& dir) 
   const auto b = summary["baseline"].get<std::string>();
   std::string out = fmt::format("# Sweep {}: every variant against {}\n\n{}\n", dir.filename().string(), b, kHowToRead);
   for (size_t i = 0; i < ts.size(); ++i) {
-    if (i % 2 == 0) {
+    if (i % kTablesPerSetting == 0) {
       if (!ts[i].title.empty()) out += "\n## " + ts[i].title + "\n";
       out += "\n### Final val loss\n\n";
-    } else {
+    } else if (i % kTablesPerSetting == 1) {
       out += "\n### Equal wall-clock time and equal tokens\n\n";
+    } else {
+      out += "\n### Iso-loss compute multiplier\n\n";
     }
     out += markdown(ts[i]);
   }

@@ -2,6 +2,7 @@
 
 #include "analysis/paired.h"
 #include "sweep/point_check.h"
+#include "sweep/iso_loss.h"
 #include "sweep/report.h"
 #include "train/run_paths.h"
 #include "util/atomic_file.h"
@@ -151,30 +152,38 @@ json paired_json(const std::vector<double>& diffs, const json& seeds) {
   return j;
 }
 
-// A variant's val loss where the baseline ended (its final time, or token count), per
-// seed: the difference to the baseline's final val loss, or the seed refused when the
-// variant's curve does not reach that far.
+// A variant against the baseline at the earlier of the two ends of a pair (their
+// final wall-clock times, or token counts), per seed: both val curves read there,
+// the one that ended there at its end and the other interpolated, so no curve is
+// extrapolated and a variant that is faster than the baseline keeps its seed. A pair
+// is refused only where one curve starts after the other ends.
 struct AtEnd {
   std::vector<double> diffs;
   json seeds = json::array(), at = json::array(), refused = json::array();
 };
 
-void at_baseline_end(AtEnd& out, const std::vector<double>& xs, const std::vector<double>& loss,
-                     const std::vector<double>& baseline_xs, int64_t seed, double baseline_loss) {
-  const double end = baseline_xs.back();
-  if (const auto y = interpolate(xs, loss, end)) {
-    out.diffs.push_back(*y - baseline_loss);
+void at_earlier_end(AtEnd& out, const std::vector<double>& xs, const std::vector<double>& loss,
+                    const std::vector<double>& baseline_xs, const std::vector<double>& baseline_loss, int64_t seed) {
+  const double end = std::min(xs.back(), baseline_xs.back());
+  const auto y = interpolate(xs, loss, end), yb = interpolate(baseline_xs, baseline_loss, end);
+  const char* whose = xs.back() < baseline_xs.back() ? "variant" : baseline_xs.back() < xs.back() ? "baseline" : "both";
+  if (y && yb) {
+    out.diffs.push_back(*y - *yb);
     out.seeds.push_back(seed);
-    out.at.push_back({{"seed", seed}, {"x", end}, {"val_loss", *y}});
+    out.at.push_back({{"seed", seed}, {"x", end}, {"end_of", whose}, {"val_loss", *y}, {"baseline_val_loss", *yb}});
   } else {
-    out.refused.push_back({{"seed", seed}, {"baseline_end", end}, {"variant_end", xs.back()}});
+    out.refused.push_back({{"seed", seed},
+                           {"x", end},
+                           {"baseline_start", baseline_xs.front()},
+                           {"variant_start", xs.front()}});
   }
 }
 
 // Every variant against the baseline at each setting of the other keys, paired by seed
 // (the resolved train.seed: same initial weights and data order): final val loss; val
-// loss at the baseline's final wall-clock time and at its final token count,
-// interpolated on the variant's val curve; and the step-time ratio.
+// loss at equal wall-clock time and at equal tokens, each pair at the earlier of its
+// two ends; the iso-loss multiplier on both axes (sweep/iso_loss.h); and the
+// step-time ratio.
 json comparisons(const Sweep& sweep, const json& points) {
   json out = json::array();
   if (sweep.variants.size() < 2) return out;
@@ -206,6 +215,7 @@ json comparisons(const Sweep& sweep, const json& points) {
       std::vector<double> finals, base_finals, d_final, ratios;
       json seeds = json::array(), dropped = json::array();
       AtEnd equal_time, equal_tokens;
+      IsoLoss iso_tokens, iso_time;
       std::set<int64_t> all;
       for (const auto& [seed, i] : base) all.insert(seed);
       for (const auto& [seed, i] : mine) all.insert(seed);
@@ -235,8 +245,10 @@ json comparisons(const Sweep& sweep, const json& points) {
         const auto& cb = curve(b->second);
         const auto& cm = curve(m->second);
         if (cb.time.empty() || cm.time.empty()) continue;
-        at_baseline_end(equal_time, cm.time, cm.loss, cb.time, seed, lb);
-        at_baseline_end(equal_tokens, cm.tokens, cm.loss, cb.tokens, seed, lb);
+        at_earlier_end(equal_time, cm.time, cm.loss, cb.time, cb.loss, seed);
+        at_earlier_end(equal_tokens, cm.tokens, cm.loss, cb.tokens, cb.loss, seed);
+        iso_tokens.add(seed, lb, cb.tokens, cb.loss, cm.tokens, cm.loss);
+        iso_time.add(seed, lb, cb.time, cb.loss, cm.time, cm.loss);
         if (cb.step_time && cm.step_time && *cb.step_time > 0) ratios.push_back(*cm.step_time / *cb.step_time);
       }
       json c = {{"values", rest},
@@ -251,6 +263,7 @@ json comparisons(const Sweep& sweep, const json& points) {
         c[key]["at"] = e->at;
         c[key]["extrapolation_refused"] = e->refused;
       }
+      c["iso_loss"] = {{"tokens", iso_tokens.to_json()}, {"time", iso_time.to_json()}};
       c["step_time_ratio"] = spread(ratios);
       out.push_back(c);
     }

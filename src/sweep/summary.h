@@ -17,11 +17,14 @@ namespace xsagpt {
 //             final val loss over seeds (mean, sd, min, max, n) beside the baseline's,
 //             and the variant minus the baseline paired by seed ("minus_baseline": n,
 //             mean, sd, df, 95% t interval, paired t-test t and two-sided p, the seeds
-//             used and those dropped with the reason); the same at the baseline's final
-//             wall-clock time ("equal_time") and token count ("equal_tokens"), the
-//             variant's val loss interpolated there ("at": seed, x, val_loss), seeds where
-//             that would extrapolate listed instead ("extrapolation_refused": seed,
-//             baseline_end, variant_end); and the ratio of the variant's step time to the baseline's;
+//             used and those dropped with the reason); the same at equal wall-clock time
+//             ("equal_time") and equal tokens ("equal_tokens"), each pair read at the earlier
+//             of its two ends, the curve that ended later interpolated there ("at": seed, x,
+//             end_of: whose end x is, val_loss, baseline_val_loss), a pair listed instead
+//             only where one curve starts after the other ends ("extrapolation_refused":
+//             seed, x, baseline_start, variant_start); the iso-loss multiplier in tokens and
+//             in time ("iso_loss": sweep/iso_loss.h); and the ratio of the variant's step time
+//             to the baseline's;
 //   "over_seeds" (with train.seed in the grid; and summary_seeds.csv): each variant's
 //             groups of points that differ only in the seed, with their final val losses'
 //             mean, sample standard deviation, min and max.

@@ -1,6 +1,7 @@
 // metrics.jsonl: one JSON object per line, written through to the file as logged,
 // for plots and scripts. Train lines carry step, tokens, time_s, train_loss, lr,
-// grad_norm, tokens_per_s, mfu (and muon_lr with train.optimizer=muon); val lines carry step, tokens, time_s, val_loss.
+// grad_norm, tokens_per_s, mfu (and muon_lr with train.optimizer=muon); val lines carry step, tokens, time_s,
+// val_loss, and the similarity bias cos_y_v and XSA gates xsa_gate (train/eval_diagnostics.h).
 //
 // Nothing is lost silently: a line that cannot be written (full disk, I/O error)
 // is cut off again, so the file never ends mid-line, and MetricsError stops the

@@ -108,11 +108,13 @@ void Progress::log_train(int64_t step, int64_t tokens, double lr) {
   train_loss_ = loss;
 }
 
-void Progress::log_val(int64_t step, int64_t tokens, double val_loss) {
+void Progress::log_val(int64_t step, int64_t tokens, double val_loss, const nlohmann::json& extra) {
   val_loss_ = val_loss;
   if (dist_.is_main()) {
     spdlog::info("step {:>6}/{} | val loss {:.4f}", step, cfg_.train.max_steps, val_loss);
-    metrics_.write({{"step", step}, {"tokens", tokens}, {"time_s", elapsed()}, {"val_loss", val_loss}});
+    nlohmann::json line = {{"step", step}, {"tokens", tokens}, {"time_s", elapsed()}, {"val_loss", val_loss}};
+    line.update(extra);
+    metrics_.write(line);
   }
   pause();  // evaluation time is not training throughput
 }

@@ -46,7 +46,8 @@ class Progress {
   // The train line over the steps since the last one (the checkpoint's window
   // included, so a resumed run averages the steps an uninterrupted run averages).
   void log_train(int64_t step, int64_t tokens, double lr);
-  void log_val(int64_t step, int64_t tokens, double val_loss);
+  // `extra`: more fields of the val line (train/eval_diagnostics.h).
+  void log_val(int64_t step, int64_t tokens, double val_loss, const nlohmann::json& extra = nlohmann::json::object());
   // That the run stopped on a signal after `step`, and how to continue it.
   void log_stop(int64_t step, int signal) const;
   // Throws naming the first step whose loss or gradient norm was not finite.

@@ -2,6 +2,7 @@
 
 #include "model/counts.h"
 #include "model/sdpa_backend.h"
+#include "train/eval_diagnostics.h"
 #include "train/evaluate.h"
 #include "train/memory_check.h"
 #include "train/run_dir.h"
@@ -94,7 +95,12 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   install_stop_handlers();
 
   // A fresh run's val loss at initialisation anchors the curves (ln(vocab)).
-  if (s.step == 0 && t.eval_interval > 0) progress.log_val(0, 0, evaluate(s.parts.model, s.val, device, dist));
+  // Each val line also carries the similarity bias and the XSA gates (train/eval_diagnostics.h).
+  auto log_val = [&] {
+    const double loss = evaluate(s.parts.model, s.val, device, dist);
+    progress.log_val(s.step, s.tokens, loss, eval_diagnostics(s.parts.model, s.val, t, device, dist));
+  };
+  if (s.step == 0 && t.eval_interval > 0) log_val();
   while (s.step < t.max_steps) {
     const double lr = learning_rate(t, s.step);
     const auto stats = train_step([&] { return s.next_batch(); }, lr);  // forward, backward, clip, AdamW
@@ -105,7 +111,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
 
     if (s.step % t.log_interval == 0 || last) progress.log_train(s.step, s.tokens, lr);
     if ((t.eval_interval > 0 && s.step % t.eval_interval == 0) || last)
-      progress.log_val(s.step, s.tokens, evaluate(s.parts.model, s.val, device, dist));
+      log_val();
     const bool stop = dist.any(stop_requested());  // SIGINT/SIGTERM on any rank
     if ((t.ckpt_interval > 0 && s.step % t.ckpt_interval == 0) || last || stop) save();
     if (stop && !last) {

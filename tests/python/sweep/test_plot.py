@@ -209,3 +209,51 @@ def test_a_failed_sweep_point_is_marked_as_failed(tmp_path, plot_module, monkeyp
     curves = figures["sweep_curves.png"]
     labels = [line.get_label() for ax in curves.axes for line in ax.get_lines()]
     assert any(label.endswith("(failed)") for label in labels) and any("(failed)" not in l for l in labels)
+
+
+def add_diagnostics(run: pathlib.Path, gated: bool, shift: float = 0.0, n_layer: int = 2) -> None:
+    """Gives every val line of a written run the similarity bias and, when gated, the gates, as the
+    trainer logs them (src/train/eval_diagnostics.h)."""
+    lines = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines()]
+    for l in lines:
+        if "val_loss" in l:
+            l["cos_y_v"] = [0.6 - 0.01 * l["step"] / (i + 1) + shift for i in range(n_layer)]
+            if gated:
+                heads = [[0.02 * l["step"] * (i + 1), 0.01 * l["step"]] for i in range(n_layer)]
+                l["xsa_gate"] = [{"mean": sum(h) / 2, "min": min(h), "max": max(h), "heads": h} for h in heads]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(l) + "\n" for l in lines))
+
+
+def test_runs_with_diagnostics_give_a_similarity_figure_that_follows_them(tmp_path, plot_module):
+    write_run(tmp_path / "sa", "sa", 3.0, resume_at=None)
+    write_run(tmp_path / "gated", "xsa", 2.9, resume_at=None, seed=1)
+    add_diagnostics(tmp_path / "sa", gated=False)
+    add_diagnostics(tmp_path / "gated", gated=True)
+    tokens, cos, gate, band = plot_module.layer_curves(plot_module.load_run(tmp_path / "gated"))
+    assert list(tokens) == [s * 512 for s in (10, 20, 30, 40)]
+    assert cos[:, 1].tolist() == pytest.approx([0.6 - 0.005 * s for s in (10, 20, 30, 40)])
+    assert gate[:, 0].tolist() == pytest.approx([0.015 * s for s in (10, 20, 30, 40)])
+    assert band[1][:, 1].tolist() == pytest.approx([0.04 * s for s in (10, 20, 30, 40)])  # max over heads
+    written = plot_ok(tmp_path / "sa", tmp_path / "gated", "--out", tmp_path / "o")
+    sim = {p.name: p for p in written}["similarity.png"]
+    check_png(sim)
+    add_diagnostics(tmp_path / "gated", gated=True, shift=0.2)
+    other = {p.name: p for p in plot_ok(tmp_path / "sa", tmp_path / "gated", "--out", tmp_path / "o2")}
+    assert other["similarity.png"].read_bytes() != sim.read_bytes()
+
+
+def test_sweep_with_diagnostics_gives_the_variants_similarity_figure(tmp_path):
+    d = tmp_path / "sw"
+    d.mkdir()
+    points = []
+    for v, gated in (("sa", False), ("xsa-gated", True)):
+        for seed in (1, 2):
+            name = f"{v},train.seed={seed}"
+            write_run(d / name, "xsa" if gated else "sa", 3.0, resume_at=None, seed=seed)
+            add_diagnostics(d / name, gated, shift=0.01 * seed, n_layer=8)
+            points.append({"name": name, "dir": name, "variant": v, "values": {"train.seed": seed}, "status": "done",
+                           "final_val_loss": 3.05})
+    (d / "summary.json").write_text(json.dumps({"keys": ["train.seed"], "variants": ["sa", "xsa-gated"],
+                                                "baseline": "sa", "points": points, "comparisons": []}))
+    written = {p.name: p for p in plot_ok(d, "--out", tmp_path / "o")}
+    check_png(written["sweep_similarity.png"])

@@ -61,7 +61,8 @@ def wait_until(predicate, what, timeout=120):
 
 
 def test_follows_a_training_run_and_restarts_without_duplicates(shards, xsagpt, build_dir, tmp_path):
-    cfg = write_run_config(tmp_path / "cfg.json", shards, max_steps=150, eval_interval=50, ckpt_interval=50)
+    cfg = write_run_config(tmp_path / "cfg.json", shards, model={"xsa_gate": "sa"}, max_steps=150, eval_interval=50,
+                           ckpt_interval=50)
     run, tb = tmp_path / "run", tmp_path / "tb"
     train = subprocess.Popen([build_dir / "xsagpt", "train", "-c", cfg, "--out", run], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
@@ -100,6 +101,14 @@ def test_follows_a_training_run_and_restarts_without_duplicates(shards, xsagpt, 
         assert len(want) > 0.9 * len(lines), tag
         assert sorted(s for s, _ in got) == sorted(want), tag  # every step, once
         assert dict(got) == pytest.approx(want, rel=1e-6), tag
+    # The val lines' diagnostics, a tag per layer: the similarity bias and the gate over its heads.
+    for layer in range(2):
+        tags = {f"similarity/cos_y_v/layer_{layer}": lambda m: m["cos_y_v"][layer]}
+        tags.update({f"xsa_gate/layer_{layer}/{k}": lambda m, k=k: m["xsa_gate"][layer][k] for k in ("mean", "min", "max")})
+        for tag, value in tags.items():
+            got = {e.step: e.value for e in acc.Scalars(tag)}
+            assert got == pytest.approx({s: value(m) for s, m in val_lines.items()}, rel=1e-6, abs=1e-7), tag
+    assert len({m["cos_y_v"][0] for m in val_lines.values()}) == len(val_lines)  # real, changing values
     assert len(set(train_lines[s]["train_loss"] for s in train_lines)) > 100  # real, changing values
     assert "train/mfu" not in acc.Tags()["scalars"]  # null on a CPU: not plotted as zero
 

@@ -1,10 +1,11 @@
 """Named variants in sweeps: a tiny four-variant sweep with three seeds on CPU writes
 point directories, summary.json, the printed table and report.md by variant name, and
 every figure in them (mean ± sd, the paired difference to the baseline with its 95% t
-interval and the paired t-test p, at the end, at the baseline's wall-clock time and at
-its token count, the step-time ratio) is recomputed here from the runs' own
-metrics.jsonl with scipy.stats. One seed gives no interval; an unpaired seed is dropped
-and said. Bad variants and baselines are refused by name before anything runs."""
+interval and the paired t-test p, at the end, at equal wall-clock time and at equal
+tokens, each pair read at the earlier of its two ends, the step-time ratio) is
+recomputed here from the runs' own metrics.jsonl with scipy.stats. One seed gives no
+interval; an unpaired seed is dropped and said. Bad variants and baselines are refused
+by name before anything runs."""
 import json
 
 import numpy as np
@@ -83,38 +84,32 @@ def test_points_are_named_by_variant_and_paired_by_seed(sweep):
     assert f"| sa (baseline) | {base.mean():.4f} ± {base.std(ddof=1):.4f} | 3 |" in report
 
 
-def interp_or_none(xs, ys, x):
-    return None if x > xs[-1] * (1 + 1e-12) or x < xs[0] else float(np.interp(x, xs, ys))
-
-
 def test_equal_time_and_equal_tokens_follow_the_logged_curves(sweep):
     sw, _ = sweep
     s = json.loads((sw / "summary.json").read_text())
-    report = (sw / "report.md").read_text()
     for c in s["comparisons"]:
         v = c["variant"]
-        d_time, d_tok, refused, ratios = [], [], [], []
+        d_time, d_tok, ratios, whose = [], [], [], []
         for k in SEEDS:
             b, m = sw / f"sa,train.seed={k}", sw / f"{v},train.seed={k}"
             bv, mv = records(b, "val"), records(m, "val")
-            lb = bv[-1]["val_loss"]
-            at = interp_or_none([r["time_s"] for r in mv], [r["val_loss"] for r in mv], bv[-1]["time_s"])
-            if at is None:
-                refused.append(k)
-            else:
-                d_time.append(at - lb)
-            d_tok.append(interp_or_none([r["tokens"] for r in mv], [r["val_loss"] for r in mv], bv[-1]["tokens"]) - lb)
+            # Each pair at the earlier of its two ends, the other curve interpolated there.
+            for key, out in (("time_s", d_time), ("tokens", d_tok)):
+                bx, mx = [r[key] for r in bv], [r[key] for r in mv]
+                x = min(bx[-1], mx[-1])
+                out.append(np.interp(x, mx, [r["val_loss"] for r in mv]) -
+                           np.interp(x, bx, [r["val_loss"] for r in bv]))
+                if key == "time_s":
+                    whose.append("variant" if mx[-1] < bx[-1] else "baseline" if bx[-1] < mx[-1] else "both")
             bt, mt = records(b, "train"), records(m, "train")
             step_time = [(t[-1]["time_s"] - t[0]["time_s"]) / (t[-1]["step"] - t[0]["step"]) for t in (bt, mt)]
             ratios.append(step_time[1] / step_time[0])
         eq = c["equal_time"]
-        assert [x["seed"] for x in eq["extrapolation_refused"]] == refused
-        assert eq["n"] == len(d_time) and eq["mean"] == (pytest.approx(np.mean(d_time), abs=1e-12) if d_time else None)
-        if len(d_time) > 1:
-            res = stats.ttest_1samp(d_time, 0.0)
-            assert eq["p"] == pytest.approx(res.pvalue, rel=1e-8)
-        for k in refused:
-            assert f"{v}: seed {k} ended at" in report and "would be extrapolated" in report
+        assert eq["extrapolation_refused"] == [] and eq["n"] == 3  # no seed lost, whichever ended first
+        assert [a["end_of"] for a in eq["at"]] == whose
+        assert eq["mean"] == pytest.approx(np.mean(d_time), abs=1e-12)
+        res = stats.ttest_1samp(d_time, 0.0)
+        assert eq["p"] == pytest.approx(res.pvalue, rel=1e-8)
         # Same tokens per step: at the baseline's token count the variant is at its own end.
         assert c["equal_tokens"]["mean"] == pytest.approx(c["minus_baseline"]["mean"], abs=1e-12)
         assert c["equal_tokens"]["mean"] == pytest.approx(np.mean(d_tok), abs=1e-12)
