@@ -141,7 +141,9 @@ TEST(RunConfig, ADirectoryIsNotAConfigFile) {
 
 // train.kernels: "auto" is the kernels a GPU has validated (XSA's element-by-element
 // kernels on CUDA, nothing elsewhere); "fused" is every kernel, the vectorised XSA
-// kernels included; a list names them; describe() gives back what parse_kernels reads.
+// kernels included, but fp8, which changes the arithmetic; a list names them and
+// may hold "fused" or "auto" for their sets; describe() gives back what
+// parse_kernels reads.
 TEST(RunConfig, KernelNamesParseAndRoundTrip) {
   EXPECT_EQ(parse_kernels("auto", /*cuda=*/false), Kernels{});
   Kernels xsa_only;
@@ -149,11 +151,19 @@ TEST(RunConfig, KernelNamesParseAndRoundTrip) {
   EXPECT_EQ(parse_kernels("auto", /*cuda=*/true), xsa_only);
   EXPECT_EQ(parse_kernels("aten", true), Kernels{});
   EXPECT_EQ(parse_kernels("fused", false), (Kernels{true, true, true, true, XsaImpl::kFusedWide}));
+  Kernels all_fp8{true, true, true, true, XsaImpl::kFusedWide, /*fp8=*/true};
+  EXPECT_EQ(parse_kernels("fused,fp8", false), all_fp8);
+  EXPECT_EQ(parse_kernels("fp8,fused", true), all_fp8);
+  Kernels xsa_fp8 = xsa_only;
+  xsa_fp8.fp8 = true;
+  EXPECT_EQ(parse_kernels("auto,fp8", true), xsa_fp8);
+  EXPECT_EQ(parse_kernels("fp8,auto", false), (Kernels{false, false, false, false, XsaImpl::kOps, true}));
   EXPECT_EQ(parse_kernels("xsa,xsa_wide", false).xsa, XsaImpl::kFusedWide);
   EXPECT_EQ(parse_kernels("xsa_wide,xsa", false).xsa, XsaImpl::kFusedWide);
   EXPECT_EQ(describe(Kernels{}), "aten");
   for (const char* spec :
-       {"weights", "norm", "rope", "xsa", "xsa_wide", "loss", "weights,norm,rope,xsa_wide,loss", "norm,xsa"})
+       {"weights", "norm", "rope", "xsa", "xsa_wide", "loss", "fp8", "weights,norm,rope,xsa_wide,loss",
+        "weights,norm,rope,xsa_wide,loss,fp8", "norm,xsa"})
     EXPECT_EQ(describe(parse_kernels(spec, true)), spec);
   try {
     parse_kernels("xsa,wide", true);
@@ -168,7 +178,7 @@ TEST(RunConfig, KernelNamesParseAndRoundTrip) {
 // error for an unknown name offers them all.
 TEST(RunConfig, EveryKernelOfTheTableParsesDescribesAndIsDocumented) {
   const auto names = kernel_names();
-  ASSERT_EQ(names.size(), 6u);
+  ASSERT_EQ(names.size(), 7u);
   std::set<std::string> described;
   for (const auto& n : names) {
     const auto k = parse_kernels(n, /*cuda=*/true);
