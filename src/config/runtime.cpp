@@ -84,8 +84,8 @@ const char* kernels_help() {
     }
     return "fused implementations in place of ATen ops (src/kernels/): \"auto\" (those validated on a GPU: " +
            (validated.empty() ? std::string("none") : validated) +
-           " on CUDA, none on CPU), \"aten\" (none), \"fused\" (all but fp8) or a comma-separated list of " +
-           list + ", \"fused\" or \"auto\" (e.g. fused,fp8). CUDA kernels on CUDA, the same arithmetic in ATen elsewhere";
+           " on CUDA, none on CPU), \"aten\" (none), \"fused\" (all but fp8) or a comma-separated list of " + list +
+           ", \"fused\" or \"auto\" (e.g. fused,fp8). CUDA kernels on CUDA, the same arithmetic in ATen elsewhere";
   }();
   return text.c_str();
 }

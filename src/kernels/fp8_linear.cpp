@@ -31,9 +31,7 @@ torch::Tensor pad_rows_fp8(const torch::Tensor& t2) {
 
 // at::_scaled_mm's second operand column-major, as cuBLASLt takes it: the
 // transpose of a contiguous copy of its transpose (a view when it is one already).
-torch::Tensor column_major_fp8(const torch::Tensor& m) {
-  return m.t().is_contiguous() ? m : m.t().contiguous().t();
-}
+torch::Tensor column_major_fp8(const torch::Tensor& m) { return m.t().is_contiguous() ? m : m.t().contiguous().t(); }
 
 double fp8_max(c10::ScalarType fmt) {
   return fmt == kFp8Forward ? 448.0 : 57344.0;  // std::numeric_limits of e4m3fn, e5m2
@@ -92,8 +90,7 @@ Fp8Tensor quantize_fp8(const torch::Tensor& t, c10::ScalarType fmt) {
 
 const Fp8Tensor& Fp8WeightCache::get(const torch::Tensor& param) {
   auto it = entries_.find(param.unsafeGetTensorImpl());
-  if (it != entries_.end() && it->second.version == param._version() &&
-      it->second.copy.q.device() == param.device())
+  if (it != entries_.end() && it->second.version == param._version() && it->second.copy.q.device() == param.device())
     return it->second.copy;
   if (it == entries_.end()) {  // the trainer refuses these first; this catches every other caller (eval, sample)
     const auto why = fp8_refusal(param.device(), {param.size(0), param.size(1)}, "train.kernels");
@@ -124,8 +121,8 @@ int64_t Fp8WeightCache::bytes() const {
 
 torch::Tensor fp8_linear(const torch::Tensor& x, const torch::Tensor& weight, const Fp8Tensor& w8,
                          const torch::Tensor& bias, c10::ScalarType out_dtype) {
-  TORCH_CHECK(w8.q.scalar_type() == kFp8Forward, "fp8_linear: the weight copy is ", w8.q.scalar_type(),
-              ", expected ", kFp8Forward);
+  TORCH_CHECK(w8.q.scalar_type() == kFp8Forward, "fp8_linear: the weight copy is ", w8.q.scalar_type(), ", expected ",
+              kFp8Forward);
   TORCH_CHECK(x.size(-1) == w8.q.size(1), "fp8_linear: x has ", x.size(-1), " features, the weight takes ",
               w8.q.size(1));
   auto guard = no_autocast();

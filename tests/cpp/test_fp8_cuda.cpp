@@ -18,9 +18,7 @@ namespace {
 
 const torch::Device kFp8Cuda(torch::kCUDA, 0);
 
-bool no_fp8_gpu() {
-  return !torch::cuda::is_available() || !fp8_refusal(kFp8Cuda, {}, "k").empty();
-}
+bool no_fp8_gpu() { return !torch::cuda::is_available() || !fp8_refusal(kFp8Cuda, {}, "k").empty(); }
 #define SKIP_WITHOUT_FP8_GPU() \
   if (no_fp8_gpu()) GTEST_SKIP() << "no CUDA device of compute capability 8.9 or newer"
 
@@ -55,8 +53,8 @@ TEST(Fp8LinearCuda, ForwardAndBackwardAreTheFloat64ReferenceOfTheSameArithmetic)
       EXPECT_LT(test::fp8_rel_err(y.detach().reshape({rows, s.out}), y_ref), 1e-2);
       EXPECT_LT(test::fp8_rel_err(x.grad().reshape({rows, s.in}), ref.dx), tol);
       EXPECT_LT(test::fp8_rel_err(w.grad(), ref.dw), 2e-3);
-      const auto swapped = test::fp8_ref_linear(x2, w.detach(), g2, c10::ScalarType::Float8_e5m2,
-                                                c10::ScalarType::Float8_e4m3fn);
+      const auto swapped =
+          test::fp8_ref_linear(x2, w.detach(), g2, c10::ScalarType::Float8_e5m2, c10::ScalarType::Float8_e4m3fn);
       EXPECT_GT(test::fp8_rel_err(swapped.y, ref.y), 2e-2);
       EXPECT_GT(test::fp8_rel_err(swapped.dx, ref.dx), 2 * tol);
       EXPECT_GT(test::fp8_rel_err(swapped.dw, ref.dw), 4e-3);

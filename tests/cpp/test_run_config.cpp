@@ -161,9 +161,8 @@ TEST(RunConfig, KernelNamesParseAndRoundTrip) {
   EXPECT_EQ(parse_kernels("xsa,xsa_wide", false).xsa, XsaImpl::kFusedWide);
   EXPECT_EQ(parse_kernels("xsa_wide,xsa", false).xsa, XsaImpl::kFusedWide);
   EXPECT_EQ(describe(Kernels{}), "aten");
-  for (const char* spec :
-       {"weights", "norm", "rope", "xsa", "xsa_wide", "loss", "fp8", "weights,norm,rope,xsa_wide,loss",
-        "weights,norm,rope,xsa_wide,loss,fp8", "norm,xsa"})
+  for (const char* spec : {"weights", "norm", "rope", "xsa", "xsa_wide", "loss", "fp8",
+                           "weights,norm,rope,xsa_wide,loss", "weights,norm,rope,xsa_wide,loss,fp8", "norm,xsa"})
     EXPECT_EQ(describe(parse_kernels(spec, true)), spec);
   try {
     parse_kernels("xsa,wide", true);
