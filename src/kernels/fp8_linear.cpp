@@ -1,6 +1,7 @@
 #include "kernels/fp8_linear.h"
 
 #include "kernels/common.h"
+#include "kernels/fp8_cast_cuda.h"
 
 #include <fmt/format.h>
 
@@ -82,6 +83,13 @@ Fp8Tensor quantize_fp8(const torch::Tensor& t, c10::ScalarType fmt) {
   // tensor has a finite scale. Nothing leaves the device: no sync.
   const auto amax = at::linalg_vector_norm(t, std::numeric_limits<double>::infinity(), {}, false, at::kFloat);
   const auto scale = top / amax.clamp_min(1e-12);
+  const bool kernel_dtype =
+      t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf;
+  if (use_cuda_kernel(t) && t.is_contiguous() && kernel_dtype) {
+    auto q = at::empty(t.sizes(), t.options().dtype(fmt));
+    fp8_scale_cast_cuda(t, scale, top, q);
+    return {q, scale.reciprocal()};
+  }
   // The conversion to FP8 does not saturate (e4m3fn has no infinity: 1000 becomes
   // NaN), and x * scale may round just past the largest value: clamp first.
   auto q = (t.to(at::kFloat) * scale).clamp_(-top, top).to(fmt);

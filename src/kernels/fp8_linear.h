@@ -12,8 +12,9 @@
 // float32); the e4m3 weight copies and their scales are made once per optimizer
 // step (Fp8WeightCache), as the weights kernel does for bf16 (kernels/linear.h).
 //
-// The same function runs on a CPU (ATen's _scaled_mm takes tensorwise scales
-// there) and on CUDA, where cuBLASLt needs sm_89 or newer, the first operand
+// The quantizer is one CUDA kernel on a GPU (kernels/fp8_cast_cuda.h) and ATen
+// ops elsewhere. The same function runs on a CPU (ATen's _scaled_mm takes
+// tensorwise scales there) and on CUDA, where cuBLASLt needs sm_89 or newer, the first operand
 // row-major and the second column-major, and the inner and output dimensions
 // multiples of 16: the operands are laid out for that on every device, and a
 // number of rows that is not a multiple of 16 is padded with zero rows (which

@@ -24,6 +24,28 @@ bool no_fp8_gpu() { return !torch::cuda::is_available() || !fp8_refusal(kFp8Cuda
 
 }  // namespace
 
+// The quantizer's CUDA kernel against its ATen twin on the CPU: the same FP8
+// values bit for bit and the same scale, for both formats and the three input
+// dtypes, at sizes that take the 8-wide path and the element-by-element one.
+TEST(Fp8LinearCuda, QuantizeKernelEqualsTheAtenTwin) {
+  SKIP_WITHOUT_FP8_GPU();
+  for (const auto fmt : {kFp8Forward, kFp8Backward}) {
+    for (const auto dtype : {torch::kFloat32, torch::kBFloat16, torch::kFloat16}) {
+      for (const int64_t cols : {768, 37}) {
+        SCOPED_TRACE(std::string(c10::toString(fmt)) + " from " + c10::toString(dtype) + ", " + std::to_string(cols) +
+                     " columns");
+        torch::manual_seed(5);
+        const auto t = (torch::randn({33, cols}) * 3e-3).to(dtype);
+        const auto got = quantize_fp8(t.to(kFp8Cuda), fmt);
+        const auto want = quantize_fp8(t, fmt);
+        ASSERT_TRUE(got.q.is_cuda());
+        EXPECT_TRUE(torch::equal(got.q.cpu().to(torch::kFloat32), want.q.to(torch::kFloat32)));
+        EXPECT_EQ(got.inv.item<float>(), want.inv.item<float>());
+      }
+    }
+  }
+}
+
 // As on the CPU, with cuBLASLt's accumulation: FP8 products are exact in float32,
 // but Hopper's tensor cores add them with fewer bits between promotions to
 // float32, the forward GEMM with fast accumulation: hence 2e-3 of the largest
