@@ -1,3 +1,4 @@
+// The FP8 linear layer, its quantizer and its weight cache (see fp8_linear.h).
 #include "kernels/fp8_linear.h"
 
 #include "kernels/common.h"
@@ -45,8 +46,9 @@ struct Fp8Linear : torch::autograd::Function<Fp8Linear> {
                                const torch::Tensor& w8, const torch::Tensor& w_inv, int64_t out_dtype) {
     const int64_t rows = x.numel() / x.size(-1);
     const auto xq = quantize_fp8(pad_rows_fp8(x.reshape({rows, x.size(-1)})), kFp8Forward);
-    // Fast (lower-precision) accumulation in the forward GEMM only, as torchao does:
-    // the gradients' GEMMs reduce over many more terms.
+    // cuBLASLt's fast (fewer-bit) accumulation in the forward GEMM only, torchao's
+    // default: the gradients' errors add up over the steps, and the weight
+    // gradient's GEMM sums over every token of the micro-batch.
     auto y = at::_scaled_mm(xq.q, w8.t(), xq.inv, w_inv, {}, {}, static_cast<c10::ScalarType>(out_dtype),
                             /*use_fast_accum=*/x.is_cuda());
     ctx->save_for_backward({xq.q, xq.inv, w8, w_inv});
