@@ -26,7 +26,7 @@
 #   build    configure + build (Release, Hopper sm_90 unless TORCH_CUDA_ARCH_LIST is set)
 #   test     the C++ tests (the CUDA ones run here instead of skipping) and the Python suite
 #   step     training-step tokens/s and MFU of gpt2-124m (16x1024) and paper-0.7b (8x2048),
-#            SA and XSA: ATen (@aten, the baseline), the default (auto) and every fused kernel
+#            SA and XSA: ATen (@aten, the baseline), the default (auto), every fused kernel and fused+fp8
 #   kernels  what each fused kernel is worth alone (gpt2-124m 16x1024)
 #   pytorch  the same steps in PyTorch (scripts/bench/reference/model.py), eager and torch.compile
 #   summary  one table: xsagpt's steps against PyTorch eager and compiled (scripts/bench/bench_compare.py)
@@ -88,7 +88,7 @@ stage_test() {
   ctest --test-dir build -j8 --output-on-failure >"$RES/ctest.log" 2>&1 || { tail -60 "$RES/ctest.log"; exit 1; }
   tail -3 "$RES/ctest.log"; grep -i skipped "$RES/ctest.log" || true
   log "GPU tests in detail (fused kernels, SDPA backend, model and step on CUDA)"
-  build/tests/xsagpt_tests --gtest_filter='KernelsCuda*:XsaCuda*:SdpaBackend*:*OnCuda*' 2>&1 \
+  build/tests/xsagpt_tests --gtest_filter='KernelsCuda*:XsaCuda*:Fp8LinearCuda*:SdpaBackend*:*OnCuda*' 2>&1 \
     | grep -E "^head_dim|OK|FAILED|Failure|rel_err|Expected|Which|actual" | tee "$RES/gpu-tests.txt"
   log "Python tests"
   XSAGPT_BUILD_DIR=build "$PY" -m pytest -q -x tests/python >"$RES/pytest.log" 2>&1 || { tail -40 "$RES/pytest.log"; exit 1; }
@@ -100,7 +100,7 @@ stage_block() {
   $BIN bench --no-step --json "$RES/block.json" 2>"$RES/block.err" | tee "$RES/block.txt"
 }
 
-STEP_VARIANTS=sa@aten,sa,sa@fused,xsa@aten,xsa,xsa@xsa_wide,xsa@fused
+STEP_VARIANTS=sa@aten,sa,sa@fused,sa@fused+fp8,xsa@aten,xsa,xsa@xsa_wide,xsa@fused,xsa@fused+fp8
 
 stage_step() {
   log "training step, gpt2-124m"

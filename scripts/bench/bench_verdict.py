@@ -52,9 +52,10 @@ CUDA_TESTS = "*Cuda*:SdpaBackend.*"
 SANITIZER_TESTS = "KernelsCuda.RopeQkv*:KernelsCuda.AddNormForward*:KernelsCuda.CrossEntropy*:XsaCuda.Forward*:XsaCuda.Backward*"
 PARITY_KERNELS = ("aten",) + verdict_table.KERNELS
 # The default (`sa`, `xsa`: train.kernels "auto") against ATen at both sizes; at 124M also
-# each kernel alone, for the kernel table's speed column.
-STEP_124M = "sa@aten,sa,xsa@aten,xsa," + ",".join(f"xsa@{k}" for k in verdict_table.KERNELS)
-STEP_07B = "sa@aten,sa,xsa@aten,xsa"
+# each kernel alone, for the kernel table's speed column; fp8 (not in the default) beside
+# the default at 0.7B, where its GEMMs weigh most.
+STEP_124M = "sa@aten,sa,xsa@aten,xsa," + ",".join(map(verdict_table.variant, verdict_table.KERNELS))
+STEP_07B = "sa@aten,sa,xsa@aten,xsa,sa@fused+fp8,xsa@fused+fp8"
 
 
 class StageFailed(Exception):
@@ -232,7 +233,8 @@ class Verdict:
             size = dict(base="gpt2-124m", max_steps=200, seq_len=1024, micro_batch=16, warmup_steps=20, lr=6e-4,
                         eval_interval=200, eval_tokens=65536, log_interval=25)
         sets = {"model.base": size.pop("base"), "model.attention": "xsa", "train.ckpt_interval": 0,
-                "train.keep_checkpoints": 1, "train.kernels": kernel, **{f"train.{k}": v for k, v in size.items()}}
+                "train.keep_checkpoints": 1, "train.kernels": verdict_table.train_kernels(kernel),
+                **{f"train.{k}": v for k, v in size.items()}}
         if self.broken == f"parity-{kernel}":
             sets["train.kernels"] = "broken-on-purpose"
         return [a for k, v in sets.items() for a in ("--set", f"{k}={v}")]
@@ -348,7 +350,8 @@ class Verdict:
         s.append(Stage("tests", lambda t: self.tests(t), 45, 180, needs=("build",)))
         for k in PARITY_KERNELS:
             s.append(Stage(f"parity-{k}", lambda t, k=k: self.parity(k, t), 35, 300,
-                           needs=("build",) if k == "aten" else ("build", "parity-aten")))
+                           needs=("build",) if k == "aten" else
+                           ("build", "parity-aten", *(f"parity-{b}" for b in [verdict_table.BASELINE.get(k)] if b))))
         s += [Stage("step-124m", lambda t: self.step("124m", t), 60, needs=("build",)),
               Stage("step-0.7b", lambda t: self.step("0.7b", t), 90, needs=("build",)),
               Stage("micro", lambda t: self.micro(t), 60, 240, needs=("build",))]

@@ -7,12 +7,31 @@ and it is faster than ATen in every round of the step benchmark (the lower end o
 its speed ratio is >= 1.0: one noisy run cannot flip a 1-2% kernel into the default).
 A cell whose stage has not run says `pending`; one whose stage failed says
 `FAILED (reason)`; the other cells of the row still stand.
+
+A kernel that changes the arithmetic (fp8: FP8 GEMMs) is judged against the bf16
+step it joins instead of ATen: its runs use train.kernels "fused,fp8", and its loss
+and speed are compared with fused's, the loss within its own tolerance (0.02).
 """
 import json
 import pathlib
 
 LOSS_TOL, SPEED_MIN = 0.01, 1.0
-KERNELS = ("weights", "norm", "rope", "loss", "xsa", "xsa_wide", "fused")
+KERNELS = ("weights", "norm", "rope", "loss", "xsa", "xsa_wide", "fused", "fp8")
+# The kernels judged against another row than aten, what train.kernels runs for
+# them, and their loss tolerance where it is not LOSS_TOL.
+BASELINE = {"fp8": "fused"}
+SPEC = {"fp8": "fused,fp8"}
+LOSS_TOLS = {"fp8": 0.02}
+
+
+def train_kernels(kernel: str) -> str:
+    """train.kernels for a kernel's runs."""
+    return SPEC.get(kernel, kernel)
+
+
+def variant(kernel: str) -> str:
+    """The XSA bench variant of a kernel's step ('+' joins kernel names there)."""
+    return "xsa@" + train_kernels(kernel).replace(",", "+")
 
 # Which gtest names (by prefix) speak for which kernel. The whole-model and
 # training-step tests run every kernel at once, so they count for each.
@@ -25,6 +44,7 @@ TESTS = {
     "xsa": ("XsaCuda.",) + WHOLE,
     "xsa_wide": ("XsaCuda.",) + WHOLE,
     "fused": ("KernelsCuda.", "XsaCuda."),
+    "fp8": ("Fp8LinearCuda.",),
 }
 
 
@@ -72,11 +92,13 @@ def parity(kernel: str, r: Results) -> dict | str:
 
 
 def speed_ratios(kernel: str, r: Results) -> list[float] | str:
-    """aten's step time over the kernel's, one per round of the 124M step benchmark."""
+    """The baseline's step time (aten's, or fused's for fp8) over the kernel's, one per
+    round of the 124M step benchmark."""
     if m := r.missing("step-124m"):
         return m
     step = (read_json(r.res / "step-124m.json") or {}).get("step", {})
-    base, mine = step.get("results", {}).get("xsa@aten"), step.get("results", {}).get(f"xsa@{kernel}")
+    results = step.get("results", {})
+    base, mine = results.get(variant(BASELINE.get(kernel, "aten"))), results.get(variant(kernel))
     if not base or not mine:
         return "FAILED (variant missing)"
     return [b / k for b, k in zip(base.get("round_ms", [base["median_ms"]]), mine.get("round_ms", [mine["median_ms"]]))]
@@ -84,15 +106,15 @@ def speed_ratios(kernel: str, r: Results) -> list[float] | str:
 
 def kernel_rows(r: Results, dry_run: bool) -> list[str]:
     rows = ["| kernel | tests | loss Δ | max param Δ | speed ratio (rounds) | verdict |", "|---|---|---|---|---|---|"]
-    base = parity("aten", r)
     for k in KERNELS:
+        base = parity(BASELINE.get(k, "aten"), r)
         tests, tests_ok = tests_cell(k, r)
         p = parity(k, r)
         if isinstance(p, str) or isinstance(base, str):
             dloss, dparam, loss_ok = (p if isinstance(p, str) else base), "-", None
         else:
             d = p["val"] - base["val"]
-            dloss, dparam, loss_ok = f"{d:+.4f}", f"{p['max_param_diff']:.3g}", abs(d) <= LOSS_TOL
+            dloss, dparam, loss_ok = f"{d:+.4f}", f"{p['max_param_diff']:.3g}", abs(d) <= LOSS_TOLS.get(k, LOSS_TOL)
         sr = speed_ratios(k, r)
         if isinstance(sr, str):
             speed, speed_ok = sr, None

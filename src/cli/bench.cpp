@@ -10,6 +10,7 @@
 #include "cli/options.h"
 #include "config/model_config.h"
 #include "kernels/common.h"
+#include "kernels/fp8_linear.h"
 #include "model/counts.h"
 #include "train/mfu.h"
 #include "util/atomic_file.h"
@@ -147,7 +148,9 @@ BenchOptions read_options(const cxxopts::ParseResult& args) {
   if (o.warmup < 0 || o.iters < 1) throw ConfigError("--warmup must be >= 0 and --iters >= 1");
   if (o.variants.empty()) throw ConfigError("--variants: empty list");
   for (size_t i = 0; i < o.variants.size(); ++i) {
-    variant_runtime(o.runtime, o.variants[i], gpu);  // rejects unknown names and kernels
+    // rejects unknown names and kernels, and fp8 on a GPU without FP8 GEMMs
+    if (variant_runtime(o.runtime, o.variants[i], gpu).kernels.fp8)
+      if (auto why = fp8_refusal(o.device, {}, "--variants " + o.variants[i]); !why.empty()) throw ConfigError(why);
     if (parse_bench_variant(o.variants[i]).xsa_impl == XsaImpl::kFused && !(gpu && cuda_kernels_built()))
       throw ConfigError("--variants: xsa-fused needs a CUDA device and a build with the CUDA kernels");
     if (std::find(o.variants.begin(), o.variants.begin() + i, o.variants[i]) != o.variants.begin() + i)
@@ -286,7 +289,7 @@ int bench(int argc, char** argv) {
       "to the first variant. GPU defaults as the paper (batch 32, bf16); CPU defaults small.\n"
       "Variants: sa, xsa (XSA's step as --kernels chooses), xsa-ops (its custom autograd function on\n"
       "ATen ops), xsa-fused (the CUDA kernels), xsa-autograd (ordinary ops); NAME@K runs NAME with\n"
-      "train.kernels K ('+' between kernel names), e.g. sa@aten,sa@fused,xsa@fused.\n"
+      "train.kernels K ('+' between kernel names), e.g. sa@aten,sa@fused,xsa@fused,xsa@fused+fp8.\n"
       "--profile: the step's time by kernel and by category (device kernel time on CUDA, CPU op self\n"
       "time on a CPU), per variant; the JSON's profile.results.VARIANT has total_ms, wall_ms,\n"
       "categories (name -> ms per step, summing to total_ms) and every kernel by time.");

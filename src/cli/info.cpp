@@ -108,6 +108,9 @@ int info(int argc, char** argv) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
+  // Which weight copies the estimate holds: bf16 (weights kernel), e4m3 of the blocks' matrices (fp8), or both.
+  const auto& k = mem_opts.rt.kernels;
+  const std::string copies = k.fp8 ? (mem_opts.rt.bf16 && k.weights ? "bf16 + e4m3" : "e4m3") : "bf16";
   std::cout << fmt::format(
       "model        {} layers, d_model {}, {} heads x {} (inner {}), mlp {}, vocab {}, attention {}\n"
       "parameters   {} total, {} non-embedding, {} embedding{}\n"
@@ -118,7 +121,8 @@ int info(int argc, char** argv) {
       cfg.describe_attention(), human(p.total), human(p.non_embedding), human(p.embedding),
       cfg.tie_embeddings ? " (head tied)" : "", human(flops, "FLOP"), T, gib(mem.total()), B, T, precision,
       name(mem_opts.rt.recompute), mem_opts.rt.loss_chunk ? std::to_string(mem_opts.rt.loss_chunk) : "off",
-      gib(mem.params_bytes), mem.weight_copies_bytes > 0 ? " + bf16 copies " + gib(mem.weight_copies_bytes) : "",
+      gib(mem.params_bytes),
+      mem.weight_copies_bytes > 0 ? fmt::format(" + {} copies {}", copies, gib(mem.weight_copies_bytes)) : "",
       gib(mem.grads_bytes), mem_opts.muon ? "Muon + AdamW" : "AdamW", gib(mem.optimizer_bytes),
       mem_opts.optimizer_shards > 1 ? fmt::format(" (1/{} per rank)", mem_opts.optimizer_shards) : "",
       gib(mem.activations_bytes), gib(mem.logits_bytes),

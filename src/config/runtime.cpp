@@ -27,10 +27,12 @@ const char* name(Recompute r) {
 namespace {
 
 // The kernels, a row each: the name train.kernels takes, how the name switches it
-// on, whether a Kernels has it on, what it fuses, and whether "auto" takes it on
-// CUDA. A kernel becomes a default only by the GPU verdict (scripts/bench/lease.py:
+// on, whether a Kernels has it on, what it fuses, whether "auto" takes it on CUDA,
+// and whether "fused" takes it (not a kernel that changes the arithmetic beyond the
+// order of rounding, as fp8 does: "fused" against "aten" compares speed, not
+// numerics). A kernel becomes a default only by the GPU verdict (scripts/bench/lease.py:
 // its CUDA tests, a 200-step run within 0.01 of ATen's loss, faster in every paired
-// round); the H200 verdict of 2026-11-26 found all of them together default-worthy
+// round); the H200 verdict of 2026-11-26 found the "fused" set together default-worthy
 // (docs/benchmarks.md). Parsing, describe(), the list of names and the key's help
 // text all read this table, so a new kernel is one row here plus its implementation,
 // and making one a default is one word.
@@ -40,6 +42,7 @@ struct KernelRow {
   bool (*on)(const Kernels&);
   const char* help;
   bool auto_on_cuda = false;
+  bool in_fused = true;
 };
 
 constexpr KernelRow kKernelTable[] = {
@@ -54,7 +57,17 @@ constexpr KernelRow kKernelTable[] = {
      [](const Kernels& k) { return k.xsa == XsaImpl::kFusedWide; }, "the XSA kernels with 16-byte vector accesses", true},
     {"loss", [](Kernels& k) { k.loss = true; }, [](const Kernels& k) { return k.loss; },
      "LM-head cross-entropy with its gradient in forward", true},
+    {"fp8", [](Kernels& k) { k.fp8 = true; }, [](const Kernels& k) { return k.fp8; },
+     "the blocks' linear layers as FP8 GEMMs: e4m3 weights and activations, e5m2 gradients, tensorwise scales; "
+     "sm_89+ on CUDA; not in \"fused\"",
+     false, /*in_fused=*/false},
 };
+
+// The named sets a list may hold besides kernel names: "fused,fp8".
+void enable_set(Kernels& k, const std::string& set, bool cuda) {
+  for (const auto& row : kKernelTable)
+    if (set == "fused" ? row.in_fused : cuda && row.auto_on_cuda) row.enable(k);
+}
 
 }  // namespace
 
@@ -70,8 +83,8 @@ const char* kernels_help() {
     for (const auto& row : kKernelTable) list += (list.empty() ? "" : ", ") + std::string(row.name) + " (" + row.help + ")";
     return "fused implementations in place of ATen ops (src/kernels/): \"auto\" (those validated on a GPU: " +
            describe(parse_kernels("auto", /*cuda=*/true)) +
-           " on CUDA, none on CPU), \"aten\" (none), \"fused\" (all) or a comma-separated list of " + list +
-           ". CUDA kernels on CUDA, the same arithmetic in ATen elsewhere";
+           " on CUDA, none on CPU), \"aten\" (none), \"fused\" (all but fp8) or a comma-separated list of " + list +
+           ", \"fused\" or \"auto\" (e.g. fused,fp8). CUDA kernels on CUDA, the same arithmetic in ATen elsewhere";
   }();
   return text.c_str();
 }
@@ -79,21 +92,15 @@ const char* kernels_help() {
 Kernels parse_kernels(const std::string& spec, bool cuda, const std::string& key) {
   Kernels k;
   if (spec == "aten") return k;
-  if (spec == "auto") {
-    if (cuda)
-      for (const auto& row : kKernelTable)
-        if (row.auto_on_cuda) row.enable(k);
-    return k;
-  }
-  if (spec == "fused") {
-    for (const auto& row : kKernelTable) row.enable(k);
-    return k;
-  }
   std::stringstream ss(spec);
   std::string name;
   bool any = false;
   while (std::getline(ss, name, ',')) {
     any = true;
+    if (name == "fused" || name == "auto") {
+      enable_set(k, name, cuda);
+      continue;
+    }
     const auto* row = std::find_if(std::begin(kKernelTable), std::end(kKernelTable),
                                    [&](const KernelRow& r) { return name == r.name; });
     if (row == std::end(kKernelTable)) {
@@ -101,7 +108,7 @@ Kernels parse_kernels(const std::string& spec, bool cuda, const std::string& key
       for (const auto& r : kKernelTable) names += (names.empty() ? "" : ", ") + std::string(r.name);
       throw ConfigError(key + ": unknown kernel \"" + name +
                         "\" (expected \"auto\", \"aten\", \"fused\" or a comma-separated list of " + names +
-                        "), got \"" + spec + "\"");
+                        ", \"fused\" or \"auto\"), got \"" + spec + "\"");
     }
     row->enable(k);
   }

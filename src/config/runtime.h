@@ -5,8 +5,10 @@
 // (bench --dtype, score/eval --precision) through the functions below, and handed
 // to the model whole (GPTImpl::set_runtime), which runs every forward pass in it:
 // no caller opens an autocast scope or sets TF32 itself. Nothing here changes the
-// function the model computes beyond floating-point rounding. Configuration only:
-// no torch here.
+// function the model computes beyond floating-point rounding, except the fp8
+// kernel, which rounds the blocks' GEMM operands to 8-bit floats (kernels/
+// fp8_linear.h) and is therefore never part of "fused". Configuration only: no
+// torch here.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +36,7 @@ struct Kernels {
   bool rope = false;  // q, k, v split into heads and RoPE in one pass (kernels/rope_qkv.h)
   bool loss = false;  // LM-head cross-entropy with its gradient made in the forward pass (kernels/lm_head_loss.h)
   XsaImpl xsa = XsaImpl::kOps;  // "xsa": XsaImpl::kFused, "xsa_wide": XsaImpl::kFusedWide (kernels/xsa_cuda.h)
+  bool fp8 = false;             // the blocks' linear layers as FP8 GEMMs, tensorwise scaled (kernels/fp8_linear.h)
 
   bool operator==(const Kernels&) const = default;
 };
@@ -48,8 +51,9 @@ Recompute parse_recompute(const std::string& mode, const std::string& key = "tra
 const char* name(Recompute r);
 
 // train.kernels: "auto" (the kernels validated on a GPU so far, on CUDA; none
-// elsewhere), "aten" (none), "fused" (all) or a comma-separated list of names.
-// Throws ConfigError naming `key` for anything else.
+// elsewhere), "aten" (none), "fused" (all that keep the arithmetic: all but fp8)
+// or a comma-separated list of names, in which "fused" and "auto" stand for their
+// sets ("fused,fp8"). Throws ConfigError naming `key` for anything else.
 Kernels parse_kernels(const std::string& spec, bool cuda, const std::string& key = "train.kernels");
 // The chosen kernels as "weights,norm,..." ("aten" when none).
 std::string describe(const Kernels& k);

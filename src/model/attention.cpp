@@ -59,7 +59,7 @@ torch::Tensor CausalSelfAttentionImpl::exclude_self(const torch::Tensor& y, cons
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                                const torch::Tensor& sin, KVCache::Layer* cache, int64_t past) {
   const auto B = x.size(0), T = x.size(1);
-  auto qkv = exec->linear(x, c_attn->weight, c_attn->bias);
+  auto qkv = exec->block_linear(x, c_attn->weight, c_attn->bias);
   torch::Tensor q, k, v;  // (B, H, T, D), q and k rotated by RoPE
   if (exec->rt.kernels.rope) {
     std::tie(q, k, v) = rope_qkv(qkv, n_head, head_dim, cos, sin);
@@ -87,7 +87,7 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const tor
   if (variant.xsa) y = exclude_self(y, v);
 
   y = y.transpose(1, 2).reshape({B, T, n_head * head_dim});
-  return resid_drop(exec->linear(y, c_proj->weight, c_proj->bias));
+  return resid_drop(exec->block_linear(y, c_proj->weight, c_proj->bias));
 }
 
 }  // namespace xsagpt

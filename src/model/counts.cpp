@@ -105,7 +105,13 @@ MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batc
     // rows that exist at once.
     m.logits_bytes = rows * V * (a + 4 + 4);
   }
-  if (rt.bf16 && rt.kernels.weights) m.weight_copies_bytes = 2 * static_cast<double>(count_params(c).matmul);
+  // bf16 copies (weights kernel) of every matrix a product reads, but for the
+  // blocks' matrices under fp8, which read e4m3 copies (a byte each) and one
+  // float32 inverse scale per matrix instead (kernels/fp8_linear.h).
+  const auto counts = count_params(c);
+  const double fp8_matrices = rt.kernels.fp8 ? static_cast<double>(counts.block_matrices) : 0.0;
+  if (rt.bf16 && rt.kernels.weights) m.weight_copies_bytes = 2 * (static_cast<double>(counts.matmul) - fp8_matrices);
+  if (rt.kernels.fp8) m.weight_copies_bytes += fp8_matrices + 4.0 * 4 * L;
   if (o.muon) m.optimizer_step_bytes = muon_step_bytes(c, o.cuda ? 2 : 4);
   return m;
 }

@@ -34,7 +34,7 @@ struct MemoryEstimate {
   double params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0;
   double activations_bytes = 0;     // kept by autograd from the end of forward into backward
   double logits_bytes = 0;          // the LM head's logits, probabilities and gradients at once
-  double weight_copies_bytes = 0;   // bf16 copies of the weights (the weights kernel)
+  double weight_copies_bytes = 0;   // bf16 copies of the weights (weights kernel); e4m3 copies + scales (fp8)
   double recompute_bytes = 0;       // one layer's activations re-made in backward (checkpointing)
   double optimizer_step_bytes = 0;  // Muon's Newton-Schulz work on its largest group of same-shape matrices
   // The logits are gone before any layer is recomputed, so only the larger
@@ -49,7 +49,8 @@ struct MemoryEstimate {
 
 // What changes memory: the runtime the model trains in (config/runtime.h: bf16
 // activations or float32, checkpointing, loss chunk, kernels: weights adds bf16
-// weight copies, loss changes the LM head's buffers) and the ranks sharing the
+// weight copies, fp8 e4m3 ones of the blocks' matrices, loss changes the LM
+// head's buffers) and the ranks sharing the
 // AdamW state (train.shard_optimizer: the world size; train/zero.h), and whether
 // Muon takes the block matrices (train/run_optimizer.h).
 struct MemoryOptions {

@@ -21,6 +21,11 @@ torch::Tensor Exec::linear(const torch::Tensor& x, const torch::Tensor& w, const
   return cached_linear(x.to(c10::kBFloat16), w, weights.get(w, c10::kBFloat16), bias);
 }
 
+torch::Tensor Exec::block_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias) {
+  if (!rt.kernels.fp8) return linear(x, w, bias);
+  return fp8_linear(x, w, fp8_weights.get(w), bias, dtype(x));
+}
+
 torch::Tensor Exec::weight(const torch::Tensor& w) {
   if (copies()) return weights.get(w, c10::kBFloat16);
   const auto type = w.device().type();

@@ -1,11 +1,13 @@
 // What the modules of one GPT share while it runs: the runtime choices
-// (config/runtime.h) and the bf16 copies of its weights (kernels/linear.h). Every
+// (config/runtime.h) and the bf16 and FP8 copies of its weights (kernels/linear.h,
+// kernels/fp8_linear.h). Every
 // product with a weight and every LayerNorm goes through here, so the choice
 // between ATen with autocast and the fused kernels is made in one place and the
 // modules read like the equations.
 #pragma once
 
 #include "config/runtime.h"
+#include "kernels/fp8_linear.h"
 #include "kernels/linear.h"
 #include "model/layers.h"
 
@@ -45,6 +47,7 @@ class AutocastGuard {
 struct Exec {
   Runtime rt;
   WeightCache weights;
+  Fp8WeightCache fp8_weights;
 
   // Takes `r` and sets the process-wide float32 matmul precision it asks for (TF32
   // on CUDA or not): a process runs one runtime, so the last one set holds.
@@ -55,6 +58,15 @@ struct Exec {
 
   // x @ weight^T + bias: autocast's, or in bf16 from the cached copy (weights kernel).
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
+  // The same for the blocks' linear layers (qkv, attention output, MLP up and
+  // down), which the fp8 kernel runs as FP8 GEMMs from cached e4m3 copies; the
+  // LM head stays on linear().
+  torch::Tensor block_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
+  // After the parameters changed in place: the bf16 and FP8 copies are made again.
+  void refresh() {
+    weights.refresh();
+    fp8_weights.refresh();
+  }
   // `weight` in the dtype its products run in (the cached copy with the weights kernel).
   torch::Tensor weight(const torch::Tensor& weight);
   // ln(x), its output in the compute dtype with the norm kernel.

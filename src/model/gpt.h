@@ -98,8 +98,8 @@ struct GPTImpl : torch::nn::Module {
   // casts each weight to bf16 once, not once per pass.
   auto precision_scope(torch::Device device) const { return exec_->scope(device); }
   // After the parameters changed in place (an optimizer step, loaded weights):
-  // the bf16 weight copies of the weights kernel are made again.
-  void parameters_changed() { exec_->weights.refresh(); }
+  // the bf16 weight copies of the weights kernel and the FP8 ones of fp8 are made again.
+  void parameters_changed() { exec_->refresh(); }
 
   ModelConfig cfg;
   Transformer transformer{nullptr};

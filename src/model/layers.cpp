@@ -21,8 +21,8 @@ MLPImpl::MLPImpl(int64_t d_model, int64_t hidden, bool bias, double dropout, std
 }
 
 torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
-  auto h = torch::gelu(exec->linear(x, c_fc->weight, c_fc->bias));
-  return drop(exec->linear(h, c_proj->weight, c_proj->bias));
+  auto h = torch::gelu(exec->block_linear(x, c_fc->weight, c_fc->bias));
+  return drop(exec->block_linear(h, c_proj->weight, c_proj->bias));
 }
 
 }  // namespace xsagpt

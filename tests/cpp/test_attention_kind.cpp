@@ -77,6 +77,11 @@ TEST(BenchVariant, NamesAreAnAttentionKindAndAnXsaImplementation) {
   EXPECT_FALSE(parse_bench_variant("xsa").xsa_impl.has_value());
   EXPECT_EQ(parse_bench_variant("xsa-autograd").xsa_impl, XsaImpl::kComposed);
   EXPECT_EQ(variant_config(test::small_model("sa"), "xsa-ops").attention, AttentionKind::kXsa);
+  // '+' joins kernel names and the sets a list may hold: xsa@fused+fp8 is fused with fp8.
+  auto with_fp8 = parse_kernels("fused", false);
+  with_fp8.fp8 = true;
+  EXPECT_EQ(variant_runtime(Runtime{}, "xsa@fused+fp8", false).kernels, with_fp8);
+  EXPECT_FALSE(variant_runtime(Runtime{}, "xsa@fused", false).kernels.fp8);
   for (const std::string bad : {"linear", "sa-ops", "xsa-fast", "xsa-", "-ops", ""})
     EXPECT_THAT(test::error_of<ConfigError>([&] { parse_bench_variant(bad); }),
                 HasSubstr("bench variant \"" + bad + "\": expected an attention (\"sa\" or \"xsa\")"));

@@ -140,9 +140,10 @@ TEST(RunConfig, ADirectoryIsNotAConfigFile) {
 }
 
 // train.kernels: "auto" is the kernels the GPU verdict found default-worthy, on CUDA
-// (the H200 verdict of 2026-11-26: all of them together, docs/benchmarks.md), nothing
-// elsewhere; "fused" is every kernel, the vectorised XSA kernels included; a list
-// names them; describe() gives back what parse_kernels reads.
+// (the H200 verdict of 2026-11-26: the "fused" set, docs/benchmarks.md), nothing
+// elsewhere; "fused" is every kernel, the vectorised XSA kernels included, but fp8,
+// which changes the arithmetic; a list names them and may hold "fused" or "auto" for
+// their sets; describe() gives back what parse_kernels reads.
 TEST(RunConfig, KernelNamesParseAndRoundTrip) {
   EXPECT_EQ(parse_kernels("auto", /*cuda=*/false), Kernels{});
   const Kernels verdict{true, true, true, true, XsaImpl::kFusedWide};  // weights, norm, rope, loss, xsa_wide
@@ -152,11 +153,16 @@ TEST(RunConfig, KernelNamesParseAndRoundTrip) {
   EXPECT_THAT(kernels_help(), HasSubstr("\"auto\" (those validated on a GPU: weights,norm,rope,xsa_wide,loss on CUDA"));
   EXPECT_EQ(parse_kernels("aten", true), Kernels{});
   EXPECT_EQ(parse_kernels("fused", false), (Kernels{true, true, true, true, XsaImpl::kFusedWide}));
+  Kernels all_fp8{true, true, true, true, XsaImpl::kFusedWide, /*fp8=*/true};
+  EXPECT_EQ(parse_kernels("fused,fp8", false), all_fp8);
+  EXPECT_EQ(parse_kernels("fp8,fused", true), all_fp8);
+  EXPECT_EQ(parse_kernels("auto,fp8", true), all_fp8);
+  EXPECT_EQ(parse_kernels("fp8,auto", false), (Kernels{false, false, false, false, XsaImpl::kOps, true}));
   EXPECT_EQ(parse_kernels("xsa,xsa_wide", false).xsa, XsaImpl::kFusedWide);
   EXPECT_EQ(parse_kernels("xsa_wide,xsa", false).xsa, XsaImpl::kFusedWide);
   EXPECT_EQ(describe(Kernels{}), "aten");
-  for (const char* spec :
-       {"weights", "norm", "rope", "xsa", "xsa_wide", "loss", "weights,norm,rope,xsa_wide,loss", "norm,xsa"})
+  for (const char* spec : {"weights", "norm", "rope", "xsa", "xsa_wide", "loss", "fp8",
+                           "weights,norm,rope,xsa_wide,loss", "weights,norm,rope,xsa_wide,loss,fp8", "norm,xsa"})
     EXPECT_EQ(describe(parse_kernels(spec, true)), spec);
   try {
     parse_kernels("xsa,wide", true);
@@ -171,7 +177,7 @@ TEST(RunConfig, KernelNamesParseAndRoundTrip) {
 // error for an unknown name offers them all.
 TEST(RunConfig, EveryKernelOfTheTableParsesDescribesAndIsDocumented) {
   const auto names = kernel_names();
-  ASSERT_EQ(names.size(), 6u);
+  ASSERT_EQ(names.size(), 7u);
   std::set<std::string> described;
   for (const auto& n : names) {
     const auto k = parse_kernels(n, /*cuda=*/true);
