@@ -93,8 +93,9 @@ json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelE
   const auto& ms = report["models"];
   if (ms.empty()) return report;
   std::vector<std::string> variants;  // in the order given
-  for (const auto& m : ms)
-    if (std::find(variants.begin(), variants.end(), m["variant"]) == variants.end()) variants.push_back(m["variant"]);
+  for (const auto& m : ms)  // as a string: g++ 13 finds std::string == json ambiguous
+    if (const auto v = m["variant"].get<std::string>(); std::find(variants.begin(), variants.end(), v) == variants.end())
+      variants.push_back(v);
   const std::string baseline = baseline_name.empty() ? variants.front() : baseline_name;
   if (std::find(variants.begin(), variants.end(), baseline) == variants.end())
     throw ConfigError(
