@@ -10,7 +10,10 @@ void Exec::set_runtime(const Runtime& r) {
   TORCH_CHECK(r.loss_chunk >= 0, "runtime: loss_chunk must be >= 0");
   // The weight copies belong to the runtime that made them (whether there are any, their
   // dtype): another runtime starts without, so none of the old ones is used or held.
-  if (!(r == rt)) weights = WeightCache{};
+  if (!(r == rt)) {
+    weights = WeightCache{};
+    fp8_weights = Fp8WeightCache{};
+  }
   rt = r;
   at::globalContext().setAllowTF32CuBLAS(r.tf32);
   at::globalContext().setAllowTF32CuDNN(r.tf32);
