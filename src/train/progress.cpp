@@ -1,9 +1,9 @@
 #include "train/progress.h"
 
 #include "model/counts.h"
-#include "train/checkpoint.h"
+#include "optim/schedule.h"
+#include "run/checkpoint.h"
 #include "train/mfu.h"
-#include "train/schedule.h"
 #include "util/device.h"
 
 #include <fmt/format.h>

@@ -3,11 +3,11 @@
 #include "kernels/fp8_linear.h"
 #include "model/counts.h"
 #include "model/sdpa_backend.h"
+#include "optim/schedule.h"
+#include "run/run_dir.h"
 #include "train/eval_diagnostics.h"
 #include "train/evaluate.h"
 #include "train/memory_check.h"
-#include "train/run_dir.h"
-#include "train/schedule.h"
 #include "train/signals.h"
 #include "train/state.h"
 #include "train/step.h"
@@ -69,7 +69,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
       throw ConfigError(why);
   }
 
-  // Where to start: fresh, from a checkpoint, or a run already finished (train/run_dir.h).
+  // Where to start: fresh, from a checkpoint, or a run already finished (run/run_dir.h).
   // Nothing is written to the run directory until the model, the data and the
   // checkpoint's state have all been set up without error.
   RunDir run(cfg, opts.resume, opts.overwrite, dist, opts.same_config);
@@ -85,7 +85,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
       throw ConfigError(*refusal);
   }
   TrainingState s(cfg, rt, device, dist);  // model, optimizer, data, progress: the same on every rank
-  run.restore(s);
+  s.progress.set_run_id(run.restore([&](const Checkpoint& c, const std::string& file) { s.restore(c, file); }));
   const auto metrics_file = run.begin();  // every check passed: the directory is written from here on
 
   const int64_t accum = cfg.accumulation_steps(world);

@@ -15,7 +15,7 @@ struct TrainOptions {
   std::string resume;      // "", "auto", or a checkpoint path
   bool overwrite = false;  // start over in an out_dir that already holds a run
   // Continue only a run of this very config (out_dir aside): another one in out_dir
-  // is refused with ForeignRun (train/run_dir.h). A sweep's points ask for this.
+  // is refused with ForeignRun (run/run_dir.h). A sweep's points ask for this.
   bool same_config = false;
 };
 

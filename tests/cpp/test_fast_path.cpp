@@ -8,9 +8,9 @@
 #include "helpers.h"
 #include "live_head.h"
 #include "model/gpt.h"
+#include "run/checkpoint.h"
+#include "run/from_checkpoint.h"
 #include "step_rig.h"
-#include "train/checkpoint.h"
-#include "train/from_checkpoint.h"
 
 #include <ATen/autocast_mode.h>
 #include <fmt/format.h>

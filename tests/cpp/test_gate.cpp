@@ -5,7 +5,7 @@
 #include "model/counts.h"
 #include "model/gpt.h"
 #include "model/xsa.h"
-#include "train/optimizer.h"
+#include "optim/optimizer.h"
 
 #include <gtest/gtest.h>
 

@@ -15,8 +15,8 @@
 #include "matmul_counter.h"
 #include "model/gpt.h"
 #include "model/rope.h"
+#include "run/from_checkpoint.h"
 #include "step_rig.h"
-#include "train/from_checkpoint.h"
 
 #include <gtest/gtest.h>
 

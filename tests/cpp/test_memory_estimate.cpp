@@ -6,8 +6,8 @@
 #include "helpers.h"
 #include "model/counts.h"
 #include "model/gpt.h"
+#include "optim/muon.h"
 #include "train/memory_check.h"
-#include "train/muon.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 #include "helpers.h"
 #include "model/counts.h"
 #include "model/gpt.h"
-#include "train/muon.h"
+#include "optim/muon.h"
 #include "train/parts.h"
 
 #include <gtest/gtest.h>

@@ -3,9 +3,9 @@
 #include "config/run_config.h"
 #include "helpers.h"
 #include "model/gpt.h"
-#include "train/grad_clip.h"
-#include "train/optimizer.h"
-#include "train/schedule.h"
+#include "optim/grad_clip.h"
+#include "optim/optimizer.h"
+#include "optim/schedule.h"
 
 #include <gtest/gtest.h>
 

@@ -4,10 +4,10 @@
 // the limit fail with EFBIG, as they would with ENOSPC on a full disk), so these
 // run without root; tests/python/run/test_nothing_lost.py fills a real tmpfs.
 #include "helpers.h"
-#include "train/metrics.h"
-#include "train/run_dir.h"
-#include "train/run_staging.h"
-#include "train/run_start.h"
+#include "run/metrics.h"
+#include "run/run_dir.h"
+#include "run/run_staging.h"
+#include "run/run_start.h"
 #include "util/atomic_file.h"
 #include "util/dir_lock.h"
 #include "util/torch_save.h"

@@ -2,8 +2,8 @@
 // ShardedAdamW on Gloo ranks (threads of this process) against one unsharded
 // AdamW given the same gradients: same parameters bit for bit, the same full
 // state assembled on rank 0, and exact continuation from a full state.
+#include "optim/zero.h"
 #include "ranks.h"
-#include "train/zero.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>

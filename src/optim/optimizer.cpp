@@ -1,4 +1,4 @@
-#include "train/optimizer.h"
+#include "optim/optimizer.h"
 
 #include <spdlog/spdlog.h>
 

@@ -1,7 +1,7 @@
 // done.json (see done_json.h).
-#include "train/done_json.h"
+#include "run/done_json.h"
 
-#include "train/metrics.h"
+#include "run/metrics.h"
 #include "util/atomic_file.h"
 
 namespace xsagpt {

@@ -1,9 +1,9 @@
 // Staging a resumed session's files and committing them once its first checkpoint
 // landed (see run_staging.h).
-#include "train/run_staging.h"
+#include "run/run_staging.h"
 
-#include "train/metrics.h"
-#include "train/run_paths.h"
+#include "run/metrics.h"
+#include "run/run_paths.h"
 #include "util/atomic_file.h"
 
 #include <fmt/format.h>

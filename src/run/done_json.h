@@ -5,7 +5,7 @@
 // idempotent), so its losses can always be made from that checkpoint.
 #pragma once
 
-#include "train/run_paths.h"
+#include "run/run_paths.h"
 
 #include <nlohmann/json.hpp>
 

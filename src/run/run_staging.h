@@ -14,7 +14,7 @@
 #pragma once
 
 #include "config/run_config.h"
-#include "train/run_start.h"
+#include "run/run_start.h"
 
 #include <filesystem>
 

@@ -1,5 +1,5 @@
 // The optimizer a training run steps, as train.optimizer chooses it: AdamW for
-// every parameter (sharded over ranks or not, train/zero.h), or Muon (train/muon.h)
+// every parameter (sharded over ranks or not, optim/zero.h), or Muon (optim/muon.h)
 // for the matrices inside the blocks and AdamW, with its usual settings, for the
 // rest (embedding, head, norms, biases, XSA gates, sinks), as torch.optim.Muon's
 // documentation and modded-nanogpt split them. One schedule drives both: Muon's
@@ -11,8 +11,8 @@
 
 #include "config/run_config.h"
 #include "dist/context.h"
-#include "train/muon.h"
-#include "train/zero.h"
+#include "optim/muon.h"
+#include "optim/zero.h"
 
 #include <memory>
 #include <string>

@@ -1,5 +1,5 @@
 // metrics.jsonl writing and its atomic rewrite on resume (see metrics.h).
-#include "train/metrics.h"
+#include "run/metrics.h"
 
 #include "util/atomic_file.h"
 #include "util/json_read.h"

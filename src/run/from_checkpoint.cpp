@@ -1,7 +1,7 @@
-#include "train/from_checkpoint.h"
+#include "run/from_checkpoint.h"
 
 #include "config/schema.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 #include "util/test_stop.h"
 
 #include <fmt/format.h>

@@ -25,7 +25,7 @@ struct AdamWState {
   std::map<std::string, torch::Tensor> exp_avg, exp_avg_sq, step;
 };
 
-// A run's whole optimizer state (train/run_optimizer.h), as a checkpoint holds it:
+// A run's whole optimizer state (optim/run_optimizer.h), as a checkpoint holds it:
 // which optimizer (train.optimizer), AdamW's state and, with Muon, its momentum
 // buffers, each by parameter name.
 struct OptimizerState {

@@ -8,7 +8,7 @@
 //   "optimizer": {"name": "adamw" or "muon" (train.optimizer; absent in older
 //     checkpoints: "adamw"), "exp_avg": {name: t}, "exp_avg_sq": {name: t},
 //     "step": {name: t} (AdamW's, for every parameter AdamW updates, also from a
-//     run with sharded optimizer state, train/zero.h), "momentum_buffer": {name: t}
+//     run with sharded optimizer state, optim/zero.h), "momentum_buffer": {name: t}
 //     (Muon's, for every matrix Muon updates; empty with AdamW)},
 //   "step": optimizer steps completed, "tokens": tokens trained on,
 //   "loader": [one loader state per rank],
@@ -38,8 +38,8 @@
 // target, so a crash or full disk mid-save leaves earlier checkpoints intact.
 #pragma once
 
-#include "train/optimizer.h"
-#include "train/progress_state.h"
+#include "optim/optimizer.h"
+#include "run/progress_state.h"
 
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>

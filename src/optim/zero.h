@@ -8,12 +8,12 @@
 // kernel, so a sharded run is bit-identical to an unsharded one.
 //
 // Checkpoints do not see the sharding: state() assembles the full state on rank 0
-// (the format of train/checkpoint.h), and load_state() takes a full state and
+// (the format of run/checkpoint.h), and load_state() takes a full state and
 // keeps this rank's part, so runs resume across shard_optimizer settings.
 #pragma once
 
 #include "dist/context.h"
-#include "train/optimizer.h"
+#include "optim/optimizer.h"
 
 #include <memory>
 #include <string>

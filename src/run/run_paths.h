@@ -2,16 +2,16 @@
 // a run starts, stages a resumed session, commits it and finishes it agrees on them:
 //
 //   config.json             resolved config of the run (written at start)
-//   metrics.jsonl           see train/metrics.h
+//   metrics.jsonl           see run/metrics.h
 //   metrics.jsonl.damaged   lines a resume left out of the history, kept byte for byte
-//   checkpoints/            see train/checkpoint.h
-//   done.json               written once the run reached train.max_steps (train/done_json.h)
+//   checkpoints/            see run/checkpoint.h
+//   done.json               written once the run reached train.max_steps (run/done_json.h)
 //   run.json                {"run_id": ...}, made at a fresh start; every checkpoint
 //                           carries it, and --resume auto refuses one that does not
 //   .lock                   the trainer's lock (util/dir_lock.h)
 //   staged.json, config.json.staged, metrics.jsonl.staged, metrics.jsonl.damaged.staged
 //                           a resumed session's files until its first checkpoint
-//                           commits them (train/run_staging.h)
+//                           commits them (run/run_staging.h)
 //
 // Whole-file writes go through <name>.tmp (util/atomic_file.h): a kill mid-write leaves
 // that, which the next session removes.

@@ -1,10 +1,9 @@
 // The run directory of a training session (see run_dir.h): the lock, the order of
 // the start decision, staging, commit and finish, and which rank does the file work.
-#include "train/run_dir.h"
+#include "run/run_dir.h"
 
 #include "config/config_diff.h"
-#include "train/run_staging.h"
-#include "train/state.h"
+#include "run/run_staging.h"
 #include "util/test_stop.h"
 
 #include <fmt/format.h>
@@ -98,12 +97,12 @@ std::optional<RunSummary> RunDir::close_if_finished() {
   return opening_.finished;
 }
 
-void RunDir::restore(TrainingState& s) {
+std::string RunDir::restore(const std::function<void(const Checkpoint&, const std::string&)>& load) {
   if (auto& ck = opening_.checkpoint) {
-    s.restore(*ck, opening_.start.checkpoint->string());
+    load(*ck, opening_.start.checkpoint->string());
     ck.reset();  // free the host copy of the weights
   }
-  s.progress.set_run_id(opening_.start.run_id);  // the checkpoint's, or the directory's for an older one
+  return opening_.start.run_id;  // the checkpoint's, or the directory's for an older one
 }
 
 fs::path RunDir::begin() {

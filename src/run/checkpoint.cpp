@@ -1,6 +1,6 @@
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 
-#include "train/run_paths.h"
+#include "run/run_paths.h"
 #include "util/ivalue_json.h"
 #include "util/torch_save.h"
 #include "util/zip_check.h"

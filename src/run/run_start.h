@@ -10,8 +10,8 @@
 #pragma once
 
 #include "config/run_config.h"
-#include "train/checkpoint.h"
-#include "train/done_json.h"
+#include "run/checkpoint.h"
+#include "run/done_json.h"
 
 #include <filesystem>
 #include <optional>

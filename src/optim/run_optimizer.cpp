@@ -1,6 +1,6 @@
-#include "train/run_optimizer.h"
+#include "optim/run_optimizer.h"
 
-#include "train/schedule.h"
+#include "optim/schedule.h"
 #include "util/error.h"
 
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 // The names of a run directory's files (see run_paths.h).
-#include "train/run_paths.h"
+#include "run/run_paths.h"
 
 #include "config/model_config.h"
 

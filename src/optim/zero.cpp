@@ -1,4 +1,4 @@
-#include "train/zero.h"
+#include "optim/zero.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,9 +1,9 @@
 // The start decision (see run_start.h): reads the run directory and the checkpoint,
 // writes nothing.
-#include "train/run_start.h"
+#include "run/run_start.h"
 
 #include "config/resume_check.h"
-#include "train/run_paths.h"
+#include "run/run_paths.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
