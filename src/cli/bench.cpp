@@ -128,8 +128,7 @@ BenchOptions read_options(const cxxopts::ParseResult& args) {
   parse_precision(o.train.precision, gpu, "--dtype");
   o.train.kernels = args["kernels"].as<std::string>();
   parse_kernels(o.train.kernels, gpu, "--kernels");
-  o.train.activation_checkpointing = args["step-recompute"].as<std::string>();
-  parse_recompute(o.train.activation_checkpointing, "--step-recompute");
+  o.train.activation_checkpointing = parse_recompute(args["step-recompute"].as<std::string>(), "--step-recompute");
   o.train.loss_chunk = args["step-loss-chunk"].as<int64_t>();
   if (o.train.loss_chunk < 0) throw ConfigError("--step-loss-chunk: must be >= 0");
   o.runtime = runtime_of(o.train, gpu);
@@ -219,7 +218,7 @@ json run_train_step(const BenchOptions& o, const Table& table, const std::string
   const auto opt = bench_optimizer_step(o, model);
   for (const auto& [name, t] : opt) j["optimizer_step"][name] = to_json(t);
   rates += fmt::format("\n  optimizer step alone: AdamW {:.2f} ms, Muon + AdamW {:.2f} ms (train.optimizer=muon)",
-                       opt.at("adamw").median_ms, opt.at("muon").median_ms);
+                       opt.at(name(Optimizer::kAdamW)).median_ms, opt.at(name(Optimizer::kMuon)).median_ms);
   std::cout << fmt::format(
                    "\ntraining step (forward, backward, clip, AdamW) of {}: {} layers, d_model {}, {}, "
                    "kernels {}, checkpointing {}, loss chunk {}, {} micro-batch(es)\n",

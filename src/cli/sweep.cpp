@@ -55,7 +55,7 @@ void print_memory(const Sweep& s, int64_t world) {
       const auto est =
           estimate_training_memory(p.config.model, t.micro_batch, t.seq_len,
                                    MemoryOptions{runtime_of(t, device.is_cuda()), t.shard_optimizer ? world : 1,
-                                                 t.optimizer == "muon", device.is_cuda()});
+                                                 t.optimizer == Optimizer::kMuon, device.is_cuda()});
       const double state = est.params_bytes + est.grads_bytes + est.optimizer_bytes + est.weight_copies_bytes;
       const auto bytes = device_memory(device);
       where = fmt::format("{:.2f} GiB", est.total() / (1024.0 * 1024 * 1024));

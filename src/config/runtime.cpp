@@ -9,19 +9,7 @@
 namespace xsagpt {
 
 Recompute parse_recompute(const std::string& mode, const std::string& key) {
-  if (mode == "none") return Recompute::kNone;
-  if (mode == "mlp") return Recompute::kMlp;
-  if (mode == "block") return Recompute::kBlock;
-  throw ConfigError(key + ": expected \"none\", \"mlp\" or \"block\", got \"" + mode + "\"");
-}
-
-const char* name(Recompute r) {
-  switch (r) {
-    case Recompute::kMlp: return "mlp";
-    case Recompute::kBlock: return "block";
-    case Recompute::kNone: break;
-  }
-  return "none";
+  return schema::enum_from_name<Recompute>(mode, key);
 }
 
 namespace {

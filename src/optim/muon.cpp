@@ -10,9 +10,9 @@ bool muon_updates(const std::string& name, const torch::Tensor& p) {
 
 int64_t muon_blocks(const std::string& name) { return name.ends_with(".attn.c_attn.weight") ? 3 : 1; }
 
-double muon_adjusted_lr(double lr, const std::string& adjust, int64_t rows, int64_t cols) {
+double muon_adjusted_lr(double lr, MuonAdjustLr adjust, int64_t rows, int64_t cols) {
   const double a = static_cast<double>(rows), b = static_cast<double>(cols);
-  if (adjust == "match_rms_adamw") return lr * 0.2 * std::sqrt(std::max(a, b));
+  if (adjust == MuonAdjustLr::kMatchRmsAdamW) return lr * 0.2 * std::sqrt(std::max(a, b));
   return lr * std::sqrt(std::max(1.0, a / b));
 }
 

@@ -18,6 +18,8 @@
 //    elsewhere in float32, or in float64 for a float64 model (the tests).
 #pragma once
 
+#include "config/optim_choices.h"
+
 #include <torch/torch.h>
 
 #include <map>
@@ -32,7 +34,7 @@ struct MuonConfig {
   double momentum;
   int64_t ns_steps;
   double weight_decay;
-  std::string adjust_lr;  // "original" | "match_rms_adamw"
+  MuonAdjustLr adjust_lr;
 };
 
 // torch.optim.Muon's quintic coefficients (Keller Jordan's): a steep slope at zero
@@ -48,7 +50,7 @@ bool muon_updates(const std::string& name, const torch::Tensor& p);
 // How many matrices Muon sees in it, stacked along dim 0 (3 for the fused q/k/v).
 int64_t muon_blocks(const std::string& name);
 // Muon's rate for one A x B matrix at rate lr (torch.optim.Muon's _adjust_lr).
-double muon_adjusted_lr(double lr, const std::string& adjust, int64_t rows, int64_t cols);
+double muon_adjusted_lr(double lr, MuonAdjustLr adjust, int64_t rows, int64_t cols);
 
 // Newton-Schulz orthogonalisation of each matrix of a (N, rows, cols) batch with
 // rows <= cols, in the batch's dtype: normalised by its Frobenius norm, then

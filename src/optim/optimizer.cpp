@@ -37,8 +37,11 @@ AdamW::AdamW(std::vector<std::pair<std::string, torch::Tensor>> named_params, Ad
     params_.push_back(p);
   }
   TORCH_CHECK(!params_.empty(), "AdamW: no parameters");
-  impl_ = cfg.impl == "auto" ? (fused_kernel_runs_on(params_[0].device()) ? "fused" : "torch") : cfg.impl;
-  if (impl_ == "fused") {
+  const AdamWImpl impl = cfg.impl == AdamWImpl::kAuto
+                             ? (fused_kernel_runs_on(params_[0].device()) ? AdamWImpl::kFused : AdamWImpl::kTorch)
+                             : cfg.impl;
+  impl_ = name(impl);
+  if (impl == AdamWImpl::kFused) {
     fused_ = std::make_unique<Fused>();
     fused_->groups[0].weight_decay = cfg.weight_decay;
     fused_->groups[1].weight_decay = 0.0;

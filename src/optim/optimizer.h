@@ -5,6 +5,8 @@
 //  - "torch": torch::optim::AdamW, the reference the fused path is tested against.
 #pragma once
 
+#include "config/optim_choices.h"
+
 #include <torch/torch.h>
 
 #include <map>
@@ -17,7 +19,7 @@ namespace xsagpt {
 // Its defaults are the train.* keys' (train/parts.h: adamw_config), so none here.
 struct AdamWConfig {
   double beta1, beta2, eps, weight_decay;
-  std::string impl;  // "auto" | "fused" | "torch"
+  AdamWImpl impl;
 };
 
 // Per-parameter optimizer state by parameter name; what a checkpoint stores.
@@ -29,7 +31,7 @@ struct AdamWState {
 // which optimizer (train.optimizer), AdamW's state and, with Muon, its momentum
 // buffers, each by parameter name.
 struct OptimizerState {
-  std::string name = "adamw";
+  Optimizer name = Optimizer::kAdamW;
   AdamWState adamw;
   std::map<std::string, torch::Tensor> muon_momentum;
 };

@@ -25,8 +25,9 @@ RunOptimizer::RunOptimizer(std::vector<std::pair<std::string, torch::Tensor>> na
                            const AdamWConfig& adamw, DistContext& dist)
     : name_(train.optimizer) {
   std::vector<std::pair<std::string, torch::Tensor>> to_adamw, to_muon;
-  for (auto& [n, p] : named_params) (name_ == "muon" && muon_updates(n, p) ? to_muon : to_adamw).emplace_back(n, p);
-  if (name_ == "muon") {
+  for (auto& [n, p] : named_params)
+    (name_ == Optimizer::kMuon && muon_updates(n, p) ? to_muon : to_adamw).emplace_back(n, p);
+  if (name_ == Optimizer::kMuon) {
     TORCH_CHECK(!to_muon.empty(), "train.optimizer=muon: the model has no matrices inside its blocks");
     muon_ = std::make_unique<Muon>(std::move(to_muon), muon_config(train));
     muon_scale_ = muon_learning_rate(train, 1.0);
@@ -54,7 +55,7 @@ void RunOptimizer::load_state(const OptimizerState& s, const std::string& file) 
     throw ConfigError(fmt::format(
         "{}: the checkpoint holds the state of train.optimizer={} but this run has train.optimizer={}; resume "
         "with --set train.optimizer={}, or start a new run (another --out) to train with {}",
-        file, s.name, name_, s.name, name_));
+        file, xsagpt::name(s.name), xsagpt::name(name_), xsagpt::name(s.name), xsagpt::name(name_)));
   adamw_->load_state(s.adamw);
   if (muon_) muon_->load_state(s.muon_momentum);
 }

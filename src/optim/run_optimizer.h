@@ -36,7 +36,7 @@ class RunOptimizer {
   // Throws ConfigError when `s` is another optimizer's, naming both.
   void load_state(const OptimizerState& s, const std::string& file);
 
-  const std::string& name() const { return name_; }
+  Optimizer name() const { return name_; }
   const AdamWConfig& config() const { return adamw_->config(); }
   const std::string& impl() const { return adamw_->impl(); }
   const Muon* muon() const { return muon_.get(); }
@@ -44,7 +44,7 @@ class RunOptimizer {
   std::string summary() const;
 
  private:
-  std::string name_;
+  Optimizer name_;
   double muon_scale_ = 1;  // muon_lr / lr
   std::unique_ptr<ShardedAdamW> adamw_;
   std::unique_ptr<Muon> muon_;

@@ -47,7 +47,7 @@ void save_checkpoint(const Checkpoint& c, const fs::path& path) {
   if (!c.kernels.empty()) d.insert("kernels", c.kernels);
   d.insert("model", tensor_dict(c.model));
   GenericDict opt(c10::StringType::get(), c10::AnyType::get());
-  opt.insert("name", c.optimizer.name);
+  opt.insert("name", std::string(schema::enum_name(c.optimizer.name)));
   opt.insert("exp_avg", tensor_dict(c.optimizer.adamw.exp_avg));
   opt.insert("exp_avg_sq", tensor_dict(c.optimizer.adamw.exp_avg_sq));
   opt.insert("step", tensor_dict(c.optimizer.adamw.step));
@@ -111,7 +111,8 @@ Checkpoint load_checkpoint(const fs::path& path) {
     c.config = ivalue_to_json(need("config"));
     c.model = tensor_map(need("model"), name + ": model");
     auto opt = need("optimizer").toGenericDict();
-    if (opt.contains("name")) c.optimizer.name = opt.at("name").toStringRef();
+    if (opt.contains("name"))
+      c.optimizer.name = schema::enum_from_name<Optimizer>(opt.at("name").toStringRef(), name + ": optimizer.name");
     c.optimizer.adamw.exp_avg = tensor_map(opt.at("exp_avg"), name + ": optimizer.exp_avg");
     c.optimizer.adamw.exp_avg_sq = tensor_map(opt.at("exp_avg_sq"), name + ": optimizer.exp_avg_sq");
     c.optimizer.adamw.step = tensor_map(opt.at("step"), name + ": optimizer.step");

@@ -5,8 +5,8 @@
 //   "format": "xsagpt-checkpoint", "version": 1,
 //   "model": {nanoGPT-style name: tensor}  (tied lm_head.weight listed too),
 //   "config": the resolved run config (nested dict, as config.json),
-//   "optimizer": {"name": "adamw" or "muon" (train.optimizer; absent in older
-//     checkpoints: "adamw"), "exp_avg": {name: t}, "exp_avg_sq": {name: t},
+//   "optimizer": {"name": train.optimizer's name (config/optim_choices.h; absent
+//     in older checkpoints: AdamW's), "exp_avg": {name: t}, "exp_avg_sq": {name: t},
 //     "step": {name: t} (AdamW's, for every parameter AdamW updates, also from a
 //     run with sharded optimizer state, optim/zero.h), "momentum_buffer": {name: t}
 //     (Muon's, for every matrix Muon updates; empty with AdamW)},

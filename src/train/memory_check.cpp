@@ -8,12 +8,12 @@ std::optional<std::string> memory_warning(const RunConfig& cfg, double estimate_
   if (estimate_bytes <= 0.95 * device_bytes) return std::nullopt;
   const auto& t = cfg.train;
   std::string advice;
-  if (t.activation_checkpointing != "block")
+  if (t.activation_checkpointing != Recompute::kBlock)
     advice += fmt::format(" train.activation_checkpointing=\"{}\",",
-                          t.activation_checkpointing == "none" ? "mlp\" or \"block" : "block");
+                          t.activation_checkpointing == Recompute::kNone ? "mlp\" or \"block" : "block");
   if (t.loss_chunk == 0) advice += " train.loss_chunk=4096,";
   advice += " a smaller train.micro_batch (train.batch_tokens stays, accumulation grows)";
-  if (!t.shard_optimizer && t.optimizer != "muon") advice += ", or with several GPUs train.shard_optimizer=true";
+  if (!t.shard_optimizer && shardable(t.optimizer)) advice += ", or with several GPUs train.shard_optimizer=true";
   constexpr double GiB = 1024.0 * 1024 * 1024;
   return fmt::format(
       "estimated training memory {:.1f} GiB (weights, grads, AdamW state and activations of a {} x {} micro-batch; "
@@ -30,7 +30,7 @@ std::optional<std::string> memory_refusal(const RunConfig& cfg, double state_byt
       "than the {:.1f} GiB of {}: this run cannot fit; use a smaller model (model.d_model, model.n_layer, "
       "model.vocab_size){}",
       state_bytes / GiB, device_bytes / GiB, device,
-      cfg.train.shard_optimizer || cfg.train.optimizer == "muon"
+      cfg.train.shard_optimizer || !shardable(cfg.train.optimizer)
           ? ""
           : " or, with several GPUs, train.shard_optimizer=true");
 }

@@ -78,7 +78,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   setup_cpu_threads(t.threads);
   const auto est = estimate_training_memory(
       cfg.model, t.micro_batch, t.seq_len,
-      MemoryOptions{rt, t.shard_optimizer ? world : 1, t.optimizer == "muon", device.is_cuda()});
+      MemoryOptions{rt, t.shard_optimizer ? world : 1, t.optimizer == Optimizer::kMuon, device.is_cuda()});
   if (const auto bytes = device_memory(device)) {  // before the model is built: it might not fit at all
     const double state = est.params_bytes + est.grads_bytes + est.optimizer_bytes + est.weight_copies_bytes;
     if (const auto refusal = memory_refusal(cfg, state, *bytes, device.is_cuda() ? "this GPU" : "this machine's RAM"))

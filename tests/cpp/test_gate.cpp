@@ -97,7 +97,7 @@ TEST(Gate, OnlyInXsaLayersOneDimensionalAndNeverDecayed) {
   }());
 
   // Zero gradients: AdamW's update is 0, so only weight decay can move a parameter.
-  for (const char* impl : {"fused", "torch"}) {
+  for (const auto impl : {AdamWImpl::kFused, AdamWImpl::kTorch}) {
     GPT m(cfg);
     {
       torch::NoGradGuard ng;
@@ -108,10 +108,10 @@ TEST(Gate, OnlyInXsaLayersOneDimensionalAndNeverDecayed) {
     AdamW opt(m->unique_named_parameters(), AdamWConfig{0.9, 0.95, 1e-8, 0.5, impl});
     for (auto& p : m->parameters()) p.mutable_grad() = torch::zeros_like(p);
     opt.step(0.1);
-    EXPECT_TRUE(torch::equal(m->named_parameters()["transformer.h.1.attn.xsa_gate"], before)) << impl;
+    EXPECT_TRUE(torch::equal(m->named_parameters()["transformer.h.1.attn.xsa_gate"], before)) << name(impl);
     EXPECT_TRUE(
         torch::allclose(m->named_parameters()["transformer.h.1.attn.c_attn.weight"], w_before * (1 - 0.1 * 0.5)))
-        << impl;
+        << name(impl);
   }
 }
 

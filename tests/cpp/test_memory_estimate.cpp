@@ -116,7 +116,7 @@ TEST(MemoryEstimate, MuonStepWorkIsTheLargestGroupsNewtonSchulz) {
       matrices.emplace_back(name, p);
     }
   ASSERT_EQ(matrices.size(), 4u * 3);  // per layer: q/k/v, output, the MLP's two
-  Muon muon(matrices, MuonConfig{0.95, 5, 0.0, "original"});
+  Muon muon(matrices, MuonConfig{0.95, 5, 0.0, MuonAdjustLr::kOriginal});
   const auto before = matrices.back().second.detach().clone();
 
   PeakMemory pm(torch::kCPU);
@@ -147,7 +147,7 @@ TEST(MemoryEstimate, WarningNamesTheKeysThatShrinkTheRun) {
   for (const char* key :
        {"train.activation_checkpointing", "train.loss_chunk", "train.micro_batch", "train.shard_optimizer"})
     EXPECT_NE(w->find(key), std::string::npos) << key << " in " << *w;
-  cfg.train.activation_checkpointing = "block";
+  cfg.train.activation_checkpointing = Recompute::kBlock;
   cfg.train.loss_chunk = 1024;
   cfg.train.shard_optimizer = true;
   w = memory_warning(cfg, 90e9, 80e9);
@@ -161,13 +161,13 @@ TEST(MemoryEstimate, WarningNamesTheKeysThatShrinkTheRun) {
 // With Muon, ZeRO-1 is refused (config/run_config.cpp), so neither message offers it.
 TEST(MemoryEstimate, MuonRunsAreNotToldToShard) {
   RunConfig cfg;
-  cfg.train.optimizer = "muon";
+  cfg.train.optimizer = Optimizer::kMuon;
   const auto w = memory_warning(cfg, 90e9, 80e9);
   ASSERT_TRUE(w.has_value());
   EXPECT_EQ(w->find("train.shard_optimizer"), std::string::npos) << *w;
   const auto r = memory_refusal(cfg, 90e9, 80e9, "this GPU");
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->find("train.shard_optimizer"), std::string::npos) << *r;
-  cfg.train.optimizer = "adamw";
+  cfg.train.optimizer = Optimizer::kAdamW;
   EXPECT_NE(memory_refusal(cfg, 90e9, 80e9, "this GPU")->find("train.shard_optimizer"), std::string::npos);
 }

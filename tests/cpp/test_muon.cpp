@@ -52,7 +52,7 @@ TEST(Muon, TakesTheBlockMatricesAndNothingElse) {
   cfg.xsa_gate = XsaGate::kSa;
   GPT m(cfg);
   TrainConfig t;
-  t.optimizer = "muon";
+  t.optimizer = Optimizer::kMuon;
   DistContext single;
   RunOptimizer opt(m->unique_named_parameters(), t, adamw_config(t), single);
   const auto s = opt.state();
@@ -70,7 +70,7 @@ TEST(Muon, TakesTheBlockMatricesAndNothingElse) {
 }
 
 TEST(Muon, AdjustedRatesAreTorchs) {
-  EXPECT_DOUBLE_EQ(muon_adjusted_lr(0.02, "original", 192, 48), 0.02 * 2.0);  // tall: sqrt(A / B)
-  EXPECT_DOUBLE_EQ(muon_adjusted_lr(0.02, "original", 48, 192), 0.02);        // wide: unchanged
-  EXPECT_DOUBLE_EQ(muon_adjusted_lr(0.02, "match_rms_adamw", 48, 192), 0.02 * 0.2 * std::sqrt(192.0));
+  EXPECT_DOUBLE_EQ(muon_adjusted_lr(0.02, MuonAdjustLr::kOriginal, 192, 48), 0.02 * 2.0);  // tall: sqrt(A / B)
+  EXPECT_DOUBLE_EQ(muon_adjusted_lr(0.02, MuonAdjustLr::kOriginal, 48, 192), 0.02);        // wide: unchanged
+  EXPECT_DOUBLE_EQ(muon_adjusted_lr(0.02, MuonAdjustLr::kMatchRmsAdamW, 48, 192), 0.02 * 0.2 * std::sqrt(192.0));
 }

@@ -44,13 +44,13 @@ TEST(WeightDecay, OnlyMatricesDecay) {
 namespace {
 // Trains a small model for `steps` steps: the first `split` with AdamW `first`,
 // then the rest with a fresh AdamW `second` loaded from the first one's state.
-std::vector<torch::Tensor> run_adamw(const std::string& first, const std::string& second, int steps, int split) {
+std::vector<torch::Tensor> run_adamw(AdamWImpl first, AdamWImpl second, int steps, int split) {
   torch::manual_seed(0);
   auto cfg = test::small_model("xsa");
   cfg.bias = true;
   GPT m(cfg);
   auto opt = std::make_unique<AdamW>(m->unique_named_parameters(), AdamWConfig{0.9, 0.95, 1e-8, 0.1, first});
-  EXPECT_EQ(opt->impl(), first);
+  EXPECT_EQ(opt->impl(), name(first));
   torch::manual_seed(1);
   for (int s = 0; s < steps; ++s) {
     if (s == split) {
@@ -82,16 +82,16 @@ void expect_same(const std::vector<torch::Tensor>& a, const std::vector<torch::T
 }  // namespace
 
 TEST(AdamW, FusedKernelMatchesTorchOptimAdamW) {
-  expect_same(run_adamw("fused", "fused", 8, 8), run_adamw("torch", "torch", 8, 8));
+  expect_same(run_adamw(AdamWImpl::kFused, AdamWImpl::kFused, 8, 8), run_adamw(AdamWImpl::kTorch, AdamWImpl::kTorch, 8, 8));
 }
 
 TEST(AdamW, StateCarriesOverBetweenOptimizersAndImplementations) {
   // Stopping after 4 steps and continuing from the saved state must equal an
   // uninterrupted run: the state is complete and means the same in both layouts.
-  const auto straight = run_adamw("fused", "fused", 8, 8);
-  expect_same(straight, run_adamw("fused", "fused", 8, 4));
-  expect_same(straight, run_adamw("fused", "torch", 8, 4));
-  expect_same(straight, run_adamw("torch", "fused", 8, 4));
+  const auto straight = run_adamw(AdamWImpl::kFused, AdamWImpl::kFused, 8, 8);
+  expect_same(straight, run_adamw(AdamWImpl::kFused, AdamWImpl::kFused, 8, 4));
+  expect_same(straight, run_adamw(AdamWImpl::kFused, AdamWImpl::kTorch, 8, 4));
+  expect_same(straight, run_adamw(AdamWImpl::kTorch, AdamWImpl::kFused, 8, 4));
 }
 
 TEST(AdamW, WeightDecayLeavesNormsAlone) {

@@ -76,7 +76,7 @@ void set_grads(const Named& params, int step) {
 double lr_at(int step) { return 1e-2 / (1 + step); }
 
 // Unsharded reference: parameters and full state after `steps` steps.
-std::pair<Named, AdamWState> reference(const std::string& impl, int steps) {
+std::pair<Named, AdamWState> reference(AdamWImpl impl, int steps) {
   auto p = make_params();
   AdamW opt(p, AdamWConfig{0.9, 0.95, 1e-8, 0.1, impl});
   for (int s = 0; s < steps; ++s) {
@@ -100,10 +100,10 @@ void expect_equal_state(const AdamWState& a, const AdamWState& b) {
 
 }  // namespace
 
-class ShardedAdamWTest : public ::testing::TestWithParam<std::string> {};
+class ShardedAdamWTest : public ::testing::TestWithParam<AdamWImpl> {};
 
 TEST_P(ShardedAdamWTest, MatchesUnshardedAdamWBitForBit) {
-  const std::string impl = GetParam();
+  const AdamWImpl impl = GetParam();
   constexpr int kSteps = 4, kSplit = 2;
   const auto [want_p, want_state] = reference(impl, kSteps);
   const auto [mid_p, mid_state] = reference(impl, kSplit);
@@ -144,7 +144,7 @@ TEST_P(ShardedAdamWTest, MatchesUnshardedAdamWBitForBit) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Impl, ShardedAdamWTest, ::testing::Values("fused", "torch"));
+INSTANTIATE_TEST_SUITE_P(Impl, ShardedAdamWTest, ::testing::Values(AdamWImpl::kFused, AdamWImpl::kTorch));
 
 TEST(ShardedAdamW, StateIsAssembledOnRankZeroOnly) {
   test::run_ranks(2, [](int r, ProcessGroupContext& d) {
