@@ -4,6 +4,21 @@
 
 namespace xsagpt {
 
+MemoryCheck check_memory(const RunConfig& cfg, const Runtime& rt, int64_t world, bool cuda,
+                         std::optional<double> device_bytes, const std::string& device) {
+  const auto& t = cfg.train;
+  MemoryCheck m;
+  m.estimate = estimate_training_memory(
+      cfg.model, t.micro_batch, t.seq_len,
+      MemoryOptions{rt, t.shard_optimizer ? world : 1, t.optimizer == Optimizer::kMuon, cuda});
+  if (!device_bytes) return m;
+  const auto& e = m.estimate;
+  const double state = e.params_bytes + e.grads_bytes + e.optimizer_bytes + e.weight_copies_bytes;
+  m.refusal = memory_refusal(cfg, state, *device_bytes, device);
+  m.warning = memory_warning(cfg, e.total(), *device_bytes);
+  return m;
+}
+
 std::optional<std::string> memory_warning(const RunConfig& cfg, double estimate_bytes, double device_bytes) {
   if (estimate_bytes <= 0.95 * device_bytes) return std::nullopt;
   const auto& t = cfg.train;

@@ -1,5 +1,6 @@
 // The training loop: data -> forward/backward with gradient accumulation ->
-// global-norm clip -> AdamW at the scheduled rate, with periodic evaluation on a
+// global-norm clip -> the optimizer (AdamW, or Muon for the block matrices plus
+// AdamW: train.optimizer) at the scheduled rate, with periodic evaluation on a
 // fixed validation set, metrics, checkpoints, and exact resume.
 #pragma once
 
