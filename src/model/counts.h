@@ -8,7 +8,7 @@
 //    of the activations autograd keeps for one micro-batch, with the memory
 //    options (activation checkpointing, chunked loss) the trainer can run with,
 //    or, when larger, Muon's Newton-Schulz work in the optimizer step.
-//    Checked against measured peaks on the CPU in tests/cpp/test_memory_estimate.cpp.
+//    Checked against measured peaks on the CPU in tests/cpp/model/test_memory_estimate.cpp.
 #pragma once
 
 #include "config/model_config.h"
