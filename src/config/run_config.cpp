@@ -98,7 +98,8 @@ json to_json(const RunConfig& c) {
   return {{"model", to_json(c.model)},
           {"data", schema::write(c.data)},
           {"train", schema::write(c.train)},
-          {"out_dir", c.out_dir}};
+          {"out_dir", c.out_dir},
+          {"variant", c.model.variant()}};
 }
 
 RunConfig run_config_from_json(const json& j, const std::string& where) {
@@ -113,6 +114,8 @@ RunConfig run_config_from_json(const json& j, const std::string& where) {
       schema::read(v, c.train, where + ": train");
     else if (k == "out_dir")
       schema::read_value(v, c.out_dir, where + ": out_dir");
+    else if (k == "variant")
+      continue;  // written from model (to_json), so a saved config reads back; nothing to set
     else
       throw ConfigError(where + ": unknown section '" + k + "' (known: model, data, train, out_dir)");
   }

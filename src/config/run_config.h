@@ -136,6 +136,8 @@ struct RunConfig {
 // build theirs here, so `bench` times the step `train` runs.
 Runtime runtime_of(const TrainConfig& train, bool cuda);
 
+// The sections and out_dir, plus "variant" (ModelConfig::variant) for the tools that
+// read config.json; reading ignores "variant", which the model section determines.
 json to_json(const RunConfig& c);
 // Why `path` cannot be a run's path: its bytes from offset `at` are not UTF-8 (shown
 // escaped, util/utf8.h). For the message naming the key or option.

@@ -3,6 +3,7 @@
 // AttentionVariant resolved once from the config, and bench's variant names parsed
 // through the same name table.
 #include "bench/block_bench.h"
+#include "config/run_config.h"
 #include "helpers.h"
 #include "model/counts.h"
 #include "model/gpt.h"
@@ -56,6 +57,13 @@ TEST(AttentionVariant, EachLayerKnowsWhatItComputes) {
   EXPECT_EQ(cfg.describe_attention(), "xsa in layers 0,2, gated (starts as sa), 2 sinks");
   EXPECT_EQ(test::small_model("sa").describe_attention(), "sa");
   EXPECT_EQ(test::small_model("xsa").describe_attention(), "xsa");
+  // The variant name (eval's reports, config.json's "variant"): the keys as written.
+  EXPECT_EQ(cfg.variant(), "xsa layers=[0,2] gate=sa sinks=2");
+  EXPECT_EQ(to_json(RunConfig{.model = cfg})["variant"], cfg.variant());
+  EXPECT_EQ(test::small_model("sa").variant(), "sa");
+  auto last = cfg;
+  last.xsa_layers = "last 1";
+  EXPECT_EQ(last.variant(), "xsa layers=last 1 gate=sa sinks=2");
 
   // Counts ask the same resolution: one alpha per head in each gated layer, as the model holds.
   int64_t params = 0;
