@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "config/model_config.h"
+#include "config/runtime.h"
 #include "kernels/common.h"
 #include "kernels/fp8_linear.h"
 #include "model/counts.h"
@@ -281,6 +282,8 @@ json run_step_profile(const BenchOptions& o, const std::string& ref, int64_t B, 
 }  // namespace
 
 int bench(int argc, char** argv) {
+  std::string kernel_list;  // from the table (config/runtime.h), so the help lists every kernel there is
+  for (const auto& k : kernel_names()) kernel_list += (kernel_list.empty() ? "" : ",") + k;
   cxxopts::Options opts(
       "xsagpt bench",
       "Time and peak memory of one transformer block (forward+backward) with XSA off and on over\n"
@@ -300,7 +303,7 @@ int bench(int argc, char** argv) {
     ("w,widths", "block widths d_model (default: 1024,2048 on GPU; 128,256 on CPU)", cxxopts::value<std::string>())
     ("head-dim", "head width; n_head = width / head-dim (default: 128 on GPU, 64 on CPU)", cxxopts::value<int64_t>())
     ("variants", "comma-separated: sa, xsa, xsa-ops, xsa-fused, xsa-autograd, each optionally NAME@KERNELS (default: sa,xsa,xsa-ops,xsa-autograd on GPU; sa,xsa,xsa-autograd on CPU)", cxxopts::value<std::string>())
-    ("kernels", "train.kernels for every variant without @: auto, aten, fused or a list (weights,norm,rope,xsa,loss)", cxxopts::value<std::string>()->default_value("auto"))
+    ("kernels", "train.kernels for every variant without @: auto, aten, fused or a list (" + kernel_list + ")", cxxopts::value<std::string>()->default_value("auto"))
     ("warmup", "untimed iterations first", cxxopts::value<int64_t>()->default_value("3"))
     ("iters", "timed iterations (median reported)", cxxopts::value<int64_t>()->default_value("10"))
     ("step-config", "model config for the training-step benchmark (default: gpt2-124m on GPU, tiny on CPU)", cxxopts::value<std::string>())

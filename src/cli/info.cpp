@@ -137,7 +137,19 @@ int info(int argc, char** argv) {
 
 int config_reference(int argc, char** argv) {
   cxxopts::Options opts("xsagpt config", "Print the configuration reference as a Markdown table.");
-  if (!parse_command(opts, argc, argv)) return 0;
+  opts.add_options()("json",
+                     "print instead what scripts read: {\"kernels\": [{\"name\", \"help\", \"auto\", \"fused\"}, ...]}, "
+                     "train.kernels' names in order, each with what it fuses and whether \"auto\" (on CUDA) and "
+                     "\"fused\" take it");
+  const auto parsed = parse_command(opts, argc, argv);
+  if (!parsed) return 0;
+  if (parsed->count("json")) {
+    json kernels = json::array();
+    for (const auto& k : kernel_table())
+      kernels.push_back({{"name", k.name}, {"help", k.help}, {"auto", k.in_auto}, {"fused", k.in_fused}});
+    std::cout << json{{"kernels", kernels}}.dump(2) << "\n";
+    return 0;
+  }
   std::cout << config_reference_markdown();
   return 0;
 }

@@ -65,6 +65,12 @@ std::vector<std::string> kernel_names() {
   return out;
 }
 
+std::vector<KernelInfo> kernel_table() {
+  std::vector<KernelInfo> out;
+  for (const auto& row : kKernelTable) out.push_back({row.name, row.help, row.auto_on_cuda, row.in_fused});
+  return out;
+}
+
 const char* kernels_help() {
   static const std::string text = [] {
     std::string list;

@@ -52,6 +52,15 @@ struct Kernels {
 std::vector<std::string> kernel_names();
 const char* kernels_help();
 
+// The same table row by row, for what lists the kernels elsewhere (`xsagpt config
+// --json`, which the scripts under scripts/bench/ read, and bench's --kernels help):
+// the name, what it fuses, and whether "auto" (on CUDA) and "fused" take it.
+struct KernelInfo {
+  std::string name, help;
+  bool in_auto = false, in_fused = false;
+};
+std::vector<KernelInfo> kernel_table();
+
 // A command's flag for train.activation_checkpointing (bench --step-recompute, info
 // --recompute): "none", "mlp" or "block"; ConfigError naming `key` otherwise.
 Recompute parse_recompute(const std::string& mode, const std::string& key = "train.activation_checkpointing");
