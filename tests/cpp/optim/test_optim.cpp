@@ -98,7 +98,7 @@ TEST(AdamW, WeightDecayLeavesNormsAlone) {
   // With zero gradients, only decoupled weight decay moves parameters.
   auto cfg = test::small_model("sa");
   GPT m(cfg);
-  AdamW opt(m->unique_named_parameters(), AdamWConfig{0.9, 0.95, 1e-8, 0.5, "fused"});
+  AdamW opt(m->unique_named_parameters(), AdamWConfig{0.9, 0.95, 1e-8, 0.5, AdamWImpl::kFused});
   std::map<std::string, torch::Tensor> before;
   for (auto& [n, p] : m->unique_named_parameters()) {
     before[n] = p.detach().clone();

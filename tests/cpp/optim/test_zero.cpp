@@ -149,7 +149,7 @@ INSTANTIATE_TEST_SUITE_P(Impl, ShardedAdamWTest, ::testing::Values(AdamWImpl::kF
 TEST(ShardedAdamW, StateIsAssembledOnRankZeroOnly) {
   test::run_ranks(2, [](int r, ProcessGroupContext& d) {
     auto p = make_params();
-    ShardedAdamW opt(p, AdamWConfig{0.9, 0.95, 1e-8, 0.1, "fused"}, d, true);
+    ShardedAdamW opt(p, AdamWConfig{0.9, 0.95, 1e-8, 0.1, AdamWImpl::kFused}, d, true);
     set_grads(p, 0);
     opt.step(1e-3);
     const auto s = opt.state();
@@ -163,14 +163,14 @@ TEST(ShardedAdamW, StateIsAssembledOnRankZeroOnly) {
 TEST(ShardedAdamW, OneProcessIsPlainAdamW) {
   DistContext single;
   auto p = make_params();
-  ShardedAdamW opt(p, AdamWConfig{0.9, 0.95, 1e-8, 0.1, "fused"}, single, /*shard=*/true);
+  ShardedAdamW opt(p, AdamWConfig{0.9, 0.95, 1e-8, 0.1, AdamWImpl::kFused}, single, /*shard=*/true);
   EXPECT_FALSE(opt.sharded());
   EXPECT_THAT(opt.summary(), HasSubstr("one process, nothing to shard"));
   for (int s = 0; s < 3; ++s) {
     set_grads(p, s);
     opt.step(lr_at(s));
   }
-  const auto [want_p, want_state] = reference("fused", 3);
+  const auto [want_p, want_state] = reference(AdamWImpl::kFused, 3);
   for (size_t i = 0; i < p.size(); ++i) EXPECT_TRUE(torch::equal(p[i].second, want_p[i].second));
   expect_equal_state(opt.state(), want_state);
 }
