@@ -124,23 +124,22 @@ int info(int argc, char** argv) {
       cfg.n_layer, cfg.d_model, cfg.n_head, cfg.head_dim, cfg.inner_dim(), cfg.mlp_dim(), cfg.vocab_size,
       cfg.describe_attention(), human(p.total), human(p.non_embedding), human(p.embedding),
       cfg.tie_embeddings ? " (head tied)" : "", human(flops, "FLOP"), T, gib(mem.total()), B, T, precision,
-      name(rt.recompute), rt.loss_chunk ? std::to_string(rt.loss_chunk) : "off",
-      gib(mem.params_bytes),
+      name(rt.recompute), rt.loss_chunk ? std::to_string(rt.loss_chunk) : "off", gib(mem.params_bytes),
       mem.weight_copies_bytes > 0 ? fmt::format(" + {} copies {}", copies, gib(mem.weight_copies_bytes)) : "",
       gib(mem.grads_bytes), run.train.optimizer == Optimizer::kMuon ? "Muon + AdamW" : "AdamW",
-      gib(mem.optimizer_bytes), shards > 1 ? fmt::format(" (1/{} per rank)", shards) : "",
-      gib(mem.activations_bytes), gib(mem.logits_bytes),
-      mem.recompute_bytes > 0 ? ", one layer recomputed " + gib(mem.recompute_bytes) : "",
+      gib(mem.optimizer_bytes), shards > 1 ? fmt::format(" (1/{} per rank)", shards) : "", gib(mem.activations_bytes),
+      gib(mem.logits_bytes), mem.recompute_bytes > 0 ? ", one layer recomputed " + gib(mem.recompute_bytes) : "",
       mem.optimizer_step_bytes > 0 ? ", Muon's step " + gib(mem.optimizer_step_bytes) + " (after backward)" : "");
   return 0;
 }
 
 int config_reference(int argc, char** argv) {
   cxxopts::Options opts("xsagpt config", "Print the configuration reference as a Markdown table.");
-  opts.add_options()("json",
-                     "print instead what scripts read: {\"kernels\": [{\"name\", \"help\", \"auto\", \"fused\"}, ...]}, "
-                     "train.kernels' names in order, each with what it fuses and whether \"auto\" (on CUDA) and "
-                     "\"fused\" take it");
+  opts.add_options()(
+      "json",
+      "print instead what scripts read: {\"kernels\": [{\"name\", \"help\", \"auto\", \"fused\"}, ...]}, "
+      "train.kernels' names in order, each with what it fuses and whether \"auto\" (on CUDA) and "
+      "\"fused\" take it");
   const auto parsed = parse_command(opts, argc, argv);
   if (!parsed) return 0;
   if (parsed->count("json")) {

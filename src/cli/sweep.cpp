@@ -52,8 +52,8 @@ void print_memory(const Sweep& s, int64_t world) {
     try {
       const auto device = resolve_device(t.device, "train.device");
       const auto bytes = device_memory(device);
-      const auto m = check_memory(p.config, runtime_of(t, device.is_cuda()), world, device.is_cuda(), bytes,
-                                  device.str());
+      const auto m =
+          check_memory(p.config, runtime_of(t, device.is_cuda()), world, device.is_cuda(), bytes, device.str());
       where = fmt::format("{:.2f} GiB", m.estimate.total() / (1024.0 * 1024 * 1024));
       if (!bytes) {
         verdict = "(device memory unknown)";

@@ -8,9 +8,9 @@ MemoryCheck check_memory(const RunConfig& cfg, const Runtime& rt, int64_t world,
                          std::optional<double> device_bytes, const std::string& device) {
   const auto& t = cfg.train;
   MemoryCheck m;
-  m.estimate = estimate_training_memory(
-      cfg.model, t.micro_batch, t.seq_len,
-      MemoryOptions{rt, t.shard_optimizer ? world : 1, t.optimizer == Optimizer::kMuon, cuda});
+  m.estimate =
+      estimate_training_memory(cfg.model, t.micro_batch, t.seq_len,
+                               MemoryOptions{rt, t.shard_optimizer ? world : 1, t.optimizer == Optimizer::kMuon, cuda});
   if (!device_bytes) return m;
   const auto& e = m.estimate;
   const double state = e.params_bytes + e.grads_bytes + e.optimizer_bytes + e.weight_copies_bytes;

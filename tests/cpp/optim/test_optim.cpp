@@ -82,7 +82,8 @@ void expect_same(const std::vector<torch::Tensor>& a, const std::vector<torch::T
 }  // namespace
 
 TEST(AdamW, FusedKernelMatchesTorchOptimAdamW) {
-  expect_same(run_adamw(AdamWImpl::kFused, AdamWImpl::kFused, 8, 8), run_adamw(AdamWImpl::kTorch, AdamWImpl::kTorch, 8, 8));
+  expect_same(run_adamw(AdamWImpl::kFused, AdamWImpl::kFused, 8, 8),
+              run_adamw(AdamWImpl::kTorch, AdamWImpl::kTorch, 8, 8));
 }
 
 TEST(AdamW, StateCarriesOverBetweenOptimizersAndImplementations) {
