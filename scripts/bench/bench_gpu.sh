@@ -100,9 +100,31 @@ stage_block() {
   $BIN bench --no-step --json "$RES/block.json" 2>"$RES/block.err" | tee "$RES/block.txt"
 }
 
-STEP_VARIANTS=sa@aten,sa,sa@fused,sa@fused+fp8,xsa@aten,xsa,xsa@xsa_wide,xsa@fused,xsa@fused+fp8
+# Bench variants built from train.kernels' table as the program lists it (`xsagpt config
+# --json`, from src/config/runtime.cpp), so a new kernel is timed without an edit here.
+# step: ATen, the default, fused, and fused with each kernel outside it (fp8); kernels:
+# each fused kernel alone (XSA's on XSA, the others on SA).
+kernel_variants() {
+  $BIN config --json | $PY -c '
+import json, sys
+rows = json.load(sys.stdin)["kernels"]
+fused = [r["name"] for r in rows if r["fused"]]
+extra = [r["name"] for r in rows if not r["fused"]]
+if sys.argv[1] == "step":
+    plus = lambda a: [f"{a}@fused+{k}" for k in extra]
+    print(",".join(["sa@aten", "sa", "sa@fused", *plus("sa"), "xsa@aten", "xsa", "xsa@xsa_wide", "xsa@fused",
+                    *plus("xsa")]))
+else:
+    sa = [k for k in fused if not k.startswith("xsa")]
+    xsa = [k for k in fused if k.startswith("xsa")]
+    print(",".join(["sa@aten", *(f"sa@{k}" for k in sa), "sa@weights+norm", "sa@fused", "xsa@aten",
+                    *(f"xsa@{k}" for k in xsa), "xsa@fused"]))
+' "$1"
+}
 
 stage_step() {
+  local STEP_VARIANTS
+  STEP_VARIANTS=$(kernel_variants step)
   log "training step, gpt2-124m"
   $BIN bench --no-block --variants $STEP_VARIANTS --step-config gpt2-124m --step-batch 16 --step-seq-len 1024 --iters 20 \
     --json "$RES/step-124m.json" 2>"$RES/step-124m.err" | tee "$RES/step-124m.txt"
@@ -114,7 +136,7 @@ stage_step() {
 stage_kernels() {
   log "each fused kernel alone, gpt2-124m 16x1024"
   $BIN bench --no-block --step-config gpt2-124m --step-batch 16 --step-seq-len 1024 --iters 20 \
-    --variants sa@aten,sa@weights,sa@norm,sa@rope,sa@loss,sa@weights+norm,sa@fused,xsa@aten,xsa@xsa,xsa@xsa_wide,xsa@fused \
+    --variants "$(kernel_variants kernels)" \
     --json "$RES/kernels-124m.json" 2>"$RES/kernels-124m.err" | tee "$RES/kernels-124m.txt"
   log "chunked loss must cost nothing: gpt2-124m 16x1024, loss chunk 4096"
   $BIN bench --no-block --step-config gpt2-124m --step-batch 16 --step-seq-len 1024 --iters 20 --step-loss-chunk 4096 \

@@ -52,10 +52,11 @@ CUDA_TESTS = "*Cuda*:SdpaBackend.*"
 SANITIZER_TESTS = "KernelsCuda.RopeQkv*:KernelsCuda.AddNormForward*:KernelsCuda.CrossEntropy*:XsaCuda.Forward*:XsaCuda.Backward*"
 PARITY_KERNELS = ("aten",) + verdict_table.KERNELS
 # The default (`sa`, `xsa`: train.kernels "auto") against ATen at both sizes; at 124M also
-# each kernel alone, for the kernel table's speed column; fp8 (not in the default) beside
-# the default at 0.7B, where its GEMMs weigh most.
+# each kernel alone, for the kernel table's speed column; the kernels outside the
+# default (fp8) beside it at 0.7B, where their GEMMs weigh most.
 STEP_124M = "sa@aten,sa,xsa@aten,xsa," + ",".join(map(verdict_table.variant, verdict_table.KERNELS))
-STEP_07B = "sa@aten,sa,xsa@aten,xsa,sa@fused+fp8,xsa@fused+fp8"
+STEP_07B = "sa@aten,sa,xsa@aten,xsa," + ",".join(
+    f"{a}@{verdict_table.train_kernels(k).replace(',', '+')}" for k in verdict_table.BASELINE for a in ("sa", "xsa"))
 
 
 class StageFailed(Exception):

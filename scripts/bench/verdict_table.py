@@ -14,13 +14,43 @@ and speed are compared with fused's, the loss within its own tolerance (0.02).
 """
 import json
 import pathlib
+import re
 
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 LOSS_TOL, SPEED_MIN = 0.01, 1.0
-KERNELS = ("weights", "norm", "rope", "loss", "xsa", "xsa_wide", "fused", "fp8")
-# The kernels judged against another row than aten, what train.kernels runs for
-# them, and their loss tolerance where it is not LOSS_TOL.
-BASELINE = {"fp8": "fused"}
-SPEC = {"fp8": "fused,fp8"}
+
+
+def kernel_table(source: pathlib.Path = ROOT / "src" / "config" / "runtime.cpp") -> list[dict]:
+    """train.kernels' rows, in order, from the one table of them (kKernelTable in
+    src/config/runtime.cpp): [{"name", "auto", "fused"}], as `xsagpt config --json`
+    gives them. Read from the source, not the program: a bare GPU machine plans its
+    stages before it has built one. A row is {"name", enable, on, help[, auto_on_cuda
+    [, in_fused]]}, the flags defaulting to false and true."""
+    text = source.read_text()
+    table = text[text.index("kKernelTable[] = {"):]
+    table = re.sub(r"//[^\n]*", "", table[:table.index("\n};")])
+    starts = [m.start() for m in re.finditer(r'\{"\w+", \[\]', table)] + [len(table)]
+    rows = []
+    for a, b in zip(starts, starts[1:]):
+        row = table[a:b]
+        flags = re.search(r"((?:,\s*(?:/\*\w+=\*/)?\s*(?:true|false)\s*)*)\},?\s*$", row).group(1)
+        flags = re.findall(r"true|false", re.sub(r"/\*\w+=\*/", "", flags))
+        rows.append({"name": re.match(r'\{"(\w+)"', row).group(1),
+                     "auto": flags[:1] == ["true"], "fused": flags[1:2] != ["false"]})
+    if not rows:
+        raise SystemExit(f"{source}: no rows found in kKernelTable")
+    return rows
+
+
+# The verdict's rows: each kernel, and "fused" (the set the default takes). A kernel
+# outside "fused" (one that changes the arithmetic, fp8: FP8 GEMMs) is judged against
+# the bf16 step it joins instead of ATen: its runs use train.kernels "fused,NAME".
+KERNEL_TABLE = kernel_table()
+KERNELS = tuple(r["name"] for r in KERNEL_TABLE if r["fused"]) + ("fused",) + tuple(
+    r["name"] for r in KERNEL_TABLE if not r["fused"])
+BASELINE = {r["name"]: "fused" for r in KERNEL_TABLE if not r["fused"]}
+SPEC = {k: f"fused,{k}" for k in BASELINE}
+# Loss tolerances where they are not LOSS_TOL: FP8's rounding moves the loss more.
 LOSS_TOLS = {"fp8": 0.02}
 
 
@@ -34,7 +64,8 @@ def variant(kernel: str) -> str:
     return "xsa@" + train_kernels(kernel).replace(",", "+")
 
 # Which gtest names (by prefix) speak for which kernel. The whole-model and
-# training-step tests run every kernel at once, so they count for each.
+# training-step tests run every kernel at once, so they count for each. A kernel with
+# no entry has no tests that speak for it, and is never default-worthy.
 WHOLE = ("KernelsCuda.WholeModel", "KernelsCuda.TrainingSteps", "KernelsCuda.Resume")
 TESTS = {
     "weights": ("KernelsCuda.CachedLinear",) + WHOLE,
@@ -78,7 +109,7 @@ def tests_cell(kernel: str, r: Results) -> tuple[str, bool]:
     if (m := r.missing("tests")) and not (r.res / "cuda-tests.json").exists():
         return m, False
     results = read_json(r.res / "cuda-tests.json") or {}
-    mine = [v for n, v in results.items() if n.startswith(TESTS[kernel])]
+    mine = [v for n, v in results.items() if TESTS.get(kernel) and n.startswith(TESTS[kernel])]
     if not mine:
         return "none ran", False
     bad = {s: mine.count(s) for s in ("fail", "crash", "skip") if mine.count(s)}

@@ -166,7 +166,7 @@ def load(path: pathlib.Path) -> dict:
 def expected_shapes(m: dict, conv: dict) -> dict[str, tuple]:
     """The parameters the C++ model of this config has (src/model/), by name, with their
     shapes: the checkpoint must hold each, as `xsagpt sample` and the others require
-    (src/train/from_checkpoint.h). A tied head's lm_head.weight is the embedding."""
+    (src/run/from_checkpoint.h). A tied head's lm_head.weight is the embedding."""
     d, V = int(m.get("d_model", 768)), conv["vocab"]["padded"]
     inner, hidden = conv["attention"]["n_head"] * conv["attention"]["head_dim"], conv["mlp"]["hidden"]
     bias = conv["linear_bias"]

@@ -20,8 +20,9 @@ Each argument is [LABEL=]PATH where PATH is
     names must be the lm-eval names below to land in the paper's columns).
 The model config and the seed are read from what the bridge stores in lm-eval's
 results (else from the run's config.json beside the checkpoint) or from the xsagpt
-eval report. A row's variant is the report's name for it, else its attention keys as
-`xsagpt eval` names them (sa, xsa, "xsa layers=last 3", "xsa gate=sa", "sa sinks=1").
+eval report. A row's variant is the report's name for it, else the run's as its
+config.json records it, else (older runs) its attention keys as `xsagpt eval` names them
+(sa, xsa, "xsa layers=last 3", "xsa gate=sa", "sa sinks=1"; run_variant.py).
 Rows of one variant with the same model config (seed aside) are seeds of one model.
 --baseline names the variant every other one is compared with (default: the first
 row's). A model is paired with the baseline model whose config is the same apart from
@@ -50,6 +51,8 @@ import pathlib
 import statistics
 import sys
 
+from run_variant import variant_of
+
 # (lm-eval task, column title, metric), in the order of the lm_eval --tasks list.
 TASKS = [
     ("arc_easy", "ARC-E", "acc_norm"),
@@ -62,21 +65,6 @@ TASKS = [
     ("winogrande", "WinoG", "acc"),
 ]
 VARIANT_KEYS = ("attention", "xsa_layers", "xsa_gate", "n_sink")
-
-
-def variant_of(model: dict | None) -> str | None:
-    """A model config's variant name, as `xsagpt eval` gives it (src/eval/report.h)."""
-    if not model:
-        return None
-    name = str(model.get("attention", "sa"))
-    layers = model.get("xsa_layers")
-    if layers is not None:
-        name += f" layers={layers if isinstance(layers, str) else json.dumps(layers, separators=(',', ':'))}"
-    if model.get("xsa_gate", "off") != "off":
-        name += f" gate={model['xsa_gate']}"
-    if isinstance(model.get("n_sink"), int) and model["n_sink"] > 0:
-        name += f" sinks={model['n_sink']}"
-    return name
 
 
 def run_config(checkpoint: str) -> dict | None:
@@ -123,7 +111,7 @@ def rows_from_file(label: str | None, path: pathlib.Path) -> list[dict]:
                       for t, r in m["results"].items()}
             cfg = run_config(m["file"]) if m.get("seed") is None and m.get("file") else None
             rows.append({"label": (f"{label} [{i + 1}]" if len(data["models"]) > 1 else label) if label
-                         else m["checkpoint"], "variant": m.get("variant") or variant_of(m.get("model")),
+                         else m["checkpoint"], "variant": m.get("variant") or variant_of({"model": m.get("model")}),
                          "model": m.get("model"),
                          "seed": m.get("seed", (cfg or {}).get("train", {}).get("seed")) if m.get("seed") is not None
                          else (cfg or {}).get("train", {}).get("seed"), "scores": scores, "file": path})
@@ -142,7 +130,7 @@ def rows_from_file(label: str | None, path: pathlib.Path) -> list[dict]:
     cfg = run_config(checkpoint) if checkpoint else None
     model = info.get("model") or (cfg or {}).get("model")
     return [{"label": label or (path.parent.name if path.parent.name else str(path)),
-             "variant": variant_of(model), "model": model,
+             "variant": variant_of(cfg if cfg and cfg.get("model") == model else {"model": model}), "model": model,
              "seed": (cfg or {}).get("train", {}).get("seed"), "scores": scores, "file": path}]
 
 

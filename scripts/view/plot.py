@@ -24,8 +24,8 @@ Each PATH is one of:
                 similarity, diagonal attention a_ii and cos(y_i, v_i) (for XSA also cos(z_i, v_i))
                 against layer index (the paper's figure 1).
 A dir may be a run and hold an analysis.json; it then gets both. A run's variant is the sweep's name
-for it, else its attention keys (sa, xsa, "xsa layers=last 3", "xsa gate=sa"); the baseline (the
-sweep's, else the first variant met) is drawn in blues, the other variants in oranges, greens,
+for it, else config.json's "variant" (for older runs its attention keys: sa, xsa, "xsa layers=last 3",
+"xsa gate=sa"); the baseline (the sweep's, else the first variant met) is drawn in blues, the other variants in oranges, greens,
 purples, reds, ..., several runs of one variant in shades of its colour. Figures go to DIR (default
 <first PATH>/plots); each written path is printed. A PATH that is none of these, or a run with no
 metrics yet, is an error (exit 2) naming it.
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import json
 import math
 import pathlib
@@ -45,6 +46,14 @@ matplotlib.use("Agg")  # files only: no display on training machines
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib import ticker  # noqa: E402
+
+# A run's variant name: config.json's "variant", or for older runs the same rule on the
+# model keys, in one helper beside table2.py (loaded from its file: scripts/ is no package).
+_spec = importlib.util.spec_from_file_location(
+    "run_variant", pathlib.Path(__file__).resolve().parent.parent / "eval" / "run_variant.py")
+_run_variant = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_run_variant)
+variant_of = _run_variant.variant_of
 
 ATTENTION_KEY = "model.attention"
 SEED_KEY = "train.seed"
@@ -79,7 +88,7 @@ class Series:
 class Run:
     path: pathlib.Path
     label: str
-    variant: str | None  # from config.json's attention keys; None when there is none
+    variant: str | None  # config.json's "variant", else its attention keys; None without a model
     train: Series
     val: Series
     val_records: list[dict] = dataclasses.field(default_factory=list)  # the val lines, as logged
@@ -158,22 +167,6 @@ def series(records: list[dict], key: str) -> Series:
         time=np.array([r["time_s"] if isinstance(r.get("time_s"), (int, float)) else np.nan for r in records],
                       dtype=np.float64),
     )
-
-
-def variant_of(config: dict) -> str | None:
-    """A run's variant from its config: the attention keys, as `xsagpt eval` names them."""
-    model = config.get("model") if isinstance(config, dict) else None
-    if not isinstance(model, dict) or not isinstance(model.get("attention"), str):
-        return None
-    name = model["attention"]
-    layers = model.get("xsa_layers")
-    if layers is not None:
-        name += f" layers={layers if isinstance(layers, str) else json.dumps(layers, separators=(',', ':'))}"
-    if model.get("xsa_gate", "off") != "off":
-        name += f" gate={model['xsa_gate']}"
-    if isinstance(model.get("n_sink"), int) and model["n_sink"] > 0:
-        name += f" sinks={model['n_sink']}"
-    return name
 
 
 def load_run(path: pathlib.Path, label: str | None = None) -> Run:

@@ -5,7 +5,7 @@
     .venv/bin/python scripts/view/track.py runs/sweep-lr --wandb xsagpt            # every point its own W&B run
     .venv/bin/python scripts/view/track.py runs/a runs/b --tensorboard tb/ --once  # finished runs, then exit
 
-metrics.jsonl stays the source of truth; this follows it (src/train/metrics.h: train lines
+metrics.jsonl stays the source of truth; this follows it (src/run/metrics.h: train lines
 carry train_loss, lr, grad_norm, tokens_per_s, mfu; val lines val_loss, the similarity bias
 cos_y_v per layer and, for a gated model, xsa_gate per layer; both step and tokens) and logs
 train/loss, train/lr, train/grad_norm, train/tokens_per_s, train/mfu, train/tokens, val/loss,

@@ -219,9 +219,9 @@ Results bench_optimizer_step(const BenchOptions& o, const ModelConfig& model) {
   DistContext single;
   Results r;
   auto built = bench_training_parts(o, model, o.variants.front(), single);  // one model for both optimizers
-  for (const std::string name : {"adamw", "muon"}) {
+  for (const auto optimizer : {Optimizer::kAdamW, Optimizer::kMuon}) {
     TrainConfig train = o.train;
-    train.optimizer = name;
+    train.optimizer = optimizer;
     train.shard_optimizer = false;  // one process: nothing to shard
     auto parts = build_training(built.model, train, single);
     torch::manual_seed(0);
@@ -230,7 +230,7 @@ Results bench_optimizer_step(const BenchOptions& o, const ModelConfig& model) {
     for (int64_t i = 0; i < std::max<int64_t>(1, o.warmup); ++i) iteration();
     std::vector<double> ms;
     for (int64_t i = 0; i < o.iters; ++i) ms.push_back(time_ms(o.device, iteration));
-    r[name] = summarize(ms);
+    r[name(optimizer)] = summarize(ms);
   }
   return r;
 }

@@ -75,7 +75,7 @@ TrainingParts bench_training_parts(const BenchOptions& o, const ModelConfig& mod
 // random tokens: `accumulation` micro-batches of micro_batch x seq_len.
 Results bench_train_step(const BenchOptions& o, const ModelConfig& model, int64_t micro_batch, int64_t seq_len);
 
-// The optimizer step alone (train/run_optimizer.h: no forward or backward) of the
+// The optimizer step alone (optim/run_optimizer.h: no forward or backward) of the
 // first variant's model with o.train's settings but train.optimizer set to each of
 // adamw and muon, on fixed random gradients; by optimizer name.
 Results bench_optimizer_step(const BenchOptions& o, const ModelConfig& model);

@@ -28,9 +28,9 @@ constexpr std::pair<const char*, const char*> kCategoryRules[] = {
     {"copyfunctor", "copies"},
     {"_foreach_copy", "copies"},
     {"_foreach_zero", "copies"},
-    // AdamW, Muon, and the global-norm clip before them (ATen's foreach norms).
+    // AdamW and the global-norm clip before it (ATen's foreach norms). Muon's step has
+    // no op or kernel of its own name: its Newton-Schulz matmuls count as GEMMs.
     {"adam", "optimizer"},
-    {"muon", "optimizer"},
     {"multi_tensor", "optimizer"},
     {"foreach", "optimizer"},
     {"lpnorm", "optimizer"},

@@ -26,7 +26,7 @@
 #include "config/run_config.h"
 #include "config/schema.h"
 #include "data/loader.h"
-#include "train/from_checkpoint.h"
+#include "run/from_checkpoint.h"
 #include "util/atomic_file.h"
 #include "util/utf8.h"
 

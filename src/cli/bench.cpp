@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "config/model_config.h"
+#include "config/runtime.h"
 #include "kernels/common.h"
 #include "kernels/fp8_linear.h"
 #include "model/counts.h"
@@ -128,8 +129,7 @@ BenchOptions read_options(const cxxopts::ParseResult& args) {
   parse_precision(o.train.precision, gpu, "--dtype");
   o.train.kernels = args["kernels"].as<std::string>();
   parse_kernels(o.train.kernels, gpu, "--kernels");
-  o.train.activation_checkpointing = args["step-recompute"].as<std::string>();
-  parse_recompute(o.train.activation_checkpointing, "--step-recompute");
+  o.train.activation_checkpointing = parse_recompute(args["step-recompute"].as<std::string>(), "--step-recompute");
   o.train.loss_chunk = args["step-loss-chunk"].as<int64_t>();
   if (o.train.loss_chunk < 0) throw ConfigError("--step-loss-chunk: must be >= 0");
   o.runtime = runtime_of(o.train, gpu);
@@ -219,7 +219,7 @@ json run_train_step(const BenchOptions& o, const Table& table, const std::string
   const auto opt = bench_optimizer_step(o, model);
   for (const auto& [name, t] : opt) j["optimizer_step"][name] = to_json(t);
   rates += fmt::format("\n  optimizer step alone: AdamW {:.2f} ms, Muon + AdamW {:.2f} ms (train.optimizer=muon)",
-                       opt.at("adamw").median_ms, opt.at("muon").median_ms);
+                       opt.at(name(Optimizer::kAdamW)).median_ms, opt.at(name(Optimizer::kMuon)).median_ms);
   std::cout << fmt::format(
                    "\ntraining step (forward, backward, clip, AdamW) of {}: {} layers, d_model {}, {}, "
                    "kernels {}, checkpointing {}, loss chunk {}, {} micro-batch(es)\n",
@@ -282,6 +282,8 @@ json run_step_profile(const BenchOptions& o, const std::string& ref, int64_t B, 
 }  // namespace
 
 int bench(int argc, char** argv) {
+  std::string kernel_list;  // from the table (config/runtime.h), so the help lists every kernel there is
+  for (const auto& k : kernel_names()) kernel_list += (kernel_list.empty() ? "" : ",") + k;
   cxxopts::Options opts(
       "xsagpt bench",
       "Time and peak memory of one transformer block (forward+backward) with XSA off and on over\n"
@@ -301,7 +303,7 @@ int bench(int argc, char** argv) {
     ("w,widths", "block widths d_model (default: 1024,2048 on GPU; 128,256 on CPU)", cxxopts::value<std::string>())
     ("head-dim", "head width; n_head = width / head-dim (default: 128 on GPU, 64 on CPU)", cxxopts::value<int64_t>())
     ("variants", "comma-separated: sa, xsa, xsa-ops, xsa-fused, xsa-autograd, each optionally NAME@KERNELS (default: sa,xsa,xsa-ops,xsa-autograd on GPU; sa,xsa,xsa-autograd on CPU)", cxxopts::value<std::string>())
-    ("kernels", "train.kernels for every variant without @: auto, aten, fused or a list (weights,norm,rope,xsa,loss)", cxxopts::value<std::string>()->default_value("auto"))
+    ("kernels", "train.kernels for every variant without @: auto, aten, fused or a list (" + kernel_list + ")", cxxopts::value<std::string>()->default_value("auto"))
     ("warmup", "untimed iterations first", cxxopts::value<int64_t>()->default_value("3"))
     ("iters", "timed iterations (median reported)", cxxopts::value<int64_t>()->default_value("10"))
     ("step-config", "model config for the training-step benchmark (default: gpt2-124m on GPU, tiny on CPU)", cxxopts::value<std::string>())

@@ -12,7 +12,7 @@
 #include "eval/request_split.h"
 #include "eval/scorer.h"
 #include "eval/task_file.h"
-#include "train/run_paths.h"
+#include "run/run_paths.h"
 #include "util/atomic_file.h"
 #include "util/device.h"
 #include "util/utf8.h"

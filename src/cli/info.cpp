@@ -3,6 +3,7 @@
 #include "cli/options.h"
 #include "config/run_config.h"
 #include "model/counts.h"
+#include "train/memory_check.h"
 
 #include <fmt/format.h>
 
@@ -60,27 +61,30 @@ int info(int argc, char** argv) {
   if (T <= 0 || T > cfg.block_size)
     throw ConfigError(fmt::format("--seq-len: expected 1..{} (model.block_size), got {}", cfg.block_size, T));
   if (B <= 0) throw ConfigError("--micro-batch: must be > 0");
-  // The run's runtime as a GPU would build it from these train.* values.
-  MemoryOptions mem_opts;
-  mem_opts.rt.bf16 = parse_precision(args["precision"].as<std::string>(), /*cuda=*/true, "--precision");
-  mem_opts.rt.recompute = parse_recompute(args["recompute"].as<std::string>(), "--recompute");
-  mem_opts.rt.loss_chunk = args["loss-chunk"].as<int64_t>();
-  mem_opts.rt.kernels = parse_kernels(args["kernels"].as<std::string>(), /*cuda=*/true, "--kernels");
-  mem_opts.optimizer_shards = args["optimizer-shards"].as<int64_t>();
-  if (mem_opts.optimizer_shards < 1) throw ConfigError("--optimizer-shards: must be >= 1");
-  const auto optimizer = args["optimizer"].as<std::string>();
-  if (optimizer != "adamw" && optimizer != "muon")
-    throw ConfigError("--optimizer: expected adamw or muon, got " + optimizer);
-  mem_opts.muon = optimizer == "muon";
-  mem_opts.cuda = true;
-  if (mem_opts.muon && mem_opts.optimizer_shards > 1)
-    throw ConfigError("--optimizer-shards: train.shard_optimizer is not supported with train.optimizer=muon");
-  if (mem_opts.rt.loss_chunk < 0) throw ConfigError("--loss-chunk: must be >= 0");
-  const std::string precision = mem_opts.rt.bf16 ? "bf16" : "fp32";
+  // The run's runtime as a GPU would build it from these train.* values, and the run
+  // config train's memory check (train/memory_check.h) reads them from.
+  Runtime rt;
+  rt.bf16 = parse_precision(args["precision"].as<std::string>(), /*cuda=*/true, "--precision");
+  rt.recompute = parse_recompute(args["recompute"].as<std::string>(), "--recompute");
+  rt.loss_chunk = args["loss-chunk"].as<int64_t>();
+  rt.kernels = parse_kernels(args["kernels"].as<std::string>(), /*cuda=*/true, "--kernels");
+  const int64_t shards = args["optimizer-shards"].as<int64_t>();
+  if (shards < 1) throw ConfigError("--optimizer-shards: must be >= 1");
+  RunConfig run;
+  run.model = cfg;
+  run.train.micro_batch = B;
+  run.train.seq_len = T;
+  run.train.optimizer = schema::enum_from_name<Optimizer>(args["optimizer"].as<std::string>(), "--optimizer");
+  run.train.shard_optimizer = shards > 1;
+  if (run.train.shard_optimizer && !shardable(run.train.optimizer))
+    throw ConfigError(fmt::format("--optimizer-shards: train.shard_optimizer is not supported with train.optimizer={}",
+                                  name(run.train.optimizer)));
+  if (rt.loss_chunk < 0) throw ConfigError("--loss-chunk: must be >= 0");
+  const std::string precision = rt.bf16 ? "bf16" : "fp32";
 
   const auto p = count_params(cfg);
   const double flops = flops_per_token(cfg, T);
-  const auto mem = estimate_training_memory(cfg, B, T, mem_opts);
+  const auto mem = check_memory(run, rt, shards, /*cuda=*/true, std::nullopt, "").estimate;
   if (args.count("json")) {
     json j = {{"config", to_json(cfg)},
               {"params_total", p.total},
@@ -90,11 +94,11 @@ int info(int argc, char** argv) {
               {"seq_len", T},
               {"micro_batch", B},
               {"precision", precision},
-              {"recompute", name(mem_opts.rt.recompute)},
-              {"loss_chunk", mem_opts.rt.loss_chunk},
-              {"optimizer", optimizer},
-              {"optimizer_shards", mem_opts.optimizer_shards},
-              {"kernels", describe(mem_opts.rt.kernels)},
+              {"recompute", name(rt.recompute)},
+              {"loss_chunk", rt.loss_chunk},
+              {"optimizer", name(run.train.optimizer)},
+              {"optimizer_shards", shards},
+              {"kernels", describe(rt.kernels)},
               {"memory_bytes",
                {{"params", mem.params_bytes},
                 {"grads", mem.grads_bytes},
@@ -109,8 +113,8 @@ int info(int argc, char** argv) {
     return 0;
   }
   // Which weight copies the estimate holds: bf16 (weights kernel), e4m3 of the blocks' matrices (fp8), or both.
-  const auto& k = mem_opts.rt.kernels;
-  const std::string copies = k.fp8 ? (mem_opts.rt.bf16 && k.weights ? "bf16 + e4m3" : "e4m3") : "bf16";
+  const auto& k = rt.kernels;
+  const std::string copies = k.fp8 ? (rt.bf16 && k.weights ? "bf16 + e4m3" : "e4m3") : "bf16";
   std::cout << fmt::format(
       "model        {} layers, d_model {}, {} heads x {} (inner {}), mlp {}, vocab {}, attention {}\n"
       "parameters   {} total, {} non-embedding, {} embedding{}\n"
@@ -120,20 +124,31 @@ int info(int argc, char** argv) {
       cfg.n_layer, cfg.d_model, cfg.n_head, cfg.head_dim, cfg.inner_dim(), cfg.mlp_dim(), cfg.vocab_size,
       cfg.describe_attention(), human(p.total), human(p.non_embedding), human(p.embedding),
       cfg.tie_embeddings ? " (head tied)" : "", human(flops, "FLOP"), T, gib(mem.total()), B, T, precision,
-      name(mem_opts.rt.recompute), mem_opts.rt.loss_chunk ? std::to_string(mem_opts.rt.loss_chunk) : "off",
-      gib(mem.params_bytes),
+      name(rt.recompute), rt.loss_chunk ? std::to_string(rt.loss_chunk) : "off", gib(mem.params_bytes),
       mem.weight_copies_bytes > 0 ? fmt::format(" + {} copies {}", copies, gib(mem.weight_copies_bytes)) : "",
-      gib(mem.grads_bytes), mem_opts.muon ? "Muon + AdamW" : "AdamW", gib(mem.optimizer_bytes),
-      mem_opts.optimizer_shards > 1 ? fmt::format(" (1/{} per rank)", mem_opts.optimizer_shards) : "",
-      gib(mem.activations_bytes), gib(mem.logits_bytes),
-      mem.recompute_bytes > 0 ? ", one layer recomputed " + gib(mem.recompute_bytes) : "",
+      gib(mem.grads_bytes), run.train.optimizer == Optimizer::kMuon ? "Muon + AdamW" : "AdamW",
+      gib(mem.optimizer_bytes), shards > 1 ? fmt::format(" (1/{} per rank)", shards) : "", gib(mem.activations_bytes),
+      gib(mem.logits_bytes), mem.recompute_bytes > 0 ? ", one layer recomputed " + gib(mem.recompute_bytes) : "",
       mem.optimizer_step_bytes > 0 ? ", Muon's step " + gib(mem.optimizer_step_bytes) + " (after backward)" : "");
   return 0;
 }
 
 int config_reference(int argc, char** argv) {
   cxxopts::Options opts("xsagpt config", "Print the configuration reference as a Markdown table.");
-  if (!parse_command(opts, argc, argv)) return 0;
+  opts.add_options()(
+      "json",
+      "print instead what scripts read: {\"kernels\": [{\"name\", \"help\", \"auto\", \"fused\"}, ...]}, "
+      "train.kernels' names in order, each with what it fuses and whether \"auto\" (on CUDA) and "
+      "\"fused\" take it");
+  const auto parsed = parse_command(opts, argc, argv);
+  if (!parsed) return 0;
+  if (parsed->count("json")) {
+    json kernels = json::array();
+    for (const auto& k : kernel_table())
+      kernels.push_back({{"name", k.name}, {"help", k.help}, {"auto", k.in_auto}, {"fused", k.in_fused}});
+    std::cout << json{{"kernels", kernels}}.dump(2) << "\n";
+    return 0;
+  }
   std::cout << config_reference_markdown();
   return 0;
 }

@@ -5,10 +5,10 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "config/schema.h"
+#include "run/from_checkpoint.h"
 #include "sample/generate.h"
 #include "tokenizer/gpt2_bpe.h"
 #include "tokenizer/utf8.h"
-#include "train/from_checkpoint.h"
 #include "util/device.h"
 #include "util/json_read.h"
 

@@ -6,8 +6,8 @@
 
 #include "cli/options.h"
 #include "eval/scorer.h"
+#include "run/from_checkpoint.h"
 #include "tokenizer/gpt2_bpe.h"
-#include "train/from_checkpoint.h"
 
 #include <string>
 

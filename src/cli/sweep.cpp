@@ -4,13 +4,12 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "dist/process_group.h"
-#include "model/counts.h"
+#include "run/run_dir.h"
+#include "run/run_paths.h"
 #include "sweep/point_check.h"
 #include "sweep/report.h"
 #include "sweep/summary.h"
 #include "train/memory_check.h"
-#include "train/run_dir.h"
-#include "train/run_paths.h"
 #include "train/signals.h"
 #include "train/trainer.h"
 #include "util/atomic_file.h"
@@ -52,21 +51,17 @@ void print_memory(const Sweep& s, int64_t world) {
     std::string where, verdict;
     try {
       const auto device = resolve_device(t.device, "train.device");
-      const auto est =
-          estimate_training_memory(p.config.model, t.micro_batch, t.seq_len,
-                                   MemoryOptions{runtime_of(t, device.is_cuda()), t.shard_optimizer ? world : 1,
-                                                 t.optimizer == "muon", device.is_cuda()});
-      const double state = est.params_bytes + est.grads_bytes + est.optimizer_bytes + est.weight_copies_bytes;
       const auto bytes = device_memory(device);
-      where = fmt::format("{:.2f} GiB", est.total() / (1024.0 * 1024 * 1024));
+      const auto m =
+          check_memory(p.config, runtime_of(t, device.is_cuda()), world, device.is_cuda(), bytes, device.str());
+      where = fmt::format("{:.2f} GiB", m.estimate.total() / (1024.0 * 1024 * 1024));
       if (!bytes) {
         verdict = "(device memory unknown)";
       } else {
         where += fmt::format(" of {:.1f} GiB on {}", *bytes / (1024.0 * 1024 * 1024), device.str());
-        verdict = memory_refusal(p.config, state, *bytes, device.str())
-                      ? "CANNOT FIT: weights, gradients and optimizer state alone are larger"
-                  : memory_warning(p.config, est.total(), *bytes) ? "MAY NOT FIT: the estimate is above the device's"
-                                                                  : "fits";
+        verdict = m.refusal   ? "CANNOT FIT: weights, gradients and optimizer state alone are larger"
+                  : m.warning ? "MAY NOT FIT: the estimate is above the device's"
+                              : "fits";
       }
     } catch (const ConfigError& e) {
       where = "-";

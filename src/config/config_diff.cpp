@@ -12,12 +12,12 @@ std::optional<std::string> first_difference(const json& saved, const json& wante
   if (saved.is_object() && wanted.is_object()) {
     for (const auto& [k, v] : wanted.items()) {
       const std::string key = at.empty() ? k : at + "." + k;
-      if (at.empty() && k == "out_dir") continue;
+      if (at.empty() && (k == "out_dir" || k == "variant")) continue;
       if (!saved.contains(k)) return fmt::format("{} is missing there, {} here", key, v.dump());
       if (auto d = first_difference(saved[k], v, key)) return d;
     }
     for (const auto& [k, v] : saved.items())
-      if (!wanted.contains(k) && !(at.empty() && k == "out_dir"))
+      if (!wanted.contains(k) && !(at.empty() && (k == "out_dir" || k == "variant")))
         return fmt::format("{} is {} there, missing here", at.empty() ? k : at + "." + k, v.dump());
     return std::nullopt;
   }

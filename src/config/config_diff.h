@@ -2,7 +2,9 @@
 // configs (to_json) compared key by key, out_dir aside. out_dir says where a run lies,
 // not what it trains, so a run directory or sweep that was copied or moved elsewhere
 // still matches the config that made it, while any other difference (a seed, the
-// attention, a learning rate) names the first key that differs.
+// attention, a learning rate) names the first key that differs. "variant" is the
+// model's name (config/run_config.h: to_json), absent in older runs: a model that
+// differs is named by its own keys.
 #pragma once
 
 #include "config/run_config.h"

@@ -39,6 +39,15 @@ std::string ModelConfig::describe_attention() const {
   return out;
 }
 
+std::string ModelConfig::variant() const {
+  std::string out = name(attention);
+  if (!xsa_layers.is_null())
+    out += " layers=" + (xsa_layers.is_string() ? xsa_layers.get<std::string>() : xsa_layers.dump());
+  if (xsa_gate != XsaGate::kOff) out += fmt::format(" gate={}", name(xsa_gate));
+  if (n_sink > 0) out += fmt::format(" sinks={}", n_sink);
+  return out;
+}
+
 void ModelConfig::validate(const std::string& where) const {
   auto positive = [&](const char* key, double value) {
     if (!(value > 0)) throw ConfigError(where + "." + key + ": must be > 0, got " + json(value).dump());

@@ -94,6 +94,11 @@ struct ModelConfig {
   // The model's attention in words, for logs and reports: "sa", "xsa",
   // "xsa in layers 2,3, gated (starts as sa)", each with ", N sinks" when there are any.
   std::string describe_attention() const;
+  // The model's variant name: its attention, then " layers=L" (model.xsa_layers as
+  // written), " gate=G" and " sinks=N" where set ("xsa layers=last 3 gate=sa"). What
+  // `xsagpt eval` reports for a model without a NAME= and config.json records as
+  // "variant", where the Python tools (plot.py, table2.py) read it.
+  std::string variant() const;
   // Throws ConfigError naming the first impossible value; `where` prefixes keys.
   void validate(const std::string& where = "model") const;
 };

@@ -36,20 +36,16 @@ void RunConfig::validate(int64_t world_size) const {
   if (t.beta1 < 0 || t.beta1 >= 1) fail("train.beta1", "must be in [0, 1)");
   if (t.beta2 < 0 || t.beta2 >= 1) fail("train.beta2", "must be in [0, 1)");
   if (!(t.eps > 0)) fail("train.eps", "must be > 0");
-  if (t.optimizer != "adamw" && t.optimizer != "muon")
-    fail("train.optimizer", "expected \"adamw\" or \"muon\", got \"" + t.optimizer + "\"");
   if (!(t.muon_lr > 0)) fail("train.muon_lr", fmt::format("must be > 0, got {}", t.muon_lr));
   if (t.muon_momentum < 0 || t.muon_momentum >= 1)
     fail("train.muon_momentum", fmt::format("must be in [0, 1), got {}", t.muon_momentum));
   if (t.muon_ns_steps < 1 || t.muon_ns_steps > 99)
     fail("train.muon_ns_steps", fmt::format("must be in 1..99, got {}", t.muon_ns_steps));
   if (t.muon_weight_decay < 0) fail("train.muon_weight_decay", "must be >= 0");
-  if (t.muon_adjust_lr != "original" && t.muon_adjust_lr != "match_rms_adamw")
-    fail("train.muon_adjust_lr", "expected \"original\" or \"match_rms_adamw\", got \"" + t.muon_adjust_lr + "\"");
   // Sharding Muon would split whole matrices over ranks, each orthogonalising its
   // share and broadcasting it; refused for now rather than silently replicated
   // (docs/training.md#muon says why).
-  if (t.shard_optimizer && t.optimizer == "muon")
+  if (t.shard_optimizer && !shardable(t.optimizer))
     fail("train.shard_optimizer",
          "not supported with train.optimizer=muon (Muon's momentum is kept on every rank); set "
          "train.shard_optimizer=false, or train.optimizer=adamw to shard AdamW's state");
@@ -69,10 +65,7 @@ void RunConfig::validate(int64_t world_size) const {
   if (t.keep_checkpoints < 1) fail("train.keep_checkpoints", "must be >= 1");
   parse_precision(t.precision, /*cuda=*/false);
   check_device_spec(t.device, "train.device");
-  if (t.adamw != "auto" && t.adamw != "fused" && t.adamw != "torch")
-    fail("train.adamw", "expected \"auto\", \"fused\" or \"torch\", got \"" + t.adamw + "\"");
   if (t.threads < 0) fail("train.threads", "must be >= 0");
-  parse_recompute(t.activation_checkpointing);
   if (t.loss_chunk < 0) fail("train.loss_chunk", "must be >= 0 (0: no chunking)");
   parse_kernels(t.kernels, /*cuda=*/false);
   if (data.train.empty()) fail("data.train", "required: glob pattern of training shards");
@@ -94,7 +87,7 @@ Runtime RunConfig::runtime(bool cuda) const { return runtime_of(train, cuda); }
 Runtime runtime_of(const TrainConfig& train, bool cuda) {
   Runtime rt;
   rt.kernels = parse_kernels(train.kernels, cuda);
-  rt.recompute = parse_recompute(train.activation_checkpointing);
+  rt.recompute = train.activation_checkpointing;
   rt.loss_chunk = train.loss_chunk;
   rt.bf16 = parse_precision(train.precision, cuda);
   rt.tf32 = cuda;  // float32 matmuls in TF32 on CUDA, as every run has trained
@@ -105,7 +98,8 @@ json to_json(const RunConfig& c) {
   return {{"model", to_json(c.model)},
           {"data", schema::write(c.data)},
           {"train", schema::write(c.train)},
-          {"out_dir", c.out_dir}};
+          {"out_dir", c.out_dir},
+          {"variant", c.model.variant()}};
 }
 
 RunConfig run_config_from_json(const json& j, const std::string& where) {
@@ -120,6 +114,8 @@ RunConfig run_config_from_json(const json& j, const std::string& where) {
       schema::read(v, c.train, where + ": train");
     else if (k == "out_dir")
       schema::read_value(v, c.out_dir, where + ": out_dir");
+    else if (k == "variant")
+      continue;  // written from model (to_json), so a saved config reads back; nothing to set
     else
       throw ConfigError(where + ": unknown section '" + k + "' (known: model, data, train, out_dir)");
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "config/model_config.h"
+#include "config/optim_choices.h"
 #include "config/runtime.h"
 
 #include <string>
@@ -37,12 +38,12 @@ struct TrainConfig {
   double beta1 = 0.9;
   double beta2 = 0.95;
   double eps = 1e-8;
-  std::string optimizer = "adamw";
+  Optimizer optimizer = Optimizer::kAdamW;
   double muon_lr = 0.02;
   double muon_momentum = 0.95;
   int64_t muon_ns_steps = 5;
   double muon_weight_decay = 0.0;
-  std::string muon_adjust_lr = "original";
+  MuonAdjustLr muon_adjust_lr = MuonAdjustLr::kOriginal;
   double grad_clip = 1.0;
   int64_t log_interval = 10;
   int64_t eval_interval = 250;
@@ -54,9 +55,9 @@ struct TrainConfig {
   int64_t seed = 1337;
   std::string precision = "auto";
   std::string device = "auto";
-  std::string adamw = "auto";
+  AdamWImpl adamw = AdamWImpl::kAuto;
   int64_t threads = 0;
-  std::string activation_checkpointing = "none";
+  Recompute activation_checkpointing = Recompute::kNone;
   int64_t loss_chunk = 0;
   std::string kernels = "auto";
   bool shard_optimizer = false;
@@ -135,6 +136,8 @@ struct RunConfig {
 // build theirs here, so `bench` times the step `train` runs.
 Runtime runtime_of(const TrainConfig& train, bool cuda);
 
+// The sections and out_dir, plus "variant" (ModelConfig::variant) for the tools that
+// read config.json; reading ignores "variant", which the model section determines.
 json to_json(const RunConfig& c);
 // Why `path` cannot be a run's path: its bytes from offset `at` are not UTF-8 (shown
 // escaped, util/utf8.h). For the message naming the key or option.

@@ -9,19 +9,7 @@
 namespace xsagpt {
 
 Recompute parse_recompute(const std::string& mode, const std::string& key) {
-  if (mode == "none") return Recompute::kNone;
-  if (mode == "mlp") return Recompute::kMlp;
-  if (mode == "block") return Recompute::kBlock;
-  throw ConfigError(key + ": expected \"none\", \"mlp\" or \"block\", got \"" + mode + "\"");
-}
-
-const char* name(Recompute r) {
-  switch (r) {
-    case Recompute::kMlp: return "mlp";
-    case Recompute::kBlock: return "block";
-    case Recompute::kNone: break;
-  }
-  return "none";
+  return schema::enum_from_name<Recompute>(mode, key);
 }
 
 namespace {
@@ -74,6 +62,12 @@ void enable_set(Kernels& k, const std::string& set, bool cuda) {
 std::vector<std::string> kernel_names() {
   std::vector<std::string> out;
   for (const auto& row : kKernelTable) out.push_back(row.name);
+  return out;
+}
+
+std::vector<KernelInfo> kernel_table() {
+  std::vector<KernelInfo> out;
+  for (const auto& row : kKernelTable) out.push_back({row.name, row.help, row.auto_on_cuda, row.in_fused});
   return out;
 }
 

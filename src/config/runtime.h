@@ -11,6 +11,9 @@
 // torch here.
 #pragma once
 
+#include "config/schema.h"
+
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,6 +22,9 @@ namespace xsagpt {
 
 // train.activation_checkpointing (model/recompute.h).
 enum class Recompute { kNone, kMlp, kBlock };
+inline constexpr std::array<std::pair<Recompute, const char*>, 3> kRecomputeNames{
+    {{Recompute::kNone, "none"}, {Recompute::kMlp, "mlp"}, {Recompute::kBlock, "block"}}};
+inline const auto& enum_names(Recompute) { return kRecomputeNames; }
 
 // XSA's step (model/xsa.h): the custom autograd function on ATen ops, the same
 // function as two CUDA kernels (element by element over a warp per row), the same
@@ -46,9 +52,19 @@ struct Kernels {
 std::vector<std::string> kernel_names();
 const char* kernels_help();
 
-// train.activation_checkpointing: "none", "mlp" or "block"; ConfigError naming `key` otherwise.
+// The same table row by row, for what lists the kernels elsewhere (`xsagpt config
+// --json`, which the scripts under scripts/bench/ read, and bench's --kernels help):
+// the name, what it fuses, and whether "auto" (on CUDA) and "fused" take it.
+struct KernelInfo {
+  std::string name, help;
+  bool in_auto = false, in_fused = false;
+};
+std::vector<KernelInfo> kernel_table();
+
+// A command's flag for train.activation_checkpointing (bench --step-recompute, info
+// --recompute): "none", "mlp" or "block"; ConfigError naming `key` otherwise.
 Recompute parse_recompute(const std::string& mode, const std::string& key = "train.activation_checkpointing");
-const char* name(Recompute r);
+inline const char* name(Recompute r) { return schema::enum_name(r); }
 
 // train.kernels: "auto" (the kernels validated on a GPU so far, on CUDA; none
 // elsewhere), "aten" (none), "fused" (all that keep the arithmetic: all but fp8)

@@ -54,7 +54,7 @@ class DistContext {
   virtual std::unique_ptr<GradientSync> gradient_sync(const std::vector<torch::Tensor>& params) {
     return std::make_unique<GradientSync>(params);
   }
-  // After a sharded optimizer step (ZeRO-1, train/zero.h): rank owner[i] has
+  // After a sharded optimizer step (ZeRO-1, optim/zero.h): rank owner[i] has
   // updated tensors[i]; on return every rank holds every tensor as its owner
   // computed it (a broadcast from each owner, bucketed). Every rank passes the
   // same tensors and owners.

@@ -21,7 +21,7 @@
 //     order gradients actually became ready. From the first backward pass on,
 //     the gradients are views into the buckets (DDP's gradient_as_bucket_view)
 //     and are zeroed in place between steps: no memory beyond the buckets.
-//   - Sharded optimizer state (ZeRO-1, train/zero.h): updated parameters are
+//   - Sharded optimizer state (ZeRO-1, optim/zero.h): updated parameters are
 //     broadcast from their owners with broadcast_coalesced (DDP's bucketed
 //     broadcast); the state is sent to rank 0 with point-to-point send/recv
 //     when a checkpoint is written.

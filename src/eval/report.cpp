@@ -1,6 +1,7 @@
 #include "eval/report.h"
 
 #include "analysis/paired.h"
+#include "config/model_config.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -37,14 +38,9 @@ const char* const kMetrics[] = {"acc", "acc_norm"};
 }  // namespace
 
 std::string variant_of(const json& model) {
-  std::string name = model.value("attention", std::string("sa"));
-  if (!model.value("xsa_layers", json()).is_null()) {
-    const auto& l = model["xsa_layers"];
-    name += " layers=" + (l.is_string() ? l.get<std::string>() : l.dump());
-  }
-  if (model.value("xsa_gate", std::string("off")) != "off") name += " gate=" + model["xsa_gate"].get<std::string>();
-  if (model.value("n_sink", 0) > 0) name += fmt::format(" sinks={}", model["n_sink"].get<int64_t>());
-  return name;
+  ModelConfig c;  // absent keys take their defaults, as the checkpoint's model was built
+  schema::read(model, c, "model");
+  return c.variant();
 }
 
 json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelEval>& models,

@@ -45,7 +45,8 @@ struct ModelEval {
 json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelEval>& models,
                  const std::string& baseline = "");
 
-// The variant name of a model config without a label: its attention keys.
+// The variant name of a model config without a label: ModelConfig::variant of the
+// saved config.model.
 std::string variant_of(const json& model);
 
 // Rows: tasks, then the average; columns: acc and acc_norm of each model, then of

@@ -33,7 +33,7 @@ double flops_per_token(const ModelConfig& c, int64_t seq_len) {
 
 namespace {
 
-// Muon's step (train/muon.cpp) orthogonalises one group of same-shape matrices at a
+// Muon's step (optim/muon.cpp) orthogonalises one group of same-shape matrices at a
 // time, each matrix as (r, c) with r <= c, stacked N deep in the Newton-Schulz
 // dtype: the stack, the iterate and the next one (3 N r c) and the r x r products
 // A = X X^T and b A + c A^2 (2 N r^2). The largest group sets the peak: the MLP's
@@ -42,7 +42,7 @@ double muon_step_bytes(const ModelConfig& c, double ns_bytes) {
   const int64_t d = c.d_model, inner = c.inner_dim(), hidden = c.mlp_dim();
   std::map<std::pair<int64_t, int64_t>, int64_t> groups;  // (r, c) -> matrices per layer
   auto add = [&](int64_t rows, int64_t cols, int64_t n) { groups[{std::min(rows, cols), std::max(rows, cols)}] += n; };
-  add(inner, d, 3);  // q, k, v: three matrices to Muon (train/muon.h)
+  add(inner, d, 3);  // q, k, v: three matrices to Muon (optim/muon.h)
   add(d, inner, 1);
   add(hidden, d, 1);
   add(d, hidden, 1);

@@ -8,7 +8,7 @@
 //    of the activations autograd keeps for one micro-batch, with the memory
 //    options (activation checkpointing, chunked loss) the trainer can run with,
 //    or, when larger, Muon's Newton-Schulz work in the optimizer step.
-//    Checked against measured peaks on the CPU in tests/cpp/test_memory_estimate.cpp.
+//    Checked against measured peaks on the CPU in tests/cpp/model/test_memory_estimate.cpp.
 #pragma once
 
 #include "config/model_config.h"
@@ -51,13 +51,13 @@ struct MemoryEstimate {
 // activations or float32, checkpointing, loss chunk, kernels: weights adds bf16
 // weight copies, fp8 e4m3 ones of the blocks' matrices, loss changes the LM
 // head's buffers) and the ranks sharing the
-// AdamW state (train.shard_optimizer: the world size; train/zero.h), and whether
-// Muon takes the block matrices (train/run_optimizer.h).
+// AdamW state (train.shard_optimizer: the world size; optim/zero.h), and whether
+// Muon takes the block matrices (optim/run_optimizer.h).
 struct MemoryOptions {
   Runtime rt;
   int64_t optimizer_shards = 1;
   bool muon = false;  // train.optimizer=muon: one momentum buffer (4 bytes) per block matrix weight, not two moments
-  bool cuda = false;  // Muon's Newton-Schulz runs in bf16 on CUDA, in float32 elsewhere (train/muon.h)
+  bool cuda = false;  // Muon's Newton-Schulz runs in bf16 on CUDA, in float32 elsewhere (optim/muon.h)
 };
 MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq_len,
                                         const MemoryOptions& o);

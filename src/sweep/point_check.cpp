@@ -2,7 +2,7 @@
 #include "sweep/point_check.h"
 
 #include "config/config_diff.h"
-#include "train/run_paths.h"
+#include "run/run_paths.h"
 
 #include <fmt/format.h>
 

@@ -1,10 +1,10 @@
 #include "sweep/summary.h"
 
 #include "analysis/paired.h"
-#include "sweep/point_check.h"
+#include "run/run_paths.h"
 #include "sweep/iso_loss.h"
+#include "sweep/point_check.h"
 #include "sweep/report.h"
-#include "train/run_paths.h"
 #include "util/atomic_file.h"
 
 #include <fmt/format.h>

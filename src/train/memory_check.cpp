@@ -4,16 +4,31 @@
 
 namespace xsagpt {
 
+MemoryCheck check_memory(const RunConfig& cfg, const Runtime& rt, int64_t world, bool cuda,
+                         std::optional<double> device_bytes, const std::string& device) {
+  const auto& t = cfg.train;
+  MemoryCheck m;
+  m.estimate =
+      estimate_training_memory(cfg.model, t.micro_batch, t.seq_len,
+                               MemoryOptions{rt, t.shard_optimizer ? world : 1, t.optimizer == Optimizer::kMuon, cuda});
+  if (!device_bytes) return m;
+  const auto& e = m.estimate;
+  const double state = e.params_bytes + e.grads_bytes + e.optimizer_bytes + e.weight_copies_bytes;
+  m.refusal = memory_refusal(cfg, state, *device_bytes, device);
+  m.warning = memory_warning(cfg, e.total(), *device_bytes);
+  return m;
+}
+
 std::optional<std::string> memory_warning(const RunConfig& cfg, double estimate_bytes, double device_bytes) {
   if (estimate_bytes <= 0.95 * device_bytes) return std::nullopt;
   const auto& t = cfg.train;
   std::string advice;
-  if (t.activation_checkpointing != "block")
+  if (t.activation_checkpointing != Recompute::kBlock)
     advice += fmt::format(" train.activation_checkpointing=\"{}\",",
-                          t.activation_checkpointing == "none" ? "mlp\" or \"block" : "block");
+                          t.activation_checkpointing == Recompute::kNone ? "mlp\" or \"block" : "block");
   if (t.loss_chunk == 0) advice += " train.loss_chunk=4096,";
   advice += " a smaller train.micro_batch (train.batch_tokens stays, accumulation grows)";
-  if (!t.shard_optimizer && t.optimizer != "muon") advice += ", or with several GPUs train.shard_optimizer=true";
+  if (!t.shard_optimizer && shardable(t.optimizer)) advice += ", or with several GPUs train.shard_optimizer=true";
   constexpr double GiB = 1024.0 * 1024 * 1024;
   return fmt::format(
       "estimated training memory {:.1f} GiB (weights, grads, AdamW state and activations of a {} x {} micro-batch; "
@@ -30,7 +45,7 @@ std::optional<std::string> memory_refusal(const RunConfig& cfg, double state_byt
       "than the {:.1f} GiB of {}: this run cannot fit; use a smaller model (model.d_model, model.n_layer, "
       "model.vocab_size){}",
       state_bytes / GiB, device_bytes / GiB, device,
-      cfg.train.shard_optimizer || cfg.train.optimizer == "muon"
+      cfg.train.shard_optimizer || !shardable(cfg.train.optimizer)
           ? ""
           : " or, with several GPUs, train.shard_optimizer=true");
 }

@@ -7,9 +7,12 @@
 // What exists before the first step (weights, gradients, AdamW state, weight
 // copies) is exact, and a run whose state alone exceeds the device's memory (the
 // GPU's, or the machine's RAM on the CPU) is refused before anything is built.
+// train, `sweep --dry-run` and `info` all check through check_memory, so the three
+// count a config's memory, and its optimizer's share, the same way.
 #pragma once
 
 #include "config/run_config.h"
+#include "model/counts.h"
 
 #include <torch/torch.h>
 
@@ -17,6 +20,19 @@
 #include <string>
 
 namespace xsagpt {
+
+struct MemoryCheck {
+  MemoryEstimate estimate;
+  std::optional<std::string> refusal;  // weights, grads, optimizer state and weight copies alone exceed the device
+  std::optional<std::string> warning;  // the whole estimate exceeds what the device holds
+};
+
+// A run of `cfg` with runtime `rt` over `world` ranks, on CUDA or not: model/counts.h's
+// estimate for its micro-batch with its optimizer's state (Muon's momentum; AdamW's
+// split over the ranks with train.shard_optimizer) and, where the device's memory
+// `device_bytes` is known, the refusal and the warning below; `device` names it.
+MemoryCheck check_memory(const RunConfig& cfg, const Runtime& rt, int64_t world, bool cuda,
+                         std::optional<double> device_bytes, const std::string& device);
 
 // The warning for an estimate of `estimate_bytes` on a device of `device_bytes`,
 // or nullopt when it fits (with 5% left for the allocator and CUDA's own use).

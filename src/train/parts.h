@@ -1,7 +1,7 @@
 // The parts of a training run that `train` and `bench` build alike: the model
 // (seeded, in its runtime, on its device, in training mode), its unique parameters
 // in one order on every rank, the gradient all-reduce and the optimizer (AdamW,
-// sharded or not, or Muon with AdamW: train/run_optimizer.h). One function builds
+// sharded or not, or Muon with AdamW: optim/run_optimizer.h). One function builds
 // them, so `bench` times the optimizer and the runtime that `train` runs; the
 // optimizers' settings come from the train.* keys, whose member initialisers
 // (config/run_config.h) are the only copy of their defaults.
@@ -10,7 +10,7 @@
 #include "config/run_config.h"
 #include "dist/context.h"
 #include "model/gpt.h"
-#include "train/run_optimizer.h"
+#include "optim/run_optimizer.h"
 
 #include <memory>
 #include <vector>

@@ -1,9 +1,9 @@
 #include "train/progress.h"
 
 #include "model/counts.h"
-#include "train/checkpoint.h"
+#include "optim/schedule.h"
+#include "run/checkpoint.h"
 #include "train/mfu.h"
-#include "train/schedule.h"
 #include "util/device.h"
 
 #include <fmt/format.h>
@@ -90,7 +90,7 @@ void Progress::log_train(int64_t step, int64_t tokens, double lr) {
   if (peak_flops_) mfu = flops_per_step_ * steps / dt / (*peak_flops_ * static_cast<double>(dist_.world_size()));
   if (dist_.is_main()) {
     const double eta = dt / steps * static_cast<double>(cfg_.train.max_steps - step);
-    const bool muon = cfg_.train.optimizer == "muon";
+    const bool muon = cfg_.train.optimizer == Optimizer::kMuon;
     const double muon_lr = muon_learning_rate(cfg_.train, lr);
     spdlog::info("step {:>6}/{} | loss {:.4f} | lr {:.2e}{} | norm {:.3f} | {} tok/s | MFU {} | ETA {}", step,
                  cfg_.train.max_steps, loss, lr, muon ? fmt::format(" | muon lr {:.2e}", muon_lr) : "", norm,

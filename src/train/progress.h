@@ -1,12 +1,12 @@
 // What the training loop reports: the console line every train.log_interval steps
 // (loss, learning rate, gradient norm, tokens/s, MFU, ETA), the val loss, and the
-// same as lines of metrics.jsonl (train/metrics.h, rank 0 only). Losses and norms
+// same as lines of metrics.jsonl (run/metrics.h, rank 0 only). Losses and norms
 // stay on the device between log lines, and a non-finite one is remembered there
 // (its step) without a host sync; check_finite() reads it where a log line or a
 // checkpoint has to wait for the GPU anyway. Time spent evaluating or saving is
 // left out of tokens/s (pause()).
 //
-// It is also a stateful part of the run (train/progress_state.h): the losses last
+// It is also a stateful part of the run (run/progress_state.h): the losses last
 // logged, the train-loss window, the training time and the run id go into every
 // checkpoint through state() and come back through load_state(), so nothing of them
 // passes through the training loop.
@@ -14,8 +14,8 @@
 
 #include "config/run_config.h"
 #include "dist/context.h"
-#include "train/metrics.h"
-#include "train/progress_state.h"
+#include "run/metrics.h"
+#include "run/progress_state.h"
 #include "train/step.h"
 
 #include <chrono>
@@ -32,14 +32,14 @@ class Progress {
   Progress(const RunConfig& cfg, const Runtime& rt, DistContext& dist, torch::Device device);
 
   // Before start(): the state of a checkpoint, then the id of the run it continues
-  // (train/run_dir.h decides it; checkpoints of older versions carry none).
+  // (run/run_dir.h decides it; checkpoints of older versions carry none).
   void load_state(const ProgressState& s);
   void set_run_id(std::string id) { run_id_ = std::move(id); }
   // For a checkpoint; every rank calls it (the window's sum is averaged over ranks).
   ProgressState state();
 
   // Starts the clocks; metrics lines are appended to `metrics_path` on rank 0 (a
-  // resumed run's is staged, train/run_staging.h).
+  // resumed run's is staged, run/run_staging.h).
   void start(const std::filesystem::path& metrics_path);
   // A finished optimizer step (its number, counting from 1).
   void record(int64_t step, const StepStats& stats);

@@ -1,6 +1,6 @@
 #include "train/state.h"
 
-#include "train/from_checkpoint.h"
+#include "run/from_checkpoint.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>

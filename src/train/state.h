@@ -3,7 +3,7 @@
 // weights broadcast; the optimizer; the gradient all-reduce), the data position, the
 // random generators, the progress (train/progress.h: losses, loss window, training
 // time, run id) and the step and token counts. Each part gives its own state and
-// loads its own; a checkpoint (train/checkpoint.h) is the named set of those states,
+// loads its own; a checkpoint (run/checkpoint.h) is the named set of those states,
 // so save() writes one and restore() puts one back, and a resumed run continues
 // exactly where the saved one was.
 #pragma once
@@ -13,10 +13,10 @@
 #include "data/prefetch.h"
 #include "dist/context.h"
 #include "model/gpt.h"
-#include "train/checkpoint.h"
+#include "optim/run_optimizer.h"
+#include "run/checkpoint.h"
 #include "train/parts.h"
 #include "train/progress.h"
-#include "train/run_optimizer.h"
 
 #include <filesystem>
 #include <memory>

@@ -1,6 +1,6 @@
 #include "train/step.h"
 
-#include "train/grad_clip.h"
+#include "optim/grad_clip.h"
 
 namespace xsagpt {
 

@@ -8,7 +8,7 @@
 
 #include "dist/context.h"
 #include "model/gpt.h"
-#include "train/run_optimizer.h"
+#include "optim/run_optimizer.h"
 
 #include <functional>
 #include <utility>

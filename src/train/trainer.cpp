@@ -3,11 +3,11 @@
 #include "kernels/fp8_linear.h"
 #include "model/counts.h"
 #include "model/sdpa_backend.h"
+#include "optim/schedule.h"
+#include "run/run_dir.h"
 #include "train/eval_diagnostics.h"
 #include "train/evaluate.h"
 #include "train/memory_check.h"
-#include "train/run_dir.h"
-#include "train/schedule.h"
 #include "train/signals.h"
 #include "train/state.h"
 #include "train/step.h"
@@ -22,12 +22,11 @@ namespace {
 
 // The start-up block of the log (rank 0's): what runs where, and whether it will fit.
 void announce(const RunConfig& cfg, const Runtime& rt, torch::Device device, const TrainingState& s,
-              const MemoryEstimate& est, int64_t step_tokens, DistContext& dist) {
+              const MemoryCheck& memory, int64_t step_tokens, DistContext& dist) {
   if (!dist.is_main()) return;
   const auto& t = cfg.train;
   const int64_t world = dist.world_size();
-  if (const auto gpu_bytes = device.is_cuda() ? device_memory(device) : std::nullopt)
-    if (const auto warning = memory_warning(cfg, est.total(), *gpu_bytes)) spdlog::warn("{}", *warning);
+  if (device.is_cuda() && memory.warning) spdlog::warn("{}", *memory.warning);
   const auto backend = sdpa_backend(cfg.model, device, rt.bf16, cfg.model.dropout);
   if (device.is_cuda() && backend == "math")
     spdlog::warn(
@@ -69,28 +68,24 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
       throw ConfigError(why);
   }
 
-  // Where to start: fresh, from a checkpoint, or a run already finished (train/run_dir.h).
+  // Where to start: fresh, from a checkpoint, or a run already finished (run/run_dir.h).
   // Nothing is written to the run directory until the model, the data and the
   // checkpoint's state have all been set up without error.
   RunDir run(cfg, opts.resume, opts.overwrite, dist, opts.same_config);
   if (const auto done = run.close_if_finished())
     return TrainResult{done->step, true, done->final_train_loss, done->final_val_loss};
   setup_cpu_threads(t.threads);
-  const auto est = estimate_training_memory(
-      cfg.model, t.micro_batch, t.seq_len,
-      MemoryOptions{rt, t.shard_optimizer ? world : 1, t.optimizer == "muon", device.is_cuda()});
-  if (const auto bytes = device_memory(device)) {  // before the model is built: it might not fit at all
-    const double state = est.params_bytes + est.grads_bytes + est.optimizer_bytes + est.weight_copies_bytes;
-    if (const auto refusal = memory_refusal(cfg, state, *bytes, device.is_cuda() ? "this GPU" : "this machine's RAM"))
-      throw ConfigError(*refusal);
-  }
+  // Before the model is built: it might not fit at all.
+  const auto memory = check_memory(cfg, rt, world, device.is_cuda(), device_memory(device),
+                                   device.is_cuda() ? "this GPU" : "this machine's RAM");
+  if (memory.refusal) throw ConfigError(*memory.refusal);
   TrainingState s(cfg, rt, device, dist);  // model, optimizer, data, progress: the same on every rank
-  run.restore(s);
+  s.progress.set_run_id(run.restore([&](const Checkpoint& c, const std::string& file) { s.restore(c, file); }));
   const auto metrics_file = run.begin();  // every check passed: the directory is written from here on
 
   const int64_t accum = cfg.accumulation_steps(world);
   const int64_t step_tokens = cfg.tokens_per_micro_step(world) * accum;
-  announce(cfg, rt, device, s, est, step_tokens, dist);
+  announce(cfg, rt, device, s, memory, step_tokens, dist);
   TrainStep train_step(s.parts.model, *s.parts.optimizer, *s.parts.sync, s.parts.params, accum, t.grad_clip);
   Progress& progress = s.progress;
   auto save = [&] {
@@ -110,7 +105,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   if (s.step == 0 && t.eval_interval > 0) log_val();
   while (s.step < t.max_steps) {
     const double lr = learning_rate(t, s.step);
-    const auto stats = train_step([&] { return s.next_batch(); }, lr);  // forward, backward, clip, AdamW
+    const auto stats = train_step([&] { return s.next_batch(); }, lr);  // forward, backward, clip, optimizer
     s.step += 1;
     s.tokens += step_tokens;
     progress.record(s.step, stats);

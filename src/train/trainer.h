@@ -1,5 +1,6 @@
 // The training loop: data -> forward/backward with gradient accumulation ->
-// global-norm clip -> AdamW at the scheduled rate, with periodic evaluation on a
+// global-norm clip -> the optimizer (AdamW, or Muon for the block matrices plus
+// AdamW: train.optimizer) at the scheduled rate, with periodic evaluation on a
 // fixed validation set, metrics, checkpoints, and exact resume.
 #pragma once
 
@@ -15,7 +16,7 @@ struct TrainOptions {
   std::string resume;      // "", "auto", or a checkpoint path
   bool overwrite = false;  // start over in an out_dir that already holds a run
   // Continue only a run of this very config (out_dir aside): another one in out_dir
-  // is refused with ForeignRun (train/run_dir.h). A sweep's points ask for this.
+  // is refused with ForeignRun (run/run_dir.h). A sweep's points ask for this.
   bool same_config = false;
 };
 

@@ -66,7 +66,7 @@ def cpu_config(tmp_path, shards, **train):
 
 def snapshot(d: pathlib.Path) -> dict:
     """Every file under d with a hash of its bytes, but .lock: the run directory's lock
-    file names whichever trainer last held it (train/run_dir.h), refused ones included."""
+    file names whichever trainer last held it (run/run_dir.h), refused ones included."""
     return {str(p.relative_to(d)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(d.rglob("*")) if p.is_file() and p.name != ".lock"}
 

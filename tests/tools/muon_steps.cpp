@@ -1,5 +1,5 @@
 // xsagpt_muon_steps: a few training steps of the C++ GPT in float64 with the
-// optimizer train.optimizer=muon builds (train/run_optimizer.h), saving what the
+// optimizer train.optimizer=muon builds (optim/run_optimizer.h), saving what the
 // torch.optim reference (tests/python/train/test_muon.py) needs to replay them: the
 // starting weights, each step's gradients and rate, the final weights and which
 // parameters Muon took. The reference applies torch.optim.Muon and torch.optim.AdamW
@@ -15,9 +15,9 @@
 #include "config/run_config.h"
 #include "dist/context.h"
 #include "model/gpt.h"
+#include "optim/run_optimizer.h"
+#include "optim/schedule.h"
 #include "train/parts.h"
-#include "train/run_optimizer.h"
-#include "train/schedule.h"
 #include "util/ivalue_json.h"
 #include "util/torch_save.h"
 

@@ -105,8 +105,11 @@ def test_inputs_of_the_wrong_kind_are_named(tmp_path, shards, xsagpt):
 def test_model_base_can_be_set_on_the_command_line(tmp_path, shards, xsagpt):
     cfg = cpu_config(tmp_path, shards, max_steps=2)
     proc = xsagpt("train", "-c", cfg, "--set", "model.base=tiny", "--set", "model.n_layer=1")
-    saved = json.loads((tmp_path / "run" / "config.json").read_text())["model"]
-    assert saved["n_layer"] == 1 and saved["vocab_size"] == 256 and proc.returncode == 0
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert saved["model"]["n_layer"] == 1 and saved["model"]["vocab_size"] == 256 and proc.returncode == 0
+    # The model's variant name for the tools; a run config read back ignores it.
+    assert saved["variant"] == saved["model"]["attention"] and saved["variant"] in ("sa", "xsa")
+    assert xsagpt("train", "-c", tmp_path / "run" / "config.json", "--out", tmp_path / "again").returncode == 0
 
 
 def test_help_names_files_that_exist_and_info_never_overflows(tmp_path, xsagpt, repo_root):

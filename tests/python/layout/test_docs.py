@@ -1,7 +1,9 @@
 """The docs show what the code does now: the configuration reference equals
-`xsagpt config`, the README names every subcommand `xsagpt --help` lists, every
-relative link in README.md and docs/ leads to a file (and a heading) that exists, the
-README links every page of docs/, and it stays a page a newcomer reads in two minutes."""
+`xsagpt config` (and the kernel list the scripts read equals `xsagpt config --json`),
+the README names every subcommand `xsagpt --help` lists, every relative link in
+README.md and docs/ leads to a file (and a heading) that exists, the README links
+every page of docs/, and it stays a page a newcomer reads in two minutes."""
+import json
 import re
 import subprocess
 import sys
@@ -40,10 +42,19 @@ def broken_links(repo_root) -> list:
     return bad
 
 
-def test_config_reference_is_current(repo_root, build_dir):
+def test_config_reference_is_current(repo_root, build_dir, xsagpt):
     proc = subprocess.run([sys.executable, repo_root / "scripts" / "maint" / "sync_config_reference.py", "--check"],
                           capture_output=True, text=True, env={"XSAGPT_BUILD_DIR": str(build_dir)})
     assert proc.returncode == 0, proc.stderr
+    # The kernels as the program lists them (`config --json`, from kKernelTable) are what
+    # the scripts read from the table and what bench's help names: one list, no copies.
+    import verdict_table
+    kernels = json.loads(xsagpt("config", "--json").stdout)["kernels"]
+    assert len(kernels) >= 6 and any(not k["fused"] for k in kernels) and any(k["auto"] for k in kernels)
+    assert all(k["help"] for k in kernels)
+    assert verdict_table.kernel_table() == [{"name": k["name"], "auto": k["auto"], "fused": k["fused"]} for k in kernels]
+    bench_help = xsagpt("bench", "--help").stdout
+    assert f"({','.join(k['name'] for k in kernels)})" in bench_help
 
 
 def test_readme_names_every_command(repo_root, xsagpt):

@@ -1,8 +1,8 @@
 """The library and the C++ tests compile in unity batches (CMakeLists.txt,
-tests/CMakeLists.txt): the .cpp files of one folder share a translation unit, and so
-their anonymous namespaces. Two files defining one file-local name either fail to
-compile or, worse, overload each other: test_device's error_of once lost to
-test_data's, which caught another exception type. So within a folder, a name defined
+tests/CMakeLists.txt): the .cpp files of one folder (src/model/, tests/cpp/model/,
+...) share a translation unit, and so their anonymous namespaces. Two files defining
+one file-local name either fail to compile or, worse, overload each other:
+test_device's error_of once lost to test_data's, which caught another exception type. So within a folder, a name defined
 at the top level of one .cpp file is defined in no other."""
 import collections
 import re
@@ -37,7 +37,8 @@ def shared_names(folder: Path) -> dict:
 
 
 def test_no_file_local_name_is_defined_twice_in_a_folder(repo_root):
-    folders = [d for d in (repo_root / "src").iterdir() if d.is_dir()] + [repo_root / "tests" / "cpp"]
+    folders = [d for root in ("src", "tests/cpp") for d in (repo_root / root).iterdir() if d.is_dir()]
+    assert any(f.name == "test_model.cpp" for d in folders for f in d.glob("*.cpp")), "tests/cpp's folders unread"
     seen = sum(len(top_level_names(f)) for d in folders for f in d.glob("*.cpp"))
     assert seen > 100, f"only {seen} definitions found: is the scan reading the files?"
     clashes = {f"{d.relative_to(repo_root)}: {n}": fs for d in folders for n, fs in shared_names(d).items()}

@@ -7,7 +7,7 @@ good file intact and say what happened. (The same for sweep points is in
 sweep/test_sweep_failures.py, for shards in data/test_shard_checks.py.)
 All on the CPU, also where a GPU is present (runs are compared bit for bit).
 Disk-full tests mount a small tmpfs, which needs root; elsewhere they skip (the C++
-tests in tests/cpp/test_run_dir.cpp inject the same write failures without root)."""
+tests in tests/cpp/run/test_run_dir.cpp inject the same write failures without root)."""
 import json
 import os
 import pathlib
@@ -30,7 +30,7 @@ def small_disk(tmp_path):
     """mount(size) -> a fresh tmpfs of that many bytes; remount(size) resizes it."""
     if os.geteuid() != 0:
         pytest.skip("disk-full tests mount a small tmpfs, which needs root; "
-                    "tests/cpp/test_run_dir.cpp injects the same write failures without it")
+                    "tests/cpp/run/test_run_dir.cpp injects the same write failures without it")
     mnt = tmp_path / "small_disk"
     mnt.mkdir()
     mounted = []

@@ -1,5 +1,5 @@
 """scripts/view/track.py follows metrics.jsonl by record: a history a resumed run renames
-into place (as src/train/metrics.h rewrites it) is read again from its start, so no step
+into place (as src/run/metrics.h rewrites it) is read again from its start, so no step
 is lost wherever the old byte offset falls in the new file; values that are no number
 are refused and every damaged line is named; misuse is a one-line error. Its reader is
 driven here directly with a sink that records what it is given, on hand-written files

@@ -1,0 +1,157 @@
+#include "optim/optimizer.h"
+
+#include <spdlog/spdlog.h>
+
+namespace xsagpt {
+
+// State for the fused path: two groups (decay, no decay), lists aligned with params.
+struct AdamW::Fused {
+  struct Group {
+    std::vector<size_t> index;  // into params_
+    std::vector<torch::Tensor> exp_avg, exp_avg_sq, step;
+    double weight_decay;
+  };
+  Group groups[2];
+};
+
+namespace {
+
+bool fused_kernel_runs_on(const torch::Device& device) {
+  // Probe once with a one-element problem; a device without the kernel throws.
+  try {
+    auto opts = torch::TensorOptions().device(device);
+    std::vector<torch::Tensor> p{torch::zeros({1}, opts)}, g{torch::ones({1}, opts)}, m{torch::zeros({1}, opts)},
+        v{torch::zeros({1}, opts)}, s{torch::ones({}, opts)};
+    at::_fused_adamw_(p, g, m, v, {}, s, 1e-3, 0.9, 0.95, 0.0, 1e-8, false, false);
+    return true;
+  } catch (const c10::Error&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+AdamW::AdamW(std::vector<std::pair<std::string, torch::Tensor>> named_params, AdamWConfig cfg) : cfg_(cfg) {
+  for (auto& [n, p] : named_params) {
+    names_.push_back(n);
+    params_.push_back(p);
+  }
+  TORCH_CHECK(!params_.empty(), "AdamW: no parameters");
+  const AdamWImpl impl = cfg.impl == AdamWImpl::kAuto
+                             ? (fused_kernel_runs_on(params_[0].device()) ? AdamWImpl::kFused : AdamWImpl::kTorch)
+                             : cfg.impl;
+  impl_ = name(impl);
+  if (impl == AdamWImpl::kFused) {
+    fused_ = std::make_unique<Fused>();
+    fused_->groups[0].weight_decay = cfg.weight_decay;
+    fused_->groups[1].weight_decay = 0.0;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      auto& g = fused_->groups[decays(params_[i]) ? 0 : 1];
+      g.index.push_back(i);
+      g.exp_avg.push_back(torch::zeros_like(params_[i], torch::MemoryFormat::Preserve));
+      g.exp_avg_sq.push_back(torch::zeros_like(params_[i], torch::MemoryFormat::Preserve));
+      g.step.push_back(torch::zeros({}, params_[i].options().dtype(torch::kFloat32)));
+    }
+  } else {
+    std::vector<torch::Tensor> decay, no_decay;
+    for (const auto& p : params_) (decays(p) ? decay : no_decay).push_back(p);
+    auto opts = [&](double wd) {
+      return std::make_unique<torch::optim::AdamWOptions>(
+          torch::optim::AdamWOptions(0.0).betas({cfg.beta1, cfg.beta2}).eps(cfg.eps).weight_decay(wd));
+    };
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    groups.emplace_back(decay, opts(cfg.weight_decay));
+    if (!no_decay.empty()) groups.emplace_back(no_decay, opts(0.0));
+    torch_ = std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(0.0));
+  }
+}
+
+AdamW::~AdamW() = default;
+
+void AdamW::step(double lr) {
+  torch::NoGradGuard no_grad;
+  if (torch_) {
+    for (auto& group : torch_->param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+    torch_->step();
+    return;
+  }
+  for (auto& g : fused_->groups) {
+    std::vector<torch::Tensor> p, grad, m, v, s;
+    for (size_t k = 0; k < g.index.size(); ++k) {
+      const auto& param = params_[g.index[k]];
+      if (!param.grad().defined()) continue;  // unused this step: leave it and its state alone
+      p.push_back(param);
+      grad.push_back(param.grad());
+      m.push_back(g.exp_avg[k]);
+      v.push_back(g.exp_avg_sq[k]);
+      s.push_back(g.step[k]);
+    }
+    if (p.empty()) continue;
+    at::_foreach_add_(s, 1);  // the kernel expects the step count already advanced (bias correction)
+    at::_fused_adamw_(p, grad, m, v, {}, s, lr, cfg_.beta1, cfg_.beta2, g.weight_decay, cfg_.eps,
+                      /*amsgrad=*/false, /*maximize=*/false);
+  }
+}
+
+void AdamW::zero_grad() {
+  for (auto& p : params_) p.mutable_grad().reset();
+}
+
+AdamWState AdamW::state() const {
+  AdamWState s;
+  if (fused_) {
+    for (const auto& g : fused_->groups) {
+      for (size_t k = 0; k < g.index.size(); ++k) {
+        const auto& name = names_[g.index[k]];
+        s.exp_avg[name] = g.exp_avg[k];
+        s.exp_avg_sq[name] = g.exp_avg_sq[k];
+        s.step[name] = g.step[k];
+      }
+    }
+    return s;
+  }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    auto it = torch_->state().find(params_[i].unsafeGetTensorImpl());
+    if (it == torch_->state().end()) continue;  // not stepped yet
+    const auto& st = static_cast<const torch::optim::AdamWParamState&>(*it->second);
+    s.exp_avg[names_[i]] = st.exp_avg();
+    s.exp_avg_sq[names_[i]] = st.exp_avg_sq();
+    s.step[names_[i]] = torch::tensor(static_cast<float>(st.step()));
+  }
+  return s;
+}
+
+void AdamW::load_state(const AdamWState& s) {
+  torch::NoGradGuard no_grad;
+  auto get = [&](const std::map<std::string, torch::Tensor>& m, const std::string& name, const char* what,
+                 const torch::Tensor& like) {
+    auto it = m.find(name);
+    if (it == m.end()) throw std::runtime_error(std::string("optimizer state: no ") + what + " for parameter " + name);
+    if (it->second.sizes() != like.sizes() && like.dim() > 0)
+      throw std::runtime_error(std::string("optimizer state: ") + what + " for " + name + " has shape " +
+                               c10::str(it->second.sizes()) + ", expected " + c10::str(like.sizes()));
+    return it->second.to(like.device(), like.scalar_type());
+  };
+  if (s.exp_avg.empty()) return;  // checkpoint from before the first step
+  if (fused_) {
+    for (auto& g : fused_->groups) {
+      for (size_t k = 0; k < g.index.size(); ++k) {
+        const auto& name = names_[g.index[k]];
+        g.exp_avg[k].copy_(get(s.exp_avg, name, "exp_avg", g.exp_avg[k]));
+        g.exp_avg_sq[k].copy_(get(s.exp_avg_sq, name, "exp_avg_sq", g.exp_avg_sq[k]));
+        g.step[k].copy_(get(s.step, name, "step", g.step[k]));
+      }
+    }
+    return;
+  }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& p = params_[i];
+    auto st = std::make_unique<torch::optim::AdamWParamState>();
+    st->exp_avg(get(s.exp_avg, names_[i], "exp_avg", p).clone());
+    st->exp_avg_sq(get(s.exp_avg_sq, names_[i], "exp_avg_sq", p).clone());
+    st->step(static_cast<int64_t>(get(s.step, names_[i], "step", torch::zeros({})).item<double>()));
+    torch_->state()[p.unsafeGetTensorImpl()] = std::move(st);
+  }
+}
+
+}  // namespace xsagpt

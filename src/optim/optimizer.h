@@ -1,0 +1,63 @@
+// AdamW as the paper trains with it: decoupled weight decay on matrices only
+// (embeddings and Linear weights), none on LayerNorm weights and biases. Two
+// interchangeable implementations with one state layout keyed by parameter name:
+//  - "fused": ATen's _fused_adamw_ kernel (one launch per group on CUDA; also CPU);
+//  - "torch": torch::optim::AdamW, the reference the fused path is tested against.
+#pragma once
+
+#include "config/optim_choices.h"
+
+#include <torch/torch.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace xsagpt {
+
+// Its defaults are the train.* keys' (train/parts.h: adamw_config), so none here.
+struct AdamWConfig {
+  double beta1, beta2, eps, weight_decay;
+  AdamWImpl impl;
+};
+
+// Per-parameter optimizer state by parameter name; what a checkpoint stores.
+struct AdamWState {
+  std::map<std::string, torch::Tensor> exp_avg, exp_avg_sq, step;
+};
+
+// A run's whole optimizer state (optim/run_optimizer.h), as a checkpoint holds it:
+// which optimizer (train.optimizer), AdamW's state and, with Muon, its momentum
+// buffers, each by parameter name.
+struct OptimizerState {
+  Optimizer name = Optimizer::kAdamW;
+  AdamWState adamw;
+  std::map<std::string, torch::Tensor> muon_momentum;
+};
+
+// Parameters that get weight decay: every tensor with 2 or more dimensions.
+inline bool decays(const torch::Tensor& p) { return p.dim() >= 2; }
+
+class AdamW {
+ public:
+  AdamW(std::vector<std::pair<std::string, torch::Tensor>> named_params, AdamWConfig cfg);
+  ~AdamW();
+  void step(double lr);
+  void zero_grad();
+  AdamWState state() const;
+  void load_state(const AdamWState& s);  // throws naming the missing/mismatched parameter
+  const std::string& impl() const { return impl_; }
+  const std::vector<torch::Tensor>& params() const { return params_; }
+
+ private:
+  struct Fused;
+  std::vector<std::string> names_;
+  std::vector<torch::Tensor> params_;
+  AdamWConfig cfg_;
+  std::string impl_;
+  std::unique_ptr<Fused> fused_;
+  std::unique_ptr<torch::optim::AdamW> torch_;
+};
+
+}  // namespace xsagpt
