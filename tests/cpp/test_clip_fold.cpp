@@ -30,8 +30,9 @@ struct ClipRun {
   std::vector<double> factors;  // the clip factor of each step
 };
 
-std::vector<std::pair<std::string, torch::Tensor>> clip_model_params(GPT& m, torch::ScalarType dtype) {
-  m->to(dtype);
+std::vector<std::pair<std::string, torch::Tensor>> clip_model_params(GPT& m, torch::ScalarType dtype,
+                                                                    torch::Device device) {
+  m->to(device, dtype);
   return m->unique_named_parameters();
 }
 
@@ -39,7 +40,7 @@ std::vector<std::pair<std::string, torch::Tensor>> clip_model_params(GPT& m, tor
 // (fold false) or folded into the optimizer's step. With fold, each step also checks
 // that the gradients are left multiplied by the factor, as clipping leaves them.
 ClipRun run_clipped(const std::string& impl, bool fold, bool clip, torch::ScalarType dtype = torch::kFloat32,
-                    const std::string& optimizer = "adamw") {
+                    const std::string& optimizer = "adamw", torch::Device device = torch::kCPU) {
   torch::manual_seed(3);
   auto cfg = test::small_model("xsa");
   cfg.bias = true;
@@ -49,13 +50,13 @@ ClipRun run_clipped(const std::string& impl, bool fold, bool clip, torch::Scalar
   t.optimizer = optimizer;
   t.adamw = impl;
   DistContext single;
-  RunOptimizer opt(clip_model_params(m, dtype), t, adamw_config(t), single);
+  RunOptimizer opt(clip_model_params(m, dtype, device), t, adamw_config(t), single);
   std::vector<torch::Tensor> params;
   for (auto& [n, p] : m->unique_named_parameters()) params.push_back(p);
   ClipRun out;
   torch::manual_seed(4);
   for (double scale : kLossScale) {
-    auto idx = torch::randint(0, cfg.vocab_size, {2, 16}, torch::kLong);
+    auto idx = torch::randint(0, cfg.vocab_size, {2, 16}, torch::kLong).to(device);
     (m->forward(idx, idx).loss * scale).backward();
     if (!clip) {
       opt.step(1e-2);
@@ -75,7 +76,7 @@ ClipRun run_clipped(const std::string& impl, bool fold, bool clip, torch::Scalar
     }
     for (auto& p : params) p.mutable_grad().reset();
   }
-  for (const auto& p : params) out.params.push_back(p.detach().clone());
+  for (const auto& p : params) out.params.push_back(p.detach().cpu());
   return out;
 }
 
@@ -173,4 +174,14 @@ TEST(ClipFold, TrainingStepsWithTheClipRowMatchTheSeparateClip) {
     EXPECT_NEAR(nf[s], na[s], 1e-5 * na[s]) << "step " << s;
   }
   EXPECT_LT(max_diff(pf, pa), 1e-6);
+}
+
+// On CUDA the fold runs ATen's CUDA kernel, whose grad_scale path is a separate
+// code path from the CPU one above.
+TEST(ClipFoldCuda, FusedAdamWAppliesTheFactorAsClippingFirstDoes) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const torch::Device cuda(torch::kCUDA);
+  const auto first = run_clipped("fused", false, true, torch::kFloat32, "adamw", cuda);
+  expect_clipping_matters(first, run_clipped("fused", false, false, torch::kFloat32, "adamw", cuda));
+  EXPECT_LT(max_diff(run_clipped("fused", true, true, torch::kFloat32, "adamw", cuda).params, first.params), 1e-6);
 }
