@@ -49,6 +49,9 @@ constexpr KernelRow kKernelTable[] = {
      "the blocks' linear layers as FP8 GEMMs: e4m3 weights and activations, e5m2 gradients, tensorwise scales; "
      "sm_89+ on CUDA; not in \"fused\"",
      false, /*in_fused=*/false},
+    {"clip", [](Kernels& k) { k.clip = true; }, [](const Kernels& k) { return k.clip; },
+     "the global-norm clip's factor applied inside the fused AdamW's pass (its grad_scale) instead of a pass of "
+     "its own over the gradients"},
 };
 
 // The named sets a list may hold besides kernel names: "fused,fp8".
@@ -73,11 +76,14 @@ std::vector<KernelInfo> kernel_table() {
 
 const char* kernels_help() {
   static const std::string text = [] {
-    std::string list;
-    for (const auto& row : kKernelTable) list += (list.empty() ? "" : ", ") + std::string(row.name) + " (" + row.help + ")";
+    std::string list, outside;
+    for (const auto& row : kKernelTable) {
+      list += (list.empty() ? "" : ", ") + std::string(row.name) + " (" + row.help + ")";
+      if (!row.in_fused) outside += (outside.empty() ? "" : ", ") + std::string(row.name);
+    }
     return "fused implementations in place of ATen ops (src/kernels/): \"auto\" (those validated on a GPU: " +
-           describe(parse_kernels("auto", /*cuda=*/true)) +
-           " on CUDA, none on CPU), \"aten\" (none), \"fused\" (all but fp8) or a comma-separated list of " + list +
+           describe(parse_kernels("auto", /*cuda=*/true)) + " on CUDA, none on CPU), \"aten\" (none), \"fused\" (all but " +
+           outside + ") or a comma-separated list of " + list +
            ", \"fused\" or \"auto\" (e.g. fused,fp8). CUDA kernels on CUDA, the same arithmetic in ATen elsewhere";
   }();
   return text.c_str();

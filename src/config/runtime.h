@@ -43,6 +43,7 @@ struct Kernels {
   bool loss = false;  // LM-head cross-entropy with its gradient made in the forward pass (kernels/lm_head_loss.h)
   XsaImpl xsa = XsaImpl::kOps;  // "xsa": XsaImpl::kFused, "xsa_wide": XsaImpl::kFusedWide (kernels/xsa_cuda.h)
   bool fp8 = false;             // the blocks' linear layers as FP8 GEMMs, tensorwise scaled (kernels/fp8_linear.h)
+  bool clip = false;            // the gradient clip's factor applied inside the fused AdamW's pass (train/step.h)
 
   bool operator==(const Kernels&) const = default;
 };

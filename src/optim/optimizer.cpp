@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <optional>
+
 namespace xsagpt {
 
 // State for the fused path: two groups (decay, no decay), lists aligned with params.
@@ -68,8 +71,14 @@ AdamW::AdamW(std::vector<std::pair<std::string, torch::Tensor>> named_params, Ad
 
 AdamW::~AdamW() = default;
 
-void AdamW::step(double lr) {
+void AdamW::step(double lr, const torch::Tensor& clip) {
   torch::NoGradGuard no_grad;
+  if (clip.defined() && torch_) {
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : params_)
+      if (p.grad().defined()) grads.push_back(p.grad());
+    if (!grads.empty()) at::_foreach_mul_(grads, clip);
+  }
   if (torch_) {
     for (auto& group : torch_->param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
     torch_->step();
@@ -87,9 +96,21 @@ void AdamW::step(double lr) {
       s.push_back(g.step[k]);
     }
     if (p.empty()) continue;
+    // The kernel divides each gradient by a float32 grad_scale as it reads it (and
+    // stores the quotient back). Gradients in another dtype (float64, the tests')
+    // take the factor as the separate clip does, so their arithmetic stays that of
+    // the clip they are compared with.
+    std::optional<torch::Tensor> grad_scale;
+    if (clip.defined()) {
+      const bool fold = std::all_of(grad.begin(), grad.end(), [](const auto& t) { return t.scalar_type() == torch::kFloat32; });
+      if (fold)
+        grad_scale = clip.reciprocal();
+      else
+        at::_foreach_mul_(grad, clip);
+    }
     at::_foreach_add_(s, 1);  // the kernel expects the step count already advanced (bias correction)
     at::_fused_adamw_(p, grad, m, v, {}, s, lr, cfg_.beta1, cfg_.beta2, g.weight_decay, cfg_.eps,
-                      /*amsgrad=*/false, /*maximize=*/false);
+                      /*amsgrad=*/false, /*maximize=*/false, grad_scale);
   }
 }
 

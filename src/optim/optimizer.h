@@ -43,7 +43,12 @@ class AdamW {
  public:
   AdamW(std::vector<std::pair<std::string, torch::Tensor>> named_params, AdamWConfig cfg);
   ~AdamW();
-  void step(double lr);
+  // One step at rate lr. clip, when defined, is a factor (0-dim float32, on the
+  // parameters' device) every gradient is multiplied by first (train/grad_clip.h):
+  // the fused kernel applies it as it reads each float32 gradient (its grad_scale,
+  // the reciprocal), every other case multiplies the gradients beforehand. Either
+  // way the gradients are left multiplied, as clipping leaves them.
+  void step(double lr, const torch::Tensor& clip = {});
   void zero_grad();
   AdamWState state() const;
   void load_state(const AdamWState& s);  // throws naming the missing/mismatched parameter

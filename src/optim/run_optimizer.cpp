@@ -37,9 +37,18 @@ RunOptimizer::RunOptimizer(std::vector<std::pair<std::string, torch::Tensor>> na
 
 RunOptimizer::~RunOptimizer() = default;
 
-void RunOptimizer::step(double lr) {
-  if (muon_) muon_->step(lr * muon_scale_);
-  adamw_->step(lr);
+void RunOptimizer::step(double lr, const torch::Tensor& clip) {
+  if (muon_) {
+    if (clip.defined()) {
+      torch::NoGradGuard no_grad;
+      std::vector<torch::Tensor> grads;
+      for (const auto& [n, p] : muon_->params())
+        if (p.grad().defined()) grads.push_back(p.grad());
+      if (!grads.empty()) at::_foreach_mul_(grads, clip);
+    }
+    muon_->step(lr * muon_scale_);
+  }
+  adamw_->step(lr, clip);
 }
 
 OptimizerState RunOptimizer::state() {

@@ -30,7 +30,10 @@ class RunOptimizer {
                const AdamWConfig& adamw, DistContext& dist);
   ~RunOptimizer();
   // One step at the scheduled rate lr (AdamW's; Muon's is lr * muon_lr / lr).
-  void step(double lr);
+  // clip, when defined, is the gradient clip's factor, not yet applied
+  // (train/grad_clip.h): AdamW folds it into its fused pass, Muon's gradients are
+  // multiplied by it first.
+  void step(double lr, const torch::Tensor& clip = {});
   // The full state (every rank calls it when AdamW is sharded; complete on rank 0).
   OptimizerState state();
   // Throws ConfigError when `s` is another optimizer's, naming both.

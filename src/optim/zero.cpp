@@ -70,8 +70,8 @@ ShardedAdamW::ShardedAdamW(std::vector<std::pair<std::string, torch::Tensor>> na
 
 ShardedAdamW::~ShardedAdamW() = default;
 
-void ShardedAdamW::step(double lr) {
-  if (local_) local_->step(lr);
+void ShardedAdamW::step(double lr, const torch::Tensor& clip) {
+  if (local_) local_->step(lr, clip);
   if (sharded_) dist_.broadcast_from_owners(tensors_, owner_);
 }
 

@@ -35,7 +35,8 @@ class ShardedAdamW {
                DistContext& dist, bool shard);
   ~ShardedAdamW();
   // Updates this rank's parameters, then (sharded) sends them to every rank.
-  void step(double lr);
+  // clip: as AdamW::step's (train/optimizer.h).
+  void step(double lr, const torch::Tensor& clip = {});
   // The full state by parameter name. Sharded, every rank must call it (it
   // communicates) and only rank 0 gets it, with the parts received from other
   // ranks in host memory; the other ranks get an empty state.

@@ -23,8 +23,14 @@ StepStats TrainStep::operator()(const NextBatch& next_batch, double lr) {
     sync_.backward(loss, /*last=*/micro + 1 == accumulation_);
     loss_sum = micro == 0 ? loss.detach() : loss_sum + loss.detach();
   }
-  StepStats stats{loss_sum, clip_grad_norm(params_, grad_clip_)};
-  optimizer_.step(lr);
+  StepStats stats{loss_sum, {}};
+  if (model_->runtime().kernels.clip && grad_clip_ > 0) {
+    stats.grad_norm = grad_norm(params_);
+    optimizer_.step(lr, clip_factor(stats.grad_norm, grad_clip_));
+  } else {
+    stats.grad_norm = clip_grad_norm(params_, grad_clip_);
+    optimizer_.step(lr);
+  }
   sync_.zero_grad();
   model_->parameters_changed();
   return stats;

@@ -1,7 +1,9 @@
 // One optimizer step, exactly as `xsagpt train` runs it and `xsagpt bench` times
 // it: forward and backward over the micro-batches (gradients averaged over ranks
 // on the last one), global-norm clipping, the optimizer at the given rate, gradients
-// cleared, and the model's bf16 weight copies made anew for the next forward.
+// cleared, and the model's bf16 weight copies made anew for the next forward. With
+// the "clip" kernel row the clip's factor goes to the optimizer, whose fused AdamW
+// applies it as it reads each gradient, rather than being applied first.
 // Loss and gradient norm come back as device scalars: nothing here waits for the
 // GPU, so the host runs ahead and queues the next step's kernels.
 #pragma once

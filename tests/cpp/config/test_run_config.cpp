@@ -152,17 +152,18 @@ TEST(RunConfig, KernelNamesParseAndRoundTrip) {
   // What --help and `xsagpt config` say "auto" is on a GPU is that same set.
   EXPECT_THAT(kernels_help(), HasSubstr("\"auto\" (those validated on a GPU: weights,norm,rope,xsa_wide,loss on CUDA"));
   EXPECT_EQ(parse_kernels("aten", true), Kernels{});
-  EXPECT_EQ(parse_kernels("fused", false), (Kernels{true, true, true, true, XsaImpl::kFusedWide}));
-  Kernels all_fp8{true, true, true, true, XsaImpl::kFusedWide, /*fp8=*/true};
+  EXPECT_EQ(parse_kernels("fused", false), (Kernels{true, true, true, true, XsaImpl::kFusedWide, false, /*clip=*/true}));
+  Kernels all_fp8{true, true, true, true, XsaImpl::kFusedWide, /*fp8=*/true, /*clip=*/true};
   EXPECT_EQ(parse_kernels("fused,fp8", false), all_fp8);
   EXPECT_EQ(parse_kernels("fp8,fused", true), all_fp8);
-  EXPECT_EQ(parse_kernels("auto,fp8", true), all_fp8);
+  EXPECT_EQ(parse_kernels("auto,fp8", true), (Kernels{true, true, true, true, XsaImpl::kFusedWide, true}));
   EXPECT_EQ(parse_kernels("fp8,auto", false), (Kernels{false, false, false, false, XsaImpl::kOps, true}));
+  EXPECT_EQ(parse_kernels("auto,clip", true), (Kernels{true, true, true, true, XsaImpl::kFusedWide, false, true}));
   EXPECT_EQ(parse_kernels("xsa,xsa_wide", false).xsa, XsaImpl::kFusedWide);
   EXPECT_EQ(parse_kernels("xsa_wide,xsa", false).xsa, XsaImpl::kFusedWide);
   EXPECT_EQ(describe(Kernels{}), "aten");
-  for (const char* spec : {"weights", "norm", "rope", "xsa", "xsa_wide", "loss", "fp8",
-                           "weights,norm,rope,xsa_wide,loss", "weights,norm,rope,xsa_wide,loss,fp8", "norm,xsa"})
+  for (const char* spec : {"weights", "norm", "rope", "xsa", "xsa_wide", "loss", "fp8", "clip",
+                           "weights,norm,rope,xsa_wide,loss", "weights,norm,rope,xsa_wide,loss,fp8,clip", "norm,xsa"})
     EXPECT_EQ(describe(parse_kernels(spec, true)), spec);
   try {
     parse_kernels("xsa,wide", true);
@@ -177,7 +178,7 @@ TEST(RunConfig, KernelNamesParseAndRoundTrip) {
 // error for an unknown name offers them all.
 TEST(RunConfig, EveryKernelOfTheTableParsesDescribesAndIsDocumented) {
   const auto names = kernel_names();
-  ASSERT_EQ(names.size(), 7u);
+  ASSERT_EQ(names.size(), 8u);
   std::set<std::string> described;
   for (const auto& n : names) {
     const auto k = parse_kernels(n, /*cuda=*/true);
