@@ -4,7 +4,7 @@
 //
 // The factor can also be handed to the optimizer instead of applied here (the
 // "clip" kernel row): AdamW's fused kernel then scales each gradient as it reads
-// it, which saves a pass over every gradient (train/optimizer.h).
+// it, which saves a pass over every gradient (optim/optimizer.h).
 #pragma once
 
 #include <torch/torch.h>

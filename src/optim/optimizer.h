@@ -44,7 +44,7 @@ class AdamW {
   AdamW(std::vector<std::pair<std::string, torch::Tensor>> named_params, AdamWConfig cfg);
   ~AdamW();
   // One step at rate lr. clip, when defined, is a factor (0-dim float32, on the
-  // parameters' device) every gradient is multiplied by first (train/grad_clip.h):
+  // parameters' device) every gradient is multiplied by first (optim/grad_clip.h):
   // the fused kernel applies it as it reads each float32 gradient (its grad_scale,
   // the reciprocal), every other case multiplies the gradients beforehand. Either
   // way the gradients are left multiplied, as clipping leaves them.

@@ -31,7 +31,7 @@ class RunOptimizer {
   ~RunOptimizer();
   // One step at the scheduled rate lr (AdamW's; Muon's is lr * muon_lr / lr).
   // clip, when defined, is the gradient clip's factor, not yet applied
-  // (train/grad_clip.h): AdamW folds it into its fused pass, Muon's gradients are
+  // (optim/grad_clip.h): AdamW folds it into its fused pass, Muon's gradients are
   // multiplied by it first.
   void step(double lr, const torch::Tensor& clip = {});
   // The full state (every rank calls it when AdamW is sharded; complete on rank 0).

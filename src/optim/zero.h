@@ -35,7 +35,7 @@ class ShardedAdamW {
                DistContext& dist, bool shard);
   ~ShardedAdamW();
   // Updates this rank's parameters, then (sharded) sends them to every rank.
-  // clip: as AdamW::step's (train/optimizer.h).
+  // clip: as AdamW::step's (optim/optimizer.h).
   void step(double lr, const torch::Tensor& clip = {});
   // The full state by parameter name. Sharded, every rank must call it (it
   // communicates) and only rank 0 gets it, with the parts received from other

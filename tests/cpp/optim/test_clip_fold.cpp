@@ -1,15 +1,15 @@
 // The "clip" kernel row: the global-norm clip's factor handed to the optimizer and
 // applied inside AdamW's fused pass, against its twin, clipping the gradients first
-// and then stepping (train/grad_clip.h, train/optimizer.h, train/step.h).
+// and then stepping (optim/grad_clip.h, optim/optimizer.h, train/step.h).
 #include "config/run_config.h"
 #include "helpers.h"
 #include "live_head.h"
 #include "model/gpt.h"
 #include "step_rig.h"
-#include "train/grad_clip.h"
-#include "train/optimizer.h"
+#include "optim/grad_clip.h"
+#include "optim/optimizer.h"
+#include "optim/run_optimizer.h"
 #include "train/parts.h"
-#include "train/run_optimizer.h"
 
 #include <gtest/gtest.h>
 
@@ -47,8 +47,8 @@ ClipRun run_clipped(const std::string& impl, bool fold, bool clip, torch::Scalar
   GPT m(cfg);
   test::randomize_head(m);
   TrainConfig t;
-  t.optimizer = optimizer;
-  t.adamw = impl;
+  t.optimizer = schema::enum_from_name<Optimizer>(optimizer, "optimizer");
+  t.adamw = schema::enum_from_name<AdamWImpl>(impl, "adamw");
   DistContext single;
   RunOptimizer opt(clip_model_params(m, dtype, device), t, adamw_config(t), single);
   std::vector<torch::Tensor> params;
