@@ -3,14 +3,18 @@
 // on the last one), global-norm clipping, the optimizer at the given rate, gradients
 // cleared, and the model's bf16 weight copies made anew for the next forward.
 // Loss and gradient norm come back as device scalars: nothing here waits for the
-// GPU, so the host runs ahead and queues the next step's kernels.
+// GPU, so the host runs ahead and queues the next step's kernels. With the graphs
+// row (train.kernels) the micro-steps run as a captured CUDA graph and the
+// gradients are zeroed in place (train/graph_step.h).
 #pragma once
 
 #include "dist/context.h"
 #include "model/gpt.h"
+#include "train/graph_step.h"
 #include "train/run_optimizer.h"
 
 #include <functional>
+#include <memory>
 #include <utility>
 
 namespace xsagpt {
@@ -29,6 +33,8 @@ class TrainStep {
   TrainStep(GPT model, RunOptimizer& optimizer, GradientSync& sync, std::vector<torch::Tensor> params,
             int64_t accumulation, double grad_clip);
   StepStats operator()(const NextBatch& next_batch, double lr);
+  // The captured micro-step while the model's runtime has the graphs row (null otherwise).
+  const GraphStep* graph_step() const { return graphs_.get(); }
 
  private:
   GPT model_;
@@ -37,6 +43,7 @@ class TrainStep {
   std::vector<torch::Tensor> params_;
   int64_t accumulation_;
   double grad_clip_;
+  std::unique_ptr<GraphStep> graphs_;
 };
 
 }  // namespace xsagpt

@@ -68,6 +68,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
         !why.empty())
       throw ConfigError(why);
   }
+  if (auto why = graphs_refusal(rt, world); !why.empty()) throw ConfigError(why);  // before anything is written
 
   // Where to start: fresh, from a checkpoint, or a run already finished (train/run_dir.h).
   // Nothing is written to the run directory until the model, the data and the

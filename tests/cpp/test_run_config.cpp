@@ -142,7 +142,7 @@ TEST(RunConfig, ADirectoryIsNotAConfigFile) {
 // train.kernels: "auto" is the kernels the GPU verdict found default-worthy, on CUDA
 // (the H200 verdict of 2026-11-26: the "fused" set, docs/benchmarks.md), nothing
 // elsewhere; "fused" is every kernel, the vectorised XSA kernels included, but fp8,
-// which changes the arithmetic; a list names them and may hold "fused" or "auto" for
+// which changes the arithmetic, and graphs, not yet through a GPU verdict; a list names them and may hold "fused" or "auto" for
 // their sets; describe() gives back what parse_kernels reads.
 TEST(RunConfig, KernelNamesParseAndRoundTrip) {
   EXPECT_EQ(parse_kernels("auto", /*cuda=*/false), Kernels{});
@@ -177,7 +177,7 @@ TEST(RunConfig, KernelNamesParseAndRoundTrip) {
 // error for an unknown name offers them all.
 TEST(RunConfig, EveryKernelOfTheTableParsesDescribesAndIsDocumented) {
   const auto names = kernel_names();
-  ASSERT_EQ(names.size(), 7u);
+  ASSERT_EQ(names.size(), 8u);
   std::set<std::string> described;
   for (const auto& n : names) {
     const auto k = parse_kernels(n, /*cuda=*/true);
