@@ -53,9 +53,10 @@ SANITIZER_TESTS = "KernelsCuda.RopeQkv*:KernelsCuda.AddNormForward*:KernelsCuda.
 PARITY_KERNELS = ("aten",) + verdict_table.KERNELS
 # The default (`sa`, `xsa`: train.kernels "auto") against ATen at both sizes; at 124M also
 # each kernel alone, for the kernel table's speed column; fp8 (not in the default) beside
-# the default at 0.7B, where its GEMMs weigh most.
+# the default at 0.7B, where its GEMMs weigh most, and graphs (the XSA step captured
+# as a CUDA graph) beside it there.
 STEP_124M = "sa@aten,sa,xsa@aten,xsa," + ",".join(map(verdict_table.variant, verdict_table.KERNELS))
-STEP_07B = "sa@aten,sa,xsa@aten,xsa,sa@fused+fp8,xsa@fused+fp8"
+STEP_07B = "sa@aten,sa,xsa@aten,xsa,sa@fused+fp8,xsa@fused+fp8,xsa@fused+graphs"
 
 
 class StageFailed(Exception):

@@ -38,8 +38,9 @@ ROOT = bv.ROOT
 PACK = ROOT / "out/lease"
 # What the pack step lays out, linked into place on the device machine.
 PACKED = ("build", "third_party", "data/kjv/shards")
-# The default's set first, then fp8 (a candidate judged against it), then each kernel alone.
-PHASE_A_PARITY = ("aten", "fused", "fp8") + tuple(k for k in bv.PARITY_KERNELS if k not in ("aten", "fused", "fp8"))
+# The default's set first, then fp8 and graphs (candidates judged against it), then each kernel alone.
+PHASE_A_PARITY = ("aten", "fused", "fp8", "graphs") + tuple(
+    k for k in bv.PARITY_KERNELS if k not in ("aten", "fused", "fp8", "graphs"))
 # XSA first at each step (the product's case); the compiled baselines after xsagpt's own.
 PHASE_B = ("step-124m", "step-0.7b", "profile", "pytorch-124m-xsa", "pytorch-0.7b-xsa", "pytorch-124m-sa",
            "pytorch-0.7b-sa", "micro", "demo")

@@ -11,16 +11,18 @@ A cell whose stage has not run says `pending`; one whose stage failed says
 A kernel that changes the arithmetic (fp8: FP8 GEMMs) is judged against the bf16
 step it joins instead of ATen: its runs use train.kernels "fused,fp8", and its loss
 and speed are compared with fused's, the loss within its own tolerance (0.02).
+So is graphs (the micro-step captured as a CUDA graph), which changes how the fused
+step is launched, not what it computes: "fused,graphs" against "fused", within LOSS_TOL.
 """
 import json
 import pathlib
 
 LOSS_TOL, SPEED_MIN = 0.01, 1.0
-KERNELS = ("weights", "norm", "rope", "loss", "xsa", "xsa_wide", "fused", "fp8")
+KERNELS = ("weights", "norm", "rope", "loss", "xsa", "xsa_wide", "fused", "fp8", "graphs")
 # The kernels judged against another row than aten, what train.kernels runs for
 # them, and their loss tolerance where it is not LOSS_TOL.
-BASELINE = {"fp8": "fused"}
-SPEC = {"fp8": "fused,fp8"}
+BASELINE = {"fp8": "fused", "graphs": "fused"}
+SPEC = {"fp8": "fused,fp8", "graphs": "fused,graphs"}
 LOSS_TOLS = {"fp8": 0.02}
 
 
@@ -45,6 +47,7 @@ TESTS = {
     "xsa_wide": ("XsaCuda.",) + WHOLE,
     "fused": ("KernelsCuda.", "XsaCuda."),
     "fp8": ("Fp8LinearCuda.",),
+    "graphs": ("GraphsCuda.",),
 }
 
 
