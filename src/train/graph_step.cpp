@@ -4,6 +4,8 @@
 
 #include <ATen/autocast_mode.h>
 
+#include <typeinfo>
+
 #ifdef XSAGPT_CUDA
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
@@ -49,6 +51,14 @@ std::string graphs_refusal(const Runtime& rt, int64_t world_size, const std::str
   return "";
 }
 
+std::string graphs_refusal(const GradientSync& sync, const std::string& key) {
+  if (typeid(sync) == typeid(GradientSync)) return "";
+  return key + ": graphs captures one process's micro-step, and this process was launched for a distributed run "
+               "(torchrun or SLURM: its gradients go through DDP's reducer, whose hooks a capture would take in); drop "
+               "graphs from " +
+         key + " for a launched run";
+}
+
 #ifdef XSAGPT_CUDA
 struct GraphStep::Cuda {
   explicit Cuda(c10::DeviceIndex device) : side(at::cuda::getStreamFromPool(/*isHighPriority=*/false, device)) {}
@@ -60,10 +70,11 @@ struct GraphStep::Cuda {
 struct GraphStep::Cuda {};
 #endif
 
-GraphStep::GraphStep(GPT model, std::vector<torch::Tensor> params, int64_t accumulation)
+GraphStep::GraphStep(GPT model, std::vector<torch::Tensor> params, int64_t accumulation, const GradientSync& sync)
     : model_(std::move(model)), params_(std::move(params)), accumulation_(accumulation) {
   TORCH_CHECK(accumulation_ >= 1, "GraphStep: accumulation must be >= 1");
-  if (auto why = graphs_refusal(model_->runtime(), 1); !why.empty()) throw ConfigError(why);
+  for (const auto& why : {graphs_refusal(model_->runtime(), 1), graphs_refusal(sync)})
+    if (!why.empty()) throw ConfigError(why);
 }
 
 GraphStep::~GraphStep() = default;

@@ -46,6 +46,7 @@
 #pragma once
 
 #include "config/runtime.h"
+#include "dist/context.h"
 #include "model/gpt.h"
 
 #include <torch/torch.h>
@@ -61,15 +62,20 @@ namespace xsagpt {
 // Why train.kernels with graphs cannot run with this runtime on `world_size`
 // processes (the message of a ConfigError naming `key`), or "" when it can.
 std::string graphs_refusal(const Runtime& rt, int64_t world_size, const std::string& key = "train.kernels");
+// The same for the gradient sync the step would bypass: only the single-process
+// one, whose backward is loss.backward(), may be; a launched process of one rank
+// still has DDP's reducer, whose hooks a capture would take in.
+std::string graphs_refusal(const GradientSync& sync, const std::string& key = "train.kernels");
 
 class GraphStep {
  public:
   // Eager micro-steps on the side stream before each capture.
   static constexpr int64_t kWarmup = 2;
 
-  // params: the model's unique parameters (those the optimizer steps). Throws
-  // ConfigError when the model's runtime is refused (graphs_refusal).
-  GraphStep(GPT model, std::vector<torch::Tensor> params, int64_t accumulation);
+  // params: the model's unique parameters (those the optimizer steps); sync: the
+  // run's gradient sync, which the step bypasses. Throws ConfigError when the
+  // model's runtime or the sync is refused (graphs_refusal).
+  GraphStep(GPT model, std::vector<torch::Tensor> params, int64_t accumulation, const GradientSync& sync);
   ~GraphStep();
   GraphStep(const GraphStep&) = delete;
   GraphStep& operator=(const GraphStep&) = delete;

@@ -18,7 +18,7 @@ TrainStep::TrainStep(GPT model, RunOptimizer& optimizer, GradientSync& sync, std
 StepStats TrainStep::operator()(const NextBatch& next_batch, double lr) {
   const bool graphs = model_->runtime().kernels.graphs;
   if (!graphs) graphs_.reset();
-  if (graphs && !graphs_) graphs_ = std::make_unique<GraphStep>(model_, params_, accumulation_);
+  if (graphs && !graphs_) graphs_ = std::make_unique<GraphStep>(model_, params_, accumulation_, sync_);
   torch::Tensor loss_sum;
   for (int64_t micro = 0; micro < accumulation_; ++micro) {
     auto [x, y] = next_batch();

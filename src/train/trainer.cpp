@@ -86,6 +86,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
       throw ConfigError(*refusal);
   }
   TrainingState s(cfg, rt, device, dist);  // model, optimizer, data, progress: the same on every rank
+  if (auto why = graphs_refusal(*s.parts.sync); rt.kernels.graphs && !why.empty()) throw ConfigError(why);
   run.restore(s);
   const auto metrics_file = run.begin();  // every check passed: the directory is written from here on
 

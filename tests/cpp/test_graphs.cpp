@@ -126,6 +126,14 @@ TEST(GraphsRow, RefusesSeveralProcessesAndActivationCheckpointing) {
     EXPECT_EQ(why.rfind("train.kernels: ", 0), 0u) << why;
     EXPECT_NE(why.find("train.activation_checkpointing=\"" + mode + "\""), std::string::npos) << why;
   }
+  // A launched process of one rank has DDP's reducer for a sync, which a step may not bypass.
+  struct LaunchedSync : GradientSync {
+    using GradientSync::GradientSync;
+  };
+  EXPECT_EQ(graphs_refusal(GradientSync(std::vector<torch::Tensor>{})), "");
+  const auto launched = graphs_refusal(LaunchedSync(std::vector<torch::Tensor>{}));
+  EXPECT_EQ(launched.rfind("train.kernels: ", 0), 0u) << launched;
+  EXPECT_NE(launched.find("launched for a distributed run"), std::string::npos) << launched;
   // A step built around such a model refuses it too (bench builds steps without the trainer).
   GPT m(graphs_model());
   m->set_runtime(test::runtime("mlp", 0, "graphs"));
@@ -336,7 +344,8 @@ TEST(GraphsCuda, ReplaysDrawFreshDropoutMasks) {
     m->to(kGraphsCuda);
     m->train();
     m->parameters_changed();
-    GraphStep g(m, m->unique_parameters(), 1);
+    GradientSync sync(m->unique_parameters());
+    GraphStep g(m, m->unique_parameters(), 1, sync);
     std::vector<double> losses;
     for (int i = 0; i < GraphStep::kWarmup + 3; ++i) {
       losses.push_back(g.micro_step(data[0].first, data[0].second).item<double>());
