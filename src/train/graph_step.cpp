@@ -89,10 +89,12 @@ GraphStep::Key GraphStep::key_of(const torch::Tensor& x, const torch::Tensor& y)
 }
 
 void GraphStep::drop() {
+#ifdef XSAGPT_CUDA
   if (cuda_) {
     cuda_->graph.reset();  // its private pool goes back to the allocator
     cuda_->loss = torch::Tensor();
   }
+#endif
   warm_ = 0;
 }
 
