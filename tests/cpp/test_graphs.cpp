@@ -254,7 +254,7 @@ ModelConfig graphs_cuda_model() {
 
 }  // namespace
 
-// Replayed graphs against the eager fused step in bf16: 5 steps of 2 micro-batches,
+// Replayed graphs against the eager step in bf16: 5 steps of 2 micro-batches,
 // the third micro-batch captured (two warm-up micro-steps first), the rest replays.
 // The arithmetic is the same kernels on the same inputs; only kernels whose
 // reductions use atomics (attention's backward) may round differently from run to
@@ -263,11 +263,12 @@ TEST(GraphsCuda, ReplayedStepsFollowTheEagerFusedSteps) {
   GRAPHS_SKIP_WITHOUT_CUDA();
   const auto cfg = graphs_cuda_model();
   const auto data = graphs_batches(10, 4, 32, kGraphsCuda);
-  for (const std::string kernels : {"fused", "fused,fp8"}) {
+  // "aten": ATen's ops under bf16 autocast, captured with autocast's cast cache off.
+  for (const std::string kernels : {"fused", "fused,fp8", "aten"}) {
     SCOPED_TRACE(kernels);
+    const auto with_graphs = kernels == "aten" ? std::string("graphs") : kernels + ",graphs";
     const auto eager = graphs_train(cfg, test::runtime("none", 0, kernels, true, true), data, 5, 2, kGraphsCuda);
-    const auto graph =
-        graphs_train(cfg, test::runtime("none", 0, kernels + ",graphs", true, true), data, 5, 2, kGraphsCuda);
+    const auto graph = graphs_train(cfg, test::runtime("none", 0, with_graphs, true, true), data, 5, 2, kGraphsCuda);
     ASSERT_LT(eager.losses.back(), eager.losses.front() - 0.05) << "the steps did not train: nothing to compare";
     EXPECT_EQ(graph.captures, 1);
     double worst = 0;
