@@ -36,10 +36,10 @@
 //
 // Dropout is allowed: CUDAGraph registers the default CUDA generator and moves its
 // Philox offset on every replay, so each micro-step draws fresh masks (other
-// numbers than an eager step's). Refused (graphs_refusal): several processes (the
-// gradient all-reduce is NCCL work hooked into backward, not captured here) and
-// activation checkpointing (its recomputation reads and restores the generator's
-// state, which a capture may not).
+// numbers than an eager step's). Refused (graphs_refusal): several processes, or
+// one started by a launcher (the gradient all-reduce is NCCL work hooked into
+// backward by DDP's reducer, not captured here), and activation checkpointing (its
+// recomputation reads and restores the generator's state, which a capture may not).
 //
 // On a CPU the same static-buffer step runs without capture: the row's ATen twin,
 // what the tests compare with the plain step.
