@@ -11,6 +11,8 @@ A cell whose stage has not run says `pending`; one whose stage failed says
 A kernel that changes the arithmetic (fp8: FP8 GEMMs) is judged against the bf16
 step it joins instead of ATen: its runs use train.kernels "fused,fp8", and its loss
 and speed are compared with fused's, the loss within its own tolerance (0.02).
+So is graphs (the micro-step captured as a CUDA graph), which changes how the fused
+step is launched, not what it computes: "fused,graphs" against "fused", within LOSS_TOL.
 """
 import json
 import pathlib
@@ -76,6 +78,8 @@ TESTS = {
     "xsa_wide": ("XsaCuda.",) + WHOLE,
     "fused": ("KernelsCuda.", "XsaCuda."),
     "fp8": ("Fp8LinearCuda.",),
+    "graphs": ("GraphsCuda.",),
+    "clip": ("ClipFoldCuda.",) + WHOLE,
 }
 
 

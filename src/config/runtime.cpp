@@ -18,7 +18,8 @@ namespace {
 // on, whether a Kernels has it on, what it fuses, whether "auto" takes it on CUDA,
 // and whether "fused" takes it (not a kernel that changes the arithmetic beyond the
 // order of rounding, as fp8 does: "fused" against "aten" compares speed, not
-// numerics). A kernel becomes a default only by the GPU verdict (scripts/bench/lease.py:
+// numerics; nor graphs, which changes how the step is launched, not what it
+// computes, until a GPU verdict has passed it). A kernel becomes a default only by the GPU verdict (scripts/bench/lease.py:
 // its CUDA tests, a 200-step run within 0.01 of ATen's loss, faster in every paired
 // round); the H200 verdict of 2026-11-26 found the "fused" set together default-worthy
 // (docs/benchmarks.md). Parsing, describe(), the list of names and the key's help
@@ -52,6 +53,10 @@ constexpr KernelRow kKernelTable[] = {
     {"clip", [](Kernels& k) { k.clip = true; }, [](const Kernels& k) { return k.clip; },
      "the global-norm clip's factor applied inside the fused AdamW's pass (its grad_scale) instead of a pass of "
      "its own over the gradients"},
+    {"graphs", [](Kernels& k) { k.graphs = true; }, [](const Kernels& k) { return k.graphs; },
+     "the training micro-step's forward and backward captured once as a CUDA graph and replayed; one process, no "
+     "activation checkpointing; not in \"fused\"",
+     false, /*in_fused=*/false},
 };
 
 // The named sets a list may hold besides kernel names: "fused,fp8".
@@ -76,11 +81,14 @@ std::vector<KernelInfo> kernel_table() {
 
 const char* kernels_help() {
   static const std::string text = [] {
-    std::string list, outside;
-    for (const auto& row : kKernelTable) {
-      list += (list.empty() ? "" : ", ") + std::string(row.name) + " (" + row.help + ")";
-      if (!row.in_fused) outside += (outside.empty() ? "" : ", ") + std::string(row.name);
-    }
+    std::string list;
+    for (const auto& row : kKernelTable) list += (list.empty() ? "" : ", ") + std::string(row.name) + " (" + row.help + ")";
+    std::vector<std::string> left;  // the rows "fused" leaves out, as "a, b and c"
+    for (const auto& row : kKernelTable)
+      if (!row.in_fused) left.push_back(row.name);
+    std::string outside;
+    for (size_t i = 0; i < left.size(); ++i)
+      outside += (i == 0 ? "" : i + 1 == left.size() ? " and " : ", ") + left[i];
     return "fused implementations in place of ATen ops (src/kernels/): \"auto\" (those validated on a GPU: " +
            describe(parse_kernels("auto", /*cuda=*/true)) + " on CUDA, none on CPU), \"aten\" (none), \"fused\" (all but " +
            outside + ") or a comma-separated list of " + list +

@@ -113,10 +113,16 @@ const Fp8Tensor& Fp8WeightCache::get(const torch::Tensor& param) {
   return it->second.copy;
 }
 
-void Fp8WeightCache::refresh() {
+void Fp8WeightCache::refresh(bool keep_addresses) {
   torch::NoGradGuard no_grad;
   for (auto& [impl, e] : entries_) {
-    e.copy = quantize_fp8(e.param.detach(), kFp8Forward);
+    auto fresh = quantize_fp8(e.param.detach(), kFp8Forward);
+    if (keep_addresses && e.copy.q.device() == e.param.device()) {
+      e.copy.q.copy_(fresh.q);
+      e.copy.inv.copy_(fresh.inv);
+    } else {
+      e.copy = std::move(fresh);
+    }
     e.version = e.param._version();
   }
 }

@@ -60,6 +60,17 @@ def test_bad_config_exits_nonzero_naming_the_key(tmp_path, shards, xsagpt, overr
     assert not (tmp_path / "run").exists(), "nothing may be created before the config is valid"
 
 
+def test_graphs_with_activation_checkpointing_is_refused_before_anything_is_written(tmp_path, shards, xsagpt):
+    # The recomputation saves and restores the CUDA generator's state, which a CUDA
+    # graph capture may not read: refused on every device alike, by the kernels' key.
+    cfg = run_config(tmp_path, shards)
+    proc = xsagpt("train", "-c", cfg, "--set", "train.kernels=graphs", "--set", "train.activation_checkpointing=block",
+                  check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert 'train.kernels: graphs cannot capture train.activation_checkpointing="block"' in proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
 def test_deeply_nested_json_is_refused_while_it_is_read(tmp_path, markov_shards, xsagpt):
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100000 + "]" * 100000)
