@@ -17,7 +17,7 @@ BlockImpl::BlockImpl(const ModelConfig& cfg, int64_t layer, ExecPtr exec_) : exe
   ln_1 = register_module("ln_1", LayerNorm(cfg.d_model, cfg.bias, cfg.norm_eps));
   attn = register_module("attn", CausalSelfAttention(cfg, layer, exec));
   ln_2 = register_module("ln_2", LayerNorm(cfg.d_model, cfg.bias, cfg.norm_eps));
-  mlp = register_module("mlp", MLP(cfg.d_model, cfg.mlp_dim(), cfg.bias, cfg.dropout, exec));
+  mlp = register_module("mlp", MLP(cfg.d_model, cfg.mlp_dim(), cfg.bias, cfg.dropout, exec, cfg.gelu));
 }
 
 void BlockImpl::forward(Residual& x, const torch::Tensor& cos, const torch::Tensor& sin, KVCache::Layer* cache,

@@ -49,6 +49,7 @@ def test_a_model_whose_state_cannot_fit_is_refused_before_it_is_built(tmp_path, 
     ("train.max_steps=ten", "train.max_steps: expected an integer"),
     ("train.kernels=triton", "train.kernels"),
     ("train.kernels=rope,xla", 'unknown kernel "xla"'),
+    ("model.gelu=erf", 'model.gelu: expected "exact" or "tanh"'),
     ("train.device=gpu", 'train.device: expected "auto", "cpu", "cuda" or "cuda:N"'),
     ("train.device=cuda:99", "train.device"),  # no CUDA, or no GPU 99: refused either way
 ])
