@@ -61,6 +61,12 @@ constexpr KernelRow kKernelTable[] = {
      "the blocks' linear layers as FP8 GEMMs: e4m3 weights and activations, e5m2 gradients, tensorwise scales; "
      "sm_89+ on CUDA; not in \"fused\"",
      false, /*in_fused=*/false},
+    // Not in "fused": it needs a model of another function (model.gelu "tanh",
+    // which the kernel-table check refuses elsewhere: config/kernel_fit.h).
+    {"gelu", [](Kernels& k) { k.gelu = true; }, [](const Kernels& k) { return k.gelu; },
+     "the MLP's up projection, tanh GELU and down projection as cuBLASLt GEMMs with the GELU in their epilogues "
+     "(GELU_AUX forward, DGELU backward); needs model.gelu=\"tanh\"; not with fp8; not in \"fused\"",
+     false, /*in_fused=*/false},
 };
 
 // The named sets a list may hold besides kernel names: "fused,fp8".
@@ -81,9 +87,12 @@ const char* kernels_help() {
   static const std::string text = [] {
     std::string list;
     for (const auto& row : kKernelTable) list += (list.empty() ? "" : ", ") + std::string(row.name) + " (" + row.help + ")";
+    std::string outside;  // the rows "fused" leaves out
+    for (const auto& row : kKernelTable)
+      if (!row.in_fused) outside += (outside.empty() ? "" : " and ") + std::string(row.name);
     return "fused implementations in place of ATen ops (src/kernels/): \"auto\" (those validated on a GPU: " +
-           describe(parse_kernels("auto", /*cuda=*/true)) +
-           " on CUDA, none on CPU), \"aten\" (none), \"fused\" (all but fp8) or a comma-separated list of " + list +
+           describe(parse_kernels("auto", /*cuda=*/true)) + " on CUDA, none on CPU), \"aten\" (none), \"fused\" (all but " +
+           outside + ") or a comma-separated list of " + list +
            ", \"fused\" or \"auto\" (e.g. fused,fp8). CUDA kernels on CUDA, the same arithmetic in ATen elsewhere";
   }();
   return text.c_str();

@@ -37,6 +37,7 @@ struct Kernels {
   bool loss = false;  // LM-head cross-entropy with its gradient made in the forward pass (kernels/lm_head_loss.h)
   XsaImpl xsa = XsaImpl::kOps;  // "xsa": XsaImpl::kFused, "xsa_wide": XsaImpl::kFusedWide (kernels/xsa_cuda.h)
   bool fp8 = false;             // the blocks' linear layers as FP8 GEMMs, tensorwise scaled (kernels/fp8_linear.h)
+  bool gelu = false;  // the MLP as cuBLASLt GEMMs with the tanh GELU in their epilogues (kernels/gelu_mlp.h)
 
   bool operator==(const Kernels&) const = default;
 };
@@ -51,7 +52,8 @@ Recompute parse_recompute(const std::string& mode, const std::string& key = "tra
 const char* name(Recompute r);
 
 // train.kernels: "auto" (the kernels validated on a GPU so far, on CUDA; none
-// elsewhere), "aten" (none), "fused" (all that keep the arithmetic: all but fp8)
+// elsewhere), "aten" (none), "fused" (all that keep the model's arithmetic: all but
+// fp8, and gelu, which needs a model with model.gelu "tanh")
 // or a comma-separated list of names, in which "fused" and "auto" stand for their
 // sets ("fused,fp8"). Throws ConfigError naming `key` for anything else.
 Kernels parse_kernels(const std::string& spec, bool cuda, const std::string& key = "train.kernels");

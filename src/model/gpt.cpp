@@ -1,5 +1,6 @@
 #include "model/gpt.h"
 
+#include "config/kernel_fit.h"
 #include "kernels/lm_head_loss.h"
 #include "model/chunked_loss.h"
 #include "model/recompute.h"
@@ -178,7 +179,10 @@ torch::Tensor GPTImpl::loss(const torch::Tensor& h, const torch::Tensor& targets
   return chunked_cross_entropy(h2, w, t2, rt.loss_chunk);
 }
 
-void GPTImpl::set_runtime(const Runtime& rt) { exec_->set_runtime(rt); }
+void GPTImpl::set_runtime(const Runtime& rt) {
+  check_kernels_fit_model(rt.kernels, cfg);  // every caller, not only train: bench, eval, the tests
+  exec_->set_runtime(rt);
+}
 
 std::vector<std::pair<std::string, torch::Tensor>> GPTImpl::unique_named_parameters() const {
   std::vector<std::pair<std::string, torch::Tensor>> out;

@@ -22,7 +22,8 @@ TORCH_MODULE(LayerNorm);
 struct Exec;  // model/exec.h
 
 // d_model -> hidden -> d_model with GELU: exact, as nanoGPT, or GPT-2's tanh
-// approximation (model.gelu).
+// approximation (model.gelu). With the gelu kernel (a tanh model) the three steps
+// run as one function whose GEMMs carry the GELU (kernels/gelu_mlp.h).
 struct MLPImpl : torch::nn::Module {
   MLPImpl(int64_t d_model, int64_t hidden, bool bias, double dropout, std::shared_ptr<Exec> exec,
           GeluKind gelu = GeluKind::kExact);

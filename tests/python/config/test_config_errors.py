@@ -49,6 +49,8 @@ def test_a_model_whose_state_cannot_fit_is_refused_before_it_is_built(tmp_path, 
     ("train.max_steps=ten", "train.max_steps: expected an integer"),
     ("train.kernels=triton", "train.kernels"),
     ("train.kernels=rope,xla", 'unknown kernel "xla"'),
+    ("train.kernels=gelu", 'train.kernels: the gelu kernel computes the tanh approximation of GELU'),
+    ("train.kernels=fused,gelu", 'needs model.gelu="tanh", but model.gelu is "exact"'),
     ("model.gelu=erf", 'model.gelu: expected "exact" or "tanh"'),
     ("train.device=gpu", 'train.device: expected "auto", "cpu", "cuda" or "cuda:N"'),
     ("train.device=cuda:99", "train.device"),  # no CUDA, or no GPU 99: refused either way
@@ -59,6 +61,14 @@ def test_bad_config_exits_nonzero_naming_the_key(tmp_path, shards, xsagpt, overr
     assert proc.returncode == 2
     assert message in proc.stderr + proc.stdout
     assert not (tmp_path / "run").exists(), "nothing may be created before the config is valid"
+
+
+def test_the_gelu_kernel_beside_fp8_is_refused_on_a_tanh_model(tmp_path, shards, xsagpt):
+    cfg = run_config(tmp_path, shards)
+    proc = xsagpt("train", "-c", cfg, "--set", "model.gelu=tanh", "--set", "train.kernels=gelu,fp8", check=False)
+    assert proc.returncode == 2
+    assert "train.kernels: gelu and fp8 both replace the MLP's GEMMs" in proc.stderr
+    assert not (tmp_path / "run").exists()
 
 
 def test_deeply_nested_json_is_refused_while_it_is_read(tmp_path, markov_shards, xsagpt):
