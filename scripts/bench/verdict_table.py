@@ -11,17 +11,29 @@ A cell whose stage has not run says `pending`; one whose stage failed says
 A kernel that changes the arithmetic (fp8: FP8 GEMMs) is judged against the bf16
 step it joins instead of ATen: its runs use train.kernels "fused,fp8", and its loss
 and speed are compared with fused's, the loss within its own tolerance (0.02).
+
+A kernel that needs another model (gelu: the tanh GELU of cuBLASLt's epilogues, so
+model.gelu "tanh") is judged against "fused" on that same model: the baseline run
+"tanh" (fused, model.gelu "tanh"; a parity run, no table row) and "fused,gelu" on the
+same model, the parameter difference taken against tanh's; its speed comes from its
+own step stage (step-gelu: fused against fused,gelu on tanh models at 124M and 0.7B).
 """
 import json
 import pathlib
 
 LOSS_TOL, SPEED_MIN = 0.01, 1.0
-KERNELS = ("weights", "norm", "rope", "loss", "xsa", "xsa_wide", "fused", "fp8")
+KERNELS = ("weights", "norm", "rope", "loss", "xsa", "xsa_wide", "fused", "fp8", "gelu")
 # The kernels judged against another row than aten, what train.kernels runs for
 # them, and their loss tolerance where it is not LOSS_TOL.
-BASELINE = {"fp8": "fused"}
-SPEC = {"fp8": "fused,fp8"}
+BASELINE = {"fp8": "fused", "gelu": "tanh"}
+SPEC = {"fp8": "fused,fp8", "gelu": "fused,gelu", "tanh": "fused"}
 LOSS_TOLS = {"fp8": 0.02}
+# Runs on another model than the shipped one: model.* settings by kernel. "tanh" is
+# gelu's baseline: fused on a tanh-GELU model, a parity run without a table row.
+MODEL = {"gelu": {"gelu": "tanh"}, "tanh": {"gelu": "tanh"}}
+BASELINE_RUNS = ("tanh",)
+# Where a kernel's paired speed rounds are read from (bench --json), when not step-124m.json.
+STEP_FILE = {"gelu": "gelu-step-124m"}
 
 
 def train_kernels(kernel: str) -> str:
@@ -45,6 +57,7 @@ TESTS = {
     "xsa_wide": ("XsaCuda.",) + WHOLE,
     "fused": ("KernelsCuda.", "XsaCuda."),
     "fp8": ("Fp8LinearCuda.",),
+    "gelu": ("GeluMlpCuda",),
 }
 
 
@@ -91,12 +104,13 @@ def parity(kernel: str, r: Results) -> dict | str:
     return r.missing(f"parity-{kernel}") or read_json(r.res / f"parity-{kernel}.json") or "FAILED (no summary)"
 
 
-def speed_ratios(kernel: str, r: Results) -> list[float] | str:
-    """The baseline's step time (aten's, or fused's for fp8) over the kernel's, one per
-    round of the 124M step benchmark."""
-    if m := r.missing("step-124m"):
+def speed_ratios(kernel: str, r: Results, file: str | None = None) -> list[float] | str:
+    """The baseline's step time (aten's, or fused's for fp8 and gelu) over the kernel's,
+    one per round of the 124M step benchmark (or of `file`)."""
+    file = file or STEP_FILE.get(kernel, "step-124m")
+    if m := r.missing("step-gelu" if file.startswith("gelu-") else "step-124m"):
         return m
-    step = (read_json(r.res / "step-124m.json") or {}).get("step", {})
+    step = (read_json(r.res / f"{file}.json") or {}).get("step", {})
     results = step.get("results", {})
     base, mine = results.get(variant(BASELINE.get(kernel, "aten"))), results.get(variant(kernel))
     if not base or not mine:
@@ -131,6 +145,26 @@ def kernel_rows(r: Results, dry_run: bool) -> list[str]:
             why = [w for w, ok in (("tests", tests_ok), ("loss", loss_ok), ("speed", speed_ok)) if not ok]
             verdict = "not yet (" + ", ".join(why) + ")"
         rows.append(f"| {k} | {tests} | {dloss} | {dparam} | {speed} | {verdict} |")
+    return rows
+
+
+def gelu_rows(r: Results) -> list[str]:
+    """The gelu kernel on tanh-GELU models at both sizes: fused+gelu against fused,
+    tokens/s and the paired rounds' ratios."""
+    rows = []
+    for size in ("124m", "0.7b"):
+        step = (read_json(r.res / f"gelu-step-{size}.json") or {}).get("step") or {}
+        res = step.get("results", {})
+        base, mine = res.get(variant("tanh")), res.get(variant("gelu"))
+        if not base or not mine:
+            continue
+        if not rows:
+            rows = ['The gelu kernel on models with model.gelu "tanh", `fused` against `fused,gelu` (XSA), '
+                    "tokens/s:", "", "| model, batch x T | `fused` | `fused,gelu` | ratio (rounds) |", "|---|---|---|---|"]
+        sr = speed_ratios("gelu", r, f"gelu-step-{size}")
+        ratio = "-" if isinstance(sr, str) else f"{min(sr):.3f}–{max(sr):.3f} (n={len(sr)})"
+        rows.append(f"| {pathlib.Path(str(step.get('config'))).stem}, {step.get('micro_batch')} x {step.get('seq_len')} | "
+                    f"{base['tokens_per_s'] / 1e3:,.1f}K | {mine['tokens_per_s'] / 1e3:,.1f}K | {ratio} |")
     return rows
 
 
@@ -231,6 +265,8 @@ def render(res: pathlib.Path, order: list[str], dry_run: bool, header: list[str]
     if defaults := default_rows(r):
         md += defaults + [""]
     md += kernel_rows(r, dry_run)
+    if gelu := gelu_rows(r):
+        md += [""] + gelu
     if prof := profile_rows(r):
         md += [""] + prof
     if micro := micro_rows(r):
