@@ -50,13 +50,17 @@ CUDA_TESTS = "*Cuda*:SdpaBackend.*"
 # The tests compute-sanitizer runs: the kernels called directly, at test sizes
 # (the whole-model tests would take the stage's minutes many times over).
 SANITIZER_TESTS = "KernelsCuda.RopeQkv*:KernelsCuda.AddNormForward*:KernelsCuda.CrossEntropy*:XsaCuda.Forward*:XsaCuda.Backward*"
-PARITY_KERNELS = ("aten",) + verdict_table.KERNELS
+PARITY_KERNELS = ("aten",) + verdict_table.KERNELS + verdict_table.BASELINE_RUNS
 # The default (`sa`, `xsa`: train.kernels "auto") against ATen at both sizes; at 124M also
-# each kernel alone, for the kernel table's speed column; the kernels outside the
-# default (fp8) beside it at 0.7B, where their GEMMs weigh most.
-STEP_124M = "sa@aten,sa,xsa@aten,xsa," + ",".join(map(verdict_table.variant, verdict_table.KERNELS))
+# each kernel alone, for the kernel table's speed column; the kernels outside "fused"
+# (fp8, graphs) beside the default at 0.7B, where their GEMMs and launches weigh as
+# they will in training. gelu, which needs a tanh-GELU model, has a stage of its own
+# (step-gelu).
+STEP_124M = "sa@aten,sa,xsa@aten,xsa," + ",".join(
+    verdict_table.variant(k) for k in verdict_table.KERNELS if k not in verdict_table.MODEL)
 STEP_07B = "sa@aten,sa,xsa@aten,xsa," + ",".join(
-    f"{a}@{verdict_table.train_kernels(k).replace(',', '+')}" for k in verdict_table.BASELINE for a in ("sa", "xsa"))
+    f"{a}@{verdict_table.train_kernels(k).replace(',', '+')}" for k in verdict_table.BASELINE
+    if k not in verdict_table.MODEL for a in ("sa", "xsa"))
 
 
 class StageFailed(Exception):
@@ -226,6 +230,15 @@ class Verdict:
             path.write_text(json.dumps(dict(cfg, n_layer=2, d_model=64, n_head=2)))
         return str(path)
 
+    def tanh_model(self, base: str) -> str:
+        """`base` (a configs/model name or a path) with model.gelu "tanh", in scratch:
+        the model the gelu kernel's step runs (bench takes a model file, not --set)."""
+        src = pathlib.Path(base) if base.endswith(".json") else ROOT / "configs/model" / f"{base}.json"
+        path = self.scratch / f"{src.stem}-tanh.json"
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(dict(json.loads(src.read_text()), gelu="tanh")))
+        return str(path)
+
     def parity_args(self, kernel):
         if self.dry:
             size = dict(base=self.dry_model(), max_steps=20, seq_len=64, micro_batch=4, warmup_steps=2, lr=3e-3,
@@ -235,7 +248,8 @@ class Verdict:
                         eval_interval=200, eval_tokens=65536, log_interval=25)
         sets = {"model.base": size.pop("base"), "model.attention": "xsa", "train.ckpt_interval": 0,
                 "train.keep_checkpoints": 1, "train.kernels": verdict_table.train_kernels(kernel),
-                **{f"train.{k}": v for k, v in size.items()}}
+                **{f"train.{k}": v for k, v in size.items()},
+                **{f"model.{k}": v for k, v in verdict_table.MODEL.get(kernel, {}).items()}}
         if self.broken == f"parity-{kernel}":
             sets["train.kernels"] = "broken-on-purpose"
         return [a for k, v in sets.items() for a in ("--set", f"{k}={v}")]
@@ -246,9 +260,13 @@ class Verdict:
         at 124M) is read once in scratch, then deleted; only JSON is kept."""
         import torch
         t_end = time.monotonic() + timeout
-        ref = self.scratch / "aten-weights.pt"
+        # Parameters are compared with aten's, or with the baseline run's of the same
+        # model for a kernel that needs another model (gelu against tanh).
+        base = verdict_table.BASELINE.get(kernel) if kernel in verdict_table.MODEL else None
+        base = base if base in verdict_table.BASELINE_RUNS else "aten"
+        ref = self.scratch / f"{base}-weights.pt"
         if kernel != "aten" and not ref.exists():  # a restarted machine lost it: make it again
-            self.parity("aten", timeout / 2)
+            self.parity(base, timeout / 2)
         run = self.scratch / f"parity-{kernel}"
         self.sh(f"parity-{kernel}", [BIN, "train", "-c", "configs/runs/cpu-demo-sa.json", "--out", run, "--overwrite",
                                      *self.parity_args(kernel)], t_end - time.monotonic())
@@ -260,8 +278,9 @@ class Verdict:
         if not ckpts:
             raise StageFailed(f"{run}/checkpoints has no checkpoint")
         model = torch.load(ckpts[-1], weights_only=True, map_location="cpu")["model"]
+        if kernel == "aten" or kernel in verdict_table.BASELINE_RUNS:
+            torch.save(model, self.scratch / f"{kernel}-weights.pt")
         if kernel == "aten":
-            torch.save(model, ref)
             diff = 0.0
         else:
             base = torch.load(ref, weights_only=True)
@@ -292,6 +311,26 @@ class Verdict:
         rounds = "2" if which == "0.7b" else "3"
         self.sh(f"step-{which}", [BIN, "bench", "--no-block", "--variants", variants, *shape, "--repeat", rounds,
                                   "--json", self.res / f"step-{which}.json"], timeout)
+
+    def step_gelu(self, timeout):
+        """The gelu kernel's speed on tanh-GELU models (it runs no other): XSA with
+        `fused` against `fused,gelu`, 124M in 3 paired rounds and 0.7B in 2, as the
+        step stages run them."""
+        t_end = time.monotonic() + timeout
+        variants = ",".join(map(verdict_table.variant, ("tanh", "gelu")))
+        if self.dry:
+            shapes = {"dry": [self.tanh_model(self.dry_model()), "2", "64", "1", "2", "2"]}
+        else:
+            shapes = {"124m": [self.tanh_model("gpt2-124m"), "16", "1024", "3", "10", "3"],
+                      "0.7b": [self.tanh_model("paper-0.7b"), "8", "2048", "2", "6", "2"]}
+        if self.broken == "step-gelu":
+            variants += ",broken-on-purpose"
+        for size, (cfg, b, t, warmup, iters, rounds) in shapes.items():
+            name = "124m" if self.dry else size  # the dry run's one shape stands in for 124M's file
+            self.sh("step-gelu", [BIN, "bench", "--no-block", "--variants", variants, "--step-config", cfg,
+                                  "--step-batch", b, "--step-seq-len", t, "--warmup", warmup, "--iters", iters,
+                                  "--repeat", rounds, "--json", self.res / f"gelu-step-{name}.json"],
+                    t_end - time.monotonic())
 
     def micro(self, timeout):
         shapes = f"{self.dry_model()}:2x64" if self.dry else "gpt2-124m:16x1024,paper-0.7b:8x2048"
@@ -353,8 +392,11 @@ class Verdict:
             s.append(Stage(f"parity-{k}", lambda t, k=k: self.parity(k, t), 35, 300,
                            needs=("build",) if k == "aten" else
                            ("build", "parity-aten", *(f"parity-{b}" for b in [verdict_table.BASELINE.get(k)] if b))))
-        s += [Stage("step-124m", lambda t: self.step("124m", t), 60, needs=("build",)),
-              Stage("step-0.7b", lambda t: self.step("0.7b", t), 90, needs=("build",)),
+        # Estimates from the H200 lease of 2026-11-26 (36 s for 12 variants, 58 s for 4 at
+        # 0.7B, where two model builds a round cost ~20 s) scaled to today's variants.
+        s += [Stage("step-124m", lambda t: self.step("124m", t), 45, needs=("build",)),
+              Stage("step-0.7b", lambda t: self.step("0.7b", t), 80, needs=("build",)),
+              Stage("step-gelu", lambda t: self.step_gelu(t), 45, 240, needs=("build",)),
               Stage("micro", lambda t: self.micro(t), 60, 240, needs=("build",))]
         for size in ("124m", "0.7b"):
             for a in ("sa", "xsa"):

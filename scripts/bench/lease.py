@@ -8,12 +8,13 @@ of at most 10. A cold build there takes about 200 s and torch.compile's first co
 - the binaries come prebuilt for sm_90 from the CPU dev machine (`bench_gpu.sh pack`,
   carried as out/lease/) and run against the device's torch through LD_LIBRARY_PATH;
   only if they do not load is the project built there;
-- phase A, correctness: the CUDA tests and the 200-step parity runs (aten, fused, then
-  each kernel alone while time remains) run while torch.compile's first compiles of the
+- phase A, correctness: the CUDA tests and the 200-step parity runs (aten, fused, the
+  candidates fp8 and gelu, gelu after its baseline on a tanh-GELU model, then each
+  kernel alone while time remains) run while torch.compile's first compiles of the
   PyTorch baseline fill Inductor's cache; nothing in it is timed for the table;
 - phase B, timing, the GPU alone: the default step against ATen at 124M and 0.7B, the
-  PyTorch steps eager and compiled (the cache now warm), the profile, then the GPU
-  demo's sweep if time remains.
+  profile, the gelu kernel's step on tanh-GELU models, the PyTorch steps eager and
+  compiled (the cache now warm), then the GPU demo's sweep if time remains.
 
 Every stage is one of scripts/bench/bench_verdict.py's, with its state in out/gpu/. A
 stage that does not fit the budget is `pending` and the table names the command that
@@ -38,13 +39,19 @@ ROOT = bv.ROOT
 PACK = ROOT / "out/lease"
 # What the pack step lays out, linked into place on the device machine.
 PACKED = ("build", "third_party", "data/kjv/shards")
-# The default's set first, then the kernels outside it (fp8: candidates judged against
-# it), then each kernel alone.
-_FIRST = ("aten", "fused", *bv.verdict_table.BASELINE)
-PHASE_A_PARITY = _FIRST + tuple(k for k in bv.PARITY_KERNELS if k not in _FIRST)
+# The default's set first, then the kernels outside it (fp8, graphs, and gelu after its
+# baseline tanh: fused on a tanh-GELU model), judged against it; then each kernel alone,
+# those not yet through a verdict (outside "auto") first.
+_FIRST = ("aten", "fused", *(r for k, b in bv.verdict_table.BASELINE.items()
+                             for r in ((b, k) if b in bv.verdict_table.BASELINE_RUNS else (k,))))
+PHASE_A_PARITY = _FIRST + tuple(sorted((k for k in bv.PARITY_KERNELS if k not in _FIRST),
+                                        key=lambda k: k not in bv.verdict_table.CANDIDATES))
 # XSA first at each step (the product's case); the compiled baselines after xsagpt's own.
+# The PyTorch stages before step-gelu: the default against torch.compile in all four
+# cells is the table's first question; gelu, a kernel for another model, can follow on
+# the warm machine.
 PHASE_B = ("step-124m", "step-0.7b", "profile", "pytorch-124m-xsa", "pytorch-0.7b-xsa", "pytorch-124m-sa",
-           "pytorch-0.7b-sa", "micro", "demo")
+           "pytorch-0.7b-sa", "step-gelu", "micro", "demo")
 # torch.compile's first compile of each timed shape, (config, batch, T, attention), in
 # streams that run at once: three above 100 GB of GPU memory (the two 0.7B compiles at
 # ~35 GB each beside a 124M parity run), two below (one 0.7B compile at a time).

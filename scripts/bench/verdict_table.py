@@ -13,6 +13,12 @@ step it joins instead of ATen: its runs use train.kernels "fused,fp8", and its l
 and speed are compared with fused's, the loss within its own tolerance (0.02).
 So is graphs (the micro-step captured as a CUDA graph), which changes how the fused
 step is launched, not what it computes: "fused,graphs" against "fused", within LOSS_TOL.
+
+A kernel that needs another model (gelu: the tanh GELU of cuBLASLt's epilogues, so
+model.gelu "tanh") is judged against "fused" on that same model: the baseline run
+"tanh" (fused, model.gelu "tanh"; a parity run, no table row) and "fused,gelu" on the
+same model, the parameter difference taken against tanh's; its speed comes from its
+own step stage (step-gelu: fused against fused,gelu on tanh models at 124M and 0.7B).
 """
 import json
 import pathlib
@@ -45,15 +51,23 @@ def kernel_table(source: pathlib.Path = ROOT / "src" / "config" / "runtime.cpp")
 
 
 # The verdict's rows: each kernel, and "fused" (the set the default takes). A kernel
-# outside "fused" (one that changes the arithmetic, fp8: FP8 GEMMs) is judged against
-# the bf16 step it joins instead of ATen: its runs use train.kernels "fused,NAME".
+# outside "fused" (fp8, graphs, gelu) is judged against the bf16 step it joins instead
+# of ATen: its runs use train.kernels "fused,NAME".
 KERNEL_TABLE = kernel_table()
 KERNELS = tuple(r["name"] for r in KERNEL_TABLE if r["fused"]) + ("fused",) + tuple(
     r["name"] for r in KERNEL_TABLE if not r["fused"])
-BASELINE = {r["name"]: "fused" for r in KERNEL_TABLE if not r["fused"]}
-SPEC = {k: f"fused,{k}" for k in BASELINE}
+# Runs on another model than the shipped one: model.* settings by kernel. "tanh" is
+# gelu's baseline: fused on a tanh-GELU model, a parity run without a table row.
+MODEL = {"gelu": {"gelu": "tanh"}, "tanh": {"gelu": "tanh"}}
+BASELINE_RUNS = ("tanh",)
+BASELINE = {r["name"]: "tanh" if r["name"] in MODEL else "fused" for r in KERNEL_TABLE if not r["fused"]}
+SPEC = {**{k: f"fused,{k}" for k in BASELINE}, "tanh": "fused"}
 # Loss tolerances where they are not LOSS_TOL: FP8's rounding moves the loss more.
 LOSS_TOLS = {"fp8": 0.02}
+# The kernels not yet through a verdict (outside "auto"): a lease runs them first.
+CANDIDATES = tuple(r["name"] for r in KERNEL_TABLE if not r["auto"])
+# Where a kernel's paired speed rounds are read from (bench --json), when not step-124m.json.
+STEP_FILE = {"gelu": "gelu-step-124m"}
 
 
 def train_kernels(kernel: str) -> str:
@@ -80,6 +94,7 @@ TESTS = {
     "fp8": ("Fp8LinearCuda.",),
     "graphs": ("GraphsCuda.",),
     "clip": ("ClipFoldCuda.",) + WHOLE,
+    "gelu": ("GeluMlpCuda",),
 }
 
 
@@ -126,12 +141,13 @@ def parity(kernel: str, r: Results) -> dict | str:
     return r.missing(f"parity-{kernel}") or read_json(r.res / f"parity-{kernel}.json") or "FAILED (no summary)"
 
 
-def speed_ratios(kernel: str, r: Results) -> list[float] | str:
-    """The baseline's step time (aten's, or fused's for fp8) over the kernel's, one per
-    round of the 124M step benchmark."""
-    if m := r.missing("step-124m"):
+def speed_ratios(kernel: str, r: Results, file: str | None = None) -> list[float] | str:
+    """The baseline's step time (aten's, or fused's for fp8 and gelu) over the kernel's,
+    one per round of the 124M step benchmark (or of `file`)."""
+    file = file or STEP_FILE.get(kernel, "step-124m")
+    if m := r.missing("step-gelu" if file.startswith("gelu-") else "step-124m"):
         return m
-    step = (read_json(r.res / "step-124m.json") or {}).get("step", {})
+    step = (read_json(r.res / f"{file}.json") or {}).get("step", {})
     results = step.get("results", {})
     base, mine = results.get(variant(BASELINE.get(kernel, "aten"))), results.get(variant(kernel))
     if not base or not mine:
@@ -166,6 +182,26 @@ def kernel_rows(r: Results, dry_run: bool) -> list[str]:
             why = [w for w, ok in (("tests", tests_ok), ("loss", loss_ok), ("speed", speed_ok)) if not ok]
             verdict = "not yet (" + ", ".join(why) + ")"
         rows.append(f"| {k} | {tests} | {dloss} | {dparam} | {speed} | {verdict} |")
+    return rows
+
+
+def gelu_rows(r: Results) -> list[str]:
+    """The gelu kernel on tanh-GELU models at both sizes: fused+gelu against fused,
+    tokens/s and the paired rounds' ratios."""
+    rows = []
+    for size in ("124m", "0.7b"):
+        step = (read_json(r.res / f"gelu-step-{size}.json") or {}).get("step") or {}
+        res = step.get("results", {})
+        base, mine = res.get(variant("tanh")), res.get(variant("gelu"))
+        if not base or not mine:
+            continue
+        if not rows:
+            rows = ['The gelu kernel on models with model.gelu "tanh", `fused` against `fused,gelu` (XSA), '
+                    "tokens/s:", "", "| model, batch x T | `fused` | `fused,gelu` | ratio (rounds) |", "|---|---|---|---|"]
+        sr = speed_ratios("gelu", r, f"gelu-step-{size}")
+        ratio = "-" if isinstance(sr, str) else f"{min(sr):.3f}–{max(sr):.3f} (n={len(sr)})"
+        rows.append(f"| {pathlib.Path(str(step.get('config'))).stem}, {step.get('micro_batch')} x {step.get('seq_len')} | "
+                    f"{base['tokens_per_s'] / 1e3:,.1f}K | {mine['tokens_per_s'] / 1e3:,.1f}K | {ratio} |")
     return rows
 
 
@@ -266,6 +302,8 @@ def render(res: pathlib.Path, order: list[str], dry_run: bool, header: list[str]
     if defaults := default_rows(r):
         md += defaults + [""]
     md += kernel_rows(r, dry_run)
+    if gelu := gelu_rows(r):
+        md += [""] + gelu
     if prof := profile_rows(r):
         md += [""] + prof
     if micro := micro_rows(r):

@@ -12,7 +12,7 @@ transformer.wte.weight. No optimizer state, no RoPE tables (they
 follow from the config). config.json holds the model section of the run config
 under "model" (the architecture: sizes, "attention", "xsa_layers", "xsa_gate", ...), under
 "conventions" everything else the forward pass depends on (RoPE layout and theta,
-where the norms sit, exact GELU, the XSA epsilon and layers, padded and real
+where the norms sit, the GELU (exact or tanh), the XSA epsilon and layers, padded and real
 vocabulary, tied or untied head, sinks), plus where the weights came from. The same
 conventions are in the safetensors metadata (xsagpt.* keys). scripts/eval/load_export.py
 rebuilds the model from these two files alone, in plain PyTorch:
@@ -67,6 +67,11 @@ GPT2_DIR = ROOT / "data" / "gpt2"  # encoder.json, vocab.bpe: transformers' voca
 # kind applies XSA's step in the layers model.xsa_layers selects. A kind the C++ model
 # gains later is refused by name until the conventions below can describe it.
 ATTENTION_KINDS = {"sa": False, "xsa": True}
+# model.gelu's values (src/config/model_config.h, GeluKind) as conventions.mlp.activation,
+# and as the name transformers' ACT2FN gives the same function (config.json's hidden_act):
+# erf's GELU is "gelu"; GPT-2's tanh approximation is "gelu_pytorch_tanh" (F.gelu with
+# approximate="tanh"; "gelu_new" writes the same formula out in Python).
+GELU_ACTIVATIONS = {"exact": ("gelu_exact", "gelu"), "tanh": ("gelu_tanh", "gelu_pytorch_tanh")}
 
 
 def xsa_layer_indices(m: dict) -> list[int]:
@@ -87,11 +92,20 @@ def xsa_layer_indices(m: dict) -> list[int]:
     return sorted(int(i) for i in xl)
 
 
+def gelu_kind(m: dict) -> str:
+    """model.gelu, "exact" for configs written before the key existed."""
+    kind = m.get("gelu", "exact")
+    if kind not in GELU_ACTIVATIONS:
+        sys.exit(f"model.gelu = {kind!r}: this exporter knows {sorted(GELU_ACTIVATIONS)}")
+    return kind
+
+
 def conventions(m: dict) -> dict:
     """Everything besides the weights that the forward pass depends on, as the C++ model
     (src/model/) implements it, so that scripts/eval/load_export.py, or anyone, can rebuild it
     from the export alone. Defaults are src/config/model_config.h's."""
     xsa_layers = xsa_layer_indices(m)
+    activation = GELU_ACTIVATIONS[gelu_kind(m)][0]
     d_model = int(m.get("d_model", 768))
     return {
         "embedding": "wte(idx), n_sink learned sink vectors (transformer.sink) prepended, then LayerNorm ln_e",
@@ -108,7 +122,7 @@ def conventions(m: dict) -> dict:
         "xsa": {"layers": xsa_layers, "eps": float(m.get("xsa_eps", 1e-6)),
                 "formula": "z = y - g (y . v_hat) v_hat per head, v_hat = v / max(||v||, eps), in float32",
                 "gate": m.get("xsa_gate", "off"), "gate_value": "g = tanh(attn.xsa_gate[h]) when gate != off, else 1"},
-        "mlp": {"activation": "gelu_exact", "hidden": int(float(m.get("mlp_ratio", 4.0)) * d_model)},
+        "mlp": {"activation": activation, "hidden": int(float(m.get("mlp_ratio", 4.0)) * d_model)},
         "vocab": {"padded": int(m.get("vocab_size", 50304)), "real": GPT2_VOCAB, "tokenizer": "gpt2",
                   "softmax_over": "padded"},
         "tied_embeddings": bool(m.get("tie_embeddings", False)),
@@ -231,7 +245,9 @@ def hf_config(config: dict) -> dict:
         "vocab_size": conv["vocab"]["padded"], "block_size": conv["block_size"],
         "n_layer": int(m.get("n_layer", 12)), "d_model": int(m.get("d_model", 768)),
         "n_head": conv["attention"]["n_head"], "head_dim": conv["attention"]["head_dim"],
-        "mlp_hidden": conv["mlp"]["hidden"], "bias": conv["linear_bias"], "norm_eps": conv["norm"]["eps"],
+        "mlp_hidden": conv["mlp"]["hidden"],
+        "hidden_act": {a: hf for a, hf in GELU_ACTIVATIONS.values()}[conv["mlp"]["activation"]],
+        "bias": conv["linear_bias"], "norm_eps": conv["norm"]["eps"],
         "rope_theta": conv["rope"]["theta"], "attention": m.get("attention", "sa"),
         "xsa_layers": conv["xsa"]["layers"], "xsa_eps": conv["xsa"]["eps"], "xsa_gate": conv["xsa"]["gate"],
         "n_sink": conv["n_sink"], "tie_word_embeddings": conv["tied_embeddings"], "use_cache": True,
@@ -300,7 +316,7 @@ tok = AutoTokenizer.from_pretrained(FOLDER)
 | attention | {variant} |
 | positions | RoPE (rotate-half, theta {conv['rope']['theta']:g}) on q and k |
 | norms | LayerNorm after the embedding, pre-norm blocks, final LayerNorm (eps {conv['norm']['eps']:g}, bias {str(conv['norm']['bias']).lower()}) |
-| MLP | exact GELU, hidden {conv['mlp']['hidden']} |
+| MLP | {'exact (erf) GELU' if conv['mlp']['activation'] == 'gelu_exact' else "GELU, GPT-2's tanh approximation"}, hidden {conv['mlp']['hidden']} |
 | sinks | {conv['n_sink']} learned sink vectors in front of every sequence |
 | LM head | {head}; softmax over the padded vocabulary of {conv['vocab']['padded']} |
 | context | {conv['block_size']} tokens |

@@ -23,7 +23,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-SUPPORTED = {("rope", "layout"): "rotate_half", ("mlp", "activation"): "gelu_exact", ("norm", "type"): "layernorm"}
+SUPPORTED = {("rope", "layout"): ("rotate_half",), ("mlp", "activation"): ("gelu_exact", "gelu_tanh"),
+             ("norm", "type"): ("layernorm",)}
+# conventions.mlp.activation as F.gelu's `approximate`: erf's GELU or GPT-2's tanh approximation.
+GELU_APPROXIMATE = {"gelu_exact": "none", "gelu_tanh": "tanh"}
 GATE_STARTS = ("off", "sa", "xsa")  # conventions.xsa.gate: no gate, or the start of a learned one
 
 
@@ -63,10 +66,10 @@ def _norm(w: dict, name: str, x: torch.Tensor, eps: float) -> torch.Tensor:
 class ExportedGPT(nn.Module):
     def __init__(self, conv: dict, weights: dict[str, torch.Tensor]):
         super().__init__()
-        for (section, key), want in SUPPORTED.items():
-            if conv[section][key] != want:
+        for (section, key), known in SUPPORTED.items():
+            if conv[section][key] not in known:
                 raise ValueError(f"conventions.{section}.{key} = {conv[section][key]!r}: this loader implements "
-                                 f"only {want!r}")
+                                 f"{' or '.join(map(repr, known))}")
         if conv["xsa"]["gate"] not in GATE_STARTS:
             raise ValueError(f"conventions.xsa.gate = {conv['xsa']['gate']!r}: this loader implements {GATE_STARTS}")
         self.conv = conv
@@ -112,7 +115,8 @@ class ExportedGPT(nn.Module):
                 y = self.layers[i].exclude_self(y, v, c["xsa"]["eps"], w)
             x = x + _linear(w, f"{p}.attn.c_proj", y.transpose(1, 2).reshape(B, L, H * D))
             h = _norm(w, f"{p}.ln_2", x, eps)
-            x = x + _linear(w, f"{p}.mlp.c_proj", F.gelu(_linear(w, f"{p}.mlp.c_fc", h), approximate="none"))
+            gelu = GELU_APPROXIMATE[c["mlp"]["activation"]]
+            x = x + _linear(w, f"{p}.mlp.c_proj", F.gelu(_linear(w, f"{p}.mlp.c_fc", h), approximate=gelu))
         head = w["transformer.wte.weight"] if c["tied_embeddings"] else w["lm_head.weight"]
         return F.linear(_norm(w, "transformer.ln_f", x[:, S:], eps), head)
 

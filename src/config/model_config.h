@@ -26,6 +26,17 @@ inline constexpr std::array<std::pair<XsaGate, const char*>, 3> kXsaGateNames{
 inline const auto& enum_names(XsaGate) { return kXsaGateNames; }
 inline const char* name(XsaGate g) { return schema::enum_name(g); }
 
+// model.gelu: the MLP's activation. "exact" is nanoGPT's erf GELU, x Phi(x);
+// "tanh" is GPT-2's approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+// the form cuBLASLt's GEMM epilogues compute, so only a tanh model can run the
+// MLP as those fused GEMMs (train.kernels "gelu", kernels/gelu_mlp.h). The two
+// differ by at most about 5e-4 per activation: another model, not a rounding.
+enum class GeluKind { kExact, kTanh };
+inline constexpr std::array<std::pair<GeluKind, const char*>, 2> kGeluKindNames{
+    {{GeluKind::kExact, "exact"}, {GeluKind::kTanh, "tanh"}}};
+inline const auto& enum_names(GeluKind) { return kGeluKindNames; }
+inline const char* name(GeluKind g) { return schema::enum_name(g); }
+
 struct ModelConfig {
   int64_t vocab_size = 50304;  // GPT-2's 50257 padded to a multiple of 64
   int64_t block_size = 1024;
@@ -34,6 +45,7 @@ struct ModelConfig {
   int64_t n_head = 12;
   int64_t head_dim = 64;
   double mlp_ratio = 4.0;
+  GeluKind gelu = GeluKind::kExact;
   AttentionKind attention = AttentionKind::kSa;
   json xsa_layers = nullptr;
   XsaGate xsa_gate = XsaGate::kOff;
@@ -62,6 +74,9 @@ struct ModelConfig {
     v("n_head", s.n_head, "attention heads per layer");
     v("head_dim", s.head_dim, "width of one head; n_head*head_dim may differ from d_model");
     v("mlp_ratio", s.mlp_ratio, "MLP hidden width as a multiple of d_model");
+    v("gelu", s.gelu,
+      "the MLP's GELU: \"exact\" (erf, nanoGPT's; configs and checkpoints without the key) or \"tanh\" "
+      "(GPT-2's tanh approximation, which cuBLASLt's GEMM epilogues compute: train.kernels \"gelu\" needs it)");
     v("attention", s.attention, "\"sa\" (standard causal self attention) or \"xsa\" (exclusive self attention)");
     v("xsa_layers", s.xsa_layers, "with attention=xsa: null for every layer, a list of layer indices, or \"last N\"");
     v("xsa_gate", s.xsa_gate,

@@ -1,5 +1,6 @@
 #include "config/run_config.h"
 
+#include "config/kernel_fit.h"
 #include "util/device.h"
 #include "util/json_read.h"
 #include "util/utf8.h"
@@ -67,7 +68,7 @@ void RunConfig::validate(int64_t world_size) const {
   check_device_spec(t.device, "train.device");
   if (t.threads < 0) fail("train.threads", "must be >= 0");
   if (t.loss_chunk < 0) fail("train.loss_chunk", "must be >= 0 (0: no chunking)");
-  parse_kernels(t.kernels, /*cuda=*/false);
+  check_kernels_fit_model(parse_kernels(t.kernels, /*cuda=*/false), model);
   if (data.train.empty()) fail("data.train", "required: glob pattern of training shards");
   if (data.val.empty()) fail("data.val", "required: glob pattern of validation shards");
   if (out_dir.empty()) fail("out_dir", "must not be empty");

@@ -57,6 +57,12 @@ constexpr KernelRow kKernelTable[] = {
      "the training micro-step's forward and backward captured once as a CUDA graph and replayed; one process, no "
      "activation checkpointing; not in \"fused\"",
      false, /*in_fused=*/false},
+    // Not in "fused": it needs a model of another function (model.gelu "tanh",
+    // which the kernel-table check refuses elsewhere: config/kernel_fit.h).
+    {"gelu", [](Kernels& k) { k.gelu = true; }, [](const Kernels& k) { return k.gelu; },
+     "the MLP's up projection, tanh GELU and down projection as cuBLASLt GEMMs with the GELU in their epilogues "
+     "(GELU_AUX forward, DGELU backward); needs model.gelu=\"tanh\"; not with fp8; not in \"fused\"",
+     false, /*in_fused=*/false},
 };
 
 // The named sets a list may hold besides kernel names: "fused,fp8".

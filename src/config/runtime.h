@@ -45,6 +45,7 @@ struct Kernels {
   bool fp8 = false;             // the blocks' linear layers as FP8 GEMMs, tensorwise scaled (kernels/fp8_linear.h)
   bool clip = false;            // the gradient clip's factor applied inside the fused AdamW's pass (train/step.h)
   bool graphs = false;  // the micro-step's forward and backward captured once as a CUDA graph (train/graph_step.h)
+  bool gelu = false;  // the MLP as cuBLASLt GEMMs with the tanh GELU in their epilogues (kernels/gelu_mlp.h)
 
   bool operator==(const Kernels&) const = default;
 };
@@ -69,8 +70,9 @@ Recompute parse_recompute(const std::string& mode, const std::string& key = "tra
 inline const char* name(Recompute r) { return schema::enum_name(r); }
 
 // train.kernels: "auto" (the kernels validated on a GPU so far, on CUDA; none
-// elsewhere), "aten" (none), "fused" (the kernels that keep the arithmetic: all but fp8 and graphs)
-// or a comma-separated list of names, in which "fused" and "auto" stand for their
+// elsewhere), "aten" (none), "fused" (all that keep the model's arithmetic and step: all
+// but fp8, graphs, and gelu, which needs a model with model.gelu "tanh") or a
+// comma-separated list of names, in which "fused" and "auto" stand for their
 // sets ("fused,fp8"). Throws ConfigError naming `key` for anything else.
 Kernels parse_kernels(const std::string& spec, bool cuda, const std::string& key = "train.kernels");
 // The chosen kernels as "weights,norm,..." ("aten" when none).

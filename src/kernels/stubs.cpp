@@ -5,6 +5,7 @@
 #include "kernels/add_norm_cuda.h"
 #include "kernels/common.h"
 #include "kernels/fp8_cast_cuda.h"
+#include "kernels/gelu_mlp_cuda.h"
 #include "kernels/lm_head_loss_cuda.h"
 #include "kernels/rope_qkv_cuda.h"
 #include "kernels/xsa_cuda.h"
@@ -44,6 +45,10 @@ void add_norm_backward_cuda(const torch::Tensor&, const torch::Tensor&, const to
 }
 bool add_norm_backward_cuda_fits(int64_t) { return false; }
 void fp8_scale_cast_cuda(const torch::Tensor&, const torch::Tensor&, double, torch::Tensor&) { not_built(); }
+void gelu_up_cuda(const at::Tensor&, const at::Tensor&, const at::Tensor&, at::Tensor&, at::Tensor&) { not_built(); }
+void dgelu_down_cuda(const at::Tensor&, const at::Tensor&, const at::Tensor&, at::Tensor&, at::Tensor&) {
+  not_built();
+}
 void cross_entropy_rows_cuda(torch::Tensor&, const torch::Tensor&, const torch::Tensor&, torch::Tensor&, bool) {
   not_built();
 }

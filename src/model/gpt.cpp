@@ -1,5 +1,6 @@
 #include "model/gpt.h"
 
+#include "config/kernel_fit.h"
 #include "kernels/lm_head_loss.h"
 #include "model/chunked_loss.h"
 #include "model/recompute.h"
@@ -17,7 +18,7 @@ BlockImpl::BlockImpl(const ModelConfig& cfg, int64_t layer, ExecPtr exec_) : exe
   ln_1 = register_module("ln_1", LayerNorm(cfg.d_model, cfg.bias, cfg.norm_eps));
   attn = register_module("attn", CausalSelfAttention(cfg, layer, exec));
   ln_2 = register_module("ln_2", LayerNorm(cfg.d_model, cfg.bias, cfg.norm_eps));
-  mlp = register_module("mlp", MLP(cfg.d_model, cfg.mlp_dim(), cfg.bias, cfg.dropout, exec));
+  mlp = register_module("mlp", MLP(cfg.d_model, cfg.mlp_dim(), cfg.bias, cfg.dropout, exec, cfg.gelu));
 }
 
 void BlockImpl::forward(Residual& x, const torch::Tensor& cos, const torch::Tensor& sin, KVCache::Layer* cache,
@@ -178,7 +179,10 @@ torch::Tensor GPTImpl::loss(const torch::Tensor& h, const torch::Tensor& targets
   return chunked_cross_entropy(h2, w, t2, rt.loss_chunk);
 }
 
-void GPTImpl::set_runtime(const Runtime& rt) { exec_->set_runtime(rt); }
+void GPTImpl::set_runtime(const Runtime& rt) {
+  check_kernels_fit_model(rt.kernels, cfg);  // every caller, not only train: bench, eval, the tests
+  exec_->set_runtime(rt);
+}
 
 std::vector<std::pair<std::string, torch::Tensor>> GPTImpl::unique_named_parameters() const {
   std::vector<std::pair<std::string, torch::Tensor>> out;

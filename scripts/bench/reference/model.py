@@ -11,6 +11,9 @@ n_head heads of head_dim each (n_head*head_dim need not equal d_model), RoPE
 layers the component of each head's output along its own value vector is removed,
 z = y - (y . v^) v^ with v^ = v / max(||v||, xsa_eps), in float32 at least.
 
+MLP: c_fc, GELU, c_proj; the GELU exact (erf, nanoGPT's) or GPT-2's tanh
+approximation, as model.gelu says.
+
 Parameter names are nanoGPT's, the same as the C++ model's, so a state dict
 moves between the two unchanged. Used by tests/python/model/test_reference_model.py
 and as the "plain PyTorch" side of speed comparisons, hence torch.compile
@@ -35,6 +38,9 @@ _JSON_KINDS = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (st
 # xsa_layers selects), and model.xsa_gate's: as src/config/model_config.h's tables.
 ATTENTION_KINDS = {"sa": False, "xsa": True}
 XSA_GATES = ("off", "sa", "xsa")
+# model.gelu's values as F.gelu's `approximate` (src/config/model_config.h: GeluKind):
+# erf's GELU, or GPT-2's tanh approximation.
+GELU_KINDS = {"exact": "none", "tanh": "tanh"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +60,7 @@ class GPTConfig:
     n_head: int = 12
     head_dim: int = 64
     mlp_ratio: float = 4.0
+    gelu: str = "exact"  # "exact" (erf) | "tanh" (GPT-2's approximation)
     attention: str = "sa"
     xsa_layers: Any = None  # None (all layers), [indices], or "last N"
     rope_theta: float = 10000.0
@@ -123,6 +130,8 @@ class GPTConfig:
                 raise ValueError(f"{key}: layer indices must be integers in [0, {self.n_layer}), got {xl!r}")
         elif xl is not None:
             raise ValueError(f'{key}: expected null, a list of layer indices or "last N", got {xl!r}')
+        if self.gelu not in GELU_KINDS:
+            raise ValueError(f"{where}.gelu: expected one of {tuple(GELU_KINDS)}, got {self.gelu!r}")
         if self.xsa_gate not in XSA_GATES:
             raise ValueError(f"{where}.xsa_gate: expected one of {XSA_GATES}, got {self.xsa_gate!r}")
         if not (isinstance(self.n_sink, int) and self.n_sink >= 0):
@@ -192,9 +201,10 @@ class MLP(nn.Module):
         self.c_fc = nn.Linear(cfg.d_model, cfg.mlp_dim, bias=cfg.bias)
         self.c_proj = nn.Linear(cfg.mlp_dim, cfg.d_model, bias=cfg.bias)
         self.drop = nn.Dropout(cfg.dropout)
+        self.approximate = GELU_KINDS[cfg.gelu]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.drop(self.c_proj(F.gelu(self.c_fc(x))))
+        return self.drop(self.c_proj(F.gelu(self.c_fc(x), approximate=self.approximate)))
 
 
 class Block(nn.Module):

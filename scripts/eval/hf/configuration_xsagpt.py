@@ -14,7 +14,10 @@ from typing import Any
 from transformers import PreTrainedConfig
 
 # What modeling_xsagpt.py implements, as config.json's "conventions" names it.
-IMPLEMENTED = {("rope", "layout"): "rotate_half", ("mlp", "activation"): "gelu_exact", ("norm", "type"): "layernorm"}
+IMPLEMENTED = {("rope", "layout"): ("rotate_half",), ("mlp", "activation"): ("gelu_exact", "gelu_tanh"),
+               ("norm", "type"): ("layernorm",)}
+# The MLP's GELU as transformers' ACT2FN names it (hidden_act), by conventions.mlp.activation.
+HIDDEN_ACT = {"gelu_exact": "gelu", "gelu_tanh": "gelu_pytorch_tanh"}
 
 
 class XsagptConfig(PreTrainedConfig):
@@ -29,6 +32,7 @@ class XsagptConfig(PreTrainedConfig):
     n_head: int = 12
     head_dim: int = 64  # n_head * head_dim need not equal d_model
     mlp_hidden: int = 3072
+    hidden_act: str = "gelu"  # the MLP's GELU in ACT2FN's names: "gelu" (erf) or "gelu_pytorch_tanh" (tanh)
     bias: bool = False  # in every Linear and LayerNorm
     norm_eps: float = 1e-5
     rope_theta: float = 10000.0
@@ -57,10 +61,18 @@ class XsagptConfig(PreTrainedConfig):
             raise ValueError(f'xsa_layers: {self.xsa_layers} with attention "sa"')
         if not all(0 <= i < self.n_layer for i in self.xsa_layers):
             raise ValueError(f"xsa_layers: layer indices must be in [0, {self.n_layer}), got {self.xsa_layers}")
-        for (section, key), want in IMPLEMENTED.items():
-            got = (self.conventions or {}).get(section, {}).get(key, want)
-            if got != want:
-                raise ValueError(f"conventions.{section}.{key} = {got!r}: modeling_xsagpt.py implements only {want!r}")
+        for (section, key), known in IMPLEMENTED.items():
+            got = (self.conventions or {}).get(section, {}).get(key, known[0])
+            if got not in known:
+                raise ValueError(f"conventions.{section}.{key} = {got!r}: modeling_xsagpt.py implements "
+                                 f"{' or '.join(map(repr, known))}")
+        if self.hidden_act not in HIDDEN_ACT.values():
+            raise ValueError(f"hidden_act: expected one of {sorted(HIDDEN_ACT.values())}, got {self.hidden_act!r}")
+        if self.conventions is not None:  # the two records of the GELU agree
+            want = HIDDEN_ACT[self.conventions.get("mlp", {}).get("activation", "gelu_exact")]
+            if self.hidden_act != want:
+                raise ValueError(f"hidden_act = {self.hidden_act!r}, but conventions.mlp.activation is "
+                                 f"{self.conventions['mlp']['activation']!r} ({want!r})")
         super().__post_init__(**kwargs)
 
 

@@ -27,6 +27,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from transformers import GenerationMixin, PreTrainedModel
+from transformers.activations import ACT2FN
 from transformers import initialization as init
 from transformers.cache_utils import Cache, DynamicCache
 from transformers.modeling_outputs import CausalLMOutputWithPast
@@ -76,9 +77,10 @@ class XsagptMLP(nn.Module):
         super().__init__()
         self.c_fc = nn.Linear(config.d_model, config.mlp_hidden, bias=config.bias)
         self.c_proj = nn.Linear(config.mlp_hidden, config.d_model, bias=config.bias)
+        self.act = ACT2FN[config.hidden_act]  # "gelu": erf's GELU; "gelu_pytorch_tanh": GPT-2's tanh approximation
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.c_proj(F.gelu(self.c_fc(x)))  # exact (erf) GELU
+        return self.c_proj(self.act(self.c_fc(x)))
 
 
 class XsagptBlock(nn.Module):

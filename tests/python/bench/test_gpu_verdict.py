@@ -59,7 +59,7 @@ def test_a_binary_file_in_the_results_is_refused(repo_root, tmp_path, kjv, build
 
 # The one-call lease (scripts/bench/lease.py), rehearsed: phase A (correctness) then
 # phase B (timing), a stage broken on purpose, and the table back in one call.
-LEASE_STAGES = "tests,parity-aten,parity-fused,parity-norm,step-0.7b,profile,micro,demo"
+LEASE_STAGES = "tests,parity-aten,parity-fused,parity-tanh,parity-gelu,parity-norm,step-0.7b,profile,step-gelu,micro,demo"
 
 
 def lease(repo_root, out, *args, env_extra=None):
@@ -92,6 +92,22 @@ def test_a_lease_returns_the_whole_table_with_a_broken_stage(broken_lease):
     # What did not get done says how to finish it.
     assert "Not done: parity-norm" in proc.stdout and "lease --cpu-dry-run --only parity-norm --retry-failed" in proc.stdout
     assert 0 < (out.parent / f"{out.name}-results.tgz").stat().st_size < 1 << 20
+
+
+def test_the_gelu_kernel_is_judged_on_a_tanh_gelu_model(broken_lease):
+    """gelu needs model.gelu "tanh": its parity run and its step run on such a model,
+    against fused on the same model (the baseline run "tanh"), never on the shipped one."""
+    out, proc = broken_lease
+    rows = table_rows(proc.stdout)
+    for done in ("parity-tanh", "parity-gelu", "step-gelu"):
+        assert rows[done][1] == "done", rows[done]
+    assert rows["gelu"][2].startswith(("+", "-")) and "(n=" in rows["gelu"][4]
+    assert "The gelu kernel on models with model.gelu" in proc.stdout
+    log = (out / "parity-gelu.log").read_text()
+    assert "model.gelu=tanh" in log and "train.kernels=fused,gelu" in log
+    assert "model.gelu=tanh" in (out / "parity-tanh.log").read_text()
+    step = json.loads((out / "gelu-step-124m.json").read_text())["step"]
+    assert step["model"]["gelu"] == "tanh" and set(step["results"]) == {"xsa@fused", "xsa@fused+gelu"}
 
 
 def test_a_second_call_skips_what_is_done_and_retries_on_request(repo_root, broken_lease):

@@ -49,6 +49,9 @@ def test_a_model_whose_state_cannot_fit_is_refused_before_it_is_built(tmp_path, 
     ("train.max_steps=ten", "train.max_steps: expected an integer"),
     ("train.kernels=triton", "train.kernels"),
     ("train.kernels=rope,xla", 'unknown kernel "xla"'),
+    ("train.kernels=gelu", 'train.kernels: the gelu kernel computes the tanh approximation of GELU'),
+    ("train.kernels=fused,gelu", 'needs model.gelu="tanh", but model.gelu is "exact"'),
+    ("model.gelu=erf", 'model.gelu: expected "exact" or "tanh"'),
     ("train.device=gpu", 'train.device: expected "auto", "cpu", "cuda" or "cuda:N"'),
     ("train.device=cuda:99", "train.device"),  # no CUDA, or no GPU 99: refused either way
 ])
@@ -68,6 +71,14 @@ def test_graphs_with_activation_checkpointing_is_refused_before_anything_is_writ
                   check=False)
     assert proc.returncode == 2, proc.stderr
     assert 'train.kernels: graphs cannot capture train.activation_checkpointing="block"' in proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_gelu_kernel_beside_fp8_is_refused_on_a_tanh_model(tmp_path, shards, xsagpt):
+    cfg = run_config(tmp_path, shards)
+    proc = xsagpt("train", "-c", cfg, "--set", "model.gelu=tanh", "--set", "train.kernels=gelu,fp8", check=False)
+    assert proc.returncode == 2
+    assert "train.kernels: gelu and fp8 both replace the MLP's GEMMs" in proc.stderr
     assert not (tmp_path / "run").exists()
 
 

@@ -1,6 +1,6 @@
 """scripts/eval/export.py and scripts/eval/load_export.py on an attention variant that is not the
 plain "xsa" of every layer: XSA on the last layer only, with a learned gate that starts
-as SA, and an attention sink, in a run whose directory is named for the variant. The
+as SA, an attention sink and the tanh GELU, in a run whose directory is named for the variant. The
 export is read back by load_export (plain PyTorch, from config.json's conventions alone)
 and its log-probabilities must equal `xsagpt score`'s of the same checkpoint within
 2e-5; the same export read as plain XSA everywhere, or without the gate, must not.
@@ -19,7 +19,7 @@ ROOT = __import__("pathlib").Path(__file__).resolve().parents[3]
 
 pytest.importorskip("safetensors")
 
-VARIANT = {"attention": "xsa", "n_layer": 3, "xsa_layers": "last 1", "xsa_gate": "sa", "n_sink": 1}
+VARIANT = {"attention": "xsa", "n_layer": 3, "xsa_layers": "last 1", "xsa_gate": "sa", "n_sink": 1, "gelu": "tanh"}
 PAIRS = [("In the beginning God created", " the heaven and the earth."),
          ("The capital of France is", " Paris"),
          ("Question: what is two plus two? Answer:", " four")]
@@ -44,6 +44,7 @@ def test_export_of_a_variant_matches_the_binary(exported, xsagpt, gpt2_vocab_dir
     config = json.loads((out / "config.json").read_text())
     conv = config["conventions"]
     assert conv["xsa"]["layers"] == [2] and conv["xsa"]["gate"] == "sa" and conv["n_sink"] == 1
+    assert conv["mlp"]["activation"] == "gelu_tanh"
     model = load_export(out)
     gate = model.w["transformer.h.2.attn.xsa_gate"]
     assert gate.abs().max() > 1e-4  # trained away from the SA start: the gate changes the function

@@ -1,6 +1,6 @@
 """scripts/eval/export.py --format hf against the binary: tiny models trained here (SA with an
 untied head; XSA on some layers with a gate, sinks, biases and a tied head; XSA in every
-layer with an untied head) are exported and loaded by transformers'
+layer with an untied head and the tanh GELU) are exported and loaded by transformers'
 AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True) in a fresh Python
 process that has no xsagpt code on its path. There:
 
@@ -34,7 +34,7 @@ VARIANTS = {
     "sa-untied": {"attention": "sa"},
     "xsa-some-gate-sinks-tied": {"attention": "xsa", "xsa_layers": [1], "xsa_gate": "xsa", "n_sink": 2,
                                  "tie_embeddings": True, "bias": True, "rope_theta": 500.0, "head_dim": 8},
-    "xsa-all-untied": {"attention": "xsa", "n_sink": 1},
+    "xsa-all-untied-tanh": {"attention": "xsa", "n_sink": 1, "gelu": "tanh"},
 }
 
 PAIRS = [
@@ -118,6 +118,9 @@ def test_transformers_model_matches_the_binary(variant, exports, xsagpt, gpt2_vo
     config = json.loads((folder / "config.json").read_text())
     assert config["model_type"] == "xsagpt" and config["tie_word_embeddings"] == VARIANTS[variant].get(
         "tie_embeddings", False)
+    tanh = VARIANTS[variant].get("gelu") == "tanh"
+    assert config["hidden_act"] == ("gelu_pytorch_tanh" if tanh else "gelu")
+    assert config["conventions"]["mlp"]["activation"] == ("gelu_tanh" if tanh else "gelu_exact")
 
     lines = "".join(json.dumps({"context": c, "continuation": k}) + "\n" for c, k in PAIRS)
     scored = [json.loads(line) for line in xsagpt("score", run, "--vocab", gpt2_vocab_dir, "--device", "cpu",

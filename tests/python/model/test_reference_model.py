@@ -4,7 +4,7 @@ xsagpt_dump_model builds the C++ GPT from a config and seed and saves one
 forward+backward pass on random tokens; the reference, loaded with the C++ weights,
 must reproduce the logits, the loss and the gradient of every parameter. The
 configs cover each switch of the architecture: SA/XSA, XSA on some layers only,
-biases, an untied head, inner width != d_model, mlp_ratio != 4, and an xsa_eps
+biases, exact or tanh GELU, an untied head, inner width != d_model, mlp_ratio != 4, and an xsa_eps
 large enough that the ||v|| floor is active for some tokens.
 """
 import json
@@ -32,8 +32,10 @@ CASES = {
     "xsa_eps_floor": {"attention": "xsa", "xsa_eps": 4.4},
     "xsa_gate": {"attention": "xsa", "xsa_gate": "sa"},
     "sinks": {"attention": "xsa", "n_sink": 2},
+    "gelu_tanh": {"attention": "xsa", "gelu": "tanh"},
+    "gelu_tanh_bias": {"gelu": "tanh", "bias": True},
 }
-DOUBLE_CASES = ["xsa_layer_list", "bias", "untied_head", "xsa_gate", "sinks"]
+DOUBLE_CASES = ["xsa_layer_list", "bias", "untied_head", "xsa_gate", "sinks", "gelu_tanh", "gelu_tanh_bias"]
 
 
 @pytest.fixture(scope="module")
@@ -112,6 +114,18 @@ def test_xsa_and_sa_differ(dump_model):
     assert (sa["logits"] - xsa["logits"]).abs().max() > 1e-3
 
 
+def test_tanh_and_exact_gelu_differ(dump_model):
+    """Guards the gelu cases: with the same seed (the same weights) the tanh GELU moves
+    the logits by several times the float32 comparison's tolerance (and by 1e8 times
+    the float64 one's), so a reference or a C++ model that ignored model.gelu would
+    fail them."""
+    exact, tanh = dump_model("xsa"), dump_model("gelu_tanh")
+    assert exact["config"]["gelu"] == "exact" and tanh["config"]["gelu"] == "tanh"
+    assert torch.equal(exact["model"]["transformer.h.0.mlp.c_fc.weight"], tanh["model"]["transformer.h.0.mlp.c_fc.weight"])
+    scale = exact["logits"].abs().max()
+    assert (tanh["logits"] - exact["logits"]).abs().max() > 3 * 2e-5 * scale
+
+
 def test_checkpoint_layouts(dump_model):
     """A run config with a model section, no RoPE buffers and a tied head listed
     once load to the same model."""
@@ -130,6 +144,8 @@ def test_config_errors():
         GPTConfig.from_dict({**BASE, "bias": 1})
     with pytest.raises(ValueError, match="xsa_layers"):
         GPTConfig.from_dict({**BASE, "attention": "xsa", "xsa_layers": "last 3"})
+    with pytest.raises(ValueError, match="model.gelu"):
+        GPTConfig.from_dict({**BASE, "gelu": "erf"})
 
 
 def test_reference_xsa_removes_self_value_component():
