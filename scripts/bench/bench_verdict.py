@@ -52,16 +52,21 @@ CUDA_TESTS = "*Cuda*:SdpaBackend.*"
 SANITIZER_TESTS = "KernelsCuda.RopeQkv*:KernelsCuda.AddNormForward*:KernelsCuda.CrossEntropy*:XsaCuda.Forward*:XsaCuda.Backward*"
 PARITY_KERNELS = ("aten",) + verdict_table.KERNELS + verdict_table.BASELINE_RUNS
 # The default (`sa`, `xsa`: train.kernels "auto") against ATen at both sizes; at 124M also
-# each kernel alone, for the kernel table's speed column; the kernels outside "fused"
-# (fp8, graphs) beside the default at 0.7B, where their GEMMs and launches weigh as
-# they will in training. gelu, which needs a tanh-GELU model, has a stage of its own
-# (step-gelu).
-STEP_124M = "sa@aten,sa,xsa@aten,xsa," + ",".join(
-    verdict_table.variant(k) for k in verdict_table.KERNELS if k not in verdict_table.MODEL)
-STEP_07B = "sa@aten,sa,xsa@aten,xsa," + ",".join(
-    f"{a}@{verdict_table.train_kernels(k).replace(',', '+')}" for k in verdict_table.BASELINE
-    if k not in verdict_table.MODEL for a in ("sa", "xsa"))
-
+# each kernel of "auto" alone and "fused", for the kernel table's speed column. The
+# kernels not yet through a verdict run in a bench process of their own (step-candidates):
+# one that fails, or leaves the GPU in an error, cannot take the default's numbers with it.
+# gelu, which needs a tanh-GELU model, has its own stage too (step-gelu).
+_TRIED = tuple(k for k in verdict_table.KERNELS if k == "fused" or k not in verdict_table.CANDIDATES)
+_NEW = tuple(k for k in verdict_table.KERNELS
+             if k != "fused" and k in verdict_table.CANDIDATES and k not in verdict_table.MODEL)
+STEP_124M = "sa@aten,sa,xsa@aten,xsa," + ",".join(map(verdict_table.variant, _TRIED))
+STEP_07B = "sa@aten,sa,xsa@aten,xsa"
+# The candidates beside their baselines (aten for a kernel inside "fused", fused for one
+# outside it): 124M for the kernel table's ratios, 0.7B where GEMMs and launches weigh
+# as they do in training, SA and XSA.
+CANDIDATES_124M = "xsa@aten,xsa@fused," + ",".join(map(verdict_table.variant, _NEW))
+CANDIDATES_07B = ",".join(f"{a}@{verdict_table.train_kernels(k).replace(',', '+')}"
+                          for a in ("sa", "xsa") for k in ("fused", *(k for k in _NEW if k in verdict_table.BASELINE)))
 
 class StageFailed(Exception):
     pass
@@ -312,6 +317,23 @@ class Verdict:
         self.sh(f"step-{which}", [BIN, "bench", "--no-block", "--variants", variants, *shape, "--repeat", rounds,
                                   "--json", self.res / f"step-{which}.json"], timeout)
 
+    def step_candidates(self, timeout):
+        """The kernels outside "auto" (CANDIDATES_124M, CANDIDATES_07B), in bench processes
+        of their own, 124M in 3 paired rounds and 0.7B in 2, as the step stages run them."""
+        t_end = time.monotonic() + timeout
+        if self.dry:
+            shapes = {"124m": ([self.dry_model(), "2", "64", "1", "2"], CANDIDATES_124M, "3")}
+        else:
+            shapes = {"124m": (["gpt2-124m", "16", "1024", "3", "10"], CANDIDATES_124M, "3"),
+                      "0.7b": (["paper-0.7b", "8", "2048", "2", "6"], CANDIDATES_07B, "2")}
+        for size, ((cfg, b, t, warmup, iters), variants, rounds) in shapes.items():
+            if self.broken == "step-candidates":
+                variants += ",broken-on-purpose"
+            self.sh("step-candidates", [BIN, "bench", "--no-block", "--variants", variants, "--step-config", cfg,
+                                        "--step-batch", b, "--step-seq-len", t, "--warmup", warmup, "--iters", iters,
+                                        "--repeat", rounds, "--json", self.res / f"candidates-{size}.json"],
+                    t_end - time.monotonic())
+
     def step_gelu(self, timeout):
         """The gelu kernel's speed on tanh-GELU models (it runs no other): XSA with
         `fused` against `fused,gelu`, 124M in 3 paired rounds and 0.7B in 2, as the
@@ -393,9 +415,10 @@ class Verdict:
                            needs=("build",) if k == "aten" else
                            ("build", "parity-aten", *(f"parity-{b}" for b in [verdict_table.BASELINE.get(k)] if b))))
         # Estimates from the H200 lease of 2026-11-26 (36 s for 12 variants, 58 s for 4 at
-        # 0.7B, where two model builds a round cost ~20 s) scaled to today's variants.
+        # 0.7B, where two model builds a round cost ~20 s) scaled to these variants.
         s += [Stage("step-124m", lambda t: self.step("124m", t), 45, needs=("build",)),
-              Stage("step-0.7b", lambda t: self.step("0.7b", t), 80, needs=("build",)),
+              Stage("step-0.7b", lambda t: self.step("0.7b", t), 60, needs=("build",)),
+              Stage("step-candidates", lambda t: self.step_candidates(t), 80, 240, needs=("build",)),
               Stage("step-gelu", lambda t: self.step_gelu(t), 45, 240, needs=("build",)),
               Stage("micro", lambda t: self.micro(t), 60, 240, needs=("build",))]
         for size in ("124m", "0.7b"):

@@ -47,11 +47,11 @@ _FIRST = ("aten", "fused", *(r for k, b in bv.verdict_table.BASELINE.items()
 PHASE_A_PARITY = _FIRST + tuple(sorted((k for k in bv.PARITY_KERNELS if k not in _FIRST),
                                         key=lambda k: k not in bv.verdict_table.CANDIDATES))
 # XSA first at each step (the product's case); the compiled baselines after xsagpt's own.
-# The PyTorch stages before step-gelu: the default against torch.compile in all four
-# cells is the table's first question; gelu, a kernel for another model, can follow on
-# the warm machine.
+# The PyTorch stages before the candidates' steps: the default against torch.compile in
+# all four cells is the table's first question; the kernels outside "auto" (and gelu, a
+# kernel for another model) follow, in this call if time remains or on the warm machine.
 PHASE_B = ("step-124m", "step-0.7b", "profile", "pytorch-124m-xsa", "pytorch-0.7b-xsa", "pytorch-124m-sa",
-           "pytorch-0.7b-sa", "step-gelu", "micro", "demo")
+           "pytorch-0.7b-sa", "step-candidates", "step-gelu", "micro", "demo")
 # torch.compile's first compile of each timed shape, (config, batch, T, attention), in
 # streams that run at once: three above 100 GB of GPU memory (the two 0.7B compiles at
 # ~35 GB each beside a 124M parity run), two below (one 0.7B compile at a time).

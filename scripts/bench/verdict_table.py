@@ -66,8 +66,12 @@ SPEC = {**{k: f"fused,{k}" for k in BASELINE}, "tanh": "fused"}
 LOSS_TOLS = {"fp8": 0.02}
 # The kernels not yet through a verdict (outside "auto"): a lease runs them first.
 CANDIDATES = tuple(r["name"] for r in KERNEL_TABLE if not r["auto"])
-# Where a kernel's paired speed rounds are read from (bench --json), when not step-124m.json.
-STEP_FILE = {"gelu": "gelu-step-124m"}
+# Where a kernel's paired speed rounds are read from (bench --json), when not
+# step-124m.json: the kernels outside "auto" from their own bench process, gelu from its
+# tanh-GELU models'. And the stage that writes each file.
+STEP_FILE = {**{k: "candidates-124m" for k in CANDIDATES if k not in MODEL}, "gelu": "gelu-step-124m"}
+FILE_STAGE = {"step-124m": "step-124m", "candidates-124m": "step-candidates", "gelu-step-124m": "step-gelu",
+              "gelu-step-0.7b": "step-gelu", "candidates-0.7b": "step-candidates"}
 
 
 def train_kernels(kernel: str) -> str:
@@ -145,7 +149,7 @@ def speed_ratios(kernel: str, r: Results, file: str | None = None) -> list[float
     """The baseline's step time (aten's, or fused's for fp8 and gelu) over the kernel's,
     one per round of the 124M step benchmark (or of `file`)."""
     file = file or STEP_FILE.get(kernel, "step-124m")
-    if m := r.missing("step-gelu" if file.startswith("gelu-") else "step-124m"):
+    if m := r.missing(FILE_STAGE.get(file, "step-124m")):
         return m
     step = (read_json(r.res / f"{file}.json") or {}).get("step", {})
     results = step.get("results", {})
@@ -182,6 +186,38 @@ def kernel_rows(r: Results, dry_run: bool) -> list[str]:
             why = [w for w, ok in (("tests", tests_ok), ("loss", loss_ok), ("speed", speed_ok)) if not ok]
             verdict = "not yet (" + ", ".join(why) + ")"
         rows.append(f"| {k} | {tests} | {dloss} | {dparam} | {speed} | {verdict} |")
+    return rows
+
+
+def candidate_rows(r: Results) -> list[str]:
+    """The kernels outside "auto" at both sizes, each against its baseline in the same
+    bench process (aten for one inside "fused", fused for one outside): tokens/s and the
+    paired rounds' ratio, baseline time / kernel time."""
+    rows = []
+    for size in ("124m", "0.7b"):
+        step = (read_json(r.res / f"candidates-{size}.json") or {}).get("step") or {}
+        res = step.get("results", {})
+        if not res:
+            continue
+        if not rows:
+            rows = ['The kernels outside "auto", each against its baseline (`aten` for one inside "fused", `fused` '
+                    "for one outside), tokens/s:", "",
+                    "| model, batch x T | variant | tokens/s | baseline | baseline tokens/s | ratio (rounds) | MFU |",
+                    "|---|---|---|---|---|---|---|"]
+        shape = f"{pathlib.Path(str(step.get('config'))).stem}, {step.get('micro_batch')} x {step.get('seq_len')}"
+        for v, t in res.items():
+            attention, _, kernels = v.partition("@")
+            if kernels in ("aten", "fused"):
+                continue
+            base_name = f"{attention}@{'fused' if '+' in kernels else 'aten'}"
+            base = res.get(base_name)
+            if not base:
+                continue
+            ratios = [b / k for b, k in zip(base.get("round_ms", [base["median_ms"]]), t.get("round_ms", [t["median_ms"]]))]
+            ratio = f"{min(ratios):.3f}–{max(ratios):.3f} (n={len(ratios)})"
+            mfu = f"{100 * t['mfu']:.1f}%" if t.get("mfu") is not None else "-"
+            rows.append(f"| {shape} | {v} | {t['tokens_per_s'] / 1e3:,.1f}K | {base_name} | "
+                        f"{base['tokens_per_s'] / 1e3:,.1f}K | {ratio} | {mfu} |")
     return rows
 
 
@@ -302,6 +338,8 @@ def render(res: pathlib.Path, order: list[str], dry_run: bool, header: list[str]
     if defaults := default_rows(r):
         md += defaults + [""]
     md += kernel_rows(r, dry_run)
+    if candidates := candidate_rows(r):
+        md += [""] + candidates
     if gelu := gelu_rows(r):
         md += [""] + gelu
     if prof := profile_rows(r):

@@ -59,7 +59,8 @@ def test_a_binary_file_in_the_results_is_refused(repo_root, tmp_path, kjv, build
 
 # The one-call lease (scripts/bench/lease.py), rehearsed: phase A (correctness) then
 # phase B (timing), a stage broken on purpose, and the table back in one call.
-LEASE_STAGES = "tests,parity-aten,parity-fused,parity-tanh,parity-gelu,parity-norm,step-0.7b,profile,step-gelu,micro,demo"
+LEASE_STAGES = ("tests,parity-aten,parity-fused,parity-tanh,parity-gelu,parity-norm,step-0.7b,profile,step-candidates,"
+                "step-gelu,micro,demo")
 
 
 def lease(repo_root, out, *args, env_extra=None):
@@ -108,6 +109,18 @@ def test_the_gelu_kernel_is_judged_on_a_tanh_gelu_model(broken_lease):
     assert "model.gelu=tanh" in (out / "parity-tanh.log").read_text()
     step = json.loads((out / "gelu-step-124m.json").read_text())["step"]
     assert step["model"]["gelu"] == "tanh" and set(step["results"]) == {"xsa@fused", "xsa@fused+gelu"}
+
+
+def test_the_kernels_outside_auto_are_timed_in_a_bench_process_of_their_own(broken_lease):
+    """A candidate kernel that fails, or leaves the GPU in an error, must not take the
+    default's numbers with it: its step runs beside its baseline in another process."""
+    out, proc = broken_lease
+    rows = table_rows(proc.stdout)
+    assert rows["step-candidates"][1] == "done", rows["step-candidates"]
+    step = json.loads((out / "candidates-124m.json").read_text())["step"]
+    assert {"xsa@aten", "xsa@fused", "xsa@clip", "xsa@fused+graphs"} <= set(step["results"])
+    assert "The kernels outside \"auto\"" in proc.stdout and "| xsa@fused+graphs |" in proc.stdout
+    assert "(n=" in rows["graphs"][4] and "(n=" in rows["clip"][4]
 
 
 def test_a_second_call_skips_what_is_done_and_retries_on_request(repo_root, broken_lease):
