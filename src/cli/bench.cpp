@@ -363,8 +363,9 @@ int bench(int argc, char** argv) {
   if (args.count("micro")) {
     out["micro"] = run_micro(str_list(args["micro"].as<std::string>()), o, out["machine"].get<std::string>());
   } else {
-    out["block"] = run_block_grid(o, table, args.count("no-block") ? std::vector<int64_t>{} : widths, seq_lens,
-                                  out["machine"].get<std::string>());
+    // --no-block: no grid and no header for one; the JSON keeps its (empty) "block" list.
+    out["block"] = args.count("no-block") ? json::array()
+                                          : run_block_grid(o, table, widths, seq_lens, out["machine"].get<std::string>());
     if (!args.count("no-step")) out["step"] = run_train_step(o, table, step_ref, B, T);
     if (profile) out["profile"] = run_step_profile(o, step_ref, B, T, profile_steps);
   }

@@ -63,9 +63,11 @@ def test_repeated_rounds_give_paired_ratios(tmp_path, xsagpt):
     model.write_text(json.dumps({"vocab_size": 256, "block_size": 32, "n_layer": 1, "d_model": 32, "n_head": 2,
                                  "head_dim": 16}))
     out = tmp_path / "step.json"
-    xsagpt("bench", "--device", "cpu", "--no-block", "--variants", "xsa@aten,xsa@norm", "--warmup", 0, "--iters", 2,
-           "--repeat", 3, "--step-config", model, "--step-batch", 2, "--step-seq-len", 16, "--threads", 1,
-           "--json", out)
+    proc = xsagpt("bench", "--device", "cpu", "--no-block", "--variants", "xsa@aten,xsa@norm", "--warmup", 0,
+                  "--iters", 2, "--repeat", 3, "--step-config", model, "--step-batch", 2, "--step-seq-len", 16,
+                  "--threads", 1, "--json", out)
+    assert "block forward+backward" not in proc.stdout  # --no-block: not even the grid's header
+    assert json.loads(out.read_text())["block"] == []
     step = json.loads(out.read_text())["step"]
     base, norm = step["results"]["xsa@aten"], step["results"]["xsa@norm"]
     assert len(base["round_ms"]) == len(norm["round_ms"]) == 3 and min(base["round_ms"] + norm["round_ms"]) > 0
