@@ -102,14 +102,15 @@ stage_block() {
 
 # Bench variants built from train.kernels' table as the program lists it (`xsagpt config
 # --json`, from src/config/runtime.cpp), so a new kernel is timed without an edit here.
-# step: ATen, the default, fused, and fused with each kernel outside it (fp8); kernels:
+# step: ATen, the default, fused, and fused with each kernel outside it that runs the
+# shipped models (fp8, graphs); kernels:
 # each fused kernel alone (XSA's on XSA, the others on SA).
 kernel_variants() {
   $BIN config --json | $PY -c '
 import json, sys
 rows = json.load(sys.stdin)["kernels"]
 fused = [r["name"] for r in rows if r["fused"]]
-extra = [r["name"] for r in rows if not r["fused"]]
+extra = [r["name"] for r in rows if not r["fused"] and r["default_model"]]  # gelu needs a tanh-GELU model
 if sys.argv[1] == "step":
     plus = lambda a: [f"{a}@fused+{k}" for k in extra]
     print(",".join(["sa@aten", "sa", "sa@fused", *plus("sa"), "xsa@aten", "xsa", "xsa@xsa_wide", "xsa@fused",

@@ -1,6 +1,7 @@
 // `xsagpt info`: what a config costs before anyone spends GPU hours on it.
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "config/kernel_fit.h"
 #include "config/run_config.h"
 #include "model/counts.h"
 #include "train/memory_check.h"
@@ -137,15 +138,29 @@ int config_reference(int argc, char** argv) {
   cxxopts::Options opts("xsagpt config", "Print the configuration reference as a Markdown table.");
   opts.add_options()(
       "json",
-      "print instead what scripts read: {\"kernels\": [{\"name\", \"help\", \"auto\", \"fused\"}, ...]}, "
-      "train.kernels' names in order, each with what it fuses and whether \"auto\" (on CUDA) and "
-      "\"fused\" take it");
+      "print instead what scripts read: {\"kernels\": [{\"name\", \"help\", \"auto\", \"fused\", "
+      "\"default_model\"}, ...]}, train.kernels' names in order, each with what it fuses, whether \"auto\" (on "
+      "CUDA) and \"fused\" take it, and whether it runs a model of the model.* defaults (gelu needs "
+      "model.gelu \"tanh\")");
   const auto parsed = parse_command(opts, argc, argv);
   if (!parsed) return 0;
   if (parsed->count("json")) {
     json kernels = json::array();
-    for (const auto& k : kernel_table())
-      kernels.push_back({{"name", k.name}, {"help", k.help}, {"auto", k.in_auto}, {"fused", k.in_fused}});
+    for (const auto& k : kernel_table()) {
+      // Asked of the same check train and bench apply, so a script never times a
+      // variant the program would refuse on the shipped models.
+      bool default_model = true;
+      try {
+        check_kernels_fit_model(parse_kernels(k.name, /*cuda=*/true), ModelConfig{});
+      } catch (const ConfigError&) {
+        default_model = false;
+      }
+      kernels.push_back({{"name", k.name},
+                         {"help", k.help},
+                         {"auto", k.in_auto},
+                         {"fused", k.in_fused},
+                         {"default_model", default_model}});
+    }
     std::cout << json{{"kernels", kernels}}.dump(2) << "\n";
     return 0;
   }

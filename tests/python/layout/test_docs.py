@@ -53,6 +53,10 @@ def test_config_reference_is_current(repo_root, build_dir, xsagpt):
     assert len(kernels) >= 6 and any(not k["fused"] for k in kernels) and any(k["auto"] for k in kernels)
     assert all(k["help"] for k in kernels)
     assert verdict_table.kernel_table() == [{"name": k["name"], "auto": k["auto"], "fused": k["fused"]} for k in kernels]
+    # The kernels the shipped models cannot run (the program's own check) are those the
+    # verdict runs on another model, and only those.
+    assert {k["name"] for k in kernels if not k["default_model"]} == \
+        set(verdict_table.MODEL) - set(verdict_table.BASELINE_RUNS) == {"gelu"}
     # cxxopts wraps the help at its column, inside a word if it must: unwrap it first
     bench_help = re.sub(r"\n\s+", "", xsagpt("bench", "--help").stdout)
     assert f"({','.join(k['name'] for k in kernels)})" in bench_help
