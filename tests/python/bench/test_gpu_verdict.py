@@ -41,8 +41,8 @@ def table_rows(text: str) -> dict:
 
 def test_no_time_left_starts_nothing(repo_root, tmp_path, kjv, build_dir):
     out = tmp_path / "gpu-dry-run"
-    # Room for preflight and the (already built) build, not for a parity run (~35 s planned).
-    proc = verdict(repo_root, out, "--only", "preflight,build,parity-aten,micro", "--budget", "32")
+    # Room for preflight and the (already built) build, not for a parity run (~25 s planned).
+    proc = verdict(repo_root, out, "--only", "preflight,build,parity-aten,micro", "--budget", "24")
     assert proc.returncode == 3, proc.stdout + proc.stderr  # pending: call again
     rows = table_rows(proc.stdout)
     assert rows["parity-aten"][1] == "pending" and rows["micro"][1] == "pending"
