@@ -298,61 +298,46 @@ class Verdict:
         shutil.copy(run / "metrics.jsonl", self.res / f"parity-{kernel}.metrics.jsonl")
         shutil.rmtree(run)
 
-    def step(self, which, timeout):
+    def step_shapes(self) -> dict:
+        """The timed shapes, {size: (model config, batch, T, warmup, iters, paired rounds)}:
+        three rounds at 124M, where the kernel verdict reads its speed ratios; two at 0.7B,
+        whose step is 0.2 s but whose every round builds a 0.7B model per attention. The
+        dry run times its tiny model in both places."""
         if self.dry:
-            shape = ["--step-config", self.dry_model(), "--step-batch", "2", "--step-seq-len", "64", "--warmup", "1",
-                     "--iters", "2"]
-        elif which == "124m":
-            shape = ["--step-config", "gpt2-124m", "--step-batch", "16", "--step-seq-len", "1024", "--warmup", "3",
-                     "--iters", "10"]
-        else:
-            shape = ["--step-config", "paper-0.7b", "--step-batch", "8", "--step-seq-len", "2048", "--warmup", "2",
-                     "--iters", "6"]
-        variants = STEP_124M if which == "124m" else STEP_07B
-        if self.broken == f"step-{which}":
+            tiny = (self.dry_model(), "2", "64", "1", "2")
+            return {"124m": (*tiny, "3"), "0.7b": (*tiny, "2")}
+        return {"124m": ("gpt2-124m", "16", "1024", "3", "10", "3"),
+                "0.7b": ("paper-0.7b", "8", "2048", "2", "6", "2")}
+
+    def bench_step(self, stage, size, variants, out, timeout, model=None):
+        """`xsagpt bench`'s training step of `variants` at one of step_shapes()'s sizes
+        (on `model`, a config derived from that size's, when given) into res/`out`."""
+        cfg, b, t, warmup, iters, rounds = self.step_shapes()[size]
+        if self.broken == stage:
             variants += ",broken-on-purpose"
-        # Three paired rounds where the kernel verdict reads its speed ratios (124M); two
-        # at 0.7B, whose step is 0.2 s but whose every round builds two 0.7B models.
-        rounds = "2" if which == "0.7b" else "3"
-        self.sh(f"step-{which}", [BIN, "bench", "--no-block", "--variants", variants, *shape, "--repeat", rounds,
-                                  "--json", self.res / f"step-{which}.json"], timeout)
+        self.sh(stage, [BIN, "bench", "--no-block", "--variants", variants, "--step-config", model or cfg,
+                        "--step-batch", b, "--step-seq-len", t, "--warmup", warmup, "--iters", iters,
+                        "--repeat", rounds, "--json", self.res / out], timeout)
+
+    def step(self, which, timeout):
+        self.bench_step(f"step-{which}", which, STEP_124M if which == "124m" else STEP_07B, f"step-{which}.json",
+                        timeout)
 
     def step_candidates(self, timeout):
         """The kernels outside "auto" (CANDIDATES_124M, CANDIDATES_07B), in bench processes
-        of their own, 124M in 3 paired rounds and 0.7B in 2, as the step stages run them."""
+        of their own, at both sizes as the step stages run them."""
         t_end = time.monotonic() + timeout
-        if self.dry:
-            shapes = {"124m": ([self.dry_model(), "2", "64", "1", "2"], CANDIDATES_124M, "3")}
-        else:
-            shapes = {"124m": (["gpt2-124m", "16", "1024", "3", "10"], CANDIDATES_124M, "3"),
-                      "0.7b": (["paper-0.7b", "8", "2048", "2", "6"], CANDIDATES_07B, "2")}
-        for size, ((cfg, b, t, warmup, iters), variants, rounds) in shapes.items():
-            if self.broken == "step-candidates":
-                variants += ",broken-on-purpose"
-            self.sh("step-candidates", [BIN, "bench", "--no-block", "--variants", variants, "--step-config", cfg,
-                                        "--step-batch", b, "--step-seq-len", t, "--warmup", warmup, "--iters", iters,
-                                        "--repeat", rounds, "--json", self.res / f"candidates-{size}.json"],
-                    t_end - time.monotonic())
+        for size, variants in (("124m", CANDIDATES_124M), ("0.7b", CANDIDATES_07B)):
+            self.bench_step("step-candidates", size, variants, f"candidates-{size}.json", t_end - time.monotonic())
 
     def step_gelu(self, timeout):
         """The gelu kernel's speed on tanh-GELU models (it runs no other): XSA with
-        `fused` against `fused,gelu`, 124M in 3 paired rounds and 0.7B in 2, as the
-        step stages run them."""
+        `fused` against `fused,gelu`, at both sizes as the step stages run them."""
         t_end = time.monotonic() + timeout
         variants = ",".join(map(verdict_table.variant, ("tanh", "gelu")))
-        if self.dry:
-            shapes = {"dry": [self.tanh_model(self.dry_model()), "2", "64", "1", "2", "2"]}
-        else:
-            shapes = {"124m": [self.tanh_model("gpt2-124m"), "16", "1024", "3", "10", "3"],
-                      "0.7b": [self.tanh_model("paper-0.7b"), "8", "2048", "2", "6", "2"]}
-        if self.broken == "step-gelu":
-            variants += ",broken-on-purpose"
-        for size, (cfg, b, t, warmup, iters, rounds) in shapes.items():
-            name = "124m" if self.dry else size  # the dry run's one shape stands in for 124M's file
-            self.sh("step-gelu", [BIN, "bench", "--no-block", "--variants", variants, "--step-config", cfg,
-                                  "--step-batch", b, "--step-seq-len", t, "--warmup", warmup, "--iters", iters,
-                                  "--repeat", rounds, "--json", self.res / f"gelu-step-{name}.json"],
-                    t_end - time.monotonic())
+        for size, (cfg, *_) in self.step_shapes().items():
+            self.bench_step("step-gelu", size, variants, f"gelu-step-{size}.json", t_end - time.monotonic(),
+                            model=self.tanh_model(cfg))
 
     def micro(self, timeout):
         shapes = f"{self.dry_model()}:2x64" if self.dry else "gpt2-124m:16x1024,paper-0.7b:8x2048"

@@ -19,6 +19,10 @@ torch::Tensor grad_norm(const std::vector<torch::Tensor>& params);
 // a 0-dim float32 tensor beside `norm`. max_norm must be > 0.
 torch::Tensor clip_factor(const torch::Tensor& norm, double max_norm);
 
+// Every parameter's gradient (those that have one) multiplied by `factor` in place:
+// the clip, wherever it is applied (below, or by an optimizer that cannot fold it).
+void scale_grads(const std::vector<torch::Tensor>& params, const torch::Tensor& factor);
+
 // Returns the global L2 norm of the gradients before clipping, and clips them in
 // place. max_norm <= 0 only measures.
 torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm);

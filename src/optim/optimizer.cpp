@@ -1,5 +1,7 @@
 #include "optim/optimizer.h"
 
+#include "optim/grad_clip.h"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -73,13 +75,8 @@ AdamW::~AdamW() = default;
 
 void AdamW::step(double lr, const torch::Tensor& clip) {
   torch::NoGradGuard no_grad;
-  if (clip.defined() && torch_) {
-    std::vector<torch::Tensor> grads;
-    for (const auto& p : params_)
-      if (p.grad().defined()) grads.push_back(p.grad());
-    if (!grads.empty()) at::_foreach_mul_(grads, clip);
-  }
   if (torch_) {
+    if (clip.defined()) scale_grads(params_, clip);  // torch::optim::AdamW has no grad_scale
     for (auto& group : torch_->param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
     torch_->step();
     return;

@@ -1,5 +1,6 @@
 #include "optim/run_optimizer.h"
 
+#include "optim/grad_clip.h"
 #include "optim/schedule.h"
 #include "util/error.h"
 
@@ -40,11 +41,9 @@ RunOptimizer::~RunOptimizer() = default;
 void RunOptimizer::step(double lr, const torch::Tensor& clip) {
   if (muon_) {
     if (clip.defined()) {
-      torch::NoGradGuard no_grad;
-      std::vector<torch::Tensor> grads;
-      for (const auto& [n, p] : muon_->params())
-        if (p.grad().defined()) grads.push_back(p.grad());
-      if (!grads.empty()) at::_foreach_mul_(grads, clip);
+      std::vector<torch::Tensor> params;
+      for (const auto& [n, p] : muon_->params()) params.push_back(p);
+      scale_grads(params, clip);
     }
     muon_->step(lr * muon_scale_);
   }
