@@ -6,6 +6,8 @@ import pathlib
 
 import pytest
 
+from fig_similarity import layer_curves
+from plot_inputs import load_run, load_sweep, read_metrics
 from plotfiles import check_png, plot, plot_ok, write_run
 
 
@@ -41,10 +43,10 @@ def write_analysis(path: pathlib.Path, attention: str, n_layer: int = 6) -> None
     path.write_text(json.dumps({"attention": attention, "checkpoint": "ckpt.pt", "layers": layers}))
 
 
-def test_resumed_metrics_keep_the_successors_records(tmp_path, plot_module):
+def test_resumed_metrics_keep_the_successors_records(tmp_path):
     write_run(tmp_path / "r", "sa", 3.0)
     records = [json.loads(l) for l in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()]
-    train, val = plot_module.read_metrics(tmp_path / "r" / "metrics.jsonl")
+    train, val = read_metrics(tmp_path / "r" / "metrics.jsonl")
     assert [r["step"] for r in train] == list(range(1, 41))
     assert [r["step"] for r in val] == [10, 20, 30, 40]
     # every step the successor logged again carries its (last) values, not the crashed process's
@@ -56,7 +58,7 @@ def test_resumed_metrics_keep_the_successors_records(tmp_path, plot_module):
     assert all(r["val_loss"] < 99 for r in val)
 
 
-def test_stale_records_after_a_restart_are_dropped(tmp_path, plot_module):
+def test_stale_records_after_a_restart_are_dropped(tmp_path):
     # crashed at step 5 after a checkpoint at 2; the successor has only reached step 3 so far
     m = tmp_path / "metrics.jsonl"
     recs = [{"step": s, "tokens": 8 * s, "train_loss": 10.0 - s} for s in range(1, 6)]
@@ -64,7 +66,7 @@ def test_stale_records_after_a_restart_are_dropped(tmp_path, plot_module):
     recs.insert(5, {"step": 4, "tokens": 32, "val_loss": 7.0})
     recs.append({"step": 3, "tokens": 24, "train_loss": 1.5})
     m.write_text("".join(json.dumps(r) + "\n" for r in recs) + '{"step": 4, "tok')  # torn last line
-    train, val = plot_module.read_metrics(m)
+    train, val = read_metrics(m)
     assert [(r["step"], r["train_loss"]) for r in train] == [(1, 9.0), (2, 8.0), (3, 1.5)]
     assert [(r["step"], r["val_loss"]) for r in val] == [(2, 9.0)]
 
@@ -190,7 +192,7 @@ def test_bad_path_exits_2_naming_it(tmp_path):
     assert not (tmp_path / "out").exists()  # nothing drawn when any input is bad
 
 
-def test_a_failed_sweep_point_is_marked_as_failed(tmp_path, plot_module, monkeypatch):
+def test_a_failed_sweep_point_is_marked_as_failed(tmp_path, plot_module):
     # A diverged point (sweep.cpp records failed.json; summary.json says "failed") has no
     # final loss: the final-loss figure marks it at its value and counts it in the title.
     write_sweep(tmp_path / "sw")
@@ -198,10 +200,7 @@ def test_a_failed_sweep_point_is_marked_as_failed(tmp_path, plot_module, monkeyp
     s["points"][3].update(status="failed", final_val_loss=None, error="loss is not finite at step 3")
     s["differences"] = s["differences"][:1]
     (tmp_path / "sw" / "summary.json").write_text(json.dumps(s))
-    figures = {}
-    monkeypatch.setattr(plot_module, "save", lambda fig, out_dir, name: figures.setdefault(name, fig) and name)
-    sweep = plot_module.load_sweep(tmp_path / "sw")
-    plot_module.plot_sweep(sweep, tmp_path / "out", "", None, False, None)
+    figures = dict(plot_module.sweep_figures(load_sweep(tmp_path / "sw"), None, False, None))
     final = figures["sweep_final.png"]
     assert "3 of 4 points finished, 1 failed" in final._suptitle.get_text()
     marks = [c for c in final.axes[0].collections if c.get_label().startswith("failed")]
@@ -224,12 +223,12 @@ def add_diagnostics(run: pathlib.Path, gated: bool, shift: float = 0.0, n_layer:
     (run / "metrics.jsonl").write_text("".join(json.dumps(l) + "\n" for l in lines))
 
 
-def test_runs_with_diagnostics_give_a_similarity_figure_that_follows_them(tmp_path, plot_module):
+def test_runs_with_diagnostics_give_a_similarity_figure_that_follows_them(tmp_path):
     write_run(tmp_path / "sa", "sa", 3.0, resume_at=None)
     write_run(tmp_path / "gated", "xsa", 2.9, resume_at=None, seed=1)
     add_diagnostics(tmp_path / "sa", gated=False)
     add_diagnostics(tmp_path / "gated", gated=True)
-    tokens, cos, gate, band = plot_module.layer_curves(plot_module.load_run(tmp_path / "gated"))
+    tokens, cos, gate, band = layer_curves(load_run(tmp_path / "gated"))
     assert list(tokens) == [s * 512 for s in (10, 20, 30, 40)]
     assert cos[:, 1].tolist() == pytest.approx([0.6 - 0.005 * s for s in (10, 20, 30, 40)])
     assert gate[:, 0].tolist() == pytest.approx([0.015 * s for s in (10, 20, 30, 40)])
