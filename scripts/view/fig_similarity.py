@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib import ticker
 from matplotlib.figure import Figure
 
-from plot_inputs import SEED_KEY, Run, Sweep, other_keys, point_variant, sweep_variants
+from plot_inputs import Run, Sweep, point_variant, setting_keys, sweep_variants
 from plot_style import Palette, describe, si, sort_key, tag
 
 
@@ -83,7 +83,7 @@ def sweep_similarity_figure(sweep: Sweep) -> Figure | None:
     are separate lines."""
     names, baseline = sweep_variants(sweep)
     pal = Palette(names, baseline)
-    others = [k for k in other_keys(sweep) if k != SEED_KEY]
+    others = setting_keys(sweep)
     groups: dict[tuple, list] = {}
     for p in sweep.summary["points"]:
         run = sweep.runs.get(p["name"])

@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib import ticker
 from matplotlib.figure import Figure
 
-from plot_inputs import SEED_KEY, Sweep, other_keys, point_variant, sweep_variants
+from plot_inputs import SEED_KEY, Sweep, other_keys, point_variant, setting_keys, sweep_variants
 from plot_style import Palette, describe, ema, focus_ylim, number, si, smooth_note, sort_key, tag
 
 
@@ -35,7 +35,7 @@ def final_figure(sweep: Sweep) -> Figure | None:
     """Per swept numeric key: final val loss against it (mean over seeds), one line per variant (and
     per value of the other keys), above each variant minus the baseline (mean of the per-seed
     differences)."""
-    keys = [k for k in other_keys(sweep) if k != SEED_KEY]
+    keys = setting_keys(sweep)
     points = [p for p in sweep.summary["points"] if isinstance(p.get("final_val_loss"), (int, float))]
     numeric = [k for k in keys if all(isinstance(p["values"].get(k), (int, float)) for p in sweep.summary["points"])]
     if not numeric:

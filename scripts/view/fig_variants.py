@@ -8,7 +8,7 @@ import numpy as np
 from matplotlib import ticker
 from matplotlib.figure import Figure
 
-from plot_inputs import SEED_KEY, Run, Sweep, other_keys, point_variant, sweep_variants
+from plot_inputs import Run, Sweep, point_variant, setting_keys, sweep_variants
 from plot_style import Palette, describe, focus_ylim, si, sort_key, tag
 
 
@@ -39,7 +39,7 @@ def variants_figure(sweep: Sweep) -> Figure | None:
     time panel is the baseline's final time, where report.md compares at equal time."""
     names, baseline = sweep_variants(sweep)
     pal = Palette(names, baseline)
-    others = [k for k in other_keys(sweep) if k != SEED_KEY]
+    others = setting_keys(sweep)
     rows: dict[tuple, dict] = {}
     for p in sweep.summary["points"]:
         run = sweep.runs.get(p["name"])

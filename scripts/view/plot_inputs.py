@@ -240,3 +240,8 @@ def sweep_variants(sweep: Sweep) -> tuple[list, str | None]:
 def other_keys(sweep: Sweep) -> list[str]:
     """The swept keys besides the variant (the older sweeps' model.attention)."""
     return [k for k in sweep.summary["keys"] if k != ATTENTION_KEY]
+
+
+def setting_keys(sweep: Sweep) -> list[str]:
+    """The swept keys that a comparison of variants holds fixed: besides the variant and the seed."""
+    return [k for k in other_keys(sweep) if k != SEED_KEY]
