@@ -12,6 +12,8 @@ import sys
 
 import numpy as np
 
+from metrics_record import is_number, record_problem
+
 # A run's variant name: config.json's "variant", or for older runs the same rule on the
 # model keys, in one helper beside table2.py (loaded from its file: scripts/ is no package).
 _spec = importlib.util.spec_from_file_location(
@@ -105,9 +107,8 @@ def read_metrics(path: pathlib.Path) -> tuple[list[dict], list[dict]]:
         kind = "val" if "val_loss" in rec else "train" if "train_loss" in rec else None
         if kind is None:
             continue  # other record kinds are not plotted
-        for key in ("step", "tokens", f"{kind}_loss"):
-            if not isinstance(rec.get(key), (int, float)):
-                raise PlotError(f"{path}:{lineno}: expected a number for '{key}'")
+        if why := record_problem(rec, required=("tokens", f"{kind}_loss")):
+            raise PlotError(f"{path}:{lineno}: {why}")
         step, other = rec["step"], "val" if kind == "train" else "train"
         if records[kind] and step <= records[kind][-1]["step"]:
             records[kind] = [r for r in records[kind] if r["step"] < step]
@@ -170,8 +171,10 @@ def load_analysis(path: pathlib.Path) -> Analysis:
         raise PlotError(f"{path}: expected a non-empty 'layers' list (an xsagpt analyze output)")
     for i, layer in enumerate(layers):
         for key in ("layer", "value_cos_sim", "attn_diag", "cos_y_v"):
-            if not isinstance(layer.get(key), (int, float)):
+            if not is_number(layer.get(key)):
                 raise PlotError(f"{path}: layers[{i}] needs a number for '{key}'")
+        if not (layer.get("cos_z_v") is None or is_number(layer["cos_z_v"])):  # null: not XSA
+            raise PlotError(f"{path}: layers[{i}] needs a number or null for 'cos_z_v'")
     att = data.get("attention")
     label = path.parent.name if path.name == "analysis.json" else path.stem
     return Analysis(path, label, att if isinstance(att, str) else None, sorted(layers, key=lambda l: l["layer"]))

@@ -156,7 +156,7 @@ def test_analysis_figure_from_files_and_run_dirs(tmp_path):
 
 
 @pytest.mark.parametrize("case", ["missing", "empty_dir", "config_only", "no_records", "bad_line", "not_json",
-                                  "bad_analysis", "sweep_without_summary"])
+                                  "bad_analysis", "analysis_true", "sweep_without_summary"])
 def test_bad_paths_fail_naming_them(tmp_path, case, plot_module, capsys):
     p = tmp_path / case
     if case == "empty_dir":
@@ -179,6 +179,10 @@ def test_bad_paths_fail_naming_them(tmp_path, case, plot_module, capsys):
     elif case == "bad_analysis":
         p = tmp_path / "analysis.json"
         p.write_text(json.dumps({"attention": "sa", "layers": [{"layer": 0, "value_cos_sim": 0.1}]}))
+    elif case == "analysis_true":  # before: drawn as 1.0
+        p = tmp_path / "analysis.json"
+        p.write_text(json.dumps({"attention": "xsa", "layers": [{"layer": 0, "value_cos_sim": 0.1, "attn_diag": 0.2,
+                                                                 "cos_y_v": 0.3, "cos_z_v": True}]}))
     # in-process (each interpreter start costs a second or two); the exit status is checked below
     assert plot_module.main([str(p), "--out", str(tmp_path / "out")]) == 2
     assert str(p) in capsys.readouterr().err
@@ -256,3 +260,24 @@ def test_sweep_with_diagnostics_gives_the_variants_similarity_figure(tmp_path):
                                                 "baseline": "sa", "points": points, "comparisons": []}))
     written = {p.name: p for p in plot_ok(d, "--out", tmp_path / "o")}
     check_png(written["sweep_similarity.png"])
+
+
+@pytest.mark.parametrize("damage", [{"cos_y_v": [True, 0.5]}, {"cos_y_v": "0.5"}, {"xsa_gate": 5},
+                                    {"xsa_gate": [None, {"mean": "x", "min": 0.1, "max": 0.2}]},
+                                    {"xsa_gate": [{"mean": True, "min": 0.1, "max": 0.2}, None]},
+                                    {"time_s": True}, {"val_loss": True}])
+def test_a_damaged_value_in_a_metrics_line_is_named(tmp_path, plot_module, capsys, damage):
+    # Before: true was drawn as 1.0, a string or a number for a list went by unread, and a gate
+    # that is no object or a mean that is a string ended in a traceback.
+    write_run(tmp_path / "r", "xsa", 3.0, resume_at=None)
+    add_diagnostics(tmp_path / "r", gated=True)
+    metrics = tmp_path / "r" / "metrics.jsonl"
+    lines = [json.loads(l) for l in metrics.read_text().splitlines()]
+    at = [i for i, l in enumerate(lines) if "val_loss" in l][1]
+    lines[at].update(damage)
+    metrics.write_text("".join(json.dumps(l) + "\n" for l in lines))
+    assert plot_module.main([str(tmp_path / "r"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"{metrics}:{at + 1}: {next(iter(damage))}" in err and "Traceback" not in err, err
+    assert not (tmp_path / "out").exists()
+

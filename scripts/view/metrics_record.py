@@ -1,0 +1,68 @@
+"""What a metrics.jsonl line may hold, checked in one place for the scripts that read it
+(plot.py through plot_inputs.py, and track.py): every key they read, with the type the
+trainer writes (src/run/metrics.h, src/train/progress.cpp, src/train/eval_diagnostics.h).
+
+JSON has no NaN, so the trainer writes a value it could not measure as null: null passes
+wherever a number may stand. true and false do not: Python counts them as the integers 1
+and 0, so without this check a damaged `true` would be drawn or mirrored as 1.0. A line
+that fails is damaged as a whole (an edit, a disk error, another program's line); the
+callers name it with its line number and the first problem found, and use none of it."""
+from __future__ import annotations
+
+import json
+
+# The numbers of a train line (train_loss, lr, grad_norm, tokens_per_s, mfu) and of a val
+# line (val_loss), and those both carry.
+NUMBER_KEYS = ("tokens", "time_s", "train_loss", "val_loss", "lr", "grad_norm", "tokens_per_s", "mfu")
+GATE_KEYS = ("mean", "min", "max")  # an xsa_gate layer's summary over its heads
+
+
+def is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _shown(v) -> str:
+    text = json.dumps(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _number_problem(key: str, v) -> str | None:
+    return None if v is None or is_number(v) else f"{key} is {_shown(v)}, not a number"
+
+
+def record_problem(rec, required: tuple[str, ...] = ()) -> str | None:
+    """Why a parsed line is no metrics record, or None. `step` must be an integer; the keys in
+    `required` must be there and not null; every other key read must have its type when it is
+    there: a number or null (NUMBER_KEYS), cos_y_v a list of those (one per layer), xsa_gate a
+    list of null (a layer without a gate) or objects whose mean, min and max are."""
+    if not isinstance(rec, dict):
+        return "not a JSON object"
+    step = rec.get("step")
+    if not isinstance(step, int) or isinstance(step, bool):
+        return f"step is {_shown(step)}, not an integer"
+    for key in required:
+        if rec.get(key) is None:
+            return f"{key} is {'null' if key in rec else 'missing'}; expected a number"
+    for key in NUMBER_KEYS:
+        if why := _number_problem(key, rec.get(key)):
+            return why
+    cos = rec.get("cos_y_v")
+    if cos is not None:
+        if not isinstance(cos, list):
+            return f"cos_y_v is {_shown(cos)}, not a list (a number per layer)"
+        for i, c in enumerate(cos):
+            if why := _number_problem(f"cos_y_v[{i}]", c):
+                return why
+    gates = rec.get("xsa_gate")
+    if gates is not None:
+        if not isinstance(gates, list):
+            return f"xsa_gate is {_shown(gates)}, not a list (per layer null or its gate's mean, min and max)"
+        for i, g in enumerate(gates):
+            if g is None:
+                continue
+            if not isinstance(g, dict):
+                return f"xsa_gate[{i}] is {_shown(g)}, not null or an object of mean, min and max"
+            for k in GATE_KEYS:
+                if why := _number_problem(f"xsa_gate[{i}].{k}", g.get(k)):
+                    return why
+    return None
