@@ -30,7 +30,9 @@ purples, reds, ..., several runs of one variant in shades of its colour. Figures
 <first PATH>/plots); each written path is printed. A PATH that is none of these, a run with no
 metrics yet, or a metrics.jsonl line with a value that is not what the trainer writes (a loss, a
 time or a layer's cos_y_v or xsa_gate that is no number, such as true; metrics_record.py, shared
-with track.py) is an error (exit 2) naming it, and the line and key.
+with track.py) is an error (exit 2) naming it, and the line and key. So is a figures folder that
+cannot be made or written (under a file, under /proc, on a read-only disk), in one line naming
+it; a figure is written whole or not at all (a temporary file renamed over its name).
 """
 from __future__ import annotations
 
@@ -72,15 +74,34 @@ def sweep_figures(sweep: Sweep, smooth: float | None, logx: bool, ylim) -> Itera
 
 
 def save(figures: Iterable[tuple[str, Figure | None]], out_dir: pathlib.Path, prefix: str = "") -> None:
-    """Writes each figure as it is drawn (one open at a time) and prints its path."""
+    """Writes each figure as it is drawn (one open at a time) and prints its path. A figure goes
+    to a temporary file renamed over its name, so a write that fails (a full disk) leaves the
+    figure drawn before, never a cut-off one."""
     for name, fig in figures:
         if fig is None:
             continue
-        out_dir.mkdir(parents=True, exist_ok=True)
         path = out_dir / f"{prefix}{name}"
-        fig.savefig(path, dpi=DPI)
-        plt.close(fig)
+        tmp = path.with_name(f".{path.name}.tmp")
+        try:
+            fig.savefig(tmp, dpi=DPI, format="png")
+            tmp.replace(path)
+        except OSError as e:
+            if tmp.is_file():
+                tmp.unlink()
+            raise PlotError(f"{path}: cannot write the figure ({e.strerror or e})") from None
+        finally:
+            plt.close(fig)
         print(path)
+
+
+def make_folder(out_dir: pathlib.Path) -> None:
+    """The figures' folder, made before anything is drawn: one under a file, under /proc or
+    in a read-only run is an error naming it."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise PlotError(f"{out_dir}: cannot make the figures folder ({e.strerror or e}); "
+                        "name another with --out") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,19 +126,19 @@ def main(argv: list[str] | None = None) -> int:
         runs = [load_run(p, label) for p, label in zip(run_paths, unique_labels(run_paths))] if run_paths else []
         sweeps = [load_sweep(p) for k, p in found if k == "sweep"]
         analyses = [load_analysis(p) for k, p in found if k == "analysis"]
+        first = args.paths[0]
+        out_dir = args.out or (first.parent if first.is_file() else first) / "plots"
+        make_folder(out_dir)
+        if runs:
+            save(run_figures(runs, args.smooth, args.logx, args.ylim), out_dir)
+        for sweep in sweeps:
+            prefix = f"{sweep.path.resolve().name}_" if len(sweeps) > 1 else ""
+            save(sweep_figures(sweep, args.smooth, args.logx, args.ylim), out_dir, prefix)
+        if analyses:
+            save([("analysis.png", analysis_figure(analyses))], out_dir)
     except PlotError as e:
         print(f"plot.py: error: {e}", file=sys.stderr)
         return 2
-
-    first = args.paths[0]
-    out_dir = args.out or (first.parent if first.is_file() else first) / "plots"
-    if runs:
-        save(run_figures(runs, args.smooth, args.logx, args.ylim), out_dir)
-    for sweep in sweeps:
-        prefix = f"{sweep.path.resolve().name}_" if len(sweeps) > 1 else ""
-        save(sweep_figures(sweep, args.smooth, args.logx, args.ylim), out_dir, prefix)
-    if analyses:
-        save([("analysis.png", analysis_figure(analyses))], out_dir)
     return 0
 
 

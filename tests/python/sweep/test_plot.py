@@ -281,3 +281,22 @@ def test_a_damaged_value_in_a_metrics_line_is_named(tmp_path, plot_module, capsy
     assert f"{metrics}:{at + 1}: {next(iter(damage))}" in err and "Traceback" not in err, err
     assert not (tmp_path / "out").exists()
 
+
+
+@pytest.mark.parametrize("where", ["under_a_file", "under_proc", "figure_taken_by_a_folder"])
+def test_a_figures_folder_that_cannot_be_written_is_one_line_and_exit_2(tmp_path, plot_module, capsys, where):
+    # Before: a traceback (NotADirectoryError, FileNotFoundError, IsADirectoryError).
+    write_run(tmp_path / "r", "sa", 3.0, resume_at=None)
+    (tmp_path / "file").write_text("")
+    out = {"under_a_file": tmp_path / "file" / "plots", "under_proc": pathlib.Path("/proc/xsagpt-plots"),
+           "figure_taken_by_a_folder": tmp_path / "out"}[where]
+    if where == "figure_taken_by_a_folder":  # the folder exists; its second figure cannot be written
+        (out / "loss_vs_tokens.png").mkdir(parents=True)
+    assert plot_module.main([str(tmp_path / "r"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("plot.py: error: "), err
+    if where == "figure_taken_by_a_folder":
+        assert f"{out / 'loss_vs_tokens.png'}: cannot write the figure" in err[0]
+        assert sorted(p.name for p in out.iterdir()) == ["loss_vs_step.png", "loss_vs_tokens.png"]  # no temporary left
+    else:
+        assert f"{out}: cannot make the figures folder" in err[0]
