@@ -25,8 +25,9 @@ Each PATH is one of:
                 against layer index (the paper's figure 1).
 A dir may be a run and hold an analysis.json; it then gets both. A run's variant is the sweep's name
 for it, else config.json's "variant" (for older runs its attention keys: sa, xsa, "xsa layers=last 3",
-"xsa gate=sa"); the baseline (the sweep's, else the first variant met) is drawn in blues, the other variants in oranges, greens,
-purples, reds, ..., several runs of one variant in shades of its colour. Figures go to DIR (default
+"xsa gate=sa"); the baseline (the one summary.json names, else the first variant met) is drawn in
+blues, the other variants in oranges, greens, purples, reds, ..., several runs of one variant in
+shades of its colour. Figures go to DIR (default
 <first PATH>/plots); each written path is printed. A PATH that is none of these, a run with no
 metrics yet, or a metrics.jsonl line with a value that is not what the trainer writes (a loss, a
 time or a layer's cos_y_v or xsa_gate that is no number, such as true; metrics_record.py, shared

@@ -8,6 +8,7 @@ import dataclasses
 import importlib.util
 import json
 import pathlib
+import re
 import sys
 
 import numpy as np
@@ -229,15 +230,26 @@ def point_variant(sweep: Sweep, point: dict) -> str | None:
 
 
 def sweep_variants(sweep: Sweep) -> tuple[list, str | None]:
-    """The variants in order and the baseline: the summary's, else the order met with "sa" (the
-    older sweeps' baseline) or else the first as the baseline."""
+    """The variants in order and the baseline: the summary's, else (a summary written before
+    sweeps named their baseline) the one its differences pair every variant with, else the
+    first variant met."""
     names = list(sweep.summary.get("variants") or [])
     for p in sweep.summary["points"]:
         v = point_variant(sweep, p)
         if v is not None and v not in names:
             names.append(v)
-    baseline = sweep.summary.get("baseline") or ("sa" if "sa" in names else names[0] if names else None)
+    baseline = sweep.summary.get("baseline") or paired_baseline(sweep.summary) or (names[0] if names else None)
     return names, baseline
+
+
+def paired_baseline(summary: dict) -> str | None:
+    """The baseline an older summary.json's differences name: each pairs two points as
+    {"<variant>": point, "<baseline>": point, "<variant>_minus_<baseline>_val_loss": ...}."""
+    for d in summary.get("differences") or []:
+        for key in d if isinstance(d, dict) else ():
+            if m := re.fullmatch(r"(.+)_minus_(.+)_val_loss", key):
+                return m.group(2)
+    return None
 
 
 def other_keys(sweep: Sweep) -> list[str]:

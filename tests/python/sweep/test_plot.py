@@ -7,7 +7,7 @@ import pathlib
 import pytest
 
 from fig_similarity import layer_curves
-from plot_inputs import load_run, load_sweep, read_metrics
+from plot_inputs import load_run, load_sweep, read_metrics, sweep_variants
 from plotfiles import check_png, plot, plot_ok, write_run
 
 
@@ -300,3 +300,22 @@ def test_a_figures_folder_that_cannot_be_written_is_one_line_and_exit_2(tmp_path
         assert sorted(p.name for p in out.iterdir()) == ["loss_vs_step.png", "loss_vs_tokens.png"]  # no temporary left
     else:
         assert f"{out}: cannot make the figures folder" in err[0]
+
+
+def test_an_older_summary_compares_with_the_baseline_its_differences_name(tmp_path, plot_module):
+    # A summary.json from before sweeps named their baseline: no "variants" or "baseline", but its
+    # differences pair each xsa point with the sa point ("xsa_minus_sa_val_loss"). The points
+    # listed xsa first, so the first variant met is not the baseline.
+    write_sweep(tmp_path / "sw")
+    s = json.loads((tmp_path / "sw" / "summary.json").read_text())
+    assert "baseline" not in s and "variants" not in s
+    s["points"] = [p for p in s["points"] if p["values"]["model.attention"] == "xsa"] + [
+        p for p in s["points"] if p["values"]["model.attention"] == "sa"]
+    (tmp_path / "sw" / "summary.json").write_text(json.dumps(s))
+    sweep = load_sweep(tmp_path / "sw")
+    assert sweep_variants(sweep) == (["xsa", "sa"], "sa")
+    bottom = dict(plot_module.sweep_figures(sweep, None, False, None))["sweep_final.png"].axes[1]
+    assert bottom.get_ylabel().startswith("variant − sa val loss")
+    assert [l.get_label() for l in bottom.get_lines() if not l.get_label().startswith("_")] == ["xsa"]
+    # xsa minus sa at lr 3e-4 and 6e-4, from write_sweep's final losses
+    assert bottom.get_lines()[-1].get_ydata().tolist() == pytest.approx([4.15 - 4.20, 4.02 - 4.05])
