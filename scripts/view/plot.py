@@ -66,6 +66,7 @@ def run_figures(runs: list[Run], smooth: float | None, logx: bool, ylim) -> Iter
 
 
 def sweep_figures(sweep: Sweep, smooth: float | None, logx: bool, ylim) -> Iterator[tuple[str, Figure | None]]:
+    """The same for a sweep: its final losses, and once a point has logged, its curves."""
     yield "sweep_final.png", final_figure(sweep)
     if sweep.runs:
         yield "sweep_curves.png", curves_figure(sweep, smooth, logx, ylim)
