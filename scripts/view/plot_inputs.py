@@ -105,6 +105,8 @@ def read_metrics(path: pathlib.Path) -> tuple[list[dict], list[dict]]:
                 print(f"plot.py: {path}:{lineno}: skipping torn last line", file=sys.stderr)
                 continue
             raise PlotError(f"{path}:{lineno}: not a JSON object") from None
+        if not isinstance(rec, dict):
+            raise PlotError(f"{path}:{lineno}: {record_problem(rec)}")
         kind = "val" if "val_loss" in rec else "train" if "train_loss" in rec else None
         if kind is None:
             continue  # other record kinds are not plotted

@@ -155,7 +155,7 @@ def test_analysis_figure_from_files_and_run_dirs(tmp_path):
     assert {p.name: p for p in other}["analysis.png"].read_bytes() != (out / "analysis.png").read_bytes()
 
 
-@pytest.mark.parametrize("case", ["missing", "empty_dir", "config_only", "no_records", "bad_line", "not_json",
+@pytest.mark.parametrize("case", ["missing", "empty_dir", "config_only", "no_records", "bad_line", "number_line", "not_json",
                                   "bad_analysis", "analysis_true", "sweep_without_summary"])
 def test_bad_paths_fail_naming_them(tmp_path, case, plot_module, capsys):
     p = tmp_path / case
@@ -170,6 +170,9 @@ def test_bad_paths_fail_naming_them(tmp_path, case, plot_module, capsys):
     elif case == "bad_line":
         p.mkdir()
         (p / "metrics.jsonl").write_text('{"step": 1, "tokens": 8, "train_loss": 3}\nnot json\n{"step": 2, "tokens": 16, "train_loss": 2}\n')
+    elif case == "number_line":  # before: a traceback (TypeError)
+        p.mkdir()
+        (p / "metrics.jsonl").write_text('{"step": 1, "tokens": 8, "train_loss": 3}\n5\n{"step": 2, "tokens": 16, "train_loss": 2}\n')
     elif case == "sweep_without_summary":
         p.mkdir()
         (p / "sweep.json").write_text("{}")
