@@ -30,6 +30,28 @@ def _number_problem(key: str, v) -> str | None:
     return None if v is None or is_number(v) else f"{key} is {_shown(v)}, not a number"
 
 
+def _gate_problem(key: str, g) -> str | None:
+    if g is None:  # a layer without a gate
+        return None
+    if not isinstance(g, dict):
+        return f"{key} is {_shown(g)}, not null or an object of mean, min and max"
+    for k in GATE_KEYS:
+        if why := _number_problem(f"{key}.{k}", g.get(k)):
+            return why
+    return None
+
+
+def _per_layer_problem(key: str, v, what: str, item_problem) -> str | None:
+    if v is None:
+        return None
+    if not isinstance(v, list):
+        return f"{key} is {_shown(v)}, not a list ({what})"
+    for i, item in enumerate(v):
+        if why := item_problem(f"{key}[{i}]", item):
+            return why
+    return None
+
+
 def record_problem(rec, required: tuple[str, ...] = ()) -> str | None:
     """Why a parsed line is no metrics record, or None. `step` must be an integer; the keys in
     `required` must be there and not null; every other key read must have its type when it is
@@ -46,23 +68,6 @@ def record_problem(rec, required: tuple[str, ...] = ()) -> str | None:
     for key in NUMBER_KEYS:
         if why := _number_problem(key, rec.get(key)):
             return why
-    cos = rec.get("cos_y_v")
-    if cos is not None:
-        if not isinstance(cos, list):
-            return f"cos_y_v is {_shown(cos)}, not a list (a number per layer)"
-        for i, c in enumerate(cos):
-            if why := _number_problem(f"cos_y_v[{i}]", c):
-                return why
-    gates = rec.get("xsa_gate")
-    if gates is not None:
-        if not isinstance(gates, list):
-            return f"xsa_gate is {_shown(gates)}, not a list (per layer null or its gate's mean, min and max)"
-        for i, g in enumerate(gates):
-            if g is None:
-                continue
-            if not isinstance(g, dict):
-                return f"xsa_gate[{i}] is {_shown(g)}, not null or an object of mean, min and max"
-            for k in GATE_KEYS:
-                if why := _number_problem(f"xsa_gate[{i}].{k}", g.get(k)):
-                    return why
-    return None
+    return (_per_layer_problem("cos_y_v", rec.get("cos_y_v"), "a number per layer", _number_problem)
+            or _per_layer_problem("xsa_gate", rec.get("xsa_gate"), "per layer null or its gate's mean, min and max",
+                                  _gate_problem))
