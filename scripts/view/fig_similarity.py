@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib import ticker
 from matplotlib.figure import Figure
 
-from plot_inputs import Run, Sweep, point_variant, setting_keys, sweep_variants
+from plot_inputs import Run, Sweep, runs_by_setting, setting_keys, sweep_variants
 from plot_style import Palette, describe, si, sort_key, tag
 
 
@@ -85,14 +85,10 @@ def sweep_similarity_figure(sweep: Sweep) -> Figure | None:
     pal = Palette(names, baseline)
     others = setting_keys(sweep)
     groups: dict[tuple, list] = {}
-    for p in sweep.summary["points"]:
-        run = sweep.runs.get(p["name"])
-        if run is None:
-            continue
+    for var, rest, run in runs_by_setting(sweep):
         tokens, cos, gate, _ = layer_curves(run)
         if len(tokens):
-            key = (point_variant(sweep, p), tuple(p["values"].get(k) for k in others))
-            groups.setdefault(key, []).append((tokens, cos, gate))
+            groups.setdefault((var, rest), []).append((tokens, cos, gate))
     if not groups:
         return None
     n = max(c.shape[1] for g in groups.values() for _, c, _ in g)

@@ -8,7 +8,7 @@ import numpy as np
 from matplotlib import ticker
 from matplotlib.figure import Figure
 
-from plot_inputs import Run, Sweep, point_variant, setting_keys, sweep_variants
+from plot_inputs import Run, Sweep, runs_by_setting, setting_keys, sweep_variants
 from plot_style import Palette, describe, focus_ylim, si, sort_key, tag
 
 
@@ -41,11 +41,9 @@ def variants_figure(sweep: Sweep) -> Figure | None:
     pal = Palette(names, baseline)
     others = setting_keys(sweep)
     rows: dict[tuple, dict] = {}
-    for p in sweep.summary["points"]:
-        run = sweep.runs.get(p["name"])
-        if run is not None and len(run.val.step):
-            rows.setdefault(tuple(p["values"].get(k) for k in others), {}).setdefault(
-                point_variant(sweep, p), []).append(run)
+    for var, rest, run in runs_by_setting(sweep):
+        if len(run.val.step):
+            rows.setdefault(rest, {}).setdefault(var, []).append(run)
     if not rows:
         return None
     keys = sorted(rows, key=sort_key)

@@ -10,6 +10,7 @@ import json
 import pathlib
 import re
 import sys
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -262,3 +263,11 @@ def other_keys(sweep: Sweep) -> list[str]:
 def setting_keys(sweep: Sweep) -> list[str]:
     """The swept keys that a comparison of variants holds fixed: besides the variant and the seed."""
     return [k for k in other_keys(sweep) if k != SEED_KEY]
+
+
+def runs_by_setting(sweep: Sweep) -> Iterator[tuple[str | None, tuple, Run]]:
+    """(variant, values of the setting keys, run) of every point that has logged, in the summary's order."""
+    keys = setting_keys(sweep)
+    for p in sweep.summary["points"]:
+        if p["name"] in sweep.runs:
+            yield point_variant(sweep, p), tuple(p["values"].get(k) for k in keys), sweep.runs[p["name"]]
