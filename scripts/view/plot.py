@@ -54,7 +54,8 @@ from fig_loss import loss_figures  # noqa: E402
 from fig_similarity import similarity_figure, sweep_similarity_figure  # noqa: E402
 from fig_sweep import curves_figure, final_figure  # noqa: E402
 from fig_variants import variants_figure  # noqa: E402
-from plot_inputs import PlotError, Run, Sweep, classify, load_analysis, load_run, load_sweep, unique_labels  # noqa: E402
+from plot_inputs import (PlotError, Run, Sweep, classify, load_analysis, load_run, load_sweep,  # noqa: E402
+                         unique_labels)
 
 DPI = 150
 
