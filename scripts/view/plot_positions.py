@@ -15,8 +15,8 @@ numbers are printed as a table, and with --json written as JSON. Below zero: the
 variant's loss is lower than the baseline's at those positions.
 
 A name without a file at the baseline's sequence length, a seed the baseline lacks,
-bucket ranges that differ within a group, or a missing --baseline are errors (exit 2)
-naming the file.
+bucket ranges that differ within a group, a missing --baseline, or an --out or --json
+that cannot be written are errors (exit 2) naming the file.
 """
 from __future__ import annotations
 
@@ -152,12 +152,15 @@ def main(argv: list[str] | None = None) -> int:
     rows = compare([read(f) for f in a.files], a.baseline)
     print(table(rows))
     out = pathlib.Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    draw(rows, out, a.title)
-    print(out)
-    if a.json:
-        pathlib.Path(a.json).write_text(json.dumps(rows, indent=2) + "\n")
-        print(a.json)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        draw(rows, out, a.title)
+        print(out)
+        if a.json:
+            pathlib.Path(a.json).write_text(json.dumps(rows, indent=2) + "\n")
+            print(a.json)
+    except OSError as e:  # a folder under a file or on a read-only disk: one line, not a traceback
+        fail(f"cannot write {out}{' or ' + a.json if a.json else ''}: {e.filename or ''}: {e.strerror or e}")
     return 0
 
 

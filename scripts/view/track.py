@@ -19,8 +19,9 @@ before it is mirrored; --once mirrors what is there now and exits.
 It follows metrics.jsonl by record, not by byte offset: a file replaced by a resumed run
 (another inode) or cut shorter is read again from its start, and the last step mirrored
 per tag skips what was seen. A line that is no record (not JSON, a step that is no
-integer, a loss that is no number, such as true) is skipped and named on stderr with its
-line number; the count is printed at exit. A metrics.jsonl that is not a file, or a
+integer, a value that is not what the trainer writes: a loss, a rate or a layer's cos_y_v
+or xsa_gate that is no number, such as true; metrics_record.py, shared with plot.py) is
+skipped and named on stderr with its line number; the count is printed at exit. A metrics.jsonl that is not a file, or a
 --tensorboard that names a file, is a one-line error (exit 2).
 
 Restarting never duplicates a point: TensorBoard's own event files (read back with
@@ -41,6 +42,8 @@ import socket
 import sys
 import time
 
+from metrics_record import is_number, record_problem  # beside this file: the same check as plot.py's
+
 TRAIN_TAGS = {"train_loss": "train/loss", "lr": "train/lr", "grad_norm": "train/grad_norm",
               "tokens_per_s": "train/tokens_per_s", "mfu": "train/mfu", "tokens": "train/tokens"}
 VAL_TAGS = {"val_loss": "val/loss"}
@@ -54,23 +57,6 @@ def dotted(config: dict, key: str):
 
 class TrackError(Exception):
     """A path that cannot be followed (metrics.jsonl a directory, say): one line, exit 2."""
-
-
-def numeric(v) -> bool:
-    """A value metrics.jsonl may hold: a number, or null (not measured); not true/false."""
-    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
-
-
-def record_problem(j) -> str | None:
-    """Why a parsed line is no metrics record, or None."""
-    if not isinstance(j, dict):
-        return "not a JSON object"
-    if not isinstance(j.get("step"), int) or isinstance(j.get("step"), bool):
-        return f"step is {json.dumps(j.get('step'))}, not an integer"
-    for k in (*TRAIN_TAGS, *VAL_TAGS):
-        if k in j and not numeric(j[k]):
-            return f"{k} is {json.dumps(j[k])}, not a number"
-    return None
 
 
 class Run:
@@ -244,10 +230,6 @@ def discover(paths: list[pathlib.Path]) -> tuple[list[tuple[pathlib.Path, str, s
         else:
             pending.append(p)
     return found, sweeps_ended, pending
-
-
-def is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def record_values(rec: dict) -> dict:

@@ -121,3 +121,17 @@ def test_plot_compares_named_variants_paired_by_seed(runs, xsagpt, tmp_path):
     bad = subprocess.run([sys.executable, ROOT / "scripts" / "view" / "plot_positions.py", *args, "--baseline", "xsa",
                           "--out", tmp_path / "x.png"], capture_output=True, text=True)
     assert bad.returncode == 2 and "--baseline 'xsa': no file of that name" in bad.stderr
+
+
+def test_plot_that_cannot_write_its_files_is_one_line_and_exit_2(tmp_path):
+    # Before: a traceback (FileExistsError, NotADirectoryError). Files as analyze writes them.
+    for name, shift in (("a", 0.0), ("b", 0.1)):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"seq_len": 4, "config": {"train": {"seed": 1}}, "buckets": [
+            {"first": 1, "last": 1, "mean_loss": 3.0 + shift}, {"first": 2, "last": 3, "mean_loss": 2.5 + shift}]}))
+    (tmp_path / "file").write_text("")
+    for where in (["--out", tmp_path / "file" / "pos.png"],
+                  ["--out", tmp_path / "pos.png", "--json", tmp_path / "file" / "pos.json"]):
+        proc = subprocess.run([sys.executable, ROOT / "scripts" / "view" / "plot_positions.py", f"a={tmp_path / 'a.json'}",
+                               f"b={tmp_path / 'b.json'}", "--baseline", "a", *where], capture_output=True, text=True)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert proc.stderr.startswith(f"plot_positions.py: cannot write {where[1]}") and f"{tmp_path / 'file'}" in proc.stderr

@@ -6,6 +6,8 @@ import pathlib
 
 import pytest
 
+from fig_similarity import layer_curves
+from plot_inputs import load_run, load_sweep, read_metrics, sweep_variants
 from plotfiles import check_png, plot, plot_ok, write_run
 
 
@@ -41,10 +43,10 @@ def write_analysis(path: pathlib.Path, attention: str, n_layer: int = 6) -> None
     path.write_text(json.dumps({"attention": attention, "checkpoint": "ckpt.pt", "layers": layers}))
 
 
-def test_resumed_metrics_keep_the_successors_records(tmp_path, plot_module):
+def test_resumed_metrics_keep_the_successors_records(tmp_path):
     write_run(tmp_path / "r", "sa", 3.0)
     records = [json.loads(l) for l in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()]
-    train, val = plot_module.read_metrics(tmp_path / "r" / "metrics.jsonl")
+    train, val = read_metrics(tmp_path / "r" / "metrics.jsonl")
     assert [r["step"] for r in train] == list(range(1, 41))
     assert [r["step"] for r in val] == [10, 20, 30, 40]
     # every step the successor logged again carries its (last) values, not the crashed process's
@@ -56,7 +58,7 @@ def test_resumed_metrics_keep_the_successors_records(tmp_path, plot_module):
     assert all(r["val_loss"] < 99 for r in val)
 
 
-def test_stale_records_after_a_restart_are_dropped(tmp_path, plot_module):
+def test_stale_records_after_a_restart_are_dropped(tmp_path):
     # crashed at step 5 after a checkpoint at 2; the successor has only reached step 3 so far
     m = tmp_path / "metrics.jsonl"
     recs = [{"step": s, "tokens": 8 * s, "train_loss": 10.0 - s} for s in range(1, 6)]
@@ -64,7 +66,7 @@ def test_stale_records_after_a_restart_are_dropped(tmp_path, plot_module):
     recs.insert(5, {"step": 4, "tokens": 32, "val_loss": 7.0})
     recs.append({"step": 3, "tokens": 24, "train_loss": 1.5})
     m.write_text("".join(json.dumps(r) + "\n" for r in recs) + '{"step": 4, "tok')  # torn last line
-    train, val = plot_module.read_metrics(m)
+    train, val = read_metrics(m)
     assert [(r["step"], r["train_loss"]) for r in train] == [(1, 9.0), (2, 8.0), (3, 1.5)]
     assert [(r["step"], r["val_loss"]) for r in val] == [(2, 9.0)]
 
@@ -153,8 +155,8 @@ def test_analysis_figure_from_files_and_run_dirs(tmp_path):
     assert {p.name: p for p in other}["analysis.png"].read_bytes() != (out / "analysis.png").read_bytes()
 
 
-@pytest.mark.parametrize("case", ["missing", "empty_dir", "config_only", "no_records", "bad_line", "not_json",
-                                  "bad_analysis", "sweep_without_summary"])
+@pytest.mark.parametrize("case", ["missing", "empty_dir", "config_only", "no_records", "bad_line", "number_line", "not_json",
+                                  "bad_analysis", "analysis_true", "sweep_without_summary"])
 def test_bad_paths_fail_naming_them(tmp_path, case, plot_module, capsys):
     p = tmp_path / case
     if case == "empty_dir":
@@ -168,6 +170,9 @@ def test_bad_paths_fail_naming_them(tmp_path, case, plot_module, capsys):
     elif case == "bad_line":
         p.mkdir()
         (p / "metrics.jsonl").write_text('{"step": 1, "tokens": 8, "train_loss": 3}\nnot json\n{"step": 2, "tokens": 16, "train_loss": 2}\n')
+    elif case == "number_line":  # before: a traceback (TypeError)
+        p.mkdir()
+        (p / "metrics.jsonl").write_text('{"step": 1, "tokens": 8, "train_loss": 3}\n5\n{"step": 2, "tokens": 16, "train_loss": 2}\n')
     elif case == "sweep_without_summary":
         p.mkdir()
         (p / "sweep.json").write_text("{}")
@@ -177,6 +182,10 @@ def test_bad_paths_fail_naming_them(tmp_path, case, plot_module, capsys):
     elif case == "bad_analysis":
         p = tmp_path / "analysis.json"
         p.write_text(json.dumps({"attention": "sa", "layers": [{"layer": 0, "value_cos_sim": 0.1}]}))
+    elif case == "analysis_true":  # before: drawn as 1.0
+        p = tmp_path / "analysis.json"
+        p.write_text(json.dumps({"attention": "xsa", "layers": [{"layer": 0, "value_cos_sim": 0.1, "attn_diag": 0.2,
+                                                                 "cos_y_v": 0.3, "cos_z_v": True}]}))
     # in-process (each interpreter start costs a second or two); the exit status is checked below
     assert plot_module.main([str(p), "--out", str(tmp_path / "out")]) == 2
     assert str(p) in capsys.readouterr().err
@@ -190,7 +199,7 @@ def test_bad_path_exits_2_naming_it(tmp_path):
     assert not (tmp_path / "out").exists()  # nothing drawn when any input is bad
 
 
-def test_a_failed_sweep_point_is_marked_as_failed(tmp_path, plot_module, monkeypatch):
+def test_a_failed_sweep_point_is_marked_as_failed(tmp_path, plot_module):
     # A diverged point (sweep.cpp records failed.json; summary.json says "failed") has no
     # final loss: the final-loss figure marks it at its value and counts it in the title.
     write_sweep(tmp_path / "sw")
@@ -198,10 +207,7 @@ def test_a_failed_sweep_point_is_marked_as_failed(tmp_path, plot_module, monkeyp
     s["points"][3].update(status="failed", final_val_loss=None, error="loss is not finite at step 3")
     s["differences"] = s["differences"][:1]
     (tmp_path / "sw" / "summary.json").write_text(json.dumps(s))
-    figures = {}
-    monkeypatch.setattr(plot_module, "save", lambda fig, out_dir, name: figures.setdefault(name, fig) and name)
-    sweep = plot_module.load_sweep(tmp_path / "sw")
-    plot_module.plot_sweep(sweep, tmp_path / "out", "", None, False, None)
+    figures = dict(plot_module.sweep_figures(load_sweep(tmp_path / "sw"), None, False, None))
     final = figures["sweep_final.png"]
     assert "3 of 4 points finished, 1 failed" in final._suptitle.get_text()
     marks = [c for c in final.axes[0].collections if c.get_label().startswith("failed")]
@@ -224,12 +230,12 @@ def add_diagnostics(run: pathlib.Path, gated: bool, shift: float = 0.0, n_layer:
     (run / "metrics.jsonl").write_text("".join(json.dumps(l) + "\n" for l in lines))
 
 
-def test_runs_with_diagnostics_give_a_similarity_figure_that_follows_them(tmp_path, plot_module):
+def test_runs_with_diagnostics_give_a_similarity_figure_that_follows_them(tmp_path):
     write_run(tmp_path / "sa", "sa", 3.0, resume_at=None)
     write_run(tmp_path / "gated", "xsa", 2.9, resume_at=None, seed=1)
     add_diagnostics(tmp_path / "sa", gated=False)
     add_diagnostics(tmp_path / "gated", gated=True)
-    tokens, cos, gate, band = plot_module.layer_curves(plot_module.load_run(tmp_path / "gated"))
+    tokens, cos, gate, band = layer_curves(load_run(tmp_path / "gated"))
     assert list(tokens) == [s * 512 for s in (10, 20, 30, 40)]
     assert cos[:, 1].tolist() == pytest.approx([0.6 - 0.005 * s for s in (10, 20, 30, 40)])
     assert gate[:, 0].tolist() == pytest.approx([0.015 * s for s in (10, 20, 30, 40)])
@@ -257,3 +263,62 @@ def test_sweep_with_diagnostics_gives_the_variants_similarity_figure(tmp_path):
                                                 "baseline": "sa", "points": points, "comparisons": []}))
     written = {p.name: p for p in plot_ok(d, "--out", tmp_path / "o")}
     check_png(written["sweep_similarity.png"])
+
+
+@pytest.mark.parametrize("damage", [{"cos_y_v": [True, 0.5]}, {"cos_y_v": "0.5"}, {"xsa_gate": 5},
+                                    {"xsa_gate": [None, {"mean": "x", "min": 0.1, "max": 0.2}]},
+                                    {"xsa_gate": [{"mean": True, "min": 0.1, "max": 0.2}, None]},
+                                    {"time_s": True}, {"val_loss": True}])
+def test_a_damaged_value_in_a_metrics_line_is_named(tmp_path, plot_module, capsys, damage):
+    # Before: true was drawn as 1.0, a string or a number for a list went by unread, and a gate
+    # that is no object or a mean that is a string ended in a traceback.
+    write_run(tmp_path / "r", "xsa", 3.0, resume_at=None)
+    add_diagnostics(tmp_path / "r", gated=True)
+    metrics = tmp_path / "r" / "metrics.jsonl"
+    lines = [json.loads(l) for l in metrics.read_text().splitlines()]
+    at = [i for i, l in enumerate(lines) if "val_loss" in l][1]
+    lines[at].update(damage)
+    metrics.write_text("".join(json.dumps(l) + "\n" for l in lines))
+    assert plot_module.main([str(tmp_path / "r"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"{metrics}:{at + 1}: {next(iter(damage))}" in err and "Traceback" not in err, err
+    assert not (tmp_path / "out").exists()
+
+
+
+@pytest.mark.parametrize("where", ["under_a_file", "under_proc", "figure_taken_by_a_folder"])
+def test_a_figures_folder_that_cannot_be_written_is_one_line_and_exit_2(tmp_path, plot_module, capsys, where):
+    # Before: a traceback (NotADirectoryError, FileNotFoundError, IsADirectoryError).
+    write_run(tmp_path / "r", "sa", 3.0, resume_at=None)
+    (tmp_path / "file").write_text("")
+    out = {"under_a_file": tmp_path / "file" / "plots", "under_proc": pathlib.Path("/proc/xsagpt-plots"),
+           "figure_taken_by_a_folder": tmp_path / "out"}[where]
+    if where == "figure_taken_by_a_folder":  # the folder exists; its second figure cannot be written
+        (out / "loss_vs_tokens.png").mkdir(parents=True)
+    assert plot_module.main([str(tmp_path / "r"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("plot.py: error: "), err
+    if where == "figure_taken_by_a_folder":
+        assert f"{out / 'loss_vs_tokens.png'}: cannot write the figure" in err[0]
+        assert sorted(p.name for p in out.iterdir()) == ["loss_vs_step.png", "loss_vs_tokens.png"]  # no temporary left
+    else:
+        assert f"{out}: cannot make the figures folder" in err[0]
+
+
+def test_an_older_summary_compares_with_the_baseline_its_differences_name(tmp_path, plot_module):
+    # A summary.json from before sweeps named their baseline: no "variants" or "baseline", but its
+    # differences pair each xsa point with the sa point ("xsa_minus_sa_val_loss"). The points
+    # listed xsa first, so the first variant met is not the baseline.
+    write_sweep(tmp_path / "sw")
+    s = json.loads((tmp_path / "sw" / "summary.json").read_text())
+    assert "baseline" not in s and "variants" not in s
+    s["points"] = [p for p in s["points"] if p["values"]["model.attention"] == "xsa"] + [
+        p for p in s["points"] if p["values"]["model.attention"] == "sa"]
+    (tmp_path / "sw" / "summary.json").write_text(json.dumps(s))
+    sweep = load_sweep(tmp_path / "sw")
+    assert sweep_variants(sweep) == (["xsa", "sa"], "sa")
+    bottom = dict(plot_module.sweep_figures(sweep, None, False, None))["sweep_final.png"].axes[1]
+    assert bottom.get_ylabel().startswith("variant − sa val loss")
+    assert [l.get_label() for l in bottom.get_lines() if not l.get_label().startswith("_")] == ["xsa"]
+    # xsa minus sa at lr 3e-4 and 6e-4, from write_sweep's final losses
+    assert bottom.get_lines()[-1].get_ydata().tolist() == pytest.approx([4.15 - 4.20, 4.02 - 4.05])

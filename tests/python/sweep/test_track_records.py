@@ -97,6 +97,27 @@ def test_values_that_are_no_number_are_refused_and_damaged_lines_named(track, tm
     assert capsys.readouterr().err == ""
 
 
+def test_damaged_diagnostics_are_refused_as_losses_are(track, tmp_path, capsys):
+    f = tmp_path / "metrics.jsonl"
+    gate = [None, {"mean": 0.5, "min": 0.25, "max": 0.75, "heads": [0.25, 0.75]}]
+    f.write_text(line(1, 0.1, val_loss=5.0, cos_y_v=[0.5, None], xsa_gate=gate)
+                 + line(2, 0.2, val_loss=4.9, cos_y_v=5) + line(3, 0.3, val_loss=4.8, cos_y_v=[True, 0.4])
+                 + line(4, 0.4, val_loss=4.7, xsa_gate=[None, {"mean": "x"}]) + line(5, 0.5, val_loss=4.6, xsa_gate=[0.5])
+                 + line(6, 0.6, val_loss=4.5, cos_y_v=[0.25, 0.125]))
+    run = new_run(track, tmp_path)
+    track.mirror(run)
+    # Before: cos_y_v 5 ended in a traceback; true, a string and a number for a gate were dropped without a word.
+    assert run.sink.logged == [("val/loss", 1, 5.0), ("similarity/cos_y_v/layer_0", 1, 0.5),
+                               ("xsa_gate/layer_1/mean", 1, 0.5), ("xsa_gate/layer_1/min", 1, 0.25),
+                               ("xsa_gate/layer_1/max", 1, 0.75), ("val/loss", 6, 4.5),
+                               ("similarity/cos_y_v/layer_0", 6, 0.25), ("similarity/cos_y_v/layer_1", 6, 0.125)]
+    err = capsys.readouterr().err
+    for n, why in ((2, "cos_y_v is 5, not a list"), (3, "cos_y_v[0] is true, not a number"),
+                   (4, 'xsa_gate[1].mean is "x", not a number'), (5, "xsa_gate[0] is 0.5, not null or an object")):
+        assert f"{f} line {n}: {why}" in err, err
+    assert sorted(run.damaged) == [2, 3, 4, 5]
+
+
 def test_misuse_is_a_one_line_error(tmp_path):
     pytest.importorskip("tensorboard", reason="tensorboard is not installed (requirements-track.txt)")
     run = tmp_path / "run"

@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 
+from plot_inputs import load_run, load_sweep
 from plotfiles import ROOT, check_png, plot_ok, write_run
 
 stats = pytest.importorskip("scipy.stats")  # the eval extra (requirements-eval.txt)
@@ -37,16 +38,14 @@ def write_variant_sweep(d):
                                                 "baseline": "sa", "points": points}))
 
 
-def test_plot_pairs_any_variant_names_with_the_baseline(tmp_path, plot_module, monkeypatch):
+def test_plot_pairs_any_variant_names_with_the_baseline(tmp_path, plot_module):
     write_variant_sweep(tmp_path / "sw")
     written = plot_ok(tmp_path / "sw")
     assert sorted(p.name for p in written) == ["sweep_curves.png", "sweep_final.png", "sweep_variants.png"]
     for p in written:
         check_png(p)
 
-    figures = {}
-    monkeypatch.setattr(plot_module, "save", lambda fig, out_dir, name: figures.setdefault(name, fig) and name)
-    plot_module.plot_sweep(plot_module.load_sweep(tmp_path / "sw"), tmp_path / "out", "", None, False, None)
+    figures = dict(plot_module.sweep_figures(load_sweep(tmp_path / "sw"), None, False, None))
     top, bottom = figures["sweep_final.png"].axes[:2]
     lines = {l.get_label(): l for l in top.get_lines()}
     assert set(lines) == set(VARIANTS)
@@ -68,17 +67,15 @@ def test_plot_pairs_any_variant_names_with_the_baseline(tmp_path, plot_module, m
         assert "sa's final time" in labels or "tokens" in ax.get_xlabel()
 
 
-def test_plot_names_two_runs_by_their_variant_keys(tmp_path, plot_module, monkeypatch):
+def test_plot_names_two_runs_by_their_variant_keys(tmp_path, plot_module):
     for name, gate in (("base", None), ("gated", "sa")):
         write_run(tmp_path / name, "xsa" if gate else "sa", 3.0 if gate else 3.1, resume_at=None)
         if gate:
             cfg = json.loads((tmp_path / name / "config.json").read_text())
             cfg["model"]["xsa_gate"] = gate
             (tmp_path / name / "config.json").write_text(json.dumps(cfg))
-    figures = {}
-    monkeypatch.setattr(plot_module, "save", lambda fig, out_dir, name: figures.setdefault(name, fig) and name)
-    runs = [plot_module.load_run(tmp_path / n) for n in ("base", "gated")]
-    plot_module.plot_runs(runs, tmp_path / "o", None, False, None)
+    runs = [load_run(tmp_path / n) for n in ("base", "gated")]
+    figures = dict(plot_module.run_figures(runs, None, False, None))
     gap = figures["val_gap.png"].axes[0]
     assert gap.get_title() == "val loss: gated [xsa gate=sa] minus base [sa]"
     # write_run's loss is final + (10.8 - final) exp(-step / 8), val every 10 steps: gated minus base
