@@ -34,8 +34,9 @@ in the run's metrics.jsonl, each with where it came from.
     .venv/bin/python scripts/eval/export.py runs/xsa-1.4b --format hf --out share/xsa-1.4b-hf
 
 The checkpoint is checked as xsagpt's own commands check it before anything is
-written: every entry against its CRC, the format, every parameter the model config
-needs present with its shape (and no weight it has no parameter for); weights with NaN
+written: every record of the archive stored, named alike in both places the zip
+format names it, and against its CRC (src/util/zip_check.h's rule), the format, every
+parameter the model config needs present with its shape (and no weight it has no parameter for); weights with NaN
 or inf (or beyond --dtype's range) are refused. An --out that cannot be written
 (read-only, full, a file) is a one-line error, and leaves what was there. Files get the
 user's umask, as any other file they write.
@@ -150,24 +151,34 @@ def find_checkpoint(path: pathlib.Path) -> pathlib.Path:
     return path
 
 
-def check_crcs(path: pathlib.Path) -> None:
-    """Every entry of a PyTorch archive (a zip) against its CRC-32, as xsagpt's own
-    commands check a checkpoint before reading it (src/util/zip_check.h): torch.load
-    reads a flipped byte without a word. Other files go to torch.load's messages."""
+def check_archive(path: pathlib.Path) -> None:
+    """The rule xsagpt's own commands apply to a checkpoint before reading it
+    (src/util/zip_check.h): every record of the archive (a zip) stored uncompressed,
+    named alike in its local header and the central directory, and its bytes matching
+    its CRC-32. torch.load checks none of these and reads a flipped byte without a word.
+    Files that are not zip archives go to torch.load's messages."""
     if not zipfile.is_zipfile(path):
         return
+    also = "; xsagpt's commands refuse it too (they check the same). Use an earlier checkpoint"
     try:
         with zipfile.ZipFile(path) as z:
-            bad = z.testzip()
-    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, ValueError) as e:
+            for info in z.infolist():
+                if info.compress_type != zipfile.ZIP_STORED:
+                    sys.exit(f"{path}: corrupt checkpoint: record {info.filename!r}: compressed (method "
+                             f"{info.compress_type}), which xsagpt never writes{also}")
+                try:  # zipfile compares the names and, at the end of the record, its CRC-32
+                    with z.open(info) as f:
+                        while f.read(1 << 20):
+                            pass
+                except zipfile.BadZipFile as e:
+                    sys.exit(f"{path}: corrupt checkpoint, its bytes changed since it was written: record "
+                             f"{info.filename!r}: {e}{also}")
+    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, ValueError, NotImplementedError) as e:
         sys.exit(f"{path}: not a readable checkpoint (its archive is damaged: {e})")
-    if bad is not None:
-        sys.exit(f"{path}: fails its CRC check (entry {bad} is damaged): not a readable checkpoint; every xsagpt "
-                 "command refuses it too")
 
 
 def load(path: pathlib.Path) -> dict:
-    check_crcs(path)
+    check_archive(path)
     try:  # memory-mapped: a 2.7B checkpoint's optimizer state is never read
         return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except (RuntimeError, ValueError):

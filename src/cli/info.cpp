@@ -5,6 +5,7 @@
 #include "config/run_config.h"
 #include "model/counts.h"
 #include "train/memory_check.h"
+#include "train/run_check.h"
 
 #include <fmt/format.h>
 
@@ -81,6 +82,9 @@ int info(int argc, char** argv) {
     throw ConfigError(fmt::format("--optimizer-shards: train.shard_optimizer is not supported with train.optimizer={}",
                                   name(run.train.optimizer)));
   if (rt.loss_chunk < 0) throw ConfigError("--loss-chunk: must be >= 0");
+  // What train would refuse on a GPU, refused here in train's words: an estimate would
+  // say the run fits when it cannot start.
+  check_runnable(run, rt, shards, std::nullopt, "--kernels");
   const std::string precision = rt.bf16 ? "bf16" : "fp32";
 
   const auto p = count_params(cfg);
@@ -109,6 +113,7 @@ int info(int argc, char** argv) {
                 {"logits", mem.logits_bytes},
                 {"recompute", mem.recompute_bytes},
                 {"optimizer_step", mem.optimizer_step_bytes},
+                {"rope_tables", mem.rope_tables_bytes},
                 {"total", mem.total()}}}};
     std::cout << j.dump(2) << "\n";
     return 0;
@@ -121,15 +126,16 @@ int info(int argc, char** argv) {
       "parameters   {} total, {} non-embedding, {} embedding{}\n"
       "FLOPs/token  {} (training, seq_len {})\n"
       "memory       {} estimated at micro-batch {} x {} tokens, {} activations, checkpointing {}, loss chunk {}:\n"
-      "             weights {}{}, grads {}, {} {}{}, activations {}, logits {}{}{}\n",
+      "             weights {}{}, grads {}, {} {}{}, RoPE tables {}, activations {}, logits {}{}{}\n",
       cfg.n_layer, cfg.d_model, cfg.n_head, cfg.head_dim, cfg.inner_dim(), cfg.mlp_dim(), cfg.vocab_size,
       cfg.describe_attention(), human(p.total), human(p.non_embedding), human(p.embedding),
       cfg.tie_embeddings ? " (head tied)" : "", human(flops, "FLOP"), T, gib(mem.total()), B, T, precision,
       name(rt.recompute), rt.loss_chunk ? std::to_string(rt.loss_chunk) : "off", gib(mem.params_bytes),
       mem.weight_copies_bytes > 0 ? fmt::format(" + {} copies {}", copies, gib(mem.weight_copies_bytes)) : "",
       gib(mem.grads_bytes), run.train.optimizer == Optimizer::kMuon ? "Muon + AdamW" : "AdamW",
-      gib(mem.optimizer_bytes), shards > 1 ? fmt::format(" (1/{} per rank)", shards) : "", gib(mem.activations_bytes),
-      gib(mem.logits_bytes), mem.recompute_bytes > 0 ? ", one layer recomputed " + gib(mem.recompute_bytes) : "",
+      gib(mem.optimizer_bytes), shards > 1 ? fmt::format(" (1/{} per rank)", shards) : "", gib(mem.rope_tables_bytes),
+      gib(mem.activations_bytes), gib(mem.logits_bytes),
+      mem.recompute_bytes > 0 ? ", one layer recomputed " + gib(mem.recompute_bytes) : "",
       mem.optimizer_step_bytes > 0 ? ", Muon's step " + gib(mem.optimizer_step_bytes) + " (after backward)" : "");
   return 0;
 }

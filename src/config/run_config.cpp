@@ -28,11 +28,21 @@ void RunConfig::validate(int64_t world_size) const {
   if (t.seq_len < 1 || t.seq_len > model.block_size)
     fail("train.seq_len", fmt::format("must be in 1..{} (model.block_size), got {}", model.block_size, t.seq_len));
   if (t.micro_batch < 1) fail("train.micro_batch", "must be >= 1");
+  // Token counts are int64 products of these sizes; a product that does not fit (about
+  // 9.2e18) is refused by name rather than wrapped around into a negative number.
+  auto too_many = [](double tokens) { return !(tokens < 0x1p62); };
+  if (too_many(static_cast<double>(t.micro_batch) * static_cast<double>(t.seq_len) * static_cast<double>(world_size)))
+    fail("train.micro_batch",
+         fmt::format("{} sequences of {} tokens on {} rank(s) is more tokens than a 64-bit count holds", t.micro_batch,
+                     t.seq_len, world_size));
   const auto per = tokens_per_micro_step(world_size);
   if (t.batch_tokens < 0 || t.batch_tokens % per != 0)
     fail("train.batch_tokens",
          fmt::format("must be 0 or a multiple of micro_batch*seq_len*world_size = {}*{}*{} = {}, got {}", t.micro_batch,
                      t.seq_len, world_size, per, t.batch_tokens));
+  if (too_many(static_cast<double>(t.max_steps) * static_cast<double>(t.batch_tokens > 0 ? t.batch_tokens : per)))
+    fail("train.max_steps", fmt::format("{} steps of {} tokens is more tokens than a 64-bit count holds", t.max_steps,
+                                        t.batch_tokens > 0 ? t.batch_tokens : per));
   if (t.weight_decay < 0) fail("train.weight_decay", "must be >= 0");
   if (t.beta1 < 0 || t.beta1 >= 1) fail("train.beta1", "must be in [0, 1)");
   if (t.beta2 < 0 || t.beta2 >= 1) fail("train.beta2", "must be in [0, 1)");
@@ -57,6 +67,14 @@ void RunConfig::validate(int64_t world_size) const {
   if (t.eval_similarity_sequences < 0) fail("train.eval_similarity_sequences", "must be >= 0 (0: off)");
   if (t.eval_similarity_positions < 2)
     fail("train.eval_similarity_positions", "must be >= 2 (the bias needs two tokens to attend over)");
+  // The bias is measured on the first min(positions, seq_len) tokens: a run of one-token
+  // sequences would pass here and die at its first evaluation, after training.
+  if (t.eval_similarity_sequences > 0 && t.seq_len < 2)
+    fail("train.seq_len",
+         fmt::format("{} token per sequence leaves the similarity bias (train.eval_similarity_sequences = {}) no "
+                     "other token to attend over; it needs >= 2: set train.eval_similarity_sequences=0 to train "
+                     "on one-token sequences",
+                     t.seq_len, t.eval_similarity_sequences));
   if (t.eval_tokens > 0 && t.eval_tokens < per)
     fail("train.eval_tokens",
          fmt::format("{} tokens is less than one validation batch of micro_batch*seq_len*world_size = {}*{}*{} = {} "

@@ -56,7 +56,7 @@ struct TrainConfig {
   std::string precision = "auto";
   std::string device = "auto";
   AdamWImpl adamw = AdamWImpl::kAuto;
-  int64_t threads = 0;
+  int threads = 0;  // LibTorch takes an int: the schema refuses what one cannot hold
   Recompute activation_checkpointing = Recompute::kNone;
   int64_t loss_chunk = 0;
   std::string kernels = "auto";

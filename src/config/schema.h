@@ -14,7 +14,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <concepts>
 #include <cstdint>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -38,16 +41,34 @@ inline std::string show(const json& v) {
   throw ConfigError(key + ": expected " + expected + ", got " + show(got));
 }
 
-inline void read_value(const json& v, int64_t& out, const std::string& key) {
-  if (v.is_number_integer() || v.is_number_unsigned()) {
-    out = v.get<int64_t>();
-    return;
+// Every integer field, whatever its width, is read here: a value its type cannot
+// hold (18446744073709551615 into an int64_t, 4294967298 into an int) is refused
+// naming the key, never wrapped around into another number.
+template <std::integral T>
+requires(!std::same_as<T, bool>) T read_integer(const json& v, const std::string& key) {
+  constexpr auto lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+  auto range = [&] { bad(key, "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", v); };
+  if (v.is_number_unsigned()) {
+    if (v.get<uint64_t>() > static_cast<uint64_t>(hi)) range();
+    return static_cast<T>(v.get<uint64_t>());
   }
-  if (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>()))) {
-    out = static_cast<int64_t>(v.get<double>());  // accept 2e3 for 2000
-    return;
+  if (v.is_number_integer()) {
+    const auto x = v.get<int64_t>();
+    if (x < static_cast<int64_t>(lo) || x > static_cast<int64_t>(hi)) range();
+    return static_cast<T>(x);
   }
-  bad(key, "an integer", v);
+  if (!v.is_number_float() || v.get<double>() != std::floor(v.get<double>())) bad(key, "an integer", v);
+  // Accept 2e3 for 2000. Every double below 2^63 in magnitude converts to an int64_t.
+  const double x = v.get<double>();
+  if (!(x >= -0x1p63 && x < 0x1p63) || static_cast<int64_t>(x) < static_cast<int64_t>(lo) ||
+      static_cast<int64_t>(x) > static_cast<int64_t>(hi))
+    range();
+  return static_cast<T>(x);
+}
+
+template <std::integral T>
+requires(!std::same_as<T, bool>) void read_value(const json& v, T& out, const std::string& key) {
+  out = read_integer<T>(v, key);
 }
 inline void read_value(const json& v, double& out, const std::string& key) {
   if (!v.is_number()) bad(key, "a number", v);
@@ -66,7 +87,7 @@ inline void read_value(const json& v, std::vector<int64_t>& out, const std::stri
   out.clear();
   for (const auto& e : v) {
     if (!e.is_number_integer()) bad(key, "a list of integers", v);
-    out.push_back(e.get<int64_t>());
+    out.push_back(read_integer<int64_t>(e, key));
   }
 }
 inline void read_value(const json& v, json& out, const std::string&) { out = v; }

@@ -153,6 +153,10 @@ std::string fp8_refusal(const std::string& gpu, int major, int minor, const std:
         "{}: fp8 needs a GPU of compute capability 8.9 or newer (Ada, Hopper and later have FP8 tensor cores), "
         "but {} is sm_{}{}; leave fp8 out of the list",
         key, gpu, major, minor);
+  return fp8_shape_refusal(dims, key);
+}
+
+std::string fp8_shape_refusal(const std::vector<int64_t>& dims, const std::string& key) {
   for (const auto d : dims)
     if (d % kFp8Align != 0)
       return fmt::format(

@@ -77,5 +77,7 @@ std::string fp8_refusal(const torch::Device& device, const std::vector<int64_t>&
 // The same for a GPU called `gpu` of compute capability major.minor.
 std::string fp8_refusal(const std::string& gpu, int major, int minor, const std::vector<int64_t>& dims,
                         const std::string& key);
+// The dimensions' part of it alone: what any GPU able to run FP8 GEMMs refuses.
+std::string fp8_shape_refusal(const std::vector<int64_t>& dims, const std::string& key);
 
 }  // namespace xsagpt

@@ -113,6 +113,9 @@ MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batc
   if (rt.bf16 && rt.kernels.weights) m.weight_copies_bytes = 2 * (static_cast<double>(counts.matmul) - fp8_matrices);
   if (rt.kernels.fp8) m.weight_copies_bytes += fp8_matrices + 4.0 * 4 * L;
   if (o.muon) m.optimizer_step_bytes = muon_step_bytes(c, o.cuda ? 2 : 4);
+  // cos and sin, each (n_sink + block_size) x head_dim/2 in float32: every position the
+  // model accepts, whatever the sequences trained on (model/gpt.h).
+  m.rope_tables_bytes = 4.0 * static_cast<double>(c.n_sink + c.block_size) * static_cast<double>(c.head_dim);
   return m;
 }
 

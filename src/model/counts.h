@@ -7,7 +7,8 @@
 //    Muon's one momentum for the block matrices) in float32 plus an estimate
 //    of the activations autograd keeps for one micro-batch, with the memory
 //    options (activation checkpointing, chunked loss) the trainer can run with,
-//    or, when larger, Muon's Newton-Schulz work in the optimizer step.
+//    or, when larger, Muon's Newton-Schulz work in the optimizer step, plus the
+//    RoPE tables, which grow with model.block_size rather than with the batch.
 //    Checked against measured peaks on the CPU in tests/cpp/model/test_memory_estimate.cpp.
 #pragma once
 
@@ -37,13 +38,18 @@ struct MemoryEstimate {
   double weight_copies_bytes = 0;   // bf16 copies of the weights (weights kernel); e4m3 copies + scales (fp8)
   double recompute_bytes = 0;       // one layer's activations re-made in backward (checkpointing)
   double optimizer_step_bytes = 0;  // Muon's Newton-Schulz work on its largest group of same-shape matrices
+  double rope_tables_bytes = 0;     // RoPE's cos and sin, float32, for n_sink + block_size positions (model/rope.h)
+  // What exists before the first step, exactly: weights, gradients, optimizer
+  // state, weight copies and the RoPE tables.
+  double state() const {
+    return params_bytes + grads_bytes + optimizer_bytes + weight_copies_bytes + rope_tables_bytes;
+  }
   // The logits are gone before any layer is recomputed, so only the larger
   // counts. Adding all the gradients makes this an upper bound: they fill up as
   // backward frees activations. The optimizer steps after backward, with the
   // gradients but without the activations.
   double total() const {
-    return params_bytes + grads_bytes + optimizer_bytes + weight_copies_bytes +
-           std::max(activations_bytes + std::max(logits_bytes, recompute_bytes), optimizer_step_bytes);
+    return state() + std::max(activations_bytes + std::max(logits_bytes, recompute_bytes), optimizer_step_bytes);
   }
 };
 

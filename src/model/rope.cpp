@@ -5,10 +5,20 @@ namespace xsagpt {
 std::pair<torch::Tensor, torch::Tensor> rope_tables(int64_t max_len, int64_t head_dim, double theta,
                                                     torch::Device device) {
   auto opts = torch::TensorOptions().dtype(torch::kFloat64).device(device);
-  // Built in float64 so long contexts (16K positions) keep accurate angles.
+  // Built in float64 so long contexts (16K positions) keep accurate angles, a block of
+  // positions at a time, so that building them takes little more memory than the two
+  // float32 tables themselves (which the memory check counts: model/counts.h).
   auto inv_freq = torch::pow(theta, -torch::arange(0, head_dim, 2, opts) / static_cast<double>(head_dim));
-  auto angles = torch::outer(torch::arange(max_len, opts), inv_freq);
-  return {angles.cos().to(torch::kFloat32), angles.sin().to(torch::kFloat32)};
+  auto cos = torch::empty({max_len, head_dim / 2}, opts.dtype(torch::kFloat32));
+  auto sin = torch::empty_like(cos);
+  constexpr int64_t kBlock = 1 << 16;
+  for (int64_t start = 0; start < max_len; start += kBlock) {
+    const int64_t n = std::min(kBlock, max_len - start);
+    auto angles = torch::outer(torch::arange(start, start + n, opts), inv_freq);
+    cos.narrow(0, start, n).copy_(angles.cos());
+    sin.narrow(0, start, n).copy_(angles.sin());
+  }
+  return {cos, sin};
 }
 
 torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {

@@ -81,7 +81,7 @@ Checkpoint load_checkpoint(const fs::path& path) {
   if (!fs::is_regular_file(path)) throw CheckpointError(name + ": no such checkpoint file");
   IValue root;
   try {
-    if (is_torch_archive(path)) verify_archive_crcs(path);  // other files get the messages below (truncated, foreign)
+    if (is_torch_archive(path)) verify_archive(path);  // other files get the messages below (truncated, foreign)
     root = torch_load(path);
   } catch (const c10::Error& e) {
     if (is_torch_archive(path))
@@ -159,10 +159,10 @@ std::optional<std::string> first_non_finite(const std::map<std::string, torch::T
   return std::nullopt;
 }
 
-void verify_archive_crcs(const fs::path& path) {
+void verify_archive(const fs::path& path) {
   std::optional<std::string> mismatch;
   try {
-    mismatch = zip_crc_mismatch(path);
+    mismatch = zip_damage(path);
   } catch (const std::exception& e) {
     throw CheckpointError(fmt::format("{}: {}", path.string(), e.what()));
   }

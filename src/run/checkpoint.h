@@ -86,9 +86,10 @@ struct Checkpoint {
 std::optional<std::string> first_non_finite(const std::map<std::string, torch::Tensor>& tensors,
                                             const std::string& what);
 
-// Checks every record of a zip archive against the CRC-32 its directory holds;
-// throws CheckpointError naming the file and the record.
-void verify_archive_crcs(const std::filesystem::path& path);
+// Checks a zip archive against util/zip_check.h's rule (every record's name in both
+// places and its bytes against its CRC-32); throws CheckpointError naming the file
+// and the record.
+void verify_archive(const std::filesystem::path& path);
 
 struct CheckpointError : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -13,8 +13,7 @@ MemoryCheck check_memory(const RunConfig& cfg, const Runtime& rt, int64_t world,
                                MemoryOptions{rt, t.shard_optimizer ? world : 1, t.optimizer == Optimizer::kMuon, cuda});
   if (!device_bytes) return m;
   const auto& e = m.estimate;
-  const double state = e.params_bytes + e.grads_bytes + e.optimizer_bytes + e.weight_copies_bytes;
-  m.refusal = memory_refusal(cfg, state, *device_bytes, device);
+  m.refusal = memory_refusal(cfg, e.state(), *device_bytes, device, e.rope_tables_bytes);
   m.warning = memory_warning(cfg, e.total(), *device_bytes);
   return m;
 }
@@ -37,9 +36,18 @@ std::optional<std::string> memory_warning(const RunConfig& cfg, double estimate_
 }
 
 std::optional<std::string> memory_refusal(const RunConfig& cfg, double state_bytes, double device_bytes,
-                                          const std::string& device) {
+                                          const std::string& device, double rope_tables_bytes) {
   if (state_bytes <= device_bytes) return std::nullopt;
   constexpr double GiB = 1024.0 * 1024 * 1024;
+  const auto& m = cfg.model;
+  if (rope_tables_bytes >= state_bytes - rope_tables_bytes)  // the tables are most of it: block_size is the key
+    return fmt::format(
+        "model.block_size: {} positions (plus model.n_sink {}) give RoPE tables of {:.1f} GiB (cos and sin, "
+        "4 bytes x head_dim {} per position), {:.1f} GiB with the weights, gradients and optimizer state: more "
+        "than the {:.1f} GiB of {}; this run cannot fit: set model.block_size to the longest sequence the model "
+        "should take (train.seq_len is {})",
+        m.block_size, m.n_sink, rope_tables_bytes / GiB, m.head_dim, state_bytes / GiB, device_bytes / GiB, device,
+        cfg.train.seq_len);
   return fmt::format(
       "model: its weights, gradients and AdamW state alone take {:.1f} GiB (`xsagpt info` shows the parts), more "
       "than the {:.1f} GiB of {}: this run cannot fit; use a smaller model (model.d_model, model.n_layer, "

@@ -5,8 +5,9 @@
 // an out-of-memory error that names none of them. The whole estimate only warns:
 // its activations are an upper bound, and a run that starts anyway may still fit.
 // What exists before the first step (weights, gradients, AdamW state, weight
-// copies) is exact, and a run whose state alone exceeds the device's memory (the
-// GPU's, or the machine's RAM on the CPU) is refused before anything is built.
+// copies, the RoPE tables of model.block_size positions) is exact, and a run whose
+// state alone exceeds the device's memory (the GPU's, or the machine's RAM on the
+// CPU) is refused before anything is built.
 // train, `sweep --dry-run` and `info` all check through check_memory, so the three
 // count a config's memory, and its optimizer's share, the same way.
 #pragma once
@@ -39,8 +40,10 @@ MemoryCheck check_memory(const RunConfig& cfg, const Runtime& rt, int64_t world,
 std::optional<std::string> memory_warning(const RunConfig& cfg, double estimate_bytes, double device_bytes);
 
 // The refusal (the message of a ConfigError) for a model whose state of
-// `state_bytes` cannot fit in `device_bytes` of `device`, or nullopt.
+// `state_bytes` (MemoryEstimate::state, of which `rope_tables_bytes` are the RoPE
+// tables: when they are most of it, the message names model.block_size) cannot fit
+// in `device_bytes` of `device`, or nullopt.
 std::optional<std::string> memory_refusal(const RunConfig& cfg, double state_bytes, double device_bytes,
-                                          const std::string& device);
+                                          const std::string& device, double rope_tables_bytes = 0);
 
 }  // namespace xsagpt

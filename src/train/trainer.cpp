@@ -1,6 +1,5 @@
 #include "train/trainer.h"
 
-#include "kernels/fp8_linear.h"
 #include "model/counts.h"
 #include "model/sdpa_backend.h"
 #include "optim/schedule.h"
@@ -8,6 +7,7 @@
 #include "train/eval_diagnostics.h"
 #include "train/evaluate.h"
 #include "train/memory_check.h"
+#include "train/run_check.h"
 #include "train/signals.h"
 #include "train/state.h"
 #include "train/step.h"
@@ -61,13 +61,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   cfg.validate(world);
   const auto device = resolve_device(t.device, "train.device", dist.local_rank());
   const Runtime rt = cfg.runtime(device.is_cuda());
-  if (rt.kernels.fp8) {  // before anything is written: a GPU without FP8 GEMMs would fail in the first step
-    const auto& m = cfg.model;
-    if (auto why = fp8_refusal(device, {m.d_model, 3 * m.inner_dim(), m.inner_dim(), m.mlp_dim()}, "train.kernels");
-        !why.empty())
-      throw ConfigError(why);
-  }
-  if (auto why = graphs_refusal(rt, world); !why.empty()) throw ConfigError(why);  // before anything is written
+  check_runnable(cfg, rt, world, device);  // before anything is written; info asks the same
 
   // Where to start: fresh, from a checkpoint, or a run already finished (run/run_dir.h).
   // Nothing is written to the run directory until the model, the data and the

@@ -1,8 +1,10 @@
-// Zip CRC-32 verification (see zip_check.h). Reads the central directory (zip64
-// included: torch.save writes zip64 records for large tensors), then streams each
-// stored record through a slicing-by-8 CRC. Only stored (uncompressed) records can
+// Zip archive verification (see zip_check.h). Reads the central directory (zip64
+// included: torch.save writes zip64 records for large tensors), then checks each
+// record's local header and streams its bytes through a slicing-by-8 CRC. Only stored (uncompressed) records can
 // be checked this way; torch.save writes nothing else, other methods are refused.
 #include "util/zip_check.h"
+
+#include "util/utf8.h"
 
 #include <fmt/format.h>
 
@@ -10,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
+#include <string_view>
 #include <vector>
 
 namespace xsagpt {
@@ -52,7 +55,7 @@ uint32_t crc32(uint32_t crc, const void* data, size_t n) {
   return ~crc;
 }
 
-std::optional<std::string> zip_crc_mismatch(const std::filesystem::path& path) {
+std::optional<std::string> zip_damage(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot open");
   auto bad = [](const char* what) { throw std::runtime_error(std::string("not a readable zip archive: ") + what); };
@@ -97,6 +100,7 @@ std::optional<std::string> zip_crc_mismatch(const std::filesystem::path& path) {
     const size_t name_len = u16(&cd[at + 28]), extra_len = u16(&cd[at + 30]), comment_len = u16(&cd[at + 32]);
     if (at + 46 + name_len + extra_len + comment_len > cd.size()) bad("corrupt central directory");
     const std::string name(reinterpret_cast<const char*>(&cd[at + 46]), name_len);
+    const std::string shown = utf8::escape_invalid(name);  // for messages: a damaged name may not be UTF-8
     // zip64: the fields saturated at 0xffffffff follow in the extra field 0x0001, in this order.
     for (size_t x = at + 46 + name_len; x + 4 <= at + 46 + name_len + extra_len;) {
       const uint16_t id = u16(&cd[x]), len = u16(&cd[x + 2]);
@@ -109,12 +113,22 @@ std::optional<std::string> zip_crc_mismatch(const std::filesystem::path& path) {
       x += 4 + len;
     }
     at += 46 + name_len + extra_len + comment_len;
-    if (method != 0) return fmt::format("record '{}': compressed (method {}), which xsagpt never writes", name, method);
+    if (method != 0)
+      return fmt::format("record '{}': compressed (method {}), which xsagpt never writes", shown, method);
     if (csize != usize) bad("a stored record whose sizes differ");
     const auto lh = read_at(local, 30);
     if (u32(lh.data()) != 0x04034b50) bad("corrupt local header");
+    // Each record's name is written twice, in its local header and in the central
+    // directory, from one string: two that differ are bytes changed since, even where
+    // no CRC covers them. Python's zipfile refuses such an archive, and so does this
+    // check, so export.py and every command hold a checkpoint to one rule.
+    const auto local_name = read_at(local + 30, u16(&lh[26]));
+    if (std::string_view(reinterpret_cast<const char*>(local_name.data()), local_name.size()) != name)
+      return fmt::format("record '{}': its local header names it '{}' (the two copies of a record's name differ)",
+                         shown,
+                         utf8::escape_invalid({reinterpret_cast<const char*>(local_name.data()), local_name.size()}));
     uint64_t pos = local + 30 + u16(&lh[26]) + u16(&lh[28]);
-    if (pos + csize > size) return fmt::format("record '{}': runs past the end of the file (truncated)", name);
+    if (pos + csize > size) return fmt::format("record '{}': runs past the end of the file (truncated)", shown);
     in.clear();
     in.seekg(static_cast<std::streamoff>(pos));
     uint32_t got = 0;
@@ -125,7 +139,8 @@ std::optional<std::string> zip_crc_mismatch(const std::filesystem::path& path) {
       left -= n;
     }
     if (got != crc)
-      return fmt::format("record '{}': CRC-32 {:08x} stored, {:08x} computed over its {} bytes", name, crc, got, csize);
+      return fmt::format("record '{}': CRC-32 {:08x} stored, {:08x} computed over its {} bytes", shown, crc, got,
+                         csize);
   }
   return std::nullopt;
 }

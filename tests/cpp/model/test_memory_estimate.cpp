@@ -9,9 +9,11 @@
 #include "optim/muon.h"
 #include "train/memory_check.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 using namespace xsagpt;
+using ::testing::HasSubstr;
 
 namespace {
 
@@ -170,4 +172,31 @@ TEST(MemoryEstimate, MuonRunsAreNotToldToShard) {
   EXPECT_EQ(r->find("train.shard_optimizer"), std::string::npos) << *r;
   cfg.train.optimizer = Optimizer::kAdamW;
   EXPECT_NE(memory_refusal(cfg, 90e9, 80e9, "this GPU")->find("train.shard_optimizer"), std::string::npos);
+}
+
+// The RoPE tables grow with model.block_size, not with the batch: counted exactly (the
+// built model's buffers) in the state that exists before the first step, so a
+// block_size whose tables cannot fit is refused naming that key, where the model's
+// construction would have died in LibTorch's allocator naming none.
+TEST(MemoryEstimate, RopeTablesAreCountedAndAHugeBlockSizeIsRefusedByName) {
+  auto cfg = test::small_model("xsa");
+  cfg.n_sink = 2;
+  GPT model(cfg);
+  const double buffers = static_cast<double>(model->rope_cos.nbytes() + model->rope_sin.nbytes());
+  ASSERT_GT(buffers, 0);
+  const auto e = estimate_training_memory(cfg, 1, 8, {test::runtime()});
+  EXPECT_EQ(e.rope_tables_bytes, buffers);
+  EXPECT_EQ(e.state(), e.params_bytes + e.grads_bytes + e.optimizer_bytes + e.weight_copies_bytes + buffers);
+
+  RunConfig run;
+  run.model = cfg;
+  run.model.block_size = 4294967298;  // 1.1 TB of tables at head_dim 20: more than the 64 GiB device below
+  const auto huge = check_memory(run, test::runtime(), 1, false, 64.0 * (1 << 30), "this machine's RAM");
+  EXPECT_EQ(huge.estimate.rope_tables_bytes, 4.0 * (4294967298 + 2) * 20);
+  ASSERT_TRUE(huge.refusal.has_value());
+  EXPECT_THAT(*huge.refusal, HasSubstr("model.block_size: 4294967298 positions (plus model.n_sink 2) give RoPE "
+                                       "tables of 320.0 GiB"));
+  EXPECT_THAT(*huge.refusal, HasSubstr("of this machine's RAM; this run cannot fit"));
+  run.model = cfg;
+  EXPECT_FALSE(check_memory(run, test::runtime(), 1, false, 64.0 * (1 << 30), "this machine's RAM").refusal);
 }

@@ -233,6 +233,26 @@ TEST_F(RunDirFiles, CheckpointsAreListedByStepNumber) {
   EXPECT_EQ(steps, (std::vector<int64_t>{5, 99999999, 100000000}));
 }
 
+// A zip names each record twice, in its local header (first in the file) and in the
+// central directory (last). One bit flipped in the first copy, the record's bytes and
+// CRC intact: PyTorch's reader, which finds records by the central directory, would
+// load it; the checkpoint is refused as one failing its CRC is, by the rule
+// scripts/eval/export.py applies too (util/zip_check.h).
+TEST_F(RunDirFiles, ARecordNamedDifferentlyInItsTwoHeadersIsRefused) {
+  const auto path = checkpoint(tmp, 4, 8);
+  ASSERT_NO_THROW(load_checkpoint(path));
+  std::string bytes = test::slurp(path);
+  const std::string record = "archive/data/0";
+  const auto local = bytes.find(record);
+  ASSERT_NE(local, std::string::npos);
+  ASSERT_NE(bytes.rfind(record), local);       // the central directory's copy, left as it is
+  bytes[local + record.find("data")] ^= 0x01;  // "data" -> "eata"
+  spit(path, bytes);
+  EXPECT_THAT(test::error_of<CheckpointError>([&] { load_checkpoint(path); }),
+              HasSubstr(path.string() + ": corrupt checkpoint, its bytes changed since it was written: record '" +
+                        record + "': its local header names it 'archive/eata/0'"));
+}
+
 // ---- starting a run: decided and checked before anything is written ----------
 
 TEST_F(RunDirFiles, AFreshStartNeverReusesADirectoryHoldingARun) {

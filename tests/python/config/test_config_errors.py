@@ -54,6 +54,17 @@ def test_a_model_whose_state_cannot_fit_is_refused_before_it_is_built(tmp_path, 
     ("model.gelu=erf", 'model.gelu: expected "exact" or "tanh"'),
     ("train.device=gpu", 'train.device: expected "auto", "cpu", "cuda" or "cuda:N"'),
     ("train.device=cuda:99", "train.device"),  # no CUDA, or no GPU 99: refused either way
+    # Integers a field's type cannot hold. Before: 4294967298 threads silently became 2,
+    # and 64-bit values wrapped around to negative numbers in the messages.
+    ("train.threads=4294967298", "train.threads: expected an integer in [-2147483648, 2147483647], got 4294967298"),
+    ("model.block_size=18446744073709551615",
+     "model.block_size: expected an integer in [-9223372036854775808, 9223372036854775807], got 18446744073709551615"),
+    ("train.max_steps=1e19", "train.max_steps: expected an integer in [-9223372036854775808, 9223372036854775807]"),
+    ("train.micro_batch=4611686018427387904",
+     "train.micro_batch: 4611686018427387904 sequences of 32 tokens on 1 rank(s) is more tokens than a 64-bit count"),
+    ("train.max_steps=4611686018427387904", "train.max_steps: 4611686018427387904 steps of 128 tokens is more tokens"),
+    # RoPE tables of 550 GB. Before: LibTorch's bare allocator error, naming no key.
+    ("model.block_size=4294967298", "model.block_size: 4294967298 positions (plus model.n_sink 0) give RoPE tables"),
 ])
 def test_bad_config_exits_nonzero_naming_the_key(tmp_path, shards, xsagpt, override, message):
     cfg = run_config(tmp_path, shards)

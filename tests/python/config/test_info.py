@@ -98,3 +98,23 @@ def test_set_overrides_the_model_as_train_does(xsagpt, tmp_path):
                           (["--set", "train.lr=1"], "info takes model.* keys")):
         proc = xsagpt("info", "-c", "tiny", *args, check=False)
         assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--kernels", "gelu"], 'so it needs model.gelu="tanh", but model.gelu is "exact"; leave gelu out of --kernels'),
+    (["--set", "model.gelu=tanh", "--kernels", "gelu,fp8"], "--kernels: gelu and fp8 both replace the MLP's GEMMs"),
+    (["--set", "model.d_model=120", "--kernels", "fp8"],
+     "--kernels: fp8 on CUDA needs the blocks' linear layers to have dimensions (d_model, inner_dim, 3 x inner_dim, "
+     "the MLP's hidden size) that are multiples of 16 (cuBLASLt's FP8 GEMM), but one is 120"),
+])
+def test_what_train_refuses_info_refuses_in_its_words(xsagpt, args, message):
+    """info estimates a run as a GPU runs it and asks train's own check (train/run_check.h)."""
+    proc = xsagpt("info", "-c", "tiny", *args, check=False)
+    # Before: exit 0 and an estimate for each, as if the run could start.
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert proc.stdout == ""
+
+
+def test_kernels_a_model_can_run_get_an_estimate(xsagpt):
+    assert info(xsagpt, "-c", "tiny", "--set", "model.gelu=tanh", "--kernels", "gelu")["kernels"] == "gelu"
+    assert info(xsagpt, "-c", "tiny", "--set", "model.d_model=128", "--kernels", "fp8")["kernels"] == "fp8"

@@ -1,8 +1,8 @@
 """scripts/eval/export.py checks a checkpoint as xsagpt's own commands do before it writes
-anything (every archive entry's CRC, every parameter of the model config present with its
-shape), and an --out it cannot write is one line; scripts/eval/load_export.py and the
-exported transformers model check what they read (the folder's files, finite weights)
-and name what is wrong. A tiny model trained one step (tinyrun.train_tiny) stands in."""
+anything (every archive record's name in both headers and its CRC, every parameter of the
+model config present with its shape), and an --out it cannot write is one line;
+scripts/eval/load_export.py and the exported transformers model check what they read (the
+folder's files, finite weights) and name what is wrong. A tiny model trained one step (tinyrun.train_tiny) stands in."""
 import json
 import os
 import pathlib
@@ -58,7 +58,37 @@ def test_a_checkpoint_failing_its_crc_is_not_exported(run, tmp_path, xsagpt):
     proc = export(bad, "--out", tmp_path / "out")
     # Before: exported, exit 0.
     assert one_line_error(proc), proc.stderr
-    assert f"{bad}: fails its CRC check (entry {info.filename} is damaged)" in proc.stderr
+    assert f"{bad}: corrupt checkpoint, its bytes changed since it was written: record '{info.filename}': " \
+        "Bad CRC-32" in proc.stderr
+    assert "xsagpt's commands refuse it too" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_record_named_differently_in_its_two_headers_is_refused_by_export_and_every_command(run, tmp_path, xsagpt):
+    """A zip names each record twice, in its local header and in the central directory:
+    one rule (src/util/zip_check.h) refuses a checkpoint whose two copies differ, in
+    export.py and in the C++ loader alike, though every record's bytes match their CRC."""
+    bad = tmp_path / "step_00000001.pt"
+    shutil.copy(newest(run), bad)
+    with zipfile.ZipFile(bad) as z:
+        info = next(i for i in z.infolist() if "/data/" in i.filename)
+    with open(bad, "r+b") as f:
+        at = info.header_offset + 30  # the local header's copy of the name
+        f.seek(at)
+        assert f.read(len(info.filename)) == info.filename.encode()
+        f.seek(at + info.filename.index("/data/") + 1)
+        f.write(b"e")  # "data" -> "eata": one bit, 0x64 -> 0x65
+    flipped = info.filename.replace("/data/", "/eata/")
+    # Before: sample, score, eval, analyze and resume loaded it, while export.py refused it
+    # saying "fails its CRC check ... every xsagpt command refuses it too".
+    refused = xsagpt("sample", bad, "--prompt-ids", "1,2", "--ids", "-n", 1, "--device", "cpu", check=False)
+    assert refused.returncode == 1, refused.stderr
+    assert f"{bad}: corrupt checkpoint, its bytes changed since it was written: record '{info.filename}': its local " \
+        f"header names it '{flipped}'" in refused.stderr
+    proc = export(bad, "--out", tmp_path / "out")
+    assert one_line_error(proc), proc.stderr
+    assert f"{bad}: corrupt checkpoint, its bytes changed since it was written: record '{info.filename}': " \
+        in proc.stderr and flipped in proc.stderr and "xsagpt's commands refuse it too" in proc.stderr
     assert not (tmp_path / "out").exists()
 
 

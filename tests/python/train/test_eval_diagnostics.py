@@ -124,3 +124,20 @@ def test_bad_settings_are_named(tmp_path, shards, xsagpt, key, value, message):
     proc = xsagpt("train", "-c", cfg, check=False)
     assert proc.returncode == 2 and message in proc.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_one_token_sequences_are_refused_while_the_bias_is_on_and_train_with_it_off(tmp_path, shards, xsagpt):
+    # The bias attends over min(eval_similarity_positions, seq_len) tokens. Before: seq_len 1 passed
+    # validation and, with eval_interval 0, trained every step and died at the final evaluation
+    # ("analysis needs at least 2 tokens per sequence", no key) without its final checkpoint.
+    cfg = write_run_config(tmp_path / "cfg.json", shards, tmp_path / "run", seq_len=1, max_steps=2, eval_interval=0,
+                           ckpt_interval=0)
+    proc = xsagpt("train", "-c", cfg, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "train.seq_len: 1 token per sequence" in proc.stderr
+    assert "train.eval_similarity_sequences = 4" in proc.stderr and "eval_similarity_sequences=0" in proc.stderr
+    assert not (tmp_path / "run").exists()
+    xsagpt("train", "-c", cfg, "--set", "train.eval_similarity_sequences=0")
+    assert json.loads((tmp_path / "run" / "done.json").read_text())["step"] == 2
+    assert (tmp_path / "run" / "checkpoints" / "step_00000002.pt").exists()
+    assert "cos_y_v" not in val_lines(tmp_path / "run")[2]
