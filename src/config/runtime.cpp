@@ -46,10 +46,12 @@ constexpr KernelRow kKernelTable[] = {
      [](const Kernels& k) { return k.xsa == XsaImpl::kFusedWide; }, "the XSA kernels with 16-byte vector accesses", true},
     {"loss", [](Kernels& k) { k.loss = true; }, [](const Kernels& k) { return k.loss; },
      "LM-head cross-entropy with its gradient in forward", true},
-    {"fp8", [](Kernels& k) { k.fp8 = true; }, [](const Kernels& k) { return k.fp8; },
-     "the blocks' linear layers as FP8 GEMMs: e4m3 weights and activations, e5m2 gradients, tensorwise scales; "
-     "sm_89+ on CUDA; not in \"fused\"",
+    {"fp8", [](Kernels& k) { k.fp8 = true; }, [](const Kernels& k) { return k.fp8 && !k.fp8_all; },
+     "the blocks' linear layers large enough to gain (harmonic mean of their widths >= 2048) as FP8 GEMMs: e4m3 "
+     "weights and activations, e5m2 gradients, tensorwise scales; sm_89+ on CUDA; not in \"fused\"",
      false, /*in_fused=*/false},
+    {"fp8_all", [](Kernels& k) { k.fp8 = k.fp8_all = true; }, [](const Kernels& k) { return k.fp8_all; },
+     "fp8 for every block linear layer, whatever its size; not in \"fused\"", false, /*in_fused=*/false},
     {"clip", [](Kernels& k) { k.clip = true; }, [](const Kernels& k) { return k.clip; },
      "the global-norm clip's factor applied inside the fused AdamW's pass (its grad_scale) instead of a pass of "
      "its own over the gradients"},

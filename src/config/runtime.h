@@ -42,10 +42,11 @@ struct Kernels {
   bool rope = false;  // q, k, v split into heads and RoPE in one pass (kernels/rope_qkv.h)
   bool loss = false;  // LM-head cross-entropy with its gradient made in the forward pass (kernels/lm_head_loss.h)
   XsaImpl xsa = XsaImpl::kOps;  // "xsa": XsaImpl::kFused, "xsa_wide": XsaImpl::kFusedWide (kernels/xsa_cuda.h)
-  bool fp8 = false;             // the blocks' linear layers as FP8 GEMMs, tensorwise scaled (kernels/fp8_linear.h)
+  bool fp8 = false;  // the blocks' large linear layers as FP8 GEMMs, tensorwise scaled (kernels/fp8_linear.h)
   bool clip = false;            // the gradient clip's factor applied inside the fused AdamW's pass (train/step.h)
   bool graphs = false;  // the micro-step's forward and backward captured once as a CUDA graph (train/graph_step.h)
   bool gelu = false;  // the MLP as cuBLASLt GEMMs with the tanh GELU in their epilogues (kernels/gelu_mlp.h)
+  bool fp8_all = false;  // with fp8: every block linear layer, whatever its size (small models' FP8 arithmetic)
 
   bool operator==(const Kernels&) const = default;
 };

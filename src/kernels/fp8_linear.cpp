@@ -31,27 +31,29 @@ torch::Tensor pad_rows_fp8(const torch::Tensor& t2) {
   return extra == 0 ? t2 : at::constant_pad_nd(t2, {0, 0, 0, extra});
 }
 
-// at::_scaled_mm's second operand column-major, as cuBLASLt takes it: the
-// transpose of a contiguous copy of its transpose (a view when it is one already).
-torch::Tensor column_major_fp8(const torch::Tensor& m) { return m.t().is_contiguous() ? m : m.t().contiguous().t(); }
-
 double fp8_max(c10::ScalarType fmt) {
   return fmt == kFp8Forward ? 448.0 : 57344.0;  // std::numeric_limits of e4m3fn, e5m2
 }
 
+// Each GEMM's operands are (a, b) with a row-major and b column-major, both with
+// the reduction dimension contiguous (fp8_linear.h): a transposed copy enters as
+// its .t() view, which has that layout.
 struct Fp8Linear : torch::autograd::Function<Fp8Linear> {
-  // weight is an input only so that its gradient has a place to go; the GEMM
-  // reads its e4m3 copy w8 (scale w_inv).
+  // weight is an input only so that its gradient has a place to go; the GEMMs
+  // read its e4m3 copy w8, its transpose w8t (scale w_inv).
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
-                               const torch::Tensor& w8, const torch::Tensor& w_inv, int64_t out_dtype) {
+                               const torch::Tensor& w8, const torch::Tensor& w8t, const torch::Tensor& w_inv,
+                               int64_t out_dtype) {
     const int64_t rows = x.numel() / x.size(-1);
-    const auto xq = quantize_fp8(pad_rows_fp8(x.reshape({rows, x.size(-1)})), kFp8Forward);
+    const auto xq = quantize_fp8(pad_rows_fp8(x.reshape({rows, x.size(-1)})), kFp8Forward, /*transposed=*/true);
     // cuBLASLt's fast (fewer-bit) accumulation in the forward GEMM only, torchao's
     // default: the gradients' errors add up over the steps, and the weight
     // gradient's GEMM sums over every token of the micro-batch.
     auto y = at::_scaled_mm(xq.q, w8.t(), xq.inv, w_inv, {}, {}, static_cast<c10::ScalarType>(out_dtype),
                             /*use_fast_accum=*/x.is_cuda());
-    ctx->save_for_backward({xq.q, xq.inv, w8, w_inv});
+    // The backward reads x8 only through dw's GEMM, which reduces over the rows:
+    // only its transpose is kept.
+    ctx->save_for_backward({xq.qt, xq.inv, w8t, w_inv});
     ctx->saved_data["x_dtype"] = static_cast<int64_t>(x.scalar_type());
     ctx->saved_data["w_dtype"] = static_cast<int64_t>(weight.scalar_type());
     auto shape = x.sizes().vec();
@@ -61,24 +63,25 @@ struct Fp8Linear : torch::autograd::Function<Fp8Linear> {
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto saved = ctx->get_saved_variables();
-    const auto &x8 = saved[0], &x_inv = saved[1], &w8 = saved[2], &w_inv = saved[3];
+    const auto &x8t = saved[0], &x_inv = saved[1], &w8t = saved[2], &w_inv = saved[3];
     const auto& gy = grad[0];
     const int64_t rows = gy.numel() / gy.size(-1);
-    const auto gq = quantize_fp8(pad_rows_fp8(gy.reshape({rows, gy.size(-1)})), kFp8Backward);
+    const auto gq = quantize_fp8(pad_rows_fp8(gy.reshape({rows, gy.size(-1)})), kFp8Backward, /*transposed=*/true);
     const auto x_dtype = static_cast<c10::ScalarType>(ctx->saved_data["x_dtype"].toInt());
     const auto w_dtype = static_cast<c10::ScalarType>(ctx->saved_data["w_dtype"].toInt());
-    auto dx = at::_scaled_mm(gq.q, column_major_fp8(w8), gq.inv, w_inv, {}, {}, x_dtype);
-    auto dw = at::_scaled_mm(gq.q.t().contiguous(), column_major_fp8(x8), gq.inv, x_inv, {}, {}, w_dtype);
+    auto dx = at::_scaled_mm(gq.q, w8t.t(), gq.inv, w_inv, {}, {}, x_dtype);
+    auto dw = at::_scaled_mm(gq.qt, x8t.t(), gq.inv, x_inv, {}, {}, w_dtype);
     auto shape = gy.sizes().vec();
-    shape.back() = w8.size(1);
-    return {dx.narrow(0, 0, rows).view(shape), dw, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    shape.back() = w8t.size(0);
+    return {dx.narrow(0, 0, rows).view(shape), dw, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
 }  // namespace
 
-Fp8Tensor quantize_fp8(const torch::Tensor& t, c10::ScalarType fmt) {
+Fp8Tensor quantize_fp8(const torch::Tensor& t, c10::ScalarType fmt, bool transposed) {
   TORCH_CHECK(fmt == kFp8Forward || fmt == kFp8Backward, "quantize_fp8: ", fmt, " is not e4m3fn or e5m2");
+  TORCH_CHECK(!transposed || t.dim() == 2, "quantize_fp8: a transposed copy needs a 2-D tensor, not ", t.dim(), "-D");
   auto guard = no_autocast();
   const double top = fp8_max(fmt);
   // amax in float32 (exact: the largest |element|), clamped so an all-zero
@@ -89,13 +92,18 @@ Fp8Tensor quantize_fp8(const torch::Tensor& t, c10::ScalarType fmt) {
       t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf;
   if (use_cuda_kernel(t) && t.is_contiguous() && kernel_dtype) {
     auto q = at::empty(t.sizes(), t.options().dtype(fmt));
-    fp8_scale_cast_cuda(t, scale, top, q);
-    return {q, scale.reciprocal()};
+    if (!transposed) {
+      fp8_scale_cast_cuda(t, scale, top, q);
+      return {q, scale.reciprocal()};
+    }
+    auto qt = at::empty({t.size(1), t.size(0)}, t.options().dtype(fmt));
+    fp8_scale_cast_transpose_cuda(t, scale, top, q, qt);
+    return {q, scale.reciprocal(), qt};
   }
   // The conversion to FP8 does not saturate (e4m3fn has no infinity: 1000 becomes
   // NaN), and x * scale may round just past the largest value: clamp first.
   auto q = (t.to(at::kFloat) * scale).clamp_(-top, top).to(fmt);
-  return {q, scale.reciprocal()};
+  return {q, scale.reciprocal(), transposed ? q.t().contiguous() : torch::Tensor()};
 }
 
 const Fp8Tensor& Fp8WeightCache::get(const torch::Tensor& param) {
@@ -107,7 +115,7 @@ const Fp8Tensor& Fp8WeightCache::get(const torch::Tensor& param) {
     TORCH_CHECK(why.empty(), why);
   }
   torch::NoGradGuard no_grad;
-  Entry e{param, quantize_fp8(param.detach(), kFp8Forward), param._version()};
+  Entry e{param, quantize_fp8(param.detach(), kFp8Forward, /*transposed=*/true), param._version()};
   if (it == entries_.end()) return entries_.emplace(param.unsafeGetTensorImpl(), e).first->second.copy;
   it->second = e;
   return it->second.copy;
@@ -116,9 +124,10 @@ const Fp8Tensor& Fp8WeightCache::get(const torch::Tensor& param) {
 void Fp8WeightCache::refresh(bool keep_addresses) {
   torch::NoGradGuard no_grad;
   for (auto& [impl, e] : entries_) {
-    auto fresh = quantize_fp8(e.param.detach(), kFp8Forward);
+    auto fresh = quantize_fp8(e.param.detach(), kFp8Forward, /*transposed=*/true);
     if (keep_addresses && e.copy.q.device() == e.param.device()) {
       e.copy.q.copy_(fresh.q);
+      e.copy.qt.copy_(fresh.qt);
       e.copy.inv.copy_(fresh.inv);
     } else {
       e.copy = std::move(fresh);
@@ -130,8 +139,8 @@ void Fp8WeightCache::refresh(bool keep_addresses) {
 int64_t Fp8WeightCache::bytes() const {
   int64_t n = 0;
   for (const auto& [impl, e] : entries_)
-    n += e.copy.q.numel() * static_cast<int64_t>(e.copy.q.element_size()) +
-         e.copy.inv.numel() * static_cast<int64_t>(e.copy.inv.element_size());
+    for (const auto* t : {&e.copy.q, &e.copy.qt, &e.copy.inv})
+      n += t->numel() * static_cast<int64_t>(t->element_size());
   return n;
 }
 
@@ -141,9 +150,17 @@ torch::Tensor fp8_linear(const torch::Tensor& x, const torch::Tensor& weight, co
               kFp8Forward);
   TORCH_CHECK(x.size(-1) == w8.q.size(1), "fp8_linear: x has ", x.size(-1), " features, the weight takes ",
               w8.q.size(1));
+  TORCH_CHECK(w8.qt.defined() && w8.qt.size(0) == w8.q.size(1) && w8.qt.size(1) == w8.q.size(0),
+              "fp8_linear: the weight copy needs its transpose (quantize_fp8 with transposed=true)");
   auto guard = no_autocast();
-  auto y = Fp8Linear::apply(x, weight, w8.q, w8.inv, static_cast<int64_t>(out_dtype));
+  auto y = Fp8Linear::apply(x, weight, w8.q, w8.qt, w8.inv, static_cast<int64_t>(out_dtype));
   return bias.defined() ? y + bias.to(out_dtype) : y;
+}
+
+bool fp8_pays(int64_t in, int64_t out) {
+  return in > 0 && out > 0 &&
+         2.0 * static_cast<double>(in) * static_cast<double>(out) / static_cast<double>(in + out) >=
+             static_cast<double>(kFp8MinHarmonicWidth);
 }
 
 std::string fp8_refusal(const std::string& gpu, int major, int minor, const std::vector<int64_t>& dims,

@@ -45,6 +45,9 @@ void add_norm_backward_cuda(const torch::Tensor&, const torch::Tensor&, const to
 }
 bool add_norm_backward_cuda_fits(int64_t) { return false; }
 void fp8_scale_cast_cuda(const torch::Tensor&, const torch::Tensor&, double, torch::Tensor&) { not_built(); }
+void fp8_scale_cast_transpose_cuda(const torch::Tensor&, const torch::Tensor&, double, torch::Tensor&, torch::Tensor&) {
+  not_built();
+}
 void gelu_up_cuda(const at::Tensor&, const at::Tensor&, const at::Tensor&, at::Tensor&, at::Tensor&) { not_built(); }
 void dgelu_down_cuda(const at::Tensor&, const at::Tensor&, const at::Tensor&, at::Tensor&, at::Tensor&) {
   not_built();

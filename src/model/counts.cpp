@@ -1,5 +1,6 @@
 #include "model/counts.h"
 
+#include "kernels/fp8_linear.h"
 #include "model/attention.h"
 
 #include <algorithm>
@@ -23,6 +24,16 @@ ParamCounts count_params(const ModelConfig& c) {
   p.total = p.embedding + p.non_embedding;
   p.matmul = c.n_layer * (attn + mlp) + V * d;  // the head is a matmul; the lookup is not
   p.block_matrices = c.n_layer * (d * 3 * inner + inner * d + 2 * d * hidden);
+  return p;
+}
+
+std::array<BlockProduct, 4> block_products(const ModelConfig& c, const Kernels& k) {
+  const int64_t d = c.d_model, inner = c.inner_dim(), hidden = c.mlp_dim();
+  std::array<BlockProduct, 4> p{{{"qkv", d, 3 * inner, false},
+                                 {"attention output", inner, d, false},
+                                 {"MLP up", d, hidden, false},
+                                 {"MLP down", hidden, d, false}}};
+  for (auto& b : p) b.fp8 = k.fp8 && (k.fp8_all || fp8_pays(b.in, b.out));
   return p;
 }
 
@@ -106,12 +117,14 @@ MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batc
     m.logits_bytes = rows * V * (a + 4 + 4);
   }
   // bf16 copies (weights kernel) of every matrix a product reads, but for the
-  // blocks' matrices under fp8, which read e4m3 copies (a byte each) and one
-  // float32 inverse scale per matrix instead (kernels/fp8_linear.h).
+  // blocks' matrices fp8 takes, which read e4m3 copies and their transposes (a
+  // byte each) and one float32 inverse scale per matrix instead (kernels/fp8_linear.h).
   const auto counts = count_params(c);
-  const double fp8_matrices = rt.kernels.fp8 ? static_cast<double>(counts.block_matrices) : 0.0;
+  double fp8_matrices = 0, fp8_scales = 0;
+  for (const auto& b : block_products(c, rt.kernels))
+    if (b.fp8) fp8_matrices += static_cast<double>(L * b.in * b.out), fp8_scales += 4.0 * L;
   if (rt.bf16 && rt.kernels.weights) m.weight_copies_bytes = 2 * (static_cast<double>(counts.matmul) - fp8_matrices);
-  if (rt.kernels.fp8) m.weight_copies_bytes += fp8_matrices + 4.0 * 4 * L;
+  m.weight_copies_bytes += 2 * fp8_matrices + fp8_scales;
   if (o.muon) m.optimizer_step_bytes = muon_step_bytes(c, o.cuda ? 2 : 4);
   // cos and sin, each (n_sink + block_size) x head_dim/2 in float32: every position the
   // model accepts, whatever the sequences trained on (model/gpt.h).

@@ -16,6 +16,7 @@
 #include "config/runtime.h"
 
 #include <algorithm>
+#include <array>
 #include <string>
 
 namespace xsagpt {
@@ -30,6 +31,16 @@ struct ParamCounts {
 ParamCounts count_params(const ModelConfig& c);
 
 double flops_per_token(const ModelConfig& c, int64_t seq_len);
+
+// The four products of every block (qkv, attention output, MLP up, MLP down) with
+// their widths, and whether the fp8 kernels run each as FP8 GEMMs: fp8_all all of
+// them, fp8 those large enough to pay (kernels/fp8_linear.h's fp8_pays), neither none.
+struct BlockProduct {
+  const char* name;
+  int64_t in, out;
+  bool fp8;
+};
+std::array<BlockProduct, 4> block_products(const ModelConfig& c, const Kernels& k);
 
 struct MemoryEstimate {
   double params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0;
@@ -55,7 +66,7 @@ struct MemoryEstimate {
 
 // What changes memory: the runtime the model trains in (config/runtime.h: bf16
 // activations or float32, checkpointing, loss chunk, kernels: weights adds bf16
-// weight copies, fp8 e4m3 ones of the blocks' matrices, loss changes the LM
+// weight copies, fp8 e4m3 ones of the blocks' matrices it takes, loss changes the LM
 // head's buffers) and the ranks sharing the
 // AdamW state (train.shard_optimizer: the world size; optim/zero.h), and whether
 // Muon takes the block matrices (optim/run_optimizer.h).

@@ -25,7 +25,7 @@ torch::Tensor Exec::linear(const torch::Tensor& x, const torch::Tensor& w, const
 }
 
 torch::Tensor Exec::block_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias) {
-  if (!rt.kernels.fp8) return linear(x, w, bias);
+  if (!rt.kernels.fp8 || !(rt.kernels.fp8_all || fp8_pays(w.size(1), w.size(0)))) return linear(x, w, bias);
   return fp8_linear(x, w, fp8_weights.get(w), bias, dtype(x));
 }
 

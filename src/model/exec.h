@@ -59,8 +59,9 @@ struct Exec {
   // x @ weight^T + bias: autocast's, or in bf16 from the cached copy (weights kernel).
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
   // The same for the blocks' linear layers (qkv, attention output, MLP up and
-  // down), which the fp8 kernel runs as FP8 GEMMs from cached e4m3 copies; the
-  // LM head stays on linear().
+  // down), which the fp8 kernel runs as FP8 GEMMs from cached e4m3 copies when
+  // they are large enough to gain (fp8_pays; every one with fp8_all); the LM
+  // head stays on linear().
   torch::Tensor block_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
   // After the parameters changed in place: the bf16 and FP8 copies are made again,
   // into their own buffers when a CUDA graph reads them (the graphs row).

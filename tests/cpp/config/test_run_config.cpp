@@ -163,8 +163,12 @@ TEST(RunConfig, KernelNamesParseAndRoundTrip) {
   EXPECT_EQ(parse_kernels("xsa,xsa_wide", false).xsa, XsaImpl::kFusedWide);
   EXPECT_EQ(parse_kernels("xsa_wide,xsa", false).xsa, XsaImpl::kFusedWide);
   EXPECT_EQ(describe(Kernels{}), "aten");
-  for (const char* spec : {"weights", "norm", "rope", "xsa", "xsa_wide", "loss", "fp8", "clip", "graphs",
-                           "weights,norm,rope,xsa_wide,loss", "weights,norm,rope,xsa_wide,loss,fp8,clip,graphs", "norm,xsa"})
+  // fp8_all is fp8 over every block product: it names both, and describes as itself.
+  EXPECT_EQ(describe(parse_kernels("fp8,fp8_all", true)), "fp8_all");
+  EXPECT_TRUE(parse_kernels("fp8_all", true).fp8);
+  for (const char* spec :
+       {"weights", "norm", "rope", "xsa", "xsa_wide", "loss", "fp8", "fp8_all", "clip", "graphs",
+        "weights,norm,rope,xsa_wide,loss", "weights,norm,rope,xsa_wide,loss,fp8,clip,graphs", "norm,xsa"})
     EXPECT_EQ(describe(parse_kernels(spec, true)), spec);
   try {
     parse_kernels("xsa,wide", true);
@@ -179,7 +183,7 @@ TEST(RunConfig, KernelNamesParseAndRoundTrip) {
 // error for an unknown name offers them all.
 TEST(RunConfig, EveryKernelOfTheTableParsesDescribesAndIsDocumented) {
   const auto names = kernel_names();
-  ASSERT_EQ(names.size(), 10u);
+  ASSERT_EQ(names.size(), 11u);
   std::set<std::string> described;
   for (const auto& n : names) {
     const auto k = parse_kernels(n, /*cuda=*/true);

@@ -218,7 +218,7 @@ def test_the_resume_table_says_what_a_resume_does(tmp_path, markov_shards, xsagp
     for key, value in [("model.d_model", 32), ("train.seq_len", 16), ("train.seed", 1), ("data.shuffle", False),
                        ("train.micro_batch", 2), ("train.lr", 5e-3), ("train.eval_tokens", 256),
                        ("train.log_interval", 2), ("train.eval_similarity_sequences", 0),
-                       ("train.kernels", "fused,fp8"), ("data.train", f"{markov_shards}/train_00000*.bin"),
+                       ("train.kernels", "fused,fp8_all"), ("data.train", f"{markov_shards}/train_00000*.bin"),
                        ("data.val", f"{markov_shards}/val_0*.bin"), ("out_dir", None)]:
         run = tmp_path / key
         shutil.copytree(full, run)
