@@ -4,6 +4,7 @@
 #include "run/run_dir.h"
 #include "run/run_paths.h"
 #include "sweep/point_check.h"
+#include "sweep/progress.h"
 #include "sweep/report.h"
 #include "sweep/summary.h"
 #include "train/memory_check.h"
@@ -151,8 +152,10 @@ void claim_sweep_file(const Sweep& sweep, bool force, DistContext& dist) {
 // Only out_dir may differ: a moved sweep's points continue where they are.
 std::vector<bool> stale_points(const Sweep& sweep, bool force) {
   std::vector<bool> stale(sweep.points.size(), false);
+  SweepProgress progress(sweep.dir.string() + ": checking the directories of", sweep.points.size());
   for (size_t i = 0; i < sweep.points.size(); ++i) {
     const auto foreign = foreign_run(sweep.points[i]);
+    progress.step();
     if (!foreign) continue;
     if (!force)
       throw ConfigError(
