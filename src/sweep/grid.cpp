@@ -249,7 +249,7 @@ Sweep load_sweep(const std::string& path, int64_t world_size) {
 
   size_t total = variants.size();
   for (const auto& axis : axes) total *= axis.size();
-  SweepProgress progress(path + ": resolving and checking", total);
+  SweepProgress progress(path + ": resolving and checking the points", total);
   DistinctPoints distinct(path);
   std::vector<size_t> idx(axes.size(), 0);
   while (true) {

@@ -13,7 +13,7 @@ constexpr auto kEvery = std::chrono::seconds(5);
 
 SweepProgress::SweepProgress(std::string what, size_t total)
     : what_(std::move(what)), total_(total), shown_(total >= kProgressFrom), last_(std::chrono::steady_clock::now()) {
-  if (shown_) spdlog::info("{} {} points", what_, total_);
+  if (shown_) spdlog::info("{}: {} points", what_, total_);
 }
 
 void SweepProgress::step() {
@@ -22,7 +22,7 @@ void SweepProgress::step() {
   const auto now = std::chrono::steady_clock::now();
   if (now - last_ < kEvery && done_ != total_) return;
   last_ = now;
-  spdlog::info("{}: {} of {} points", what_, done_, total_);
+  spdlog::info("{}: {} of {}", what_, done_, total_);
 }
 
 }  // namespace xsagpt

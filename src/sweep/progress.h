@@ -14,9 +14,9 @@ inline constexpr size_t kProgressFrom = 1000;
 
 class SweepProgress {
  public:
-  // Logs "<what> <total> points" at once when total is at least kProgressFrom.
+  // Logs "<what>: <total> points" at once when total is at least kProgressFrom.
   SweepProgress(std::string what, size_t total);
-  // One more point done; logs "<what>: <done> of <total> points" at most every few seconds.
+  // One more point done; logs "<what>: <done> of <total>" at most every few seconds.
   void step();
 
  private:

@@ -152,7 +152,7 @@ void claim_sweep_file(const Sweep& sweep, bool force, DistContext& dist) {
 // Only out_dir may differ: a moved sweep's points continue where they are.
 std::vector<bool> stale_points(const Sweep& sweep, bool force) {
   std::vector<bool> stale(sweep.points.size(), false);
-  SweepProgress progress(sweep.dir.string() + ": checking the directories of", sweep.points.size());
+  SweepProgress progress(sweep.dir.string() + ": checking the points' directories", sweep.points.size());
   for (size_t i = 0; i < sweep.points.size(); ++i) {
     const auto foreign = foreign_run(sweep.points[i]);
     progress.step();
