@@ -13,7 +13,8 @@
 namespace xsagpt {
 
 // `saved` is the config a checkpoint holds; `file` names the checkpoint in errors.
-// Model keys newer than the checkpoint count as their defaults. Throws ConfigError
+// Keys newer than the checkpoint count as their defaults (saved_meaning,
+// config/config_diff.h: the reading a sweep's point check shares). Throws ConfigError
 // naming the first model key that differs.
 void check_resume_compatible(const RunConfig& cfg, const json& saved, const std::string& file);
 

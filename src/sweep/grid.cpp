@@ -1,5 +1,6 @@
 #include "sweep/grid.h"
 
+#include "sweep/progress.h"
 #include "util/atomic_file.h"
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace xsagpt {
@@ -155,25 +157,34 @@ std::vector<std::string> constant_token_overrides(const RunConfig& base, int64_t
 
 // A new point must differ from those before it in name and in resolved config: two
 // grid values can spell one setting (1 and 1.0, 1e-3 and 0.001), and the same run
-// twice would count as two seeds or two learning rates.
-void check_distinct(const std::vector<SweepPoint>& before, const SweepPoint& p, const std::string& path) {
-  json resolved = to_json(p.config);
-  resolved.erase("out_dir");
-  for (const auto& other : before) {
-    if (other.name == p.name)
+// twice would count as two seeds or two learning rates. Each point's resolved config
+// is made once and looked up among those before it (ordered by json's own comparison,
+// so 1 and 1.0 still meet): n log n for a grid of n points, where comparing every
+// pair made a grid of thousands take minutes.
+class DistinctPoints {
+ public:
+  explicit DistinctPoints(std::string path) : path_(std::move(path)) {}
+  void add(const SweepPoint& p) {
+    if (!names_.insert(p.name).second)
       throw ConfigError(
           fmt::format("{}: grid: two points are both named {} (a value listed twice, e.g. 1e-3 "
                       "and 0.001?)",
-                      path, p.name));
-    json theirs = to_json(other.config);
-    theirs.erase("out_dir");
-    if (theirs == resolved)
+                      path_, p.name));
+    json resolved = to_json(p.config);
+    resolved.erase("out_dir");
+    const auto [it, added] = configs_.try_emplace(std::move(resolved), p.name);
+    if (!added)
       throw ConfigError(
           fmt::format("{}: grid: points {} and {} resolve to the same run config (a value listed "
                       "twice in two spellings?); list each setting once",
-                      path, other.name, p.name));
+                      path_, it->second, p.name));
   }
-}
+
+ private:
+  std::string path_;
+  std::set<std::string> names_;
+  std::map<json, std::string> configs_;  // resolved config, out_dir aside -> the point's name
+};
 
 }  // namespace
 
@@ -236,6 +247,10 @@ Sweep load_sweep(const std::string& path, int64_t world_size) {
     throw ConfigError(path + ": baseline: names a variant, but the sweep has no \"variants\"");
   }
 
+  size_t total = variants.size();
+  for (const auto& axis : axes) total *= axis.size();
+  SweepProgress progress(path + ": resolving and checking the points", total);
+  DistinctPoints distinct(path);
   std::vector<size_t> idx(axes.size(), 0);
   while (true) {
     for (const auto& [variant, variant_overrides] : variants) {  // the variants of one grid setting run together
@@ -269,8 +284,9 @@ Sweep load_sweep(const std::string& path, int64_t world_size) {
       } catch (const ConfigError& e) {
         throw ConfigError(fmt::format("{}: point {}: {}", path, p.name, e.what()));
       }
-      check_distinct(s.points, p, path);
+      distinct.add(p);
       s.points.push_back(std::move(p));
+      progress.step();
     }
     size_t a = axes.size();
     while (a > 0 && ++idx[a - 1] == axes[a - 1].size()) idx[--a] = 0;

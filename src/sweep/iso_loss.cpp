@@ -25,24 +25,26 @@ std::optional<double> first_reach(const std::vector<double>& xs, const std::vect
 
 void IsoLoss::add(int64_t seed, double target, const std::vector<double>& base_x, const std::vector<double>& base_loss,
                   const std::vector<double>& x, const std::vector<double>& loss) {
-  const auto b = first_reach(base_x, base_loss, target);
+  // Whether a seed has a ratio is decided on the losses alone, so that both axes take
+  // the same seeds: on the time axis the first evaluation lies at the run's start-up
+  // time, not at 0, and a rule on x would give a ratio of two start-up times there
+  // for a seed the token axis refuses.
+  auto skip = [&](const char* why) { skipped_.push_back({{"seed", seed}, {"why", why}}); };
+  if (base_loss.empty() || base_loss.front() <= target)
+    return skip("the baseline's curve is at its final loss from its first evaluation (it never went below its start)");
   const auto v = first_reach(x, loss, target);
   if (!v) {
-    not_reached_.push_back({{"seed", seed},
-                            {"target", target},
-                            {"variant_best", loss.empty() ? nlohmann::json() : nlohmann::json(*std::min_element(
-                                                                                  loss.begin(), loss.end()))},
-                            {"variant_end", x.empty() ? nlohmann::json() : nlohmann::json(x.back())}});
+    not_reached_.push_back(
+        {{"seed", seed},
+         {"target", target},
+         {"variant_best",
+          loss.empty() ? nlohmann::json() : nlohmann::json(*std::min_element(loss.begin(), loss.end()))},
+         {"variant_end", x.empty() ? nlohmann::json() : nlohmann::json(x.back())}});
     return;
   }
-  // A curve already at the target at x = 0 (a run that never went below its initial
-  // loss) has no ratio.
-  if (!b || *b <= 0 || *v <= 0) {
-    skipped_.push_back({{"seed", seed},
-                        {"why", !b || *b <= 0 ? "the baseline's curve is at its final loss from its first evaluation"
-                                              : "the variant's curve is at the target from its first evaluation"}});
-    return;
-  }
+  if (loss.front() <= target) return skip("the variant's curve is at the target from its first evaluation");
+  const auto b = first_reach(base_x, base_loss, target);
+  if (!b) return skip("the baseline's curve does not come down to its own final loss");
   const double ratio = *v / *b;
   log_ratios_.push_back(std::log(ratio));
   seeds_.push_back(seed);

@@ -8,11 +8,17 @@
 // Each curve is read linearly between its evaluations. A seed whose variant never
 // reaches the target is named with the best loss it did reach, never extrapolated;
 // it is left out of the statistics, which therefore describe the seeds that got
-// there. Over seeds the ratios are paired by seed and summarised on the log scale:
-// the multiplier is exp(mean log ratio), the geometric mean, and its 95% interval
-// exp of Student's t interval of the mean log ratio (n - 1 degrees of freedom), with
-// p the paired t-test of mean log ratio = 0 (analysis/paired.h). Logs because a ratio
-// of 0.5 and one of 2 should cancel.
+// there. A seed whose baseline never went below its first evaluation (a flat curve,
+// or one that ended above its start) or whose variant is at the target from its first
+// evaluation has no ratio either: either would divide by, or be, the x of a first
+// evaluation, on the time axis the start-up time. That rule reads the losses alone,
+// so the token and the time axis name the same seeds.
+//
+// Over seeds the ratios are paired by seed and summarised on the log scale: the
+// multiplier is exp(mean log ratio), the geometric mean, and its 95% interval exp of
+// Student's t interval of the mean log ratio (n - 1 degrees of freedom), with p the
+// paired t-test of mean log ratio = 0 (analysis/paired.h). Logs because a ratio of
+// 0.5 and one of 2 should cancel.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -38,6 +44,7 @@ class IsoLoss {
   //  "per_seed": [{"seed", "target", "baseline_x", "variant_x", "ratio"}],
   //  "not_reached": [{"seed", "target", "variant_best", "variant_end"}],
   //  "skipped": [{"seed", "why"}] (a curve that is at the target from its first evaluation: no ratio)}
+  // Every axis given the same seeds and losses names the same seeds in each list.
   nlohmann::json to_json() const;
 
  private:

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <vector>
 
 namespace xsagpt {
@@ -81,10 +82,21 @@ std::string setting(const json& values) {
 std::vector<Table> tables(const json& summary, std::vector<std::string>& notes) {
   const std::string b = summary["baseline"].get<std::string>();
   std::vector<Table> out;
+  // The comparisons of each setting, the settings in the order of their first one,
+  // through an index: linear in the comparisons however many settings a grid has.
   std::vector<json> settings;
-  for (const auto& c : summary["comparisons"])
-    if (std::find(settings.begin(), settings.end(), c["values"]) == settings.end()) settings.push_back(c["values"]);
-  for (const auto& values : settings) {
+  std::vector<std::vector<const json*>> of_setting;
+  std::map<json, size_t> index;
+  for (const auto& c : summary["comparisons"]) {
+    const auto [it, added] = index.try_emplace(c["values"], settings.size());
+    if (added) {
+      settings.push_back(c["values"]);
+      of_setting.emplace_back();
+    }
+    of_setting[it->second].push_back(&c);
+  }
+  for (size_t k = 0; k < settings.size(); ++k) {
+    const auto& values = settings[k];
     const std::string where = setting(values);
     Table fin{
         where, {"variant", "final val loss (mean ± sd)", "n", "- " + b + " (paired)", "95% CI", "p", "pairs"}, {}};
@@ -97,8 +109,8 @@ std::vector<Table> tables(const json& summary, std::vector<std::string>& notes) 
                "time to it / " + b + "'s", "95% CI", "p", "reached"},
               {}};
     bool first = true;
-    for (const auto& c : summary["comparisons"]) {
-      if (c["values"] != values) continue;
+    for (const json* cp : of_setting[k]) {
+      const json& c = *cp;
       if (first) {
         const auto& s = c["baseline_final_val_loss"];
         fin.rows.push_back({b + " (baseline)", mean_sd(s), std::to_string(s["n"].get<int64_t>()), "", "", "", ""});
@@ -143,17 +155,27 @@ std::vector<Table> tables(const json& summary, std::vector<std::string>& notes) 
         const auto& m = c["iso_loss"][k];
         const bool time = std::string(k) == "time";
         for (const auto& x : m["not_reached"])
-          notes.push_back(fmt::format(
-              "{}: seed {} never reached {}'s final val loss {:.4f} (its best: {:.4f}, by {}): no iso-loss "
-              "multiplier in {} for it, none extrapolated",
-              who, value_text(x["seed"]), b, x["target"].get<double>(), x["variant_best"].get<double>(),
-              time ? fmt::format("{:.4g} s", x["variant_end"].get<double>())
-                   : fmt::format("{:.0f} tokens", x["variant_end"].get<double>()),
-              k));
-        for (const auto& x : m["skipped"])
-          notes.push_back(fmt::format("{}: seed {}: no iso-loss multiplier in {}: {}", who, value_text(x["seed"]), k,
-                                      x["why"].get<std::string>()));
+          notes.push_back(
+              fmt::format("{}: seed {} never reached {}'s final val loss {:.4f} (its best: {:.4f}, by {}): no iso-loss "
+                          "multiplier in {} for it, none extrapolated",
+                          who, value_text(x["seed"]), b, x["target"].get<double>(), x["variant_best"].get<double>(),
+                          time ? fmt::format("{:.4g} s", x["variant_end"].get<double>())
+                               : fmt::format("{:.0f} tokens", x["variant_end"].get<double>()),
+                          k));
       }
+      // A seed without a ratio: named once where both axes leave it out for one reason
+      // (sweep/iso_loss.h decides on the losses alone, so they do unless a curve is empty).
+      const auto& by_tokens = c["iso_loss"]["tokens"]["skipped"];
+      const auto& by_time = c["iso_loss"]["time"]["skipped"];
+      for (const auto& x : by_tokens)
+        notes.push_back(
+            fmt::format("{}: seed {}: no iso-loss multiplier in {}: {}", who, value_text(x["seed"]),
+                        std::find(by_time.begin(), by_time.end(), x) != by_time.end() ? "tokens or time" : "tokens",
+                        x["why"].get<std::string>()));
+      for (const auto& x : by_time)
+        if (std::find(by_tokens.begin(), by_tokens.end(), x) == by_tokens.end())
+          notes.push_back(fmt::format("{}: seed {}: no iso-loss multiplier in time: {}", who, value_text(x["seed"]),
+                                      x["why"].get<std::string>()));
     }
     out.push_back(std::move(fin));
     out.push_back(std::move(eq));
@@ -201,7 +223,8 @@ constexpr const char* kHowToRead =
     "which the baseline's curve first reached it, per seed (read linearly between evaluations); below 1 the "
     "variant needs less. Its mean is the geometric mean over seeds, its 95% CI Student's t on the mean log ratio "
     "(n - 1 degrees of freedom) mapped back by exp, p the t-test of log ratio 0; a seed that never reaches the "
-    "target is named in the notes and left out, never extrapolated (\"reached\").";
+    "target is named in the notes and left out, never extrapolated (\"reached\"); so is a seed whose baseline "
+    "never went below its first evaluation, or whose variant starts at the target, in both columns alike.";
 
 }  // namespace
 

@@ -64,28 +64,34 @@ json without(json values, const char* key) {
 
 // With train.seed in the grid: the points of one variant that differ only in their
 // seed form a group, summarised by the mean and spread of their final val losses.
-// Only finished points count; n says how many.
+// Only finished points count; n says how many. Groups are found through an index, in
+// the order of their first point, so a large grid is summarised in n log n.
 json seed_groups(const json& points) {
   json groups = json::array();
-  for (const auto& p : points) {
+  std::map<json, size_t> index;  // {variant, values without the seed} -> its group
+  std::vector<std::vector<size_t>> members;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const auto& p = points[i];
     const json key = without(p["values"], kSeedKey);
-    auto it = std::find_if(groups.begin(), groups.end(),
-                           [&](const json& g) { return g["values"] == key && g["variant"] == p["variant"]; });
-    if (it == groups.end()) {
+    const auto [it, added] = index.try_emplace(json::array({p["variant"], key}), groups.size());
+    if (added) {
       groups.push_back(
           {{"variant", p["variant"]}, {"values", key}, {"seeds", json::array()}, {"points", json::array()}});
-      it = groups.end() - 1;
+      members.emplace_back();
     }
-    (*it)["seeds"].push_back(p["values"][kSeedKey]);
-    (*it)["points"].push_back(p["name"]);
+    auto& g = groups[it->second];
+    g["seeds"].push_back(p["values"][kSeedKey]);
+    g["points"].push_back(p["name"]);
+    members[it->second].push_back(i);
   }
-  for (auto& g : groups) {
+  for (size_t g = 0; g < groups.size(); ++g) {
     std::vector<double> vals;
-    for (const auto& name : g["points"])
-      for (const auto& p : points)
-        if (p["name"] == name && p["status"] == "done" && p.value("final_val_loss", json()).is_number())
-          vals.push_back(p["final_val_loss"].get<double>());
-    g["final_val_loss"] = spread(vals);
+    for (size_t i : members[g]) {
+      const auto& p = points[i];
+      if (p["status"] == "done" && p.value("final_val_loss", json()).is_number())
+        vals.push_back(p["final_val_loss"].get<double>());
+    }
+    groups[g]["final_val_loss"] = spread(vals);
   }
   return {{"groups", groups}};
 }
@@ -172,10 +178,8 @@ void at_earlier_end(AtEnd& out, const std::vector<double>& xs, const std::vector
     out.seeds.push_back(seed);
     out.at.push_back({{"seed", seed}, {"x", end}, {"end_of", whose}, {"val_loss", *y}, {"baseline_val_loss", *yb}});
   } else {
-    out.refused.push_back({{"seed", seed},
-                           {"x", end},
-                           {"baseline_start", baseline_xs.front()},
-                           {"variant_start", xs.front()}});
+    out.refused.push_back(
+        {{"seed", seed}, {"x", end}, {"baseline_start", baseline_xs.front()}, {"variant_start", xs.front()}});
   }
 }
 
@@ -192,17 +196,26 @@ json comparisons(const Sweep& sweep, const json& points) {
     if (!sweep.variant_key.empty()) r.erase(sweep.variant_key);
     return r;
   };
-  std::vector<json> settings;  // the other keys' values, in point order
-  for (const auto& p : points)
-    if (std::find(settings.begin(), settings.end(), rest_of(p["values"])) == settings.end())
-      settings.push_back(rest_of(p["values"]));
+  // The settings of the other keys in point order, each with its points: one pass
+  // through an index, so a large grid costs n log n, not a scan of every point per setting.
+  std::vector<json> settings;
+  std::vector<std::vector<size_t>> members;
+  std::map<json, size_t> index;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const auto [it, added] = index.try_emplace(rest_of(points[i]["values"]), settings.size());
+    if (added) {
+      settings.push_back(it->first);
+      members.emplace_back();
+    }
+    members[it->second].push_back(i);
+  }
   auto finished = [](const json& p) { return p["status"] == "done" && p.value("final_val_loss", json()).is_number(); };
-  for (const auto& rest : settings) {
+  for (size_t k = 0; k < settings.size(); ++k) {
+    const auto& rest = settings[k];
     // seed -> index into points, per variant
     std::map<std::string, std::map<int64_t, size_t>> by_variant;
-    for (size_t i = 0; i < points.size(); ++i)
-      if (rest_of(points[i]["values"]) == rest)
-        by_variant[points[i]["variant"].get<std::string>()][sweep.points[i].config.train.seed] = i;
+    for (size_t i : members[k])
+      by_variant[points[i]["variant"].get<std::string>()][sweep.points[i].config.train.seed] = i;
     const auto& base = by_variant[sweep.baseline];
     std::map<size_t, Curves> curves;
     auto curve = [&](size_t i) -> const Curves& {
@@ -297,21 +310,27 @@ json sweep_summary(const Sweep& sweep) {
     }
     points.push_back(e);
   }
-  // Per point: its variant minus the baseline at the same values and seed.
+  // Per point: its variant minus the baseline at the same values and seed. The
+  // baseline's points are indexed by their values once (linear in the points).
+  auto values_of = [&](const SweepPoint& p) {
+    json v = p.values;
+    if (!sweep.variant_key.empty()) v.erase(sweep.variant_key);
+    return v;
+  };
+  std::map<json, std::vector<size_t>> baseline_at;
+  if (!sweep.variants.empty())
+    for (size_t i = 0; i < sweep.points.size(); ++i)
+      if (sweep.points[i].variant == sweep.baseline) baseline_at[values_of(sweep.points[i])].push_back(i);
   json diffs = json::array();
   for (size_t j = 0; j < sweep.points.size(); ++j) {
     const auto& b = sweep.points[j];
     if (sweep.variants.empty() || b.variant == sweep.baseline) continue;
-    for (size_t i = 0; i < sweep.points.size(); ++i) {
+    const json vb = values_of(b);
+    const auto at = baseline_at.find(vb);
+    if (at == baseline_at.end()) continue;
+    for (size_t i : at->second) {
       const auto& a = sweep.points[i];
-      if (a.variant != sweep.baseline) continue;
-      json va = a.values, vb = b.values;
-      if (!sweep.variant_key.empty()) {
-        va.erase(sweep.variant_key);
-        vb.erase(sweep.variant_key);
-      }
-      if (va != vb) continue;
-      json d = {{"values", va},
+      json d = {{"values", vb},
                 {"variant", b.variant},
                 {"baseline", a.name},
                 {"point", b.name},

@@ -1,6 +1,7 @@
 // Model config reading: defaults, unknown keys, types, impossible values.
 #include "config/config_diff.h"
 #include "config/model_config.h"
+#include "config/resume_check.h"
 #include "config/run_config.h"
 #include "helpers.h"
 #include "util/json_read.h"
@@ -105,10 +106,48 @@ TEST(ConfigDifference, IgnoresOutDirAndNamesTheFirstKeyThatDiffers) {
   ASSERT_TRUE(d.has_value());
   EXPECT_THAT(*d, HasSubstr("model.attention is "));  // model comes before train
   json missing = to_json(a);
-  missing["train"].erase("lr");
+  missing.erase("train");
   EXPECT_EQ(config_difference(missing, to_json(a)).value_or(""),
-            "train.lr is missing there, " + to_json(a)["train"]["lr"].dump() + " here");
+            "train is missing there, " + to_json(a)["train"].dump() + " here");
   EXPECT_EQ(config_difference(json::array(), to_json(a)).value_or(""), "it is not a run config (not a JSON object)");
+}
+
+// An upgrade refused a sweep in progress: its points' config.json lacked the keys added
+// since (model.gelu, the similarity keys), "model.gelu is missing there". A key a saved
+// config lacks means its default, which does what runs did before the key existed; the
+// sweep's point check and the resume read it so alike.
+TEST(ConfigDifference, AKeyASavedConfigLacksIsItsDefault) {
+  RunConfig cfg;
+  cfg.out_dir = "sw/xsa";
+  cfg.model.attention = AttentionKind::kXsa;
+  cfg.train.lr = 1e-3;
+  json old = to_json(cfg);  // as a version before these keys wrote it
+  for (const auto& [section, key] : {std::pair{"model", "gelu"},
+                                     {"train", "eval_similarity_sequences"},
+                                     {"train", "eval_similarity_positions"}}) {
+    ASSERT_TRUE(old[section].contains(key));
+    old[section].erase(key);
+  }
+  old.erase("variant");
+  EXPECT_FALSE(config_difference(old, to_json(cfg)).has_value());
+  EXPECT_NO_THROW(check_resume_compatible(cfg, old, "ck.pt"));
+
+  // Where the config asks for other than the default, the absent key is a difference,
+  // named with the default it stood for.
+  RunConfig tanh = cfg;
+  tanh.model.gelu = GeluKind::kTanh;
+  EXPECT_EQ(config_difference(old, to_json(tanh)).value_or(""),
+            "model.gelu is missing there (its default \"exact\"), \"tanh\" here");
+  EXPECT_THAT(test::error_of<ConfigError>([&] { check_resume_compatible(tanh, old, "ck.pt"); }),
+              HasSubstr("ck.pt: model.gelu is \"exact\" in the checkpoint but \"tanh\" in this config"));
+  // A key the saved config has that this version does not know (a newer version's) still differs.
+  json newer = to_json(cfg);
+  newer["model"]["from_the_future"] = 1;
+  EXPECT_EQ(config_difference(newer, to_json(cfg)).value_or(""), "model.from_the_future is 1 there, missing here");
+  // Values present are compared as before.
+  json other = old;
+  other["train"]["lr"] = 6e-4;
+  EXPECT_EQ(config_difference(other, to_json(cfg)).value_or(""), "train.lr is 0.0006 there, 0.001 here");
 }
 
 // `info` printed negative parameter counts for huge sizes (int64 overflow).

@@ -5,6 +5,7 @@
 // and scipy on real runs is tests/python/sweep/test_iso_loss.py.
 #include "sweep/iso_loss.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -66,4 +67,34 @@ TEST(IsoLoss, OneSeedHasNoIntervalAndACurveAtTheTargetFromTheStartNoRatio) {
   EXPECT_TRUE(j["ci95"].is_null() && j["p"].is_null());
   ASSERT_EQ(j["skipped"].size(), 1u);
   EXPECT_EQ(j["skipped"][0]["seed"], 8);
+}
+
+// The time axis gave a number for seeds the token axis refused: its first evaluation lies
+// at the run's start-up time, not at 0, so "at the target at x = 0" never held there and
+// the ratio was one of two start-up times. Both axes now decide on the losses alone.
+TEST(IsoLoss, TokensAndTimeRefuseTheSameSeedsWhateverTheFirstEvaluationsX) {
+  const std::vector<double> tokens{0, 100, 200}, base_time{4.0, 5.0, 6.0}, time{7.0, 8.5, 10.0};
+  IsoLoss by_tokens, by_time;
+  auto add = [&](int64_t seed, double target, const std::vector<double>& base, const std::vector<double>& loss) {
+    by_tokens.add(seed, target, tokens, base, tokens, loss);
+    by_time.add(seed, target, base_time, base, time, loss);
+  };
+  add(1, 5.5, {5.0, 4.0, 5.5}, {5.2, 4.5, 4.0});  // the baseline ends above its start (too high an lr)
+  add(2, 5.0, {5.0, 5.0, 5.0}, {5.4, 4.5, 4.0});  // a flat baseline
+  add(3, 4.0, {5.0, 4.5, 4.0}, {3.9, 3.5, 3.0});  // the variant at the target from its first evaluation
+  add(4, 4.0, {5.0, 4.5, 4.0}, {5.0, 4.0, 3.5});  // an ordinary seed: a ratio on both axes
+  const auto t = by_tokens.to_json(), s = by_time.to_json();
+  for (const auto& j : {t, s}) {
+    EXPECT_EQ(j["n"], 1);
+    EXPECT_EQ(j["seeds"], nlohmann::json({4}));
+    ASSERT_EQ(j["skipped"].size(), 3u);
+    EXPECT_EQ(j["skipped"][0]["seed"], 1);
+    EXPECT_EQ(j["skipped"][1]["seed"], 2);
+    EXPECT_EQ(j["skipped"][2]["seed"], 3);
+    EXPECT_THAT(j["skipped"][0]["why"].get<std::string>(), ::testing::HasSubstr("baseline"));
+    EXPECT_THAT(j["skipped"][2]["why"].get<std::string>(), ::testing::HasSubstr("variant"));
+  }
+  EXPECT_EQ(t["skipped"], s["skipped"]);  // one rule: the same seeds for the same reasons
+  EXPECT_DOUBLE_EQ(t["per_seed"][0]["ratio"].get<double>(), 100.0 / 200.0);
+  EXPECT_DOUBLE_EQ(s["per_seed"][0]["ratio"].get<double>(), 8.5 / 6.0);
 }

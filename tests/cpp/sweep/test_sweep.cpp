@@ -87,3 +87,19 @@ TEST_F(Sweeps, ProgramsRunWithoutAShell) {
   EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
   EXPECT_EQ(shell_quote("/a/b.py"), "/a/b.py");
 }
+
+// Points that resolve to one run config are refused naming both, however far apart in
+// the grid (each resolved config is looked up among those before it, not compared
+// pairwise) and however the value is spelled (1 and 1.0 meet).
+TEST_F(Sweeps, PointsThatResolveToOneRunAreNamedWhereverTheyAre) {
+  EXPECT_THAT(error_of({{"grid", {{"train.lr", {1e-3, 2e-3}}, {"train.seed", {1, 2, 3, 1.0}}}}}),
+              HasSubstr("points train.lr=0.001,train.seed=1 and train.lr=0.001,train.seed=1.0 resolve to the same "
+                        "run config"));
+  EXPECT_THAT(error_of({{"variants", {{"sa", json::object()}, {"sa-again", {{"model.attention", "sa"}}}}},
+                        {"baseline", "sa"},
+                        {"grid", {{"train.seed", {1, 2}}}}}),
+              HasSubstr("points sa,train.seed=1 and sa-again,train.seed=1 resolve to the same run config"));
+  EXPECT_EQ(
+      load_sweep(spec({{"grid", {{"train.lr", {1e-3, 2e-3}}, {"train.seed", {1, 2, 3}}}}}).string(), 1).points.size(),
+      6u);
+}

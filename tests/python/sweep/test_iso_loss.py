@@ -114,3 +114,25 @@ def test_a_variant_faster_in_every_seed_keeps_all_its_seeds_at_equal_time(sweep)
     # The longer variant is read at the baseline's end.
     longer = next(c for c in s["comparisons"] if c["variant"] == "longer")
     assert all(a["end_of"] == "baseline" for a in longer["equal_tokens"]["at"])
+
+
+def test_a_flat_baseline_has_no_multiplier_in_tokens_or_time(tmp_path, markov_shards, xsagpt):
+    """A baseline whose val loss never goes below its first evaluation (here flat: an lr
+    too small to move a float32 weight) gave no multiplier in tokens but one in time, the
+    ratio of the two runs' start-up times. Both columns now leave the seed out, and the
+    notes name it once."""
+    base = write_run_config(tmp_path / "base.json", markov_shards, tmp_path / "unused", model={"attention": "sa"},
+                            max_steps=4, eval_interval=2, ckpt_interval=0, log_interval=1)
+    spec = tmp_path / "s.json"
+    spec.write_text(json.dumps({"base": str(base), "variants": {"sa": {"train.lr": 1e-30}, "xsa": {"model.attention": "xsa"}},
+                                "baseline": "sa", "grid": {"train.seed": [5]}, "out_dir": str(tmp_path / "sw")}))
+    out = xsagpt("sweep", "-c", spec, "--no-plot").stdout
+    bx, by = val_curve(tmp_path / "sw" / "sa,train.seed=5", "time_s")
+    assert len(by) == 3 and by[0] <= by[-1] and bx[0] > 0  # the case: flat, its first evaluation after start-up
+    (c,) = json.loads((tmp_path / "sw" / "summary.json").read_text())["comparisons"]
+    for axis in ("tokens", "time"):
+        m = c["iso_loss"][axis]
+        assert m["n"] == 0 and m["multiplier"] is None and m["per_seed"] == []
+        assert [s["seed"] for s in m["skipped"]] == [5]
+    note = "xsa: seed 5: no iso-loss multiplier in tokens or time: the baseline's curve is at its final loss"
+    assert note in out and note in (tmp_path / "sw" / "report.md").read_text()
