@@ -139,9 +139,9 @@ int config_reference(int argc, char** argv) {
   opts.add_options()(
       "json",
       "print instead what scripts read: {\"kernels\": [{\"name\", \"help\", \"auto\", \"fused\", "
-      "\"default_model\"}, ...]}, train.kernels' names in order, each with what it fuses, whether \"auto\" (on "
-      "CUDA) and \"fused\" take it, and whether it runs a model of the model.* defaults (gelu needs "
-      "model.gelu \"tanh\")");
+      "\"default_model\", \"tests\"}, ...]}, train.kernels' names in order, each with what it fuses, whether "
+      "\"auto\" (on CUDA) and \"fused\" take it, whether it runs a model of the model.* defaults (gelu needs "
+      "model.gelu \"tanh\"), and the CUDA tests that speak for it (gtest filter patterns)");
   const auto parsed = parse_command(opts, argc, argv);
   if (!parsed) return 0;
   if (parsed->count("json")) {
@@ -159,7 +159,8 @@ int config_reference(int argc, char** argv) {
                          {"help", k.help},
                          {"auto", k.in_auto},
                          {"fused", k.in_fused},
-                         {"default_model", default_model}});
+                         {"default_model", default_model},
+                         {"tests", k.tests}});
     }
     std::cout << json{{"kernels", kernels}}.dump(2) << "\n";
     return 0;

@@ -67,7 +67,6 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
         !why.empty())
       throw ConfigError(why);
   }
-  if (auto why = graphs_refusal(rt, world); !why.empty()) throw ConfigError(why);  // before anything is written
 
   // Where to start: fresh, from a checkpoint, or a run already finished (run/run_dir.h).
   // Nothing is written to the run directory until the model, the data and the
@@ -81,7 +80,6 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
                                    device.is_cuda() ? "this GPU" : "this machine's RAM");
   if (memory.refusal) throw ConfigError(*memory.refusal);
   TrainingState s(cfg, rt, device, dist);  // model, optimizer, data, progress: the same on every rank
-  if (auto why = graphs_refusal(*s.parts.sync); rt.kernels.graphs && !why.empty()) throw ConfigError(why);
   s.progress.set_run_id(run.restore([&](const Checkpoint& c, const std::string& file) { s.restore(c, file); }));
   const auto metrics_file = run.begin();  // every check passed: the directory is written from here on
 

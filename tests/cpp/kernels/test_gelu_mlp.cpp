@@ -185,7 +185,7 @@ TEST(GeluConfig, TheKernelIsARowOutsideFusedAndAuto) {
   EXPECT_EQ(describe(parse_kernels("fused,gelu", false)), describe(parse_kernels("fused", false)) + ",gelu");
   EXPECT_FALSE(parse_kernels("fused", true).gelu);
   EXPECT_FALSE(parse_kernels("auto", true).gelu);
-  EXPECT_THAT(kernels_help(), HasSubstr("all but fp8, graphs and gelu"));
+  EXPECT_THAT(kernels_help(), HasSubstr("all but fp8 and gelu"));
 }
 
 TEST(GeluConfig, TheKernelIsRefusedOnAnExactModelAndBesideFp8) {
