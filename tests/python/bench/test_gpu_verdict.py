@@ -222,7 +222,7 @@ def test_a_fresh_verdict_runs_gelu_after_its_baseline_and_completes(repo_root, t
     """From a clean results folder, in one call: parity-gelu needs parity-tanh, which
     the kernel table lists after it; sorted by needs, both run and the call ends 0."""
     out = tmp_path / "gpu-dry-run"
-    proc = verdict(repo_root, out, "--only", "preflight,parity-aten,parity-tanh,parity-gelu", "--budget", "400")
+    proc = verdict(repo_root, out, "--only", "preflight,build,parity-aten,parity-tanh,parity-gelu", "--budget", "400")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     assert proc.stdout.index("parity-tanh: done") < proc.stdout.index("parity-gelu: running")
     assert "waits for" not in proc.stdout and "Not done" not in proc.stdout
