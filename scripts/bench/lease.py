@@ -233,8 +233,9 @@ def lease(v: bv.Verdict, only: list[str], retry_failed: bool, phase_a_seconds: f
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cpu-dry-run", action="store_true", help="the same phases at tiny sizes on this CPU")
-    ap.add_argument("--budget", type=float, default=560,
-                    help="seconds for the stages (default 560: a command of at most 10 minutes with 40 s to bundle)")
+    ap.add_argument("--budget", type=float,
+                    help="seconds for the stages (default 560: a command of at most 10 minutes with 40 s to bundle; "
+                         f"with --cpu-dry-run {bv.DRY_BUDGET})")
     ap.add_argument("--phase-a", type=float, help=f"seconds of phase A (default {PHASE_A_SECONDS}; dry run 120)")
     ap.add_argument("--only", default="", help="comma-separated stage names (preflight and build always run)")
     ap.add_argument("--retry-failed", action="store_true", help="run stages that failed in an earlier call again")
@@ -242,6 +243,7 @@ def main() -> None:
     ap.add_argument("--out", type=pathlib.Path, help="results folder (default out/gpu, or out/gpu-dry-run)")
     args = ap.parse_args()
     args.sanitizer = False
+    args.budget = args.budget if args.budget is not None else bv.DRY_BUDGET if args.cpu_dry_run else 560
     v = bv.Verdict(args)
     if args.reset:
         shutil.rmtree(v.res, ignore_errors=True)
