@@ -79,11 +79,11 @@ constexpr std::pair<const char*, const char*> kCategoryRules[] = {
     // other kernel typed on an FP8 format (__nv_fp8_*), ATen's kernels instantiated
     // for c10::Float8_* (the ATen twin's cast, the transposed copies of e4m3 weights
     // and activations and of e5m2 gradients), and the amax (an infinity-norm
-    // reduction, ATen's AbsMaxOps, which nothing else in a step takes).
+    // reduction, ATen's AbsMaxOps, which nothing else in a step takes; not aten::amax,
+    // which the loss's row maxima take too).
     {"fp8", "quantize"},
     {"float8", "quantize"},
     {"absmaxops", "quantize"},
-    {"aten::amax", "quantize"},
     // Copies, casts (a dtype change is a copy kernel), concatenation, fills.
     {"copy", "copies"},
     {"memcpy", "copies"},
@@ -125,6 +125,7 @@ constexpr std::pair<const char*, const char*> kCategoryRules[] = {
     {"aten::sum", "elementwise"},
     {"aten::mean", "elementwise"},
     {"aten::max", "elementwise"},
+    {"aten::amax", "elementwise"},
     {"aten::min", "elementwise"},
 };
 
