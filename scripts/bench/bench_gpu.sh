@@ -11,9 +11,10 @@
 #
 #   pack     scripts/bench/pack.sh: xsagpt and xsagpt_tests built here with sm_90 device code,
 #            the vendored libraries and the KJV shards in one folder of at most 40 MiB; prints its path
-#   lease    scripts/bench/lease.py: the whole verdict in one call of at most 9 minutes on the
+#   lease    scripts/bench/lease.py: the verdict in one call of at most 10 minutes on the
 #            packed binaries: correctness (CUDA tests, parity) while torch.compile's first
-#            compiles fill Inductor's cache, then the timed stages alone; the table comes back
+#            compiles fill Inductor's cache, then the timed stages alone, the default's table,
+#            the profile of fused+fp8 and the candidates first; the table comes back
 #            even when a stage fails. Device call (docs/gpu-machine.md):
 #              run(carry=["out/lease"], timeout_s=600, command="bash scripts/bench/bench_gpu.sh lease")
 #   verdict  scripts/bench/bench_verdict.py: preflight, build, the CUDA tests (one process per
@@ -26,7 +27,7 @@
 #   build    configure + build (Release, Hopper sm_90 unless TORCH_CUDA_ARCH_LIST is set)
 #   test     the C++ tests (the CUDA ones run here instead of skipping) and the Python suite
 #   step     training-step tokens/s and MFU of gpt2-124m (16x1024) and paper-0.7b (8x2048),
-#            SA and XSA: ATen (@aten, the baseline), the default (auto), every fused kernel and fused+fp8
+#            SA and XSA: ATen (@aten, the baseline), the default (auto), fused and fused+fp8
 #   kernels  what each fused kernel is worth alone (gpt2-124m 16x1024)
 #   pytorch  the same steps in PyTorch (scripts/bench/reference/model.py), eager and torch.compile
 #   summary  one table: xsagpt's steps against PyTorch eager and compiled (scripts/bench/bench_compare.py)
@@ -103,7 +104,7 @@ stage_block() {
 # Bench variants built from train.kernels' table as the program lists it (`xsagpt config
 # --json`, from src/config/runtime.cpp), so a new kernel is timed without an edit here.
 # step: ATen, the default, fused, and fused with each kernel outside it that runs the
-# shipped models (fp8, graphs); kernels:
+# shipped models (fp8); kernels:
 # each fused kernel alone (XSA's on XSA, the others on SA).
 kernel_variants() {
   $BIN config --json | $PY -c '

@@ -41,6 +41,10 @@ import verdict_table
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = ROOT / "build" / "xsagpt"
 TESTS = ROOT / "build" / "tests" / "xsagpt_tests"
+# A dry run's default budget: its stages are the device's, planned with the device's
+# estimates, but no 10-minute command limit applies on this CPU, where the tiny sizes
+# take other times (torch.compile's CPU compiles take minutes), so one call does them all.
+DRY_BUDGET = 1800
 BUNDLE_MAX = 1 << 20        # the results bundle: what comes back from the device machine
 LOG_MAX = 128 << 10         # a stage's log keeps its last 128 KiB
 TEXT = {".json", ".jsonl", ".md", ".txt", ".log"}
@@ -50,34 +54,44 @@ CUDA_TESTS = "*Cuda*:SdpaBackend.*"
 # The tests compute-sanitizer runs: the kernels called directly, at test sizes
 # (the whole-model tests would take the stage's minutes many times over).
 SANITIZER_TESTS = "KernelsCuda.RopeQkv*:KernelsCuda.AddNormForward*:KernelsCuda.CrossEntropy*:XsaCuda.Forward*:XsaCuda.Backward*"
-PARITY_KERNELS = ("aten",) + verdict_table.KERNELS + verdict_table.BASELINE_RUNS
-# The default (`sa`, `xsa`: train.kernels "auto") against ATen at both sizes; at 124M also
-# each kernel of "auto" alone and "fused", for the kernel table's speed column. The
-# kernels not yet through a verdict run in a bench process of their own (step-candidates):
-# one that fails, or leaves the GPU in an error, cannot take the default's numbers with it.
-# gelu, which needs a tanh-GELU model, has its own stage too (step-gelu).
-_TRIED = tuple(k for k in verdict_table.KERNELS if k == "fused" or k not in verdict_table.CANDIDATES)
-_NEW = tuple(k for k in verdict_table.KERNELS
-             if k != "fused" and k in verdict_table.CANDIDATES and k not in verdict_table.MODEL)
-STEP_124M = "sa@aten,sa,xsa@aten,xsa," + ",".join(map(verdict_table.variant, _TRIED))
-STEP_07B = "sa@aten,sa,xsa@aten,xsa"
-# The candidates beside their baselines (aten for a kernel inside "fused", fused for one
-# outside it): 124M for the kernel table's ratios, 0.7B where GEMMs and launches weigh
-# as they do in training, SA and XSA.
-CANDIDATES_124M = "xsa@aten,xsa@fused," + ",".join(map(verdict_table.variant, _NEW))
-CANDIDATES_07B = ",".join(f"{a}@{verdict_table.train_kernels(k).replace(',', '+')}"
-                          for a in ("sa", "xsa") for k in ("fused", *(k for k in _NEW if k in verdict_table.BASELINE)))
 
 class StageFailed(Exception):
     pass
 
 
 class Stage:
-    """A named step: `estimate` seconds on a bare H200 (what the scheduler plans
-    with), at most `cap` seconds (then it is stopped and marked failed)."""
+    """A named step: `estimate` seconds on a lent H100 or H200 (what the scheduler plans
+    with), at most `cap` seconds (then it is stopped and marked failed), after the
+    stages it `needs`."""
 
     def __init__(self, name, run, estimate, cap=360, needs=()):
         self.name, self.run, self.estimate, self.cap, self.needs = name, run, estimate, cap, needs
+
+
+def order_by_needs(stages: list[Stage]) -> list[Stage]:
+    """The stages in the order given, except that each comes after every stage it needs,
+    a need not placed yet being placed just before it: the one rule by which both entry
+    points, the verdict and the lease, order their stages. A need outside the list does
+    not hold a stage back here (run_stage waits for it); a cycle is an error."""
+    by_name = {st.name: st for st in stages}
+    out, placed, open_ = [], set(), []
+
+    def place(st: Stage):
+        if st.name in placed:
+            return
+        if st.name in open_:
+            raise ValueError(f"stages that need each other in a cycle: {' -> '.join(open_ + [st.name])}")
+        open_.append(st.name)
+        for need in st.needs:
+            if need in by_name:
+                place(by_name[need])
+        open_.pop()
+        placed.add(st.name)
+        out.append(st)
+
+    for st in stages:
+        place(st)
+    return out
 
 
 class Verdict:
@@ -96,6 +110,44 @@ class Verdict:
         self.broken = os.environ.get("XSAGPT_VERDICT_BREAK", "")
         self.command = "bash scripts/bench/bench_gpu.sh verdict" + (" --cpu-dry-run" if self.dry else "")
         self.lock = threading.Lock()
+        self._plan = None
+
+    @property
+    def plan(self) -> verdict_table.Plan:
+        """The kernel table of the binary under test (`xsagpt config --json`), saved
+        beside the results for the table. Asked once the build stage has made or
+        unpacked the binary: a bare machine has none before it, so the stages that
+        depend on the rows are planned after the build. ValueError when it cannot be asked."""
+        if self._plan is None:
+            self._plan = verdict_table.Plan(verdict_table.config_json(BIN, self.env))
+            self._plan.save(self.res)
+        return self._plan
+
+    def variants(self) -> dict[str, str]:
+        """The bench variants of the step stages, by the file each writes:
+        - step-124m, step-0.7b: the default (`sa`, `xsa`: train.kernels "auto") against ATen
+          at both sizes, and at 124M "fused" too, for the kernel table's speed column;
+        - kernels-124m (step-kernels): each kernel of "auto" alone against ATen;
+        - candidates-*: the kernels outside "auto" beside their baselines (aten for a kernel
+          inside "fused", fused for one outside it), in a bench process of their own (one
+          that fails, or leaves the GPU in an error, cannot take the default's numbers with
+          it); 124M for the kernel table's ratios, 0.7B where GEMMs and launches weigh as
+          they do in training, SA and XSA. gelu, which needs a tanh-GELU model, has its
+          own stage (step-gelu).
+        - profile: `fused` beside `fused` with each kernel outside it that runs the shipped
+          models (fp8), SA and XSA, so FP8's GEMMs stand against the kernels that feed them."""
+        pl = self.plan
+        rows = {r["name"]: r for r in pl.rows}
+        tried = [k for k in pl.kernels if k != "fused" and k not in pl.candidates]
+        new = [k for k in pl.kernels if k != "fused" and k in pl.candidates and k not in verdict_table.MODEL]
+        outside = [k for k in new if k in pl.baseline and rows[k]["default_model"]]
+        both = lambda kernels: ",".join(pl.variant(k, a) for a in ("sa", "xsa") for k in kernels)
+        return {"step-124m": "sa@aten,sa,xsa@aten,xsa," + pl.variant("fused"),
+                "step-0.7b": "sa@aten,sa,xsa@aten,xsa",
+                "kernels-124m": ",".join(pl.variant(k) for k in ("aten", *tried)),
+                "candidates-124m": ",".join(pl.variant(k) for k in ("aten", "fused", *new)),
+                "candidates-0.7b": both(("fused", *outside)),
+                "profile": both(("fused", *outside))}
 
     # ---- bookkeeping ---------------------------------------------------------
     def left(self) -> float:
@@ -144,15 +196,17 @@ class Verdict:
         """Everything a call needs, checked in seconds before anything is built."""
         missing = []
         try:
-            gpu = subprocess.run([self.py, "-c", "import torch; print(torch.__version__, torch.version.cuda); "
-                                  "print(torch.cuda.get_device_name() if torch.cuda.is_available() else '')"],
-                                 capture_output=True, text=True, timeout=60).stdout.split("\n")
-        except subprocess.TimeoutExpired:
-            gpu = ["", ""]
-        if not gpu[0]:
-            missing.append(f"{self.py} cannot import torch")
-        if not self.dry and len(gpu) > 1 and not gpu[1]:
-            missing.append("no CUDA GPU visible to python3's torch (on a machine without one: --cpu-dry-run)")
+            p = subprocess.run([self.py, "-c", "import torch; print(torch.__version__, torch.version.cuda); "
+                                "print(torch.cuda.get_device_name() if torch.cuda.is_available() else '')"],
+                               capture_output=True, text=True, timeout=60)
+            lines, why = p.stdout.splitlines(), (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
+        except (OSError, subprocess.TimeoutExpired) as e:
+            lines, why = [], str(e)
+        version, gpu = (lines + ["", ""])[:2]
+        if not version:
+            missing.append(f"{self.py} cannot import torch ({why[:160]})")
+        elif not self.dry and not gpu:
+            missing.append(f"no CUDA GPU visible to {self.py}'s torch (on a machine without one: --cpu-dry-run)")
         nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if pathlib.Path("/usr/local/cuda/bin/nvcc").exists() else None)
         if not nvcc and not self.dry:
             missing.append("nvcc not found (the CUDA toolkit)")
@@ -165,7 +219,7 @@ class Verdict:
         free_gb = shutil.disk_usage(ROOT).free / 2**30
         if free_gb < need_gb:
             missing.append(f"{free_gb:.0f} GiB free on disk, need {need_gb} (parity checkpoints, build, Inductor cache)")
-        machine = (f"CPU dry run: {os.cpu_count()} cores" if self.dry else gpu[1]) + f"; torch {gpu[0]}"
+        machine = (f"CPU dry run: {os.cpu_count()} cores" if self.dry else gpu or "no GPU") + f"; torch {version or '-'}"
         (self.res / "machine.txt").write_text(machine + "\n")
         if missing:
             raise StageFailed("; ".join(missing))
@@ -252,7 +306,7 @@ class Verdict:
             size = dict(base="gpt2-124m", max_steps=200, seq_len=1024, micro_batch=16, warmup_steps=20, lr=6e-4,
                         eval_interval=200, eval_tokens=65536, log_interval=25)
         sets = {"model.base": size.pop("base"), "model.attention": "xsa", "train.ckpt_interval": 0,
-                "train.keep_checkpoints": 1, "train.kernels": verdict_table.train_kernels(kernel),
+                "train.keep_checkpoints": 1, "train.kernels": self.plan.train_kernels(kernel),
                 **{f"train.{k}": v for k, v in size.items()},
                 **{f"model.{k}": v for k, v in verdict_table.MODEL.get(kernel, {}).items()}}
         if self.broken == f"parity-{kernel}":
@@ -267,7 +321,7 @@ class Verdict:
         t_end = time.monotonic() + timeout
         # Parameters are compared with aten's, or with the baseline run's of the same
         # model for a kernel that needs another model (gelu against tanh).
-        base = verdict_table.BASELINE.get(kernel) if kernel in verdict_table.MODEL else None
+        base = self.plan.baseline.get(kernel) if kernel in verdict_table.MODEL else None
         base = base if base in verdict_table.BASELINE_RUNS else "aten"
         ref = self.scratch / f"{base}-weights.pt"
         if kernel != "aten" and not ref.exists():  # a restarted machine lost it: make it again
@@ -320,21 +374,27 @@ class Verdict:
                         "--repeat", rounds, "--json", self.res / out], timeout)
 
     def step(self, which, timeout):
-        self.bench_step(f"step-{which}", which, STEP_124M if which == "124m" else STEP_07B, f"step-{which}.json",
-                        timeout)
+        self.bench_step(f"step-{which}", which, self.variants()[f"step-{which}"], f"step-{which}.json", timeout)
+
+    def step_kernels(self, timeout):
+        """Each kernel of "auto" alone against ATen at 124M, paired rounds, for the
+        kernel table's speed column. Every ratio measured twice unchanged (H200
+        2026-11-26, H100 2026-11-27), so it comes after the questions of the day."""
+        self.bench_step("step-kernels", "124m", self.variants()["kernels-124m"], "kernels-124m.json", timeout)
 
     def step_candidates(self, timeout):
-        """The kernels outside "auto" (CANDIDATES_124M, CANDIDATES_07B), in bench processes
-        of their own, at both sizes as the step stages run them."""
+        """The kernels outside "auto" beside their baselines (variants()), in bench
+        processes of their own, at both sizes as the step stages run them."""
         t_end = time.monotonic() + timeout
-        for size, variants in (("124m", CANDIDATES_124M), ("0.7b", CANDIDATES_07B)):
+        for size in ("124m", "0.7b"):
+            variants = self.variants()[f"candidates-{size}"]
             self.bench_step("step-candidates", size, variants, f"candidates-{size}.json", t_end - time.monotonic())
 
     def step_gelu(self, timeout):
         """The gelu kernel's speed on tanh-GELU models (it runs no other): XSA with
         `fused` against `fused,gelu`, at both sizes as the step stages run them."""
         t_end = time.monotonic() + timeout
-        variants = ",".join(map(verdict_table.variant, ("tanh", "gelu")))
+        variants = ",".join(map(self.plan.variant, ("tanh", "gelu")))
         for size, (cfg, *_) in self.step_shapes().items():
             self.bench_step("step-gelu", size, variants, f"gelu-step-{size}.json", t_end - time.monotonic(),
                             model=self.tanh_model(cfg))
@@ -345,13 +405,14 @@ class Verdict:
                           "--json", self.res / "micro.json"], timeout)
 
     def profile(self, timeout):
-        """Where the default step spends its device time, by kernel and category
-        (`xsagpt bench --profile`), SA and XSA at both sizes."""
+        """Where the step spends its device time, by kernel and category (`xsagpt bench
+        --profile`): `fused` beside `fused+fp8` (variants()), SA and XSA at both sizes."""
         t_end = time.monotonic() + timeout
         shapes = {"dry": [self.dry_model(), "2", "64"]} if self.dry else {
             "124m": ["gpt2-124m", "16", "1024"], "0.7b": ["paper-0.7b", "8", "2048"]}
         for size, (cfg, b, t) in shapes.items():
-            self.sh("profile", [BIN, "bench", "--no-block", "--no-step", "--profile", "--variants", "sa,xsa", "--step-config", cfg,
+            self.sh("profile", [BIN, "bench", "--no-block", "--no-step", "--profile", "--variants", self.variants()["profile"],
+                                "--step-config", cfg,
                                 "--step-batch", b, "--step-seq-len", t, "--json", self.res / f"profile-{size}.json"],
                     t_end - time.monotonic())
 
@@ -391,32 +452,46 @@ class Verdict:
             raise StageFailed(f"{'eager and compiled' if not lines else 'compiled'} step missing: see "
                               f"pytorch-{size}-{attention}.log")
 
-    def stages(self, sanitizer: bool) -> list[Stage]:
-        s = [Stage("preflight", lambda t: self.preflight(t), 10, 60),
-             Stage("build", lambda t: self.build(t), 20 if (ROOT / "build/xsagpt").exists() else 200, needs=())]
+    def head(self) -> list[Stage]:
+        """The stages every call starts with, which need no kernel table."""
+        return [Stage("preflight", lambda t: self.preflight(t), 10, 60),
+                Stage("build", lambda t: self.build(t), 20 if (ROOT / "build/xsagpt").exists() else 200)]
+
+    def stages(self, sanitizer: bool, first=None) -> list[Stage]:
+        """Every stage, in the verdict's order (or by `first`, a key on stage names that
+        ranks them, stable), then sorted by their needs (order_by_needs). Estimates are
+        seconds measured on the H100 lease of 2026-11-27 (stages.json there)."""
+        pl = self.plan
+        s = self.head()
         s.append(Stage("tests", lambda t: self.tests(t), 45, 180, needs=("build",)))
-        # A parity run took 24 s (aten) and 18 s (fused) on the H200 beside phase A's
-        # compiles: planned at 25, so the kernels outside "fused" all fit phase A.
-        for k in PARITY_KERNELS:
+        # A parity run took 19-28 s on the H100 beside phase A's compiles: planned at 25.
+        # A kernel outside "fused" is judged against its baseline's run (fused, or tanh
+        # for gelu), whose parameters it is compared with.
+        for k in ("aten", *pl.kernels, *verdict_table.BASELINE_RUNS):
+            base = pl.baseline.get(k)
             s.append(Stage(f"parity-{k}", lambda t, k=k: self.parity(k, t), 25, 300,
                            needs=("build",) if k == "aten" else
-                           ("build", "parity-aten", *(f"parity-{b}" for b in [verdict_table.BASELINE.get(k)] if b))))
-        # Estimates from the H200 lease of 2026-11-26 (36 s for 12 variants, 58 s for 4 at
-        # 0.7B, where two model builds a round cost ~20 s) scaled to these variants.
-        s += [Stage("step-124m", lambda t: self.step("124m", t), 45, needs=("build",)),
-              Stage("step-0.7b", lambda t: self.step("0.7b", t), 60, needs=("build",)),
-              Stage("step-candidates", lambda t: self.step_candidates(t), 80, 240, needs=("build",)),
-              Stage("step-gelu", lambda t: self.step_gelu(t), 45, 240, needs=("build",)),
+                           ("build", "parity-aten", *([f"parity-{base}"] if base else []))))
+        # step-124m: 5 variants x 3 rounds (43 s for 11); step-0.7b: 4 x 2 rounds, 71 s;
+        # candidates: 4 x 3 at 124M and 4 x 2 at 0.7B (93 s for 5 and 6); profile: 8
+        # profiled variants (30 s for 4); step-gelu 53 s; the demo's sweep 82 s.
+        s += [Stage("step-124m", lambda t: self.step("124m", t), 25, needs=("build",)),
+              Stage("step-0.7b", lambda t: self.step("0.7b", t), 70, needs=("build",)),
+              Stage("step-candidates", lambda t: self.step_candidates(t), 70, 240, needs=("build",)),
+              Stage("step-kernels", lambda t: self.step_kernels(t), 30, 240, needs=("build",)),
+              Stage("step-gelu", lambda t: self.step_gelu(t), 55, 240, needs=("build",)),
               Stage("micro", lambda t: self.micro(t), 60, 240, needs=("build",))]
         for size in ("124m", "0.7b"):
             for a in ("sa", "xsa"):
                 s.append(Stage(f"pytorch-{size}-{a}", lambda t, size=size, a=a: self.pytorch(size, a, t),
                                140 if size == "124m" else 200))
-        s += [Stage("profile", lambda t: self.profile(t), 45, 240, needs=("build",)),
-              Stage("demo", lambda t: self.demo(t), 150, 300, needs=("build",))]
+        s += [Stage("profile", lambda t: self.profile(t), 60, 240, needs=("build",)),
+              Stage("demo", lambda t: self.demo(t), 90, 300, needs=("build",))]
         if sanitizer:
             s.append(Stage("sanitizer", lambda t: self.sanitizer(t), 240, needs=("build",)))
-        return s
+        if first:
+            s.sort(key=lambda st: first(st.name))
+        return order_by_needs(s)
 
     # ---- the call ------------------------------------------------------------
     def run_stage(self, st: Stage, retry_failed: bool, deadline: float | None = None) -> str:
@@ -459,25 +534,46 @@ class Verdict:
         return entry["status"]
 
     def call(self, only, retry_failed, sanitizer) -> int:
-        stages = self.stages(sanitizer)
-        names = [s.name for s in stages]
-        unknown = [n for n in only if n not in names]
-        if unknown:
-            sys.exit(f"bench_verdict.py: --only: unknown stage(s) {', '.join(unknown)} (stages: {', '.join(names)})")
-        for st in stages:
+        head = self.head()
+        for st in head:
             if only and st.name not in only and st.name != "preflight":
                 continue
             if self.run_stage(st, retry_failed) != "done" and st.name == "preflight":
-                break
-        return self.finish(names, only)
+                return self.finish([s.name for s in head], only)
+        stages = self.planned(sanitizer, only)
+        if stages is None:
+            return self.finish([s.name for s in head], only)
+        for st in stages:
+            if st.name in (h.name for h in head) or (only and st.name not in only):
+                continue
+            self.run_stage(st, retry_failed)
+        return self.finish([s.name for s in stages], only)
 
-    def stage_names(self) -> list[str]:
-        return [s.name for s in self.stages(sanitizer=True)]
+    def planned(self, sanitizer: bool, only, first=None) -> list[Stage] | None:
+        """Every stage (stages()), once the build stage has left a binary to ask for the
+        kernel table; None, with the build marked failed, when it cannot be asked. An
+        --only naming no stage ends the call here."""
+        try:
+            stages = self.stages(sanitizer, first)
+        except ValueError as e:
+            self.record("build", "failed", reason=f"the kernel table: {e}".replace("|", "/")[:300])
+            print(f"[verdict] build: failed: {self.state['build']['reason']}", flush=True)
+            return None
+        names = [s.name for s in stages]
+        if unknown := [n for n in only if n not in names]:
+            sys.exit(f"{pathlib.Path(sys.argv[0]).name}: --only: unknown stage(s) {', '.join(unknown)} "
+                     f"(stages: {', '.join(names)})")
+        return stages
 
     def finish(self, order: list[str], only: list[str]) -> int:
         """Every call's end, whatever happened: the summary, the table with what is known
-        so far, the bundle. Exit code 0: all done, 3: some pending (call again), 1: a failure."""
+        so far, the bundle. Exit code 0: all done, 3: some pending (call again), 1: a failure.
+        A failed preflight is the one line that names what is missing: nothing else ran."""
         table = self.save_results(order, only)
+        if self.state.get("preflight", {}).get("status") == "failed":
+            print(f"{pathlib.Path(sys.argv[0]).name}: preflight failed: {self.state['preflight']['reason']}",
+                  file=sys.stderr, flush=True)
+            return 1
         print("\n" + table, flush=True)
         statuses = [self.state.get(n, {}).get("status", "pending") for n in order if not only or n in only]
         if "failed" in statuses:
@@ -510,7 +606,7 @@ class Verdict:
         header = [f"### Fused kernels: the verdict{' (CPU dry run: nothing decided)' if self.dry else ''}", "",
                   f"{datetime.date.today().isoformat()}, commit {commit}. Machine: {machine}.",
                   f"Command: `{self.command}`."]
-        text = verdict_table.render(self.res, order, self.dry, header)
+        text = verdict_table.render(self.res, order, self.dry, header, self._plan)
         left = [n for n in order if (not only or n in only)
                 and self.state.get(n, {}).get("status", "pending") in ("pending", "failed")]
         if left:
@@ -574,8 +670,9 @@ def gtest_results(path: pathlib.Path) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cpu-dry-run", action="store_true", help="the same stages at tiny sizes on this CPU")
-    ap.add_argument("--budget", type=float, default=540,
-                    help="seconds this call may spend on stages (default 540: a 600 s command with time to bundle)")
+    ap.add_argument("--budget", type=float,
+                    help="seconds this call may spend on stages (default 540: a 600 s command with time to bundle; "
+                         f"with --cpu-dry-run {DRY_BUDGET}, no device limit to keep)")
     ap.add_argument("--only", default="", help="comma-separated stage names to consider (preflight always runs)")
     ap.add_argument("--retry-failed", action="store_true", help="run stages that failed in an earlier call again")
     ap.add_argument("--sanitizer", action="store_true", help="add compute-sanitizer (memcheck, racecheck) over the "
@@ -584,6 +681,7 @@ def main() -> None:
     ap.add_argument("--out", type=pathlib.Path, help="results folder (default out/gpu, or out/gpu-dry-run); "
                                                       "checkpoints go to a sibling ending in -scratch")
     args = ap.parse_args()
+    args.budget = args.budget if args.budget is not None else DRY_BUDGET if args.cpu_dry_run else 540
     v = Verdict(args)
     if args.reset:
         shutil.rmtree(v.res, ignore_errors=True)

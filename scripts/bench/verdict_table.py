@@ -11,95 +11,99 @@ A cell whose stage has not run says `pending`; one whose stage failed says
 A kernel that changes the arithmetic (fp8: FP8 GEMMs) is judged against the bf16
 step it joins instead of ATen: its runs use train.kernels "fused,fp8", and its loss
 and speed are compared with fused's, the loss within its own tolerance (0.02).
-So is graphs (the micro-step captured as a CUDA graph), which changes how the fused
-step is launched, not what it computes: "fused,graphs" against "fused", within LOSS_TOL.
 
 A kernel that needs another model (gelu: the tanh GELU of cuBLASLt's epilogues, so
 model.gelu "tanh") is judged against "fused" on that same model: the baseline run
 "tanh" (fused, model.gelu "tanh"; a parity run, no table row) and "fused,gelu" on the
 same model, the parameter difference taken against tanh's; its speed comes from its
 own step stage (step-gelu: fused against fused,gelu on tanh models at 124M and 0.7B).
+
+The rows, and the CUDA tests that speak for each, are the program's kernel table as
+`xsagpt config --json` lists it (Plan): read from the binary under test once it is
+built or unpacked, and kept in the results folder (kernels.json) for the table.
 """
+import fnmatch
 import json
+import os
 import pathlib
-import re
+import subprocess
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 LOSS_TOL, SPEED_MIN = 0.01, 1.0
-
-
-def kernel_table(source: pathlib.Path = ROOT / "src" / "config" / "runtime.cpp") -> list[dict]:
-    """train.kernels' rows, in order, from the one table of them (kKernelTable in
-    src/config/runtime.cpp): [{"name", "auto", "fused"}], as `xsagpt config --json`
-    gives them. Read from the source, not the program: a bare GPU machine plans its
-    stages before it has built one. A row is {"name", enable, on, help[, auto_on_cuda
-    [, in_fused]]}, the flags defaulting to false and true."""
-    text = source.read_text()
-    table = text[text.index("kKernelTable[] = {"):]
-    table = re.sub(r"//[^\n]*", "", table[:table.index("\n};")])
-    starts = [m.start() for m in re.finditer(r'\{"\w+", \[\]', table)] + [len(table)]
-    rows = []
-    for a, b in zip(starts, starts[1:]):
-        row = table[a:b]
-        flags = re.search(r"((?:,\s*(?:/\*\w+=\*/)?\s*(?:true|false)\s*)*)\},?\s*$", row).group(1)
-        flags = re.findall(r"true|false", re.sub(r"/\*\w+=\*/", "", flags))
-        rows.append({"name": re.match(r'\{"(\w+)"', row).group(1),
-                     "auto": flags[:1] == ["true"], "fused": flags[1:2] != ["false"]})
-    if not rows:
-        raise SystemExit(f"{source}: no rows found in kKernelTable")
-    return rows
-
-
-# The verdict's rows: each kernel, and "fused" (the set the default takes). A kernel
-# outside "fused" (fp8, graphs, gelu) is judged against the bf16 step it joins instead
-# of ATen: its runs use train.kernels "fused,NAME".
-KERNEL_TABLE = kernel_table()
-KERNELS = tuple(r["name"] for r in KERNEL_TABLE if r["fused"]) + ("fused",) + tuple(
-    r["name"] for r in KERNEL_TABLE if not r["fused"])
 # Runs on another model than the shipped one: model.* settings by kernel. "tanh" is
 # gelu's baseline: fused on a tanh-GELU model, a parity run without a table row.
 MODEL = {"gelu": {"gelu": "tanh"}, "tanh": {"gelu": "tanh"}}
 BASELINE_RUNS = ("tanh",)
-BASELINE = {r["name"]: "tanh" if r["name"] in MODEL else "fused" for r in KERNEL_TABLE if not r["fused"]}
-SPEC = {**{k: f"fused,{k}" for k in BASELINE}, "tanh": "fused"}
 # Loss tolerances where they are not LOSS_TOL: FP8's rounding moves the loss more.
 LOSS_TOLS = {"fp8": 0.02}
-# The kernels not yet through a verdict (outside "auto"): a lease runs them first.
-CANDIDATES = tuple(r["name"] for r in KERNEL_TABLE if not r["auto"])
-# Where a kernel's paired speed rounds are read from (bench --json), when not
-# step-124m.json: the kernels outside "auto" from their own bench process, gelu from its
-# tanh-GELU models'. And the stage that writes each file.
-STEP_FILE = {**{k: "candidates-124m" for k in CANDIDATES if k not in MODEL}, "gelu": "gelu-step-124m"}
-FILE_STAGE = {"step-124m": "step-124m", "candidates-124m": "step-candidates", "gelu-step-124m": "step-gelu",
-              "gelu-step-0.7b": "step-gelu", "candidates-0.7b": "step-candidates"}
+# The stage that writes each bench --json file the table reads speed ratios from.
+FILE_STAGE = {"step-124m": "step-124m", "kernels-124m": "step-kernels", "candidates-124m": "step-candidates",
+              "candidates-0.7b": "step-candidates", "gelu-step-124m": "step-gelu", "gelu-step-0.7b": "step-gelu"}
+# The program's kernel table as a results folder last saw it (`xsagpt config --json`).
+TABLE_FILE = "kernels.json"
 
 
-def train_kernels(kernel: str) -> str:
-    """train.kernels for a kernel's runs."""
-    return SPEC.get(kernel, kernel)
+def config_json(binary: pathlib.Path, env: dict | None = None) -> list[dict]:
+    """train.kernels' rows, in order, as the program lists them (`xsagpt config --json`,
+    from kKernelTable in src/config/runtime.cpp): [{"name", "help", "auto", "fused",
+    "default_model", "tests"}]. The program is asked, not its source: the table is what
+    the binary under test was built with, and the CUDA tests each row names are its own."""
+    try:
+        p = subprocess.run([str(binary), "config", "--json"], capture_output=True, text=True, timeout=60,
+                           env=env or dict(os.environ))
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise ValueError(f"{binary} config --json: {e}") from None
+    if p.returncode != 0:
+        raise ValueError(f"{binary} config --json exited {p.returncode}: {(p.stderr.strip().splitlines() or [''])[-1]}")
+    rows = json.loads(p.stdout)["kernels"]
+    if not rows or any(not {"name", "auto", "fused", "default_model", "tests"} <= set(r) for r in rows):
+        raise ValueError(f"{binary} config --json: no kernel rows with name, auto, fused, default_model and tests")
+    return rows
 
 
-def variant(kernel: str) -> str:
-    """The XSA bench variant of a kernel's step ('+' joins kernel names there)."""
-    return "xsa@" + train_kernels(kernel).replace(",", "+")
+class Plan:
+    """The verdict's rows and runs, from the kernel table's rows (config_json).
 
-# Which gtest names (by prefix) speak for which kernel. The whole-model and
-# training-step tests run every kernel at once, so they count for each. A kernel with
-# no entry has no tests that speak for it, and is never default-worthy.
-WHOLE = ("KernelsCuda.WholeModel", "KernelsCuda.TrainingSteps", "KernelsCuda.Resume")
-TESTS = {
-    "weights": ("KernelsCuda.CachedLinear",) + WHOLE,
-    "norm": ("KernelsCuda.AddNorm",) + WHOLE,
-    "rope": ("KernelsCuda.RopeQkv",) + WHOLE,
-    "loss": ("KernelsCuda.CrossEntropy", "KernelsCuda.LMHeadLoss") + WHOLE,
-    "xsa": ("XsaCuda.",) + WHOLE,
-    "xsa_wide": ("XsaCuda.",) + WHOLE,
-    "fused": ("KernelsCuda.", "XsaCuda."),
-    "fp8": ("Fp8LinearCuda.",),
-    "graphs": ("GraphsCuda.",),
-    "clip": ("ClipFoldCuda.",) + WHOLE,
-    "gelu": ("GeluMlpCuda",),
-}
+    The verdict's rows: each kernel inside "fused", "fused" (the set the default takes),
+    then each kernel outside it (fp8, gelu), judged against the bf16 step it joins
+    instead of ATen: its runs use train.kernels "fused,NAME"."""
+
+    def __init__(self, rows: list[dict]):
+        self.rows = rows
+        fused = tuple(r["name"] for r in rows if r["fused"])
+        outside = tuple(r["name"] for r in rows if not r["fused"])
+        self.kernels = fused + ("fused",) + outside
+        self.baseline = {k: "tanh" if k in MODEL else "fused" for k in outside}
+        self.spec = {**{k: f"fused,{k}" for k in self.baseline}, "tanh": "fused"}
+        # The kernels not yet through a verdict (outside "auto"): a lease runs them first.
+        self.candidates = tuple(r["name"] for r in rows if not r["auto"])
+        # Which gtest names (filter patterns) speak for which kernel; "fused" is spoken
+        # for by every test of a kernel in it. A kernel with none is never default-worthy.
+        self.tests = {r["name"]: tuple(r["tests"]) for r in rows}
+        self.tests["fused"] = tuple(dict.fromkeys(t for r in rows if r["fused"] for t in r["tests"]))
+        # Where a kernel's paired speed rounds are read from (bench --json): each kernel of
+        # "auto" alone from kernels-124m (step-kernels), "fused" from step-124m, those
+        # outside "auto" from their own bench process, gelu from its tanh-GELU models'.
+        self.step_file = {**{k: "kernels-124m" for k in fused if k not in self.candidates},
+                          **{k: "candidates-124m" for k in self.candidates if k not in MODEL},
+                          **{k: "gelu-step-124m" for k in MODEL if k in self.baseline}}
+
+    @classmethod
+    def of(cls, res: pathlib.Path) -> "Plan | None":
+        """The plan a results folder was last made with, or None."""
+        rows = read_json(res / TABLE_FILE)
+        return cls(rows) if rows else None
+
+    def save(self, res: pathlib.Path) -> None:
+        (res / TABLE_FILE).write_text(json.dumps(self.rows, indent=1) + "\n")
+
+    def train_kernels(self, kernel: str) -> str:
+        """train.kernels for a kernel's runs."""
+        return self.spec.get(kernel, kernel)
+
+    def variant(self, kernel: str, attention: str = "xsa") -> str:
+        """The bench variant of a kernel's step ('+' joins kernel names there)."""
+        return f"{attention}@" + self.train_kernels(kernel).replace(",", "+")
 
 
 def read_json(path: pathlib.Path):
@@ -112,9 +116,10 @@ def read_json(path: pathlib.Path):
 class Results:
     """What one results folder holds: stage states and the stages' outputs."""
 
-    def __init__(self, res: pathlib.Path):
+    def __init__(self, res: pathlib.Path, plan: Plan | None = None):
         self.res = res
         self.stages = read_json(res / "stages.json") or {}
+        self.plan = plan or Plan.of(res)
 
     def state(self, stage: str) -> tuple[str, str]:
         s = self.stages.get(stage, {})
@@ -132,7 +137,8 @@ def tests_cell(kernel: str, r: Results) -> tuple[str, bool]:
     if (m := r.missing("tests")) and not (r.res / "cuda-tests.json").exists():
         return m, False
     results = read_json(r.res / "cuda-tests.json") or {}
-    mine = [v for n, v in results.items() if TESTS.get(kernel) and n.startswith(TESTS[kernel])]
+    patterns = r.plan.tests.get(kernel, ())
+    mine = [v for n, v in results.items() if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
     if not mine:
         return "none ran", False
     bad = {s: mine.count(s) for s in ("fail", "crash", "skip") if mine.count(s)}
@@ -148,12 +154,12 @@ def parity(kernel: str, r: Results) -> dict | str:
 def speed_ratios(kernel: str, r: Results, file: str | None = None) -> list[float] | str:
     """The baseline's step time (aten's, or fused's for fp8 and gelu) over the kernel's,
     one per round of the 124M step benchmark (or of `file`)."""
-    file = file or STEP_FILE.get(kernel, "step-124m")
+    file = file or r.plan.step_file.get(kernel, "step-124m")
     if m := r.missing(FILE_STAGE.get(file, "step-124m")):
         return m
     step = (read_json(r.res / f"{file}.json") or {}).get("step", {})
     results = step.get("results", {})
-    base, mine = results.get(variant(BASELINE.get(kernel, "aten"))), results.get(variant(kernel))
+    base, mine = results.get(r.plan.variant(r.plan.baseline.get(kernel, "aten"))), results.get(r.plan.variant(kernel))
     if not base or not mine:
         return "FAILED (variant missing)"
     return [b / k for b, k in zip(base.get("round_ms", [base["median_ms"]]), mine.get("round_ms", [mine["median_ms"]]))]
@@ -161,8 +167,8 @@ def speed_ratios(kernel: str, r: Results, file: str | None = None) -> list[float
 
 def kernel_rows(r: Results, dry_run: bool) -> list[str]:
     rows = ["| kernel | tests | loss Δ | max param Δ | speed ratio (rounds) | verdict |", "|---|---|---|---|---|---|"]
-    for k in KERNELS:
-        base = parity(BASELINE.get(k, "aten"), r)
+    for k in r.plan.kernels:
+        base = parity(r.plan.baseline.get(k, "aten"), r)
         tests, tests_ok = tests_cell(k, r)
         p = parity(k, r)
         if isinstance(p, str) or isinstance(base, str):
@@ -228,7 +234,7 @@ def gelu_rows(r: Results) -> list[str]:
     for size in ("124m", "0.7b"):
         step = (read_json(r.res / f"gelu-step-{size}.json") or {}).get("step") or {}
         res = step.get("results", {})
-        base, mine = res.get(variant("tanh")), res.get(variant("gelu"))
+        base, mine = res.get(r.plan.variant("tanh")), res.get(r.plan.variant("gelu"))
         if not base or not mine:
             continue
         if not rows:
@@ -307,40 +313,45 @@ def default_rows(r: Results) -> list[str]:
 
 
 def profile_rows(r: Results) -> list[str]:
-    """The default step's device time by category (`xsagpt bench --profile`)."""
-    rows = []
+    """The profiled steps' device time by category (`xsagpt bench --profile`): each
+    variant the profile stage ran, `fused` beside `fused+fp8`, so that FP8's GEMMs stand
+    against the quantize kernels that feed them."""
+    profiles = []
     for path in sorted(r.res.glob("profile-*.json")):
         data = read_json(path) or {}
-        prof = (data.get("profile") or {}).get("results") or {}
-        for variant, p in sorted(prof.items()):
-            cats = p.get("categories", {})
-            total = p.get("total_ms") or 0
-            if not rows:
-                rows = ["Where the default step's time goes (`xsagpt bench --profile`), ms per step:", "",
-                        "| model | variant | total | " + " | ".join(CATEGORIES) + " |",
-                        "|---|---|---|" + "---|" * len(CATEGORIES)]
-            cells = [f"{cats.get(c, 0):.2f} ({100 * cats.get(c, 0) / total:.0f}%)" if total else "-" for c in CATEGORIES]
-            rows.append(f"| {data['profile'].get('config', path.stem)} | {variant} | {total:.2f} | "
-                        + " | ".join(cells) + " |")
+        for variant, p in sorted(((data.get("profile") or {}).get("results") or {}).items()):
+            profiles.append((data["profile"].get("config", path.stem), variant, p))
+    if not profiles:
+        return []
+    # The program's categories in its order; any this list lacks after them.
+    cats = list(CATEGORIES) + sorted({c for *_, p in profiles for c in p.get("categories", {})} - set(CATEGORIES))
+    rows = ["Where the step's time goes (`xsagpt bench --profile`), ms per step:", "",
+            "| model | variant | total | " + " | ".join(cats) + " |", "|---|---|---|" + "---|" * len(cats)]
+    for config, variant, p in profiles:
+        got, total = p.get("categories", {}), p.get("total_ms") or 0
+        cells = [f"{got.get(c, 0):.2f} ({100 * got.get(c, 0) / total:.0f}%)" if total else "-" for c in cats]
+        rows.append(f"| {config} | {variant} | {total:.2f} | " + " | ".join(cells) + " |")
     return rows
 
 
-# The profile's categories, in the order its table lists them (src/bench/step_profile.h).
-CATEGORIES = ("gemm", "attention", "norm", "elementwise", "optimizer", "copies", "other")
+# The profile's categories, in the order its table lists them (kProfileCategories in
+# src/bench/step_profile.h).
+CATEGORIES = ("gemm", "quantize", "attention", "norm", "elementwise", "optimizer", "copies", "other")
 
 
-def render(res: pathlib.Path, order: list[str], dry_run: bool, header: list[str]) -> str:
-    r = Results(res)
+def render(res: pathlib.Path, order: list[str], dry_run: bool, header: list[str], plan: Plan | None = None) -> str:
+    r = Results(res, plan)
     md = header + ["", f"Default-worthy: every CUDA test of the kernel passes, the final val loss of a 200-step XSA "
                        f"run on the KJV shards is within {LOSS_TOL} of `aten`'s (same seed), and the 124M step is "
                        f"faster than `aten`'s in every one of at least 3 paired rounds (ratio = aten time / kernel "
                        f"time, lowest round >= {SPEED_MIN}).", ""]
     if defaults := default_rows(r):
         md += defaults + [""]
-    md += kernel_rows(r, dry_run)
+    md += kernel_rows(r, dry_run) if r.plan else [
+        "No kernel rows yet: they come from the built program (`xsagpt config --json`), after the build stage."]
     if candidates := candidate_rows(r):
         md += [""] + candidates
-    if gelu := gelu_rows(r):
+    if r.plan and (gelu := gelu_rows(r)):
         md += [""] + gelu
     if prof := profile_rows(r):
         md += [""] + prof

@@ -22,7 +22,9 @@ namespace {
 // The order matters where fragments overlap: multi-tensor copies before the
 // optimizer's foreach ops; the clip's norm reductions before the norm layers;
 // PyTorch's memory-efficient attention ("fmha_cutlass...") before CUTLASS GEMMs;
-// the fused layer norm ("add_norm") before everything elementwise.
+// the fused layer norm ("add_norm") before everything elementwise; FP8 GEMMs
+// (cuBLASLt's, named by tile, not by type) before the casts that feed them, and
+// those before the generic copy kernel they are instances of.
 constexpr std::pair<const char*, const char*> kCategoryRules[] = {
     // Multi-tensor copies and zeroing: the bf16 weight cache's refresh, gradients cleared.
     {"copyfunctor", "copies"},
@@ -61,8 +63,10 @@ constexpr std::pair<const char*, const char*> kCategoryRules[] = {
     {"aten::bmm", "gemm"},
     {"aten::baddbmm", "gemm"},
     {"aten::matmul", "gemm"},
+    {"scaled_mm", "gemm"},  // at::_scaled_mm, the FP8 GEMM (its CPU op; on CUDA its cuBLASLt kernels above)
     {"aten::linear", "gemm"},
     {"cachedlinear", "gemm"},
+    {"fp8linear", "gemm"},  // the FP8 layer's autograd node on a CPU (its casts are ops of their own)
     // Layer norm: ATen's kernels and the fused residual add + norm (kernels/add_norm.h).
     {"layer_norm", "norm"},
     {"layernorm", "norm"},
@@ -71,6 +75,15 @@ constexpr std::pair<const char*, const char*> kCategoryRules[] = {
     {"rms_norm", "norm"},
     {"rmsnorm", "norm"},
     {"gammabeta", "norm"},
+    // FP8's operands: xsagpt's scale-and-cast kernels (kernels/fp8_cast_cuda.h) and any
+    // other kernel typed on an FP8 format (__nv_fp8_*), ATen's kernels instantiated
+    // for c10::Float8_* (the ATen twin's cast, the transposed copies of e4m3 weights
+    // and activations and of e5m2 gradients), and the amax (an infinity-norm
+    // reduction, ATen's AbsMaxOps, which nothing else in a step takes; not aten::amax,
+    // which the loss's row maxima take too).
+    {"fp8", "quantize"},
+    {"float8", "quantize"},
+    {"absmaxops", "quantize"},
     // Copies, casts (a dtype change is a copy kernel), concatenation, fills.
     {"copy", "copies"},
     {"memcpy", "copies"},
@@ -112,6 +125,7 @@ constexpr std::pair<const char*, const char*> kCategoryRules[] = {
     {"aten::sum", "elementwise"},
     {"aten::mean", "elementwise"},
     {"aten::max", "elementwise"},
+    {"aten::amax", "elementwise"},
     {"aten::min", "elementwise"},
 };
 

@@ -23,13 +23,17 @@
 
 namespace xsagpt {
 
-// The categories in the order tables list them.
-inline constexpr std::array<const char*, 7> kProfileCategories{"gemm",      "attention", "norm", "elementwise",
-                                                                "optimizer", "copies",    "other"};
+// The categories in the order tables list them. "quantize" is what FP8 GEMMs cost
+// besides themselves (train.kernels fp8): the amax reductions, the casts to e4m3 and
+// e5m2, and the transposed copies of FP8 tensors, so a profile of fused+fp8 sets
+// them against the GEMMs they feed.
+inline constexpr std::array<const char*, 8> kProfileCategories{"gemm",        "quantize",  "attention", "norm",
+                                                               "elementwise", "optimizer", "copies",    "other"};
 
 // The category of a kernel or op by its name, from an ordered table of name
 // fragments (first match wins; see step_profile.cpp). XSA's own kernels count as
-// attention; the gradient clip's norms count as optimizer.
+// attention; the gradient clip's norms count as optimizer; FP8 GEMMs as gemm, and
+// the kernels that make their operands as quantize.
 std::string profile_category(const std::string& name);
 
 // One profiled interval: a CPU op on a host thread, or a kernel on a stream (lane).

@@ -84,7 +84,7 @@ int info(int argc, char** argv) {
   if (rt.loss_chunk < 0) throw ConfigError("--loss-chunk: must be >= 0");
   // What train would refuse on a GPU, refused here in train's words: an estimate would
   // say the run fits when it cannot start.
-  check_runnable(run, rt, shards, std::nullopt, "--kernels");
+  check_runnable(run, rt, std::nullopt, "--kernels");
   const std::string precision = rt.bf16 ? "bf16" : "fp32";
 
   const auto p = count_params(cfg);
@@ -145,9 +145,9 @@ int config_reference(int argc, char** argv) {
   opts.add_options()(
       "json",
       "print instead what scripts read: {\"kernels\": [{\"name\", \"help\", \"auto\", \"fused\", "
-      "\"default_model\"}, ...]}, train.kernels' names in order, each with what it fuses, whether \"auto\" (on "
-      "CUDA) and \"fused\" take it, and whether it runs a model of the model.* defaults (gelu needs "
-      "model.gelu \"tanh\")");
+      "\"default_model\", \"tests\"}, ...]}, train.kernels' names in order, each with what it fuses, whether "
+      "\"auto\" (on CUDA) and \"fused\" take it, whether it runs a model of the model.* defaults (gelu needs "
+      "model.gelu \"tanh\"), and the CUDA tests that speak for it (gtest filter patterns)");
   const auto parsed = parse_command(opts, argc, argv);
   if (!parsed) return 0;
   if (parsed->count("json")) {
@@ -165,7 +165,8 @@ int config_reference(int argc, char** argv) {
                          {"help", k.help},
                          {"auto", k.in_auto},
                          {"fused", k.in_fused},
-                         {"default_model", default_model}});
+                         {"default_model", default_model},
+                         {"tests", k.tests}});
     }
     std::cout << json{{"kernels", kernels}}.dump(2) << "\n";
     return 0;

@@ -15,56 +15,62 @@ Recompute parse_recompute(const std::string& mode, const std::string& key) {
 namespace {
 
 // The kernels, a row each: the name train.kernels takes, how the name switches it
-// on, whether a Kernels has it on, what it fuses, whether "auto" takes it on CUDA,
-// and whether "fused" takes it (not a kernel that changes the arithmetic beyond the
-// order of rounding, as fp8 does: "fused" against "aten" compares speed, not
-// numerics; nor graphs, which changes how the step is launched, not what it
-// computes, until a GPU verdict has passed it). A kernel becomes a default only by the GPU verdict (scripts/bench/lease.py:
-// its CUDA tests, a 200-step run within 0.01 of ATen's loss, faster in every paired
-// round); the H200 verdict of 2026-11-26 found the "fused" set together default-worthy
-// (docs/benchmarks.md). Parsing, describe(), the list of names and the key's help
-// text all read this table, so a new kernel is one row here plus its implementation,
-// and making one a default is one word.
+// on, whether a Kernels has it on, what it fuses, the CUDA tests that speak for it
+// (a gtest filter, which the GPU verdict reads from `xsagpt config --json`), whether
+// "auto" takes it on CUDA, and whether "fused" takes it (not a kernel that changes the
+// arithmetic beyond the order of rounding, as fp8 does: "fused" against "aten"
+// compares speed, not numerics). A kernel becomes a default only by the GPU verdict
+// (scripts/bench/lease.py: its CUDA tests, a 200-step run within 0.01 of ATen's loss,
+// faster in every paired round); the H200 verdict of 2026-11-26 found the "fused" set
+// together default-worthy (docs/benchmarks.md). Parsing, describe(), the list of
+// names and the key's help text all read this table, so a new kernel is one row here
+// plus its implementation and its tests, and making one a default is one word.
 struct KernelRow {
   const char* name;
   void (*enable)(Kernels&);
   bool (*on)(const Kernels&);
   const char* help;
+  const char* tests;
   bool auto_on_cuda = false;
   bool in_fused = true;
 };
 
+// The tests that train and resume the whole model with "fused" speak for every
+// kernel in it.
+constexpr const char* kFusedSetTests = "KernelsCuda.WholeModel*:KernelsCuda.TrainingSteps*:KernelsCuda.Resume*";
+
 constexpr KernelRow kKernelTable[] = {
     {"weights", [](Kernels& k) { k.weights = true; }, [](const Kernels& k) { return k.weights; },
-     "bf16 weight copies made once per optimizer step, no autocast", true},
-    {"norm", [](Kernels& k) { k.norm = true; }, [](const Kernels& k) { return k.norm; }, "residual add + LayerNorm", true},
-    {"rope", [](Kernels& k) { k.rope = true; }, [](const Kernels& k) { return k.rope; }, "qkv split + RoPE", true},
+     "bf16 weight copies made once per optimizer step, no autocast", "KernelsCuda.CachedLinear*", true},
+    {"norm", [](Kernels& k) { k.norm = true; }, [](const Kernels& k) { return k.norm; }, "residual add + LayerNorm",
+     "KernelsCuda.AddNorm*", true},
+    {"rope", [](Kernels& k) { k.rope = true; }, [](const Kernels& k) { return k.rope; }, "qkv split + RoPE",
+     "KernelsCuda.RopeQkv*", true},
     // xsa_wide wins over xsa in either order: both name XSA's kernels, one of them vectorised.
     {"xsa", [](Kernels& k) { k.xsa = k.xsa == XsaImpl::kFusedWide ? k.xsa : XsaImpl::kFused; },
-     [](const Kernels& k) { return k.xsa == XsaImpl::kFused; }, "XSA step", true},
+     [](const Kernels& k) { return k.xsa == XsaImpl::kFused; }, "XSA step", "XsaCuda.*", true},
     {"xsa_wide", [](Kernels& k) { k.xsa = XsaImpl::kFusedWide; },
-     [](const Kernels& k) { return k.xsa == XsaImpl::kFusedWide; }, "the XSA kernels with 16-byte vector accesses", true},
+     [](const Kernels& k) { return k.xsa == XsaImpl::kFusedWide; }, "the XSA kernels with 16-byte vector accesses",
+     "XsaCuda.*", true},
     {"loss", [](Kernels& k) { k.loss = true; }, [](const Kernels& k) { return k.loss; },
-     "LM-head cross-entropy with its gradient in forward", true},
+     "LM-head cross-entropy with its gradient in forward", "KernelsCuda.CrossEntropy*:KernelsCuda.LMHeadLoss*", true},
     {"fp8", [](Kernels& k) { k.fp8 = true; }, [](const Kernels& k) { return k.fp8 && !k.fp8_all; },
      "the blocks' linear layers large enough to gain (harmonic mean of their widths >= 2048) as FP8 GEMMs: e4m3 "
      "weights and activations, e5m2 gradients, tensorwise scales; sm_89+ on CUDA; not in \"fused\"",
-     false, /*in_fused=*/false},
+     "Fp8LinearCuda.*", false, /*in_fused=*/false},
     {"fp8_all", [](Kernels& k) { k.fp8 = k.fp8_all = true; }, [](const Kernels& k) { return k.fp8_all; },
-     "fp8 for every block linear layer, whatever its size; not in \"fused\"", false, /*in_fused=*/false},
+     "fp8 for every block linear layer, whatever its size; not in \"fused\"", "Fp8LinearCuda.*", false,
+     /*in_fused=*/false},
     {"clip", [](Kernels& k) { k.clip = true; }, [](const Kernels& k) { return k.clip; },
      "the global-norm clip's factor applied inside the fused AdamW's pass (its grad_scale) instead of a pass of "
-     "its own over the gradients"},
-    {"graphs", [](Kernels& k) { k.graphs = true; }, [](const Kernels& k) { return k.graphs; },
-     "the training micro-step's forward and backward captured once as a CUDA graph and replayed; one process, no "
-     "activation checkpointing; not in \"fused\"",
-     false, /*in_fused=*/false},
+     "its own over the gradients",
+     "ClipFoldCuda.*"},
     // Not in "fused": it needs a model of another function (model.gelu "tanh",
     // which the kernel-table check refuses elsewhere: config/kernel_fit.h).
     {"gelu", [](Kernels& k) { k.gelu = true; }, [](const Kernels& k) { return k.gelu; },
      "the MLP's up projection, tanh GELU and down projection as cuBLASLt GEMMs with the GELU in their epilogues "
      "(GELU_AUX forward, DGELU backward); needs model.gelu=\"tanh\"; not with fp8; not in \"fused\"",
-     false, /*in_fused=*/false},
+     "GeluMlpCuda.*", false, /*in_fused=*/false},
 };
 
 // The named sets a list may hold besides kernel names: "fused,fp8".
@@ -82,8 +88,19 @@ std::vector<std::string> kernel_names() {
 }
 
 std::vector<KernelInfo> kernel_table() {
+  const auto patterns = [](const std::string& filter) {
+    std::vector<std::string> out;
+    std::stringstream ss(filter);
+    for (std::string p; std::getline(ss, p, ':');) out.push_back(p);
+    return out;
+  };
   std::vector<KernelInfo> out;
-  for (const auto& row : kKernelTable) out.push_back({row.name, row.help, row.auto_on_cuda, row.in_fused});
+  for (const auto& row : kKernelTable) {
+    auto tests = patterns(row.tests);
+    if (row.in_fused)
+      for (auto& p : patterns(kFusedSetTests)) tests.push_back(std::move(p));
+    out.push_back({row.name, row.help, row.auto_on_cuda, row.in_fused, std::move(tests)});
+  }
   return out;
 }
 

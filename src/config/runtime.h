@@ -44,7 +44,6 @@ struct Kernels {
   XsaImpl xsa = XsaImpl::kOps;  // "xsa": XsaImpl::kFused, "xsa_wide": XsaImpl::kFusedWide (kernels/xsa_cuda.h)
   bool fp8 = false;  // the blocks' large linear layers as FP8 GEMMs, tensorwise scaled (kernels/fp8_linear.h)
   bool clip = false;            // the gradient clip's factor applied inside the fused AdamW's pass (train/step.h)
-  bool graphs = false;  // the micro-step's forward and backward captured once as a CUDA graph (train/graph_step.h)
   bool gelu = false;  // the MLP as cuBLASLt GEMMs with the tanh GELU in their epilogues (kernels/gelu_mlp.h)
   bool fp8_all = false;  // with fp8: every block linear layer, whatever its size (small models' FP8 arithmetic)
 
@@ -58,10 +57,13 @@ const char* kernels_help();
 
 // The same table row by row, for what lists the kernels elsewhere (`xsagpt config
 // --json`, which the scripts under scripts/bench/ read, and bench's --kernels help):
-// the name, what it fuses, and whether "auto" (on CUDA) and "fused" take it.
+// the name, what it fuses, whether "auto" (on CUDA) and "fused" take it, and the
+// CUDA tests that speak for it (gtest filter patterns: its own suite or tests, and
+// for a kernel in "fused" the whole-model tests, which run that set).
 struct KernelInfo {
   std::string name, help;
   bool in_auto = false, in_fused = false;
+  std::vector<std::string> tests;
 };
 std::vector<KernelInfo> kernel_table();
 
@@ -71,8 +73,8 @@ Recompute parse_recompute(const std::string& mode, const std::string& key = "tra
 inline const char* name(Recompute r) { return schema::enum_name(r); }
 
 // train.kernels: "auto" (the kernels validated on a GPU so far, on CUDA; none
-// elsewhere), "aten" (none), "fused" (all that keep the model's arithmetic and step: all
-// but fp8, graphs, and gelu, which needs a model with model.gelu "tanh") or a
+// elsewhere), "aten" (none), "fused" (all that keep the model's arithmetic: all
+// but fp8, and gelu, which needs a model with model.gelu "tanh") or a
 // comma-separated list of names, in which "fused" and "auto" stand for their
 // sets ("fused,fp8"). Throws ConfigError naming `key` for anything else.
 Kernels parse_kernels(const std::string& spec, bool cuda, const std::string& key = "train.kernels");

@@ -121,17 +121,10 @@ const Fp8Tensor& Fp8WeightCache::get(const torch::Tensor& param) {
   return it->second.copy;
 }
 
-void Fp8WeightCache::refresh(bool keep_addresses) {
+void Fp8WeightCache::refresh() {
   torch::NoGradGuard no_grad;
   for (auto& [impl, e] : entries_) {
-    auto fresh = quantize_fp8(e.param.detach(), kFp8Forward, /*transposed=*/true);
-    if (keep_addresses && e.copy.q.device() == e.param.device()) {
-      e.copy.q.copy_(fresh.q);
-      e.copy.qt.copy_(fresh.qt);
-      e.copy.inv.copy_(fresh.inv);
-    } else {
-      e.copy = std::move(fresh);
-    }
+    e.copy = quantize_fp8(e.param.detach(), kFp8Forward, /*transposed=*/true);
     e.version = e.param._version();
   }
 }

@@ -60,10 +60,8 @@ Fp8Tensor quantize_fp8(const torch::Tensor& t, c10::ScalarType fmt, bool transpo
 class Fp8WeightCache {
  public:
   const Fp8Tensor& get(const torch::Tensor& param);
-  // Quantizes every cached weight again. keep_addresses: into the copies' own
-  // buffers (one more copy each), for a captured CUDA graph that reads them
-  // (train/graph_step.h); otherwise into new ones.
-  void refresh(bool keep_addresses = false);
+  // Quantizes every cached weight again.
+  void refresh();
   int64_t bytes() const;  // the copies, their transposes and their scales
 
  private:

@@ -22,8 +22,8 @@ class WeightCache {
   // version counter moved, or refresh() was called). The copy needs no grad.
   torch::Tensor get(const torch::Tensor& param, c10::ScalarType dtype);
   // Copies every cached parameter again (after an optimizer step, a load, or a
-  // broadcast that may not move version counters), in place: the copies keep their
-  // addresses, which a captured CUDA graph reads (train/graph_step.h).
+  // broadcast that may not move version counters), in place, by one multi-tensor
+  // copy: nothing is allocated per step.
   void refresh();
   int64_t bytes() const;
 

@@ -63,11 +63,10 @@ struct Exec {
   // they are large enough to gain (fp8_pays; every one with fp8_all); the LM
   // head stays on linear().
   torch::Tensor block_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
-  // After the parameters changed in place: the bf16 and FP8 copies are made again,
-  // into their own buffers when a CUDA graph reads them (the graphs row).
+  // After the parameters changed in place: the bf16 and FP8 copies are made again.
   void refresh() {
     weights.refresh();
-    fp8_weights.refresh(/*keep_addresses=*/rt.kernels.graphs);
+    fp8_weights.refresh();
   }
   // `weight` in the dtype its products run in (the cached copy with the weights kernel).
   torch::Tensor weight(const torch::Tensor& weight);

@@ -2,11 +2,10 @@
 
 #include "config/kernel_fit.h"
 #include "kernels/fp8_linear.h"
-#include "train/graph_step.h"
 
 namespace xsagpt {
 
-void check_runnable(const RunConfig& cfg, const Runtime& rt, int64_t world, const std::optional<torch::Device>& device,
+void check_runnable(const RunConfig& cfg, const Runtime& rt, const std::optional<torch::Device>& device,
                     const std::string& key) {
   check_kernels_fit_model(rt.kernels, cfg.model, key);
   if (rt.kernels.fp8) {  // a GPU without FP8 GEMMs, or shapes cuBLASLt's cannot take, would fail in the first step
@@ -15,7 +14,6 @@ void check_runnable(const RunConfig& cfg, const Runtime& rt, int64_t world, cons
     if (auto why = device ? fp8_refusal(*device, dims, key) : fp8_shape_refusal(dims, key); !why.empty())
       throw ConfigError(why);
   }
-  if (auto why = graphs_refusal(rt, world, key); !why.empty()) throw ConfigError(why);
 }
 
 }  // namespace xsagpt

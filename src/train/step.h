@@ -5,18 +5,14 @@
 // the "clip" kernel row the clip's factor goes to the optimizer, whose fused AdamW
 // applies it as it reads each gradient, rather than being applied first.
 // Loss and gradient norm come back as device scalars: nothing here waits for the
-// GPU, so the host runs ahead and queues the next step's kernels. With the graphs
-// row (train.kernels) the micro-steps run as a captured CUDA graph and the
-// gradients are zeroed in place (train/graph_step.h).
+// GPU, so the host runs ahead and queues the next step's kernels.
 #pragma once
 
 #include "dist/context.h"
 #include "model/gpt.h"
 #include "optim/run_optimizer.h"
-#include "train/graph_step.h"
 
 #include <functional>
-#include <memory>
 #include <utility>
 
 namespace xsagpt {
@@ -35,8 +31,6 @@ class TrainStep {
   TrainStep(GPT model, RunOptimizer& optimizer, GradientSync& sync, std::vector<torch::Tensor> params,
             int64_t accumulation, double grad_clip);
   StepStats operator()(const NextBatch& next_batch, double lr);
-  // The captured micro-step while the model's runtime has the graphs row (null otherwise).
-  const GraphStep* graph_step() const { return graphs_.get(); }
 
  private:
   GPT model_;
@@ -45,7 +39,6 @@ class TrainStep {
   std::vector<torch::Tensor> params_;
   int64_t accumulation_;
   double grad_clip_;
-  std::unique_ptr<GraphStep> graphs_;
 };
 
 }  // namespace xsagpt

@@ -61,7 +61,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   cfg.validate(world);
   const auto device = resolve_device(t.device, "train.device", dist.local_rank());
   const Runtime rt = cfg.runtime(device.is_cuda());
-  check_runnable(cfg, rt, world, device);  // before anything is written; info asks the same
+  check_runnable(cfg, rt, device);  // before anything is written; info asks the same
 
   // Where to start: fresh, from a checkpoint, or a run already finished (run/run_dir.h).
   // Nothing is written to the run directory until the model, the data and the
@@ -75,7 +75,6 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
                                    device.is_cuda() ? "this GPU" : "this machine's RAM");
   if (memory.refusal) throw ConfigError(*memory.refusal);
   TrainingState s(cfg, rt, device, dist);  // model, optimizer, data, progress: the same on every rank
-  if (auto why = graphs_refusal(*s.parts.sync); rt.kernels.graphs && !why.empty()) throw ConfigError(why);
   s.progress.set_run_id(run.restore([&](const Checkpoint& c, const std::string& file) { s.restore(c, file); }));
   const auto metrics_file = run.begin();  // every check passed: the directory is written from here on
 

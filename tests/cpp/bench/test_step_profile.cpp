@@ -27,6 +27,27 @@ TEST(StepProfile, CategorisesKernelAndOpNames) {
       {"aten::linear", "gemm"},
       {"AddmmBackward0", "gemm"},
       {"autograd::engine::evaluate_function: MmBackward0", "gemm"},
+      // FP8 GEMMs: cuBLASLt's e4m3 kernels, at::_scaled_mm on a CPU, the FP8 layer's autograd node.
+      {"sm90_xmma_gemm_e4m3e4m3_e4m3f32_f32_tn_n_tilesize128x128x128_warpgroupsize1x1x1_execute_segment_k_off_kernel"
+       "__5x_cublas",
+       "gemm"},
+      {"aten::_scaled_mm", "gemm"},
+      {"torch::autograd::CppNode<xsagpt::(anonymous namespace)::Fp8Linear>", "gemm"},
+      // What makes FP8's operands: xsagpt's scale-and-cast, ATen's copy kernel instantiated for
+      // an FP8 type (the transposed e4m3/e5m2 copies, the ATen twin's cast), and the amax.
+      {"void xsagpt::(anonymous namespace)::fp8_scale_cast_kernel<c10::BFloat16, __nv_fp8_e4m3, 8>(c10::BFloat16 "
+       "const*, float const*, float, __nv_fp8_e4m3*, long)",
+       "quantize"},
+      {"void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::direct_copy_kernel_"
+       "cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#14}::operator()() const::{lambda(c10"
+       "::Float8_e4m3fn)#1}>(at::TensorIteratorBase&, ...)::{lambda(int)#1}>(int, ...)",
+       "quantize"},
+      {"void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{"
+       "lambda()#3}::operator()() const::{lambda()#15}::operator()() const::{lambda(c10::Float8_e5m2)#1}, ...>(...)",
+       "quantize"},
+      {"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<c10::BFloat16, at::native::AbsMaxOps<c10::BFloat16"
+       ", float, float>, unsigned int, float, 4, 4> >(...)",
+       "quantize"},
       // SDPA's flash, memory-efficient (CUTLASS-built, yet attention), cuDNN and CPU paths; XSA's kernels and function.
       {"void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t"
        ", Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, true, false, false, false, true, false, "
@@ -96,6 +117,7 @@ TEST(StepProfile, CategorisesKernelAndOpNames) {
       {"aten::mul", "elementwise"},
       {"autograd::engine::evaluate_function: MulBackward0", "elementwise"},
       {"aten::sum", "elementwise"},
+      {"aten::amax", "elementwise"},  // the loss's row maxima too: not FP8's amax, an infinity norm on CUDA
       {"aten::_log_softmax", "elementwise"},
       {"autograd::engine::evaluate_function: NllLossBackward0", "elementwise"},
       {"torch::autograd::AccumulateGrad", "elementwise"},

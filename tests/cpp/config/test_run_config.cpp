@@ -142,9 +142,9 @@ TEST(RunConfig, ADirectoryIsNotAConfigFile) {
 // train.kernels: "auto" is the kernels the GPU verdict found default-worthy, on CUDA
 // (the H200 verdict of 2026-11-26: the "fused" set, docs/benchmarks.md), nothing
 // elsewhere; "fused" is every kernel, the vectorised XSA kernels included, but fp8,
-// which changes the arithmetic, and graphs, which changes how the step is launched; a
-// list names them and may hold "fused" or "auto" for their sets; describe() gives back
-// what parse_kernels reads.
+// which changes the arithmetic, and gelu, which needs another model; a list names
+// them and may hold "fused" or "auto" for their sets; describe() gives back what
+// parse_kernels reads.
 TEST(RunConfig, KernelNamesParseAndRoundTrip) {
   EXPECT_EQ(parse_kernels("auto", /*cuda=*/false), Kernels{});
   const Kernels verdict{true, true, true, true, XsaImpl::kFusedWide};  // weights, norm, rope, loss, xsa_wide
@@ -166,9 +166,8 @@ TEST(RunConfig, KernelNamesParseAndRoundTrip) {
   // fp8_all is fp8 over every block product: it names both, and describes as itself.
   EXPECT_EQ(describe(parse_kernels("fp8,fp8_all", true)), "fp8_all");
   EXPECT_TRUE(parse_kernels("fp8_all", true).fp8);
-  for (const char* spec :
-       {"weights", "norm", "rope", "xsa", "xsa_wide", "loss", "fp8", "fp8_all", "clip", "graphs",
-        "weights,norm,rope,xsa_wide,loss", "weights,norm,rope,xsa_wide,loss,fp8,clip,graphs", "norm,xsa"})
+  for (const char* spec : {"weights", "norm", "rope", "xsa", "xsa_wide", "loss", "fp8", "fp8_all", "clip",
+                           "weights,norm,rope,xsa_wide,loss", "weights,norm,rope,xsa_wide,loss,fp8,clip", "norm,xsa"})
     EXPECT_EQ(describe(parse_kernels(spec, true)), spec);
   try {
     parse_kernels("xsa,wide", true);
@@ -183,7 +182,7 @@ TEST(RunConfig, KernelNamesParseAndRoundTrip) {
 // error for an unknown name offers them all.
 TEST(RunConfig, EveryKernelOfTheTableParsesDescribesAndIsDocumented) {
   const auto names = kernel_names();
-  ASSERT_EQ(names.size(), 11u);
+  ASSERT_EQ(names.size(), 10u);
   std::set<std::string> described;
   for (const auto& n : names) {
     const auto k = parse_kernels(n, /*cuda=*/true);

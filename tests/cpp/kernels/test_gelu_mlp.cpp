@@ -185,7 +185,7 @@ TEST(GeluConfig, TheKernelIsARowOutsideFusedAndAuto) {
   EXPECT_EQ(describe(parse_kernels("fused,gelu", false)), describe(parse_kernels("fused", false)) + ",gelu");
   EXPECT_FALSE(parse_kernels("fused", true).gelu);
   EXPECT_FALSE(parse_kernels("auto", true).gelu);
-  EXPECT_THAT(kernels_help(), HasSubstr("all but fp8, fp8_all, graphs and gelu"));
+  EXPECT_THAT(kernels_help(), HasSubstr("all but fp8, fp8_all and gelu"));
 }
 
 TEST(GeluConfig, TheKernelIsRefusedOnAnExactModelAndBesideFp8) {

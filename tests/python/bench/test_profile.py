@@ -7,7 +7,7 @@ from collections import defaultdict
 
 import pytest
 
-CATEGORIES = {"gemm", "attention", "norm", "elementwise", "optimizer", "copies", "other"}
+CATEGORIES = {"gemm", "quantize", "attention", "norm", "elementwise", "optimizer", "copies", "other"}
 
 
 def test_profile_categories_sum_to_the_total(tmp_path, xsagpt):

@@ -47,12 +47,13 @@ def test_config_reference_is_current(repo_root, build_dir, xsagpt):
                           capture_output=True, text=True, env={"XSAGPT_BUILD_DIR": str(build_dir)})
     assert proc.returncode == 0, proc.stderr
     # The kernels as the program lists them (`config --json`, from kKernelTable) are what
-    # the scripts read from the table and what bench's help names: one list, no copies.
+    # the verdict's scripts read, from the program, and what bench's help names: one
+    # list, no copies.
     import verdict_table
     kernels = json.loads(xsagpt("config", "--json").stdout)["kernels"]
     assert len(kernels) >= 6 and any(not k["fused"] for k in kernels) and any(k["auto"] for k in kernels)
-    assert all(k["help"] for k in kernels)
-    assert verdict_table.kernel_table() == [{"name": k["name"], "auto": k["auto"], "fused": k["fused"]} for k in kernels]
+    assert all(k["help"] and k["tests"] for k in kernels)
+    assert verdict_table.config_json(build_dir / "xsagpt") == kernels
     # The kernels the shipped models cannot run (the program's own check) are those the
     # verdict runs on another model, and only those.
     assert {k["name"] for k in kernels if not k["default_model"]} == \
