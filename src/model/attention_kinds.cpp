@@ -10,6 +10,8 @@ namespace xsagpt {
 // Each kind's file defines these two (kind_<name>.cpp).
 std::unique_ptr<AttentionStep> make_xsa_step(const StepContext& c);
 int64_t xsa_step_params(const ModelConfig& c);
+std::unique_ptr<AttentionStep> make_gated_step(const StepContext& c);
+int64_t gated_step_params(const ModelConfig& c);
 
 namespace {
 
@@ -31,6 +33,17 @@ std::span<const AttentionKindRow> kind_table() {
         "exclusive self attention (XSA)"},
        make_xsa_step,
        xsa_step_params},
+      {{"gated",
+        "output-gated attention: z = y * sigmoid(x.w) per head or per channel, x the layer's input (arXiv 2505.06708)",
+        {},
+        {{"out_gate",
+          "the gate's width: \"headwise\" (one per head) or \"elementwise\" (one per channel)",
+          {"headwise", "elementwise"}}},
+        /*step=*/true,
+        "",
+        "output-gated attention"},
+       make_gated_step,
+       gated_step_params},
   };
   return table;
 }
