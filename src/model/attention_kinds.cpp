@@ -12,6 +12,8 @@ std::unique_ptr<AttentionStep> make_xsa_step(const StepContext& c);
 int64_t xsa_step_params(const ModelConfig& c);
 std::unique_ptr<AttentionStep> make_gated_step(const StepContext& c);
 int64_t gated_step_params(const ModelConfig& c);
+std::unique_ptr<AttentionStep> make_xsa_token_step(const StepContext& c);
+int64_t xsa_token_step_params(const ModelConfig& c);
 
 namespace {
 
@@ -44,6 +46,15 @@ std::span<const AttentionKindRow> kind_table() {
         "output-gated attention"},
        make_gated_step,
        gated_step_params},
+      {{"xsa_token",
+        "XSA's step scaled by a gate per token and head, g = tanh(x.w + b) from the layer's input (modded-nanogpt)",
+        {"xsa_layers"},
+        {},
+        /*step=*/true,
+        "",
+        "exclusive self attention gated per token"},
+       make_xsa_token_step,
+       xsa_token_step_params},
   };
   return table;
 }
