@@ -98,3 +98,20 @@ def test_set_overrides_the_model_as_train_does(xsagpt, tmp_path):
                           (["--set", "train.lr=1"], "info takes model.* keys")):
         proc = xsagpt("info", "-c", "tiny", *args, check=False)
         assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
+
+
+@pytest.mark.parametrize("sets", [{"attention": "gated", "out_gate": "elementwise"},
+                                  {"attention": "xsa_token", "xsa_layers": "last 2"}])
+def test_each_kinds_parameter_count_equals_reference_model(xsagpt, sets):
+    """An attention kind's parameters, set with --set (its own option among them), are
+    counted as the PyTorch reference model holds them; its keys on another kind are refused."""
+    args = [a for k, v in sets.items() for a in ("--set", f"model.{k}={v}")]
+    got = info(xsagpt, "-c", "tiny", *args)
+    assert all(got["config"][k] == v for k, v in sets.items())
+    with torch.device("meta"):
+        ref = GPT(GPTConfig.from_dict(got["config"], "tiny"))
+    plain = info(xsagpt, "-c", "tiny")["params_total"]
+    assert got["params_total"] == sum(p.numel() for p in ref.parameters()) > plain
+    key = next(k for k in sets if k != "attention")
+    proc = xsagpt("info", "-c", "tiny", "--set", f"model.{key}={sets[key]}", check=False)
+    assert proc.returncode != 0 and f"model.{key}: a key of attention=" in proc.stderr
