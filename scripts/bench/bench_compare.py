@@ -42,7 +42,8 @@ def main() -> None:
         options += [f"loss chunk {step['loss_chunk']}"] if step.get("loss_chunk") else []
         label = f"{cfg} ({', '.join(options)})" if options else cfg
         for v, r in step["results"].items():
-            attention = "sa" if v.split("@")[0] == "sa" else "xsa"  # variants: NAME or NAME@KERNELS
+            # A variant is KIND[-IMPL][@KERNELS] (`xsagpt bench --help`): the PyTorch rows are by kind.
+            attention = v.split("@")[0].split("-")[0]
             eager = torch_rows.get((cfg, B, T, attention, "eager"))
             compiled = torch_rows.get((cfg, B, T, attention, "compiled"))
             ratio = step.get("ratios", {}).get(v, {})

@@ -20,7 +20,7 @@ import torch
 # reference/ sits beside this script, in the folder Python puts first on sys.path when it
 # runs one: the import needs no path setting, also under a bare machine's system python3
 # (bench_gpu.sh). The tests find it through tests/python/pytest.ini.
-from reference.model import GPT, GPTConfig
+from reference.model import ATTENTION_KINDS, GPT, GPTConfig
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -78,7 +78,7 @@ def main() -> None:
     ap.add_argument("--config", default="gpt2-124m", help="name in configs/model/ or a JSON file")
     ap.add_argument("-b", "--batch", type=int, default=16)
     ap.add_argument("-t", "--seq-len", type=int, default=1024)
-    ap.add_argument("--attention", choices=["sa", "xsa"], help="override the config's attention")
+    ap.add_argument("--attention", choices=list(ATTENTION_KINDS), help="override the config's attention")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--compile", action="store_true", help="also time torch.compile")

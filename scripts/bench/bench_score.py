@@ -107,7 +107,11 @@ def main(argv=None) -> None:
 
         model_file = tmp / "model.json"
         model_file.write_text(json.dumps(model))
-        variant = model.get("attention", "sa")
+        # bench's variant is the model's kind; a config without the key has the default, the
+        # first kind `xsagpt config --json` lists.
+        kinds = json.loads(subprocess.run([args.binary, "config", "--json"], check=True, capture_output=True,
+                                          text=True).stdout)["attention_kinds"]
+        variant = model.get("attention", kinds[0]["name"])
         bench_json = tmp / "bench.json"
         subprocess.run([args.binary, "bench", "--no-block", "--device", args.device, "--step-config", str(model_file),
                         "--step-batch", str(args.step_batch), "--step-seq-len", str(min(args.seq_len,

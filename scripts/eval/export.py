@@ -64,10 +64,14 @@ HF_CODE = ROOT / "scripts" / "eval" / "hf"  # configuration_xsagpt.py, modeling_
 GPT2_DIR = ROOT / "data" / "gpt2"  # encoder.json, vocab.bpe: transformers' vocab.json and merges.txt
 
 
-# model.attention's values (src/config/model_config.h, AttentionKind) by whether the
-# kind applies XSA's step in the layers model.xsa_layers selects. A kind the C++ model
-# gains later is refused by name until the conventions below can describe it.
-ATTENTION_KINDS = {"sa": False, "xsa": True}
+# model.attention's values (the rows of src/model/attention_kinds.cpp; `xsagpt config
+# --json` lists them) by the conventions section that describes their step: XSA's step
+# (conventions.xsa, its gate per head or per token) or the output gate
+# (conventions.out_gate). The exporter writes down each kind's formula, so it names the
+# kinds it can describe; one the C++ model gains later is refused by name until then.
+ATTENTION_KINDS = {"sa": None, "xsa": "xsa", "xsa_token": "xsa", "gated": "out_gate"}
+# Whether a kind's layers are the ones model.xsa_layers selects (the kinds that own the key).
+SELECTS_LAYERS = {"xsa", "xsa_token"}
 # model.gelu's values (src/config/model_config.h, GeluKind) as conventions.mlp.activation,
 # and as the name transformers' ACT2FN gives the same function (config.json's hidden_act):
 # erf's GELU is "gelu"; GPT-2's tanh approximation is "gelu_pytorch_tanh" (F.gelu with
@@ -75,16 +79,22 @@ ATTENTION_KINDS = {"sa": False, "xsa": True}
 GELU_ACTIVATIONS = {"exact": ("gelu_exact", "gelu"), "tanh": ("gelu_tanh", "gelu_pytorch_tanh")}
 
 
-def xsa_layer_indices(m: dict) -> list[int]:
-    """The layers that apply XSA's step, resolved once from the model config as
-    ModelConfig::uses_xsa does: model.attention, then model.xsa_layers (null: every
-    layer; "last N"; or a list of indices)."""
-    kind = m.get("attention", "sa")
+def attention_kind(m: dict) -> str:
+    """model.attention; a config without the key has the default kind (the table's first)."""
+    kind = m.get("attention", next(iter(ATTENTION_KINDS)))
     if kind not in ATTENTION_KINDS:
         sys.exit(f"model.attention = {kind!r}: this exporter knows {sorted(ATTENTION_KINDS)}")
+    return kind
+
+
+def step_layer_indices(m: dict, section: str) -> list[int]:
+    """The layers whose step conventions[section] describes, resolved once from the model
+    config as ModelConfig::uses_step does: model.attention, then, for a kind that owns it,
+    model.xsa_layers (null: every layer; "last N"; or a list of indices)."""
+    kind = attention_kind(m)
     n_layer = int(m.get("n_layer", 12))
-    xl = m.get("xsa_layers")
-    if not ATTENTION_KINDS[kind]:
+    xl = m.get("xsa_layers") if kind in SELECTS_LAYERS else None
+    if ATTENTION_KINDS[kind] != section:
         return []
     if xl is None:
         return list(range(n_layer))
@@ -105,7 +115,9 @@ def conventions(m: dict) -> dict:
     """Everything besides the weights that the forward pass depends on, as the C++ model
     (src/model/) implements it, so that scripts/eval/load_export.py, or anyone, can rebuild it
     from the export alone. Defaults are src/config/model_config.h's."""
-    xsa_layers = xsa_layer_indices(m)
+    xsa_layers = step_layer_indices(m, "xsa")
+    kind = attention_kind(m)
+    token_gate = kind in SELECTS_LAYERS and kind != "xsa"  # XSA's step gated per token
     activation = GELU_ACTIVATIONS[gelu_kind(m)][0]
     d_model = int(m.get("d_model", 768))
     return {
@@ -122,7 +134,14 @@ def conventions(m: dict) -> dict:
                  "positions": "sinks at 0..n_sink-1, tokens from n_sink"},
         "xsa": {"layers": xsa_layers, "eps": float(m.get("xsa_eps", 1e-6)),
                 "formula": "z = y - g (y . v_hat) v_hat per head, v_hat = v / max(||v||, eps), in float32",
-                "gate": m.get("xsa_gate", "off"), "gate_value": "g = tanh(attn.xsa_gate[h]) when gate != off, else 1"},
+                "gate": "token" if token_gate else m.get("xsa_gate", "off"),
+                "gate_value": "g = tanh(attn.xsa_gate[h]) when gate is sa or xsa; when gate is token, per token t "
+                              "g = tanh(x_t . attn.xsa_token_gate[h] + attn.xsa_token_gate_bias[h]), x = ln_1's "
+                              "output; else 1"},
+        **({"out_gate": {"layers": step_layer_indices(m, "out_gate"), "width": m.get("out_gate", "headwise"),
+                         "formula": "z = y * sigmoid(x . attn.out_gate[r]) before c_proj, x = ln_1's output, r the "
+                                    "head (width headwise) or the channel h*head_dim+d (width elementwise)"}}
+           if ATTENTION_KINDS[kind] == "out_gate" else {}),
         "mlp": {"activation": activation, "hidden": int(float(m.get("mlp_ratio", 4.0)) * d_model)},
         "vocab": {"padded": int(m.get("vocab_size", 50304)), "real": GPT2_VOCAB, "tokenizer": "gpt2",
                   "softmax_over": "padded"},
@@ -221,8 +240,14 @@ def expected_shapes(m: dict, conv: dict) -> dict[str, tuple]:
         linear(f"{p}.attn.c_proj", d, inner)
         linear(f"{p}.mlp.c_fc", hidden, d)
         linear(f"{p}.mlp.c_proj", d, hidden)
-        if i in conv["xsa"]["layers"] and conv["xsa"]["gate"] != "off":
-            shapes[f"{p}.attn.xsa_gate"] = (conv["attention"]["n_head"],)
+        n_head = conv["attention"]["n_head"]
+        if i in conv["xsa"]["layers"] and conv["xsa"]["gate"] == "token":
+            shapes[f"{p}.attn.xsa_token_gate"] = (n_head, d)
+            shapes[f"{p}.attn.xsa_token_gate_bias"] = (n_head,)
+        elif i in conv["xsa"]["layers"] and conv["xsa"]["gate"] != "off":
+            shapes[f"{p}.attn.xsa_gate"] = (n_head,)
+        if i in conv.get("out_gate", {}).get("layers", []):
+            shapes[f"{p}.attn.out_gate"] = (inner if conv["out_gate"]["width"] == "elementwise" else n_head, d)
     return shapes
 
 
@@ -259,8 +284,10 @@ def hf_config(config: dict) -> dict:
         "mlp_hidden": conv["mlp"]["hidden"],
         "hidden_act": {a: hf for a, hf in GELU_ACTIVATIONS.values()}[conv["mlp"]["activation"]],
         "bias": conv["linear_bias"], "norm_eps": conv["norm"]["eps"],
-        "rope_theta": conv["rope"]["theta"], "attention": m.get("attention", "sa"),
+        "rope_theta": conv["rope"]["theta"], "attention": attention_kind(m),
         "xsa_layers": conv["xsa"]["layers"], "xsa_eps": conv["xsa"]["eps"], "xsa_gate": conv["xsa"]["gate"],
+        "out_gate_layers": conv.get("out_gate", {}).get("layers", []),
+        "out_gate": conv.get("out_gate", {}).get("width", "headwise"),
         "n_sink": conv["n_sink"], "tie_word_embeddings": conv["tied_embeddings"], "use_cache": True,
         "bos_token_id": EOT, "eos_token_id": EOT, "dtype": config["dtype"],
         "conventions": conv,
@@ -289,12 +316,20 @@ def model_card(config: dict, n_params: int, run_dir: pathlib.Path) -> str:
     m, conv = config["model"], config["conventions"]
     layers = conv["xsa"]["layers"]
     n_layer = int(m.get("n_layer", 12))
-    if not layers:
+
+    def where(ls: list[int]) -> str:
+        return "every layer" if len(ls) == n_layer else f"layers {', '.join(map(str, ls))} of {n_layer}"
+
+    if conv.get("out_gate", {}).get("layers"):
+        variant = (f"output-gated attention (a sigmoid gate {conv['out_gate']['width']} from the layer's input "
+                   f"before the output projection, arXiv 2505.06708) in {where(conv['out_gate']['layers'])}")
+    elif not layers:
         variant = "standard causal self attention (SA) in every layer"
     else:
-        where = "every layer" if len(layers) == n_layer else f"layers {', '.join(map(str, layers))} of {n_layer}"
-        variant = f"Exclusive Self Attention (XSA) in {where}"
-        if conv["xsa"]["gate"] != "off":
+        variant = f"Exclusive Self Attention (XSA) in {where(layers)}"
+        if conv["xsa"]["gate"] == "token":
+            variant += ", gated per token and head by tanh of a learned linear map of the layer's input"
+        elif conv["xsa"]["gate"] != "off":
             variant += f", gated per head by a learned tanh(alpha) (initialised as {conv['xsa']['gate'].upper()})"
     val = last_val_loss(run_dir, config["step"])
     metrics = run_dir / "metrics.jsonl"

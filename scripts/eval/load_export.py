@@ -27,32 +27,53 @@ SUPPORTED = {("rope", "layout"): ("rotate_half",), ("mlp", "activation"): ("gelu
              ("norm", "type"): ("layernorm",)}
 # conventions.mlp.activation as F.gelu's `approximate`: erf's GELU or GPT-2's tanh approximation.
 GELU_APPROXIMATE = {"gelu_exact": "none", "gelu_tanh": "tanh"}
-GATE_STARTS = ("off", "sa", "xsa")  # conventions.xsa.gate: no gate, or the start of a learned one
+# conventions.xsa.gate: no gate, the start of a learned one per head, or one per token
+GATE_STARTS = ("off", "sa", "xsa", "token")
+OUT_GATE_WIDTHS = ("headwise", "elementwise")  # conventions.out_gate.width
 
 
 class LayerVariant:
     """What one attention layer computes, read once from the conventions (which layers
-    have XSA's step, whether it is gated) and checked against the weights: a gate the
-    conventions name must be there, and one they do not must not be."""
+    have XSA's step and how it is gated, which the output gate) and checked against the
+    weights: a gate the conventions name must be there, and one they do not must not be."""
 
     def __init__(self, conv: dict, weights: dict, layer: int):
         self.xsa = layer in conv["xsa"]["layers"]
-        self.gate_key = f"transformer.h.{layer}.attn.xsa_gate"
-        self.gated = self.xsa and conv["xsa"]["gate"] != "off"
-        if self.gated and self.gate_key not in weights:
-            raise ValueError(f"conventions.xsa: layer {layer} is gated ({conv['xsa']['gate']!r}) but the weights "
-                             f"have no {self.gate_key}")
-        if not self.gated and self.gate_key in weights:
-            raise ValueError(f"{self.gate_key}: in the weights, but the conventions give layer {layer} no gate")
+        self.out_gated = layer in conv.get("out_gate", {}).get("layers", [])
+        p = f"transformer.h.{layer}.attn"
+        self.gate_key, self.out_key = f"{p}.xsa_gate", f"{p}.out_gate"
+        self.token_keys = (f"{p}.xsa_token_gate", f"{p}.xsa_token_gate_bias")
+        self.gated = self.xsa and conv["xsa"]["gate"] not in ("off", "token")
+        self.token = self.xsa and conv["xsa"]["gate"] == "token"
+        gates = [((self.gate_key,), self.gated, "an XSA gate per head"),
+                 (self.token_keys, self.token, "an XSA gate per token"),
+                 ((self.out_key,), self.out_gated, "an output gate")]
+        for keys, used, what in gates:
+            for key in keys:
+                if used and key not in weights:
+                    raise ValueError(f"conventions: layer {layer} has {what} but the weights have no {key}")
+                if not used and key in weights:
+                    raise ValueError(f"{key}: in the weights, but the conventions give layer {layer} no such gate")
 
-    def exclude_self(self, y: torch.Tensor, v: torch.Tensor, eps: float, w: dict) -> torch.Tensor:
-        """XSA's step z = y - g (y . v^) v^ per head, in float32 at least (g = 1 without a gate)."""
+    def exclude_self(self, y: torch.Tensor, v: torch.Tensor, h: torch.Tensor, eps: float, w: dict) -> torch.Tensor:
+        """XSA's step z = y - g (y . v^) v^ per head, in float32 at least (g = 1 without a gate;
+        per token, g = tanh(h . w_h + b_h), h the layer's input)."""
         dt = torch.promote_types(y.dtype, torch.float32)
         v_hat = F.normalize(v.to(dt), dim=-1, eps=eps)
         proj = (y.to(dt) * v_hat).sum(-1, keepdim=True) * v_hat
         if self.gated:
             proj = torch.tanh(w[self.gate_key].double()).to(dt).view(-1, 1, 1) * proj
+        if self.token:
+            a = F.linear(h, w[self.token_keys[0]], w[self.token_keys[1]])  # (B, L, H)
+            proj = torch.tanh(a.to(dt)).transpose(1, 2).unsqueeze(-1) * proj
         return (y.to(dt) - proj).to(y.dtype)
+
+    def out_gate(self, y: torch.Tensor, h: torch.Tensor, w: dict) -> torch.Tensor:
+        """z = y * sigmoid(h W^T), a gate per head or per channel from the layer's input h."""
+        B, H, L, _ = y.shape
+        dt = torch.promote_types(y.dtype, torch.float32)
+        g = torch.sigmoid(F.linear(h, w[self.out_key]).to(dt)).view(B, L, H, -1).transpose(1, 2)
+        return (y.to(dt) * g).to(y.dtype)
 
 
 def _linear(w: dict, name: str, x: torch.Tensor) -> torch.Tensor:
@@ -72,6 +93,9 @@ class ExportedGPT(nn.Module):
                                  f"{' or '.join(map(repr, known))}")
         if conv["xsa"]["gate"] not in GATE_STARTS:
             raise ValueError(f"conventions.xsa.gate = {conv['xsa']['gate']!r}: this loader implements {GATE_STARTS}")
+        if "out_gate" in conv and conv["out_gate"]["width"] not in OUT_GATE_WIDTHS:
+            raise ValueError(f"conventions.out_gate.width = {conv['out_gate']['width']!r}: this loader implements "
+                             f"{OUT_GATE_WIDTHS}")
         self.conv = conv
         self.w = dict(weights)  # by their exported names; nothing here is trained
         att, rope = conv["attention"], conv["rope"]
@@ -83,7 +107,8 @@ class ExportedGPT(nn.Module):
         self.register_buffer("cos", ang.cos().float(), persistent=False)
         self.register_buffer("sin", ang.sin().float(), persistent=False)
         self.n_layer = 1 + max([int(k.split(".")[2]) for k in weights if k.startswith("transformer.h.")], default=-1)
-        outside = [i for i in conv["xsa"]["layers"] if not 0 <= i < self.n_layer]
+        outside = [i for i in conv["xsa"]["layers"] + conv.get("out_gate", {}).get("layers", [])
+                   if not 0 <= i < self.n_layer]
         if outside:
             raise ValueError(f"conventions.xsa.layers: {outside} outside the {self.n_layer} layers of the weights")
         self.layers = [LayerVariant(conv, self.w, i) for i in range(self.n_layer)]
@@ -112,7 +137,9 @@ class ExportedGPT(nn.Module):
             q, k = self._rope(q, L), self._rope(k, L)
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1.0 / math.sqrt(D))
             if self.layers[i].xsa:
-                y = self.layers[i].exclude_self(y, v, c["xsa"]["eps"], w)
+                y = self.layers[i].exclude_self(y, v, h, c["xsa"]["eps"], w)
+            if self.layers[i].out_gated:
+                y = self.layers[i].out_gate(y, h, w)
             x = x + _linear(w, f"{p}.attn.c_proj", y.transpose(1, 2).reshape(B, L, H * D))
             h = _norm(w, f"{p}.ln_2", x, eps)
             gelu = GELU_APPROXIMATE[c["mlp"]["activation"]]

@@ -14,9 +14,10 @@ def variant_of(config: dict | None) -> str | None:
     if isinstance(config.get("variant"), str):
         return config["variant"]
     model = config.get("model")
-    if not isinstance(model, dict) or not model or not isinstance(model.get("attention", "sa"), str):
+    # config.json holds every model key; a model without its kind names no variant.
+    if not isinstance(model, dict) or not isinstance(model.get("attention"), str):
         return None
-    name = model.get("attention", "sa")
+    name = model["attention"]
     layers = model.get("xsa_layers")
     if layers is not None:
         name += f" layers={layers if isinstance(layers, str) else json.dumps(layers, separators=(',', ':'))}"

@@ -43,7 +43,7 @@ HeadStats attention_head_stats(CausalSelfAttentionImpl& attn, const torch::Tenso
   s.value_cos_sim = (gram.sum({-2, -1}) - self) / static_cast<double>(T * (T - 1));
   s.attn_diag = a.diagonal(0, -2, -1).narrow(2, n_sink, T).mean(-1);
   s.cos_y_v = mean_cos_v(y);
-  if (attn.variant.xsa) s.cos_z_v = mean_cos_v(attn.exclude_self(y, v));
+  if (attn.step) s.cos_z_v = mean_cos_v(attn.apply_step(y, v, h.to(torch::kFloat64)));
   return s;
 }
 
@@ -89,7 +89,7 @@ std::vector<LayerStats> analyze_attention(GPT& model, const std::vector<torch::T
     auto mean = [&](const torch::Tensor& t) { return t.item<double>() / static_cast<double>(count); };
     LayerStats l{i, mean(sum[i].value_cos_sim), mean(sum[i].attn_diag), mean(sum[i].cos_y_v), std::nullopt};
     if (sum[i].cos_z_v.defined()) l.cos_z_v = mean(sum[i].cos_z_v);
-    l.variant = model->transformer->h[i]->as<Block>()->attn->variant.describe();
+    l.variant = model->transformer->h[i]->as<Block>()->attn->describe();
     out.push_back(l);
   }
   return out;

@@ -61,18 +61,33 @@ Results measure_interleaved(const BenchOptions& o, const std::vector<Case>& case
   return r;
 }
 
+// Whether XSA's implementations (XsaImpl: the kernel row a kind names sets one) run a kind's step.
+bool served_by_xsa_kernels(const AttentionKindInfo& k) {
+  return *k.kernel && parse_kernels(k.kernel, /*cuda=*/true).xsa != XsaImpl::kOps;
+}
+
 // XSA's implementations a variant may force, by the suffix after its attention's name.
 constexpr std::array<std::pair<const char*, XsaImpl>, 3> kForcedXsaImpls{
     {{"ops", XsaImpl::kOps}, {"fused", XsaImpl::kFused}, {"autograd", XsaImpl::kComposed}}};
 
 }  // namespace
 
+std::vector<std::string> default_bench_variants() {
+  std::vector<std::string> out{attention_kinds().front().name};
+  for (const auto& k : attention_kinds())
+    if (served_by_xsa_kernels(k)) {
+      out.insert(out.end(), {k.name, std::string(k.name) + "-autograd"});
+      break;
+    }
+  return out;
+}
+
 BenchVariant parse_bench_variant(const std::string& variant) {
   auto fail = [&]() -> ConfigError {
     return ConfigError(
-        fmt::format("bench variant \"{}\": expected an attention ({}), the XSA one optionally with -ops, -fused or "
-                    "-autograd, then optionally @KERNELS",
-                    variant, schema::enum_choices<AttentionKind>()));
+        fmt::format("bench variant \"{}\": expected an attention ({}), one the XSA kernels serve optionally with "
+                    "-ops, -fused or -autograd, then optionally @KERNELS",
+                    variant, attention_kind_choices()));
   };
   BenchVariant v;
   std::string head = variant;
@@ -81,13 +96,11 @@ BenchVariant parse_bench_variant(const std::string& variant) {
     v.kernels = variant.substr(at + 1);
   }
   const auto dash = head.find('-');
-  try {
-    v.kind = schema::enum_from_name<AttentionKind>(head.substr(0, dash), "bench variant");
-  } catch (const ConfigError&) {
-    throw fail();
-  }
+  v.kind = head.substr(0, dash);
+  const auto* kind = find_attention_kind(v.kind);
+  if (!kind) throw fail();
   if (dash == std::string::npos) return v;
-  if (v.kind != AttentionKind::kXsa) throw fail();  // the suffixes choose how XSA's step runs
+  if (!served_by_xsa_kernels(*kind)) throw fail();  // the suffixes choose how XSA's step runs
   for (const auto& [suffix, impl] : kForcedXsaImpls)
     if (head.substr(dash + 1) == suffix) v.xsa_impl = impl;
   if (!v.xsa_impl) throw fail();
@@ -96,6 +109,7 @@ BenchVariant parse_bench_variant(const std::string& variant) {
 
 ModelConfig variant_config(ModelConfig c, const std::string& variant) {
   c.attention = parse_bench_variant(variant).kind;
+  c.kind_options.clear();
   c.xsa_layers = nullptr;
   c.xsa_gate = XsaGate::kOff;
   c.dropout = 0.0;

@@ -43,15 +43,19 @@ struct Timing {
   std::vector<double> round_ms;  // training step: the median of each round, in order
 };
 
+// The variants bench compares by default: the default kind, the kind XSA's kernels
+// serve, and that one's step composed of ordinary ops ("sa", "xsa", "xsa-autograd").
+std::vector<std::string> default_bench_variants();
+
 struct BenchOptions {
   torch::Device device = torch::kCPU;
   int64_t batch = 4;
   int64_t head_dim = 64;
   double mlp_ratio = 4.0;
   int64_t warmup = 2, iters = 10;
-  // Spelled through the attention kinds' one name table (config/model_config.h).
-  std::vector<std::string> variants{name(AttentionKind::kSa), name(AttentionKind::kXsa),
-                                    std::string(name(AttentionKind::kXsa)) + "-autograd"};
+  // The default kind, the kind the XSA kernels serve, and that one composed of
+  // ordinary ops; read from the kinds' table (config/attention_kinds.h).
+  std::vector<std::string> variants = default_bench_variants();
   // The train.* keys the training step runs with: train's defaults (AdamW, clipping,
   // seed) but for what the flags set (precision, kernels, checkpointing, loss chunk).
   TrainConfig train;
@@ -81,9 +85,9 @@ Results bench_train_step(const BenchOptions& o, const ModelConfig& model, int64_
 Results bench_optimizer_step(const BenchOptions& o, const ModelConfig& model);
 
 // A variant's name taken apart: NAME[-IMPL][@KERNELS], NAME one of model.attention's
-// names, IMPL (XSA only) the implementation of XSA's step it forces.
+// names, IMPL (a kind the XSA kernels serve) the implementation of XSA's step it forces.
 struct BenchVariant {
-  AttentionKind kind = AttentionKind::kSa;
+  std::string kind;
   std::optional<XsaImpl> xsa_impl;
   std::string kernels;  // train.kernels with '+' between names; empty: the --kernels of all
 };

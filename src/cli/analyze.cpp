@@ -146,7 +146,7 @@ int analyze(int argc, char** argv) {
     const json meta = {
         {"checkpoint", utf8::escape_invalid(trained.file.string())},  // JSON holds UTF-8 only
         {"step", trained.step},
-        {"attention", name(mc.attention)},
+        {"attention", mc.attention},
         {"variant", mc.describe_attention()},
         {"config", cfg},
         {"val", utf8::escape_invalid(val)},
@@ -178,7 +178,7 @@ int analyze(int argc, char** argv) {
 
   const auto layers = analyze_attention(trained.model, batches);
 
-  json out = {{"attention", name(mc.attention)},
+  json out = {{"attention", mc.attention},
               {"variant", mc.describe_attention()},
               {"checkpoint", utf8::escape_invalid(trained.file.string())},  // JSON holds UTF-8 only
               {"layers", json::array()}};

@@ -2,6 +2,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "config/kernel_fit.h"
+#include "config/model_section.h"
 #include "config/run_config.h"
 #include "model/counts.h"
 #include "train/memory_check.h"
@@ -55,7 +56,7 @@ int info(int argc, char** argv) {
         throw ConfigError("--set: info takes model.* keys; " + section +
                           " settings are its own options (--micro-batch, --seq-len, --precision, --recompute, "
                           "--optimizer, --kernels, --loss-chunk, --optimizer-shards)");
-    schema::read(raw["model"], cfg, "--set model");
+    read_model_section(raw["model"], cfg, "--set model");
     cfg.validate("--set model");
   }
   const int64_t T = args.count("seq-len") ? args["seq-len"].as<int64_t>() : cfg.block_size;
@@ -147,7 +148,11 @@ int config_reference(int argc, char** argv) {
       "print instead what scripts read: {\"kernels\": [{\"name\", \"help\", \"auto\", \"fused\", "
       "\"default_model\", \"tests\"}, ...]}, train.kernels' names in order, each with what it fuses, whether "
       "\"auto\" (on CUDA) and \"fused\" take it, whether it runs a model of the model.* defaults (gelu needs "
-      "model.gelu \"tanh\"), and the CUDA tests that speak for it (gtest filter patterns)");
+      "model.gelu \"tanh\") and the CUDA tests that speak for it (gtest filter patterns), and {\"attention_kinds\": "
+      "[{\"name\", \"help\", \"keys\", \"options\", \"step\", \"kernel\", \"export_name\"}, ...]}, model.attention's "
+      "values in order (the first is the default), each with the model.* keys it owns, its own options and their "
+      "values, whether it changes attention's output, the train.kernels row that runs that step (\"\": ATen ops) "
+      "and what an export calls it");
   const auto parsed = parse_command(opts, argc, argv);
   if (!parsed) return 0;
   if (parsed->count("json")) {
@@ -168,7 +173,19 @@ int config_reference(int argc, char** argv) {
                          {"default_model", default_model},
                          {"tests", k.tests}});
     }
-    std::cout << json{{"kernels", kernels}}.dump(2) << "\n";
+    json kinds = json::array();
+    for (const auto& k : attention_kinds()) {
+      json options = json::object();
+      for (const auto& o : k.options) options[o.name] = {{"help", o.help}, {"choices", o.choices}};
+      kinds.push_back({{"name", k.name},
+                       {"help", k.help},
+                       {"keys", k.fields},
+                       {"options", options},
+                       {"step", k.step},
+                       {"kernel", k.kernel},
+                       {"export_name", k.export_name}});
+    }
+    std::cout << json{{"kernels", kernels}, {"attention_kinds", kinds}}.dump(2) << "\n";
     return 0;
   }
   std::cout << config_reference_markdown();

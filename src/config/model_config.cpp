@@ -1,11 +1,13 @@
 #include "config/model_config.h"
 
+#include "config/model_section.h"
 #include "util/json_read.h"
 #include "util/paths.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -15,8 +17,35 @@ namespace xsagpt {
 
 namespace fs = std::filesystem;
 
-bool ModelConfig::uses_xsa(int64_t layer) const {
-  if (attention != AttentionKind::kXsa) return false;
+namespace {
+
+const AttentionKindInfo& kind_of(const ModelConfig& c, const std::string& where) {
+  const auto* k = find_attention_kind(c.attention);
+  if (!k)
+    throw ConfigError(where + ".attention: expected " + attention_kind_choices() + ", got \"" + c.attention + "\"");
+  return *k;
+}
+
+bool owns(const std::vector<std::string>& keys, const std::string& key) {
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+// The kinds owning a key, as "attention=\"xsa\"" (or several joined by " or ").
+std::string owners_of(const std::string& key) {
+  std::string out;
+  for (const auto& k : attention_kinds()) {
+    bool mine = owns(k.fields, key);
+    for (const auto& o : k.options) mine = mine || key == o.name;
+    if (mine) out += fmt::format("{}attention=\"{}\"", out.empty() ? "" : " or ", k.name);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool ModelConfig::uses_step(int64_t layer) const {
+  const auto* kind = find_attention_kind(attention);
+  if (!kind || !kind->step) return false;
   if (xsa_layers.is_null()) return true;
   if (xsa_layers.is_string()) {  // "last N" (validated)
     int64_t n = std::stoll(xsa_layers.get<std::string>().substr(5));
@@ -27,23 +56,33 @@ bool ModelConfig::uses_xsa(int64_t layer) const {
   return false;
 }
 
+std::string ModelConfig::kind_option(const std::string& key) const {
+  if (auto it = kind_options.find(key); it != kind_options.end()) return it->second;
+  if (const auto* kind = find_attention_kind(attention))
+    for (const auto& o : kind->options)
+      if (key == o.name) return o.choices.front();
+  return "";
+}
+
 std::string ModelConfig::describe_attention() const {
-  std::string out = name(attention);
+  std::string out = attention;
   std::vector<int64_t> layers;
   for (int64_t l = 0; l < n_layer; ++l)
-    if (uses_xsa(l)) layers.push_back(l);
+    if (uses_step(l)) layers.push_back(l);
   if (!layers.empty() && static_cast<int64_t>(layers.size()) < n_layer)
     out += fmt::format(" in layer{} {}", layers.size() > 1 ? "s" : "", fmt::join(layers, ","));
   if (xsa_gate != XsaGate::kOff) out += fmt::format(", gated (starts as {})", name(xsa_gate));
+  for (const auto& [k, v] : kind_options) out += fmt::format(", {}={}", k, v);
   if (n_sink > 0) out += fmt::format(", {} sink{}", n_sink, n_sink > 1 ? "s" : "");
   return out;
 }
 
 std::string ModelConfig::variant() const {
-  std::string out = name(attention);
+  std::string out = attention;
   if (!xsa_layers.is_null())
     out += " layers=" + (xsa_layers.is_string() ? xsa_layers.get<std::string>() : xsa_layers.dump());
   if (xsa_gate != XsaGate::kOff) out += fmt::format(" gate={}", name(xsa_gate));
+  for (const auto& [k, v] : kind_options) out += fmt::format(" {}={}", k, v);
   if (n_sink > 0) out += fmt::format(" sinks={}", n_sink);
   return out;
 }
@@ -113,23 +152,54 @@ void ModelConfig::validate(const std::string& where) const {
                     "give about {:.3g} parameters, more than a 64-bit count can hold; sizes are "
                     "wrong (a typo?)",
                     where, n_layer, d_model, n_head, head_dim, mlp_ratio, vocab_size, bound));
-  // The names come from the enums' tables; the messages say which value a key needs.
-  if (xsa_gate != XsaGate::kOff && attention != AttentionKind::kXsa)
-    throw ConfigError(fmt::format("{}.xsa_gate: gates the XSA step, so it needs attention=\"{}\" (attention is \"{}\")",
-                                  where, name(AttentionKind::kXsa), name(attention)));
-  if (!xsa_layers.is_null() && attention != AttentionKind::kXsa)
-    throw ConfigError(fmt::format("{}: only meaningful with attention=\"{}\" (attention is \"{}\")", xk,
-                                  name(AttentionKind::kXsa), name(attention)));
+  // A key a kind owns, set away from its default on a model of another kind, is refused:
+  // the model would silently ignore it. The kinds' table says who owns what.
+  const auto& kind = kind_of(*this, where);
+  const json mine = schema::write(*this), defaults = schema::write(ModelConfig{});
+  for (const auto& other : attention_kinds())
+    for (const auto& key : other.fields)
+      if (!owns(kind.fields, key) && mine.at(key) != defaults.at(key))
+        throw ConfigError(fmt::format("{}.{}: a key of {}, so it needs {} (attention is \"{}\")", where, key,
+                                      owners_of(key), owners_of(key), attention));
+  for (const auto& [key, value] : kind_options) {
+    const auto o = std::find_if(kind.options.begin(), kind.options.end(), [&](const auto& x) { return key == x.name; });
+    if (o == kind.options.end())
+      throw ConfigError(fmt::format("{}.{}: a key of {}, so it needs {} (attention is \"{}\")", where, key,
+                                    owners_of(key), owners_of(key), attention));
+    if (!owns(o->choices, value))
+      throw ConfigError(
+          fmt::format("{}.{}: expected one of \"{}\", got \"{}\"", where, key, fmt::join(o->choices, "\", \""), value));
+  }
+}
+
+void read_model_section(const json& j, ModelConfig& c, const std::string& where) {
+  // The kinds' own options are read here, the fields by the schema; a key neither
+  // knows is the schema's "unknown key" error, which lists the fields.
+  json fields = j;
+  if (j.is_object())
+    for (const auto& kind : attention_kinds())
+      for (const auto& o : kind.options)
+        if (auto it = j.find(o.name); it != j.end()) {
+          if (!it->is_string())
+            throw ConfigError(fmt::format("{}.{}: expected a string, got {}", where, o.name, it->dump()));
+          c.kind_options[o.name] = it->get<std::string>();
+          fields.erase(o.name);
+        }
+  schema::read(fields, c, where);
 }
 
 ModelConfig model_config_from_json(const json& j, const std::string& where) {
   ModelConfig c;
-  schema::read(j, c, where);
+  read_model_section(j, c, where);
   c.validate(where);
   return c;
 }
 
-json to_json(const ModelConfig& c) { return schema::write(c); }
+json to_json(const ModelConfig& c) {
+  json j = schema::write(c);
+  for (const auto& [k, v] : c.kind_options) j[k] = v;
+  return j;
+}
 
 json read_json_file(const fs::path& path) {
   std::error_code ec;

@@ -2,22 +2,15 @@
 // configs/model/). Defaults live in the member initialisers and nowhere else.
 #pragma once
 
+#include "config/attention_kinds.h"
 #include "config/schema.h"
 
 #include <array>
 #include <filesystem>
+#include <map>
 #include <utility>
 
 namespace xsagpt {
-
-// model.attention: the attention a model is built with. The names below are the only
-// place the program spells them; everything else compares the enum or asks a layer
-// (model/attention.h: AttentionVariant) what it computes.
-enum class AttentionKind { kSa, kXsa };
-inline constexpr std::array<std::pair<AttentionKind, const char*>, 2> kAttentionKindNames{
-    {{AttentionKind::kSa, "sa"}, {AttentionKind::kXsa, "xsa"}}};
-inline const auto& enum_names(AttentionKind) { return kAttentionKindNames; }
-inline const char* name(AttentionKind k) { return schema::enum_name(k); }
 
 // model.xsa_gate: no gate, or a learned per-head gate starting as SA (alpha 0) or as XSA.
 enum class XsaGate { kOff, kSa, kXsa };
@@ -46,7 +39,7 @@ struct ModelConfig {
   int64_t head_dim = 64;
   double mlp_ratio = 4.0;
   GeluKind gelu = GeluKind::kExact;
-  AttentionKind attention = AttentionKind::kSa;
+  std::string attention = attention_kinds().front().name;  // the kinds' table's first row
   json xsa_layers = nullptr;
   XsaGate xsa_gate = XsaGate::kOff;
   int64_t n_sink = 0;
@@ -64,6 +57,9 @@ struct ModelConfig {
   std::string head_init = "normal";
   double norm_eps = 1e-5;
   double xsa_eps = 1e-6;
+  // The options of the model's kind that it sets (AttentionKindInfo::options), by key:
+  // read and written beside the fields, as model.<key>, only where set.
+  std::map<std::string, std::string> kind_options;
 
   template <class S, class V>
   static void fields(S& s, V&& v) {
@@ -77,8 +73,12 @@ struct ModelConfig {
     v("gelu", s.gelu,
       "the MLP's GELU: \"exact\" (erf, nanoGPT's; configs and checkpoints without the key) or \"tanh\" "
       "(GPT-2's tanh approximation, which cuBLASLt's GEMM epilogues compute: train.kernels \"gelu\" needs it)");
-    v("attention", s.attention, "\"sa\" (standard causal self attention) or \"xsa\" (exclusive self attention)");
-    v("xsa_layers", s.xsa_layers, "with attention=xsa: null for every layer, a list of layer indices, or \"last N\"");
+    v("attention", s.attention,
+      "the attention kind: one of the kinds `xsagpt config --json` lists (\"attention_kinds\"; docs/sweeps-and-plots.md"
+      "#attention-kinds), each with the keys it owns");
+    v("xsa_layers", s.xsa_layers,
+      "the layers that apply the kind's step (a kind that owns this key): null for every layer, a list of layer "
+      "indices, or \"last N\"; the others are standard attention");
     v("xsa_gate", s.xsa_gate,
       "learnable per-head XSA gate z = y - tanh(alpha) (y.v^) v^ in XSA layers: \"off\", or its start, "
       "\"sa\" (alpha = 0) or \"xsa\" (alpha = 9.25, tanh = 1 in float32: exactly XSA, but on tanh's flat "
@@ -104,13 +104,16 @@ struct ModelConfig {
 
   int64_t inner_dim() const { return n_head * head_dim; }
   int64_t mlp_dim() const { return static_cast<int64_t>(mlp_ratio * static_cast<double>(d_model)); }
-  // Whether layer `i` applies the XSA step (false everywhere for attention=sa).
-  bool uses_xsa(int64_t layer) const;
+  // Whether layer `i` applies its kind's step (false everywhere for a kind without one).
+  bool uses_step(int64_t layer) const;
+  // The value of the kind's option `key` (its first choice where not set).
+  std::string kind_option(const std::string& key) const;
   // The model's attention in words, for logs and reports: "sa", "xsa",
-  // "xsa in layers 2,3, gated (starts as sa)", each with ", N sinks" when there are any.
+  // "xsa in layers 2,3, gated (starts as sa)", each with ", N sinks" when there are any
+  // and the kind's options as ", key=value".
   std::string describe_attention() const;
   // The model's variant name: its attention, then " layers=L" (model.xsa_layers as
-  // written), " gate=G" and " sinks=N" where set ("xsa layers=last 3 gate=sa"). What
+  // written), " gate=G", its options " key=value" and " sinks=N" where set ("xsa layers=last 3 gate=sa"). What
   // `xsagpt eval` reports for a model without a NAME= and config.json records as
   // "variant", where the Python tools (plot.py, table2.py) read it.
   std::string variant() const;

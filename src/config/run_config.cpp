@@ -1,6 +1,7 @@
 #include "config/run_config.h"
 
 #include "config/kernel_fit.h"
+#include "config/model_section.h"
 #include "util/device.h"
 #include "util/json_read.h"
 #include "util/utf8.h"
@@ -126,7 +127,7 @@ RunConfig run_config_from_json(const json& j, const std::string& where) {
   RunConfig c;
   for (const auto& [k, v] : j.items()) {
     if (k == "model")
-      schema::read(v, c.model, where + ": model");
+      read_model_section(v, c.model, where + ": model");
     else if (k == "data")
       schema::read(v, c.data, where + ": data");
     else if (k == "train")
@@ -205,7 +206,13 @@ RunConfig load_run_config(const std::string& path, const std::vector<std::string
 }
 
 std::string config_reference_markdown() {
-  return "| key | default | meaning |\n|---|---|---|\n" + schema::reference_rows<ModelConfig>("model") +
+  // The attention kinds' own options follow the model's fields: keys only their kind reads.
+  std::string options;
+  for (const auto& kind : attention_kinds())
+    for (const auto& o : kind.options)
+      options += fmt::format("| `model.{}` | `\"{}\"` | attention=\"{}\" only: {} |\n", o.name, o.choices.front(),
+                             kind.name, o.help);
+  return "| key | default | meaning |\n|---|---|---|\n" + schema::reference_rows<ModelConfig>("model") + options +
          schema::reference_rows<DataConfig>("data") + schema::reference_rows<TrainConfig>("train") +
          fmt::format("| `out_dir` | `{}` | run directory: config.json, metrics.jsonl, checkpoints/ |\n",
                      json(RunConfig{}.out_dir).dump());

@@ -2,6 +2,7 @@
 
 #include "analysis/paired.h"
 #include "config/model_config.h"
+#include "config/model_section.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -17,8 +18,13 @@ namespace xsagpt::eval {
 
 namespace {
 
+// The keys that make a variant: the kind, every key a kind owns, and the sinks.
 json without_variant_keys(json model) {
-  for (const char* k : {"attention", "xsa_layers", "xsa_gate", "n_sink"}) model.erase(k);
+  for (const char* k : {"attention", "n_sink"}) model.erase(k);
+  for (const auto& kind : attention_kinds()) {
+    for (const auto& k : kind.fields) model.erase(k);
+    for (const auto& o : kind.options) model.erase(o.name);
+  }
   return model;
 }
 
@@ -39,7 +45,7 @@ const char* const kMetrics[] = {"acc", "acc_norm"};
 
 std::string variant_of(const json& model) {
   ModelConfig c;  // absent keys take their defaults, as the checkpoint's model was built
-  schema::read(model, c, "model");
+  read_model_section(model, c, "model");
   return c.variant();
 }
 
@@ -80,7 +86,7 @@ json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelE
                                 {"file", m.file},
                                 {"step", m.step},
                                 {"variant", m.label.empty() ? variant_of(m.model) : m.label},
-                                {"attention", m.model.value("attention", std::string("sa"))},
+                                {"attention", m.model.value("attention", std::string(attention_kinds().front().name))},
                                 {"model", m.model},
                                 {"seed", m.seed},
                                 {"results", results},
@@ -89,8 +95,9 @@ json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelE
   const auto& ms = report["models"];
   if (ms.empty()) return report;
   std::vector<std::string> variants;  // in the order given
-  for (const auto& m : ms)  // as a string: g++ 13 finds std::string == json ambiguous
-    if (const auto v = m["variant"].get<std::string>(); std::find(variants.begin(), variants.end(), v) == variants.end())
+  for (const auto& m : ms)            // as a string: g++ 13 finds std::string == json ambiguous
+    if (const auto v = m["variant"].get<std::string>();
+        std::find(variants.begin(), variants.end(), v) == variants.end())
       variants.push_back(v);
   const std::string baseline = baseline_name.empty() ? variants.front() : baseline_name;
   if (std::find(variants.begin(), variants.end(), baseline) == variants.end())

@@ -2,28 +2,13 @@
 
 #include "kernels/rope_qkv.h"
 #include "model/rope.h"
-#include "model/xsa.h"
 
 #include <fmt/format.h>
 
 namespace xsagpt {
 
 AttentionVariant AttentionVariant::of(const ModelConfig& cfg, int64_t layer) {
-  AttentionVariant v;
-  v.kind = cfg.attention;
-  v.xsa = cfg.uses_xsa(layer);
-  v.gate = v.xsa ? cfg.xsa_gate : XsaGate::kOff;
-  v.n_sink = cfg.n_sink;
-  v.xsa_eps = cfg.xsa_eps;
-  return v;
-}
-
-std::string AttentionVariant::describe() const {
-  std::string out = name(xsa ? AttentionKind::kXsa : AttentionKind::kSa);
-  if (!xsa && kind != AttentionKind::kSa) out += fmt::format(" ({} model, step not in this layer)", name(kind));
-  if (gate != XsaGate::kOff) out += fmt::format(", gated (starts as {})", name(gate));
-  if (n_sink > 0) out += fmt::format(", {} sink{}", n_sink, n_sink > 1 ? "s" : "");
-  return out;
+  return {cfg.attention, cfg.uses_step(layer), cfg.n_sink};
 }
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg, int64_t layer, ExecPtr exec_)
@@ -36,24 +21,23 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg, int64_t
   c_attn = register_module("c_attn", torch::nn::Linear(LinearOptions(cfg.d_model, 3 * cfg.inner_dim()).bias(cfg.bias)));
   c_proj = register_module("c_proj", torch::nn::Linear(LinearOptions(cfg.inner_dim(), cfg.d_model).bias(cfg.bias)));
   resid_drop = register_module("resid_drop", torch::nn::Dropout(cfg.dropout));
-  if (variant.gate != XsaGate::kOff) xsa_gate = register_parameter("xsa_gate", torch::zeros({n_head}));
+  // The kind's parameters are registered after the projections, on this module: their
+  // names and their place in the parameter order are part of checkpoints.
+  if (variant.step) step = attention_kind_row(cfg.attention).make({cfg, layer, *this, exec});
 }
 
-torch::Tensor CausalSelfAttentionImpl::gate() const {
-  if (!xsa_gate.defined()) return {};
-  // tanh in float64: at the XSA end tanh(alpha) is 1 in float32, where float32's
-  // backward (1 - tanh^2) would be exactly 0 and the gate could never move.
-  return torch::tanh(xsa_gate.to(torch::kFloat64)).to(torch::kFloat32).view({n_head, 1, 1});
+torch::Tensor CausalSelfAttentionImpl::apply_step(const torch::Tensor& y, const torch::Tensor& v,
+                                                  const torch::Tensor& x) const {
+  return step ? (*step)(y, v, x) : y;
 }
 
-torch::Tensor CausalSelfAttentionImpl::exclude_self(const torch::Tensor& y, const torch::Tensor& v) const {
-  switch (exec->rt.kernels.xsa) {
-    case XsaImpl::kFused: return exclude_self_value_fused(y, v, variant.xsa_eps, gate());
-    case XsaImpl::kFusedWide: return exclude_self_value_fused(y, v, variant.xsa_eps, gate(), /*wide=*/true);
-    case XsaImpl::kComposed: return exclude_self_value_autograd(y, v, variant.xsa_eps, gate());
-    case XsaImpl::kOps: break;
-  }
-  return exclude_self_value(y, v, variant.xsa_eps, gate());
+std::string CausalSelfAttentionImpl::describe() const {
+  // A layer without its kind's step computes the default kind's attention (the table's first row).
+  const std::string plain = attention_kinds().front().name;
+  std::string out = step ? variant.kind + step->describe() : plain;
+  if (!step && variant.kind != plain) out += fmt::format(" ({} model, step not in this layer)", variant.kind);
+  if (variant.n_sink > 0) out += fmt::format(", {} sink{}", variant.n_sink, variant.n_sink > 1 ? "s" : "");
+  return out;
 }
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
@@ -83,8 +67,8 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const tor
     y = at::scaled_dot_product_attention(q, keys, values, mask);
   }
 
-  // XSA: z_i = y_i - (y_i . v^_i) v^_i, per head  (gated: z_i = y_i - tanh(alpha) (y_i . v^_i) v^_i)
-  if (variant.xsa) y = exclude_self(y, v);
+  // The kind's step, e.g. XSA: z_i = y_i - (y_i . v^_i) v^_i, per head (model/kind_xsa.cpp)
+  if (step) y = (*step)(y, v, x);
 
   y = y.transpose(1, 2).reshape({B, T, n_head * head_dim});
   return resid_drop(exec->block_linear(y, c_proj->weight, c_proj->bias));

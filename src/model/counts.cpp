@@ -18,9 +18,10 @@ ParamCounts count_params(const ModelConfig& c) {
   const int64_t per_layer = 2 * norm + attn + mlp;
   ParamCounts p;
   p.embedding = V * d * (c.tie_embeddings ? 1 : 2);
-  int64_t gates = 0;  // one alpha per head in each gated XSA layer
-  for (int64_t l = 0; l < c.n_layer; ++l) gates += AttentionVariant::of(c, l).gate != XsaGate::kOff ? c.n_head : 0;
-  p.non_embedding = 2 * norm + c.n_layer * per_layer + c.n_sink * d + gates;  // ln_e, ln_f, blocks, sinks, gates
+  int64_t steps = 0;  // the parameters of the kind's step (XSA's gate) in each layer that applies it
+  if (const auto count = attention_kind_row(c.attention).params)
+    for (int64_t l = 0; l < c.n_layer; ++l) steps += c.uses_step(l) ? count(c) : 0;
+  p.non_embedding = 2 * norm + c.n_layer * per_layer + c.n_sink * d + steps;  // ln_e, ln_f, blocks, sinks, steps
   p.total = p.embedding + p.non_embedding;
   p.matmul = c.n_layer * (attn + mlp) + V * d;  // the head is a matmul; the lookup is not
   p.block_matrices = c.n_layer * (d * 3 * inner + inner * d + 2 * d * hidden);

@@ -5,7 +5,6 @@
 #include "model/chunked_loss.h"
 #include "model/recompute.h"
 #include "model/rope.h"
-#include "model/xsa.h"
 
 #include <algorithm>
 #include <cmath>
@@ -57,12 +56,21 @@ void GPTImpl::init_weights() {
   // so the residual stream's variance does not grow with depth.
   const double proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(cfg.n_layer));
   const std::string& init = cfg.head_init;
+  // An attention kind's parameters start as its step says, in their place in the order.
+  auto kind_init = [&](const std::string& name, torch::Tensor& p) {
+    const std::string prefix = "transformer.h.";
+    const auto attn = name.find(".attn.");
+    if (!name.starts_with(prefix) || attn == std::string::npos) return false;
+    const auto layer = std::stoll(name.substr(prefix.size(), attn - prefix.size()));
+    const auto& step = transformer->h[layer]->as<Block>()->attn->step;
+    return step && step->init(name.substr(attn + 6), p);
+  };
   // Each tensor once: a tied head is wte itself, initialised as the embedding.
   for (auto& [name, p] : unique_named_parameters()) {
-    if (name.ends_with(".bias")) {
+    if (kind_init(name, p)) {
+      continue;
+    } else if (name.ends_with(".bias")) {
       p.zero_();
-    } else if (name.ends_with(".xsa_gate")) {
-      p.fill_(cfg.xsa_gate == XsaGate::kXsa ? kXsaGateInitXsa : 0.0);
     } else if (name == "transformer.ln_f.weight" && init == "zero_norm") {
       p.zero_();  // logits = 0 at the start; the gain's own gradient is not zero, so it grows
     } else if (name.find("ln_") != std::string::npos) {

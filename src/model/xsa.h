@@ -29,6 +29,11 @@
 
 namespace xsagpt {
 
+// alpha at which a gated layer starts as XSA: tanh(alpha) rounds to exactly 1 in
+// float32 for alpha > 13 ln 2 = 9.01 (1 - tanh < 2^-25); just past that point the
+// gradient, sech^2(alpha) ~ 4e-8 taken in float64, is not yet zero.
+inline constexpr double kXsaGateInitXsa = 9.25;
+
 // y, v: (..., head_dim), same shape. gate: undefined (plain XSA) or a tensor
 // that broadcasts against y.v^, e.g. (n_head, 1, 1) for y of shape (B, H, T, D).
 // Returns z in y's dtype.

@@ -5,7 +5,7 @@
 namespace xsagpt {
 
 bool muon_updates(const std::string& name, const torch::Tensor& p) {
-  return p.dim() == 2 && name.starts_with("transformer.h.");
+  return p.dim() == 2 && name.starts_with("transformer.h.") && !name.ends_with("gate");
 }
 
 int64_t muon_blocks(const std::string& name) { return name.ends_with(".attn.c_attn.weight") ? 3 : 1; }

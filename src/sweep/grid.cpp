@@ -1,5 +1,6 @@
 #include "sweep/grid.h"
 
+#include "config/attention_kinds.h"
 #include "sweep/progress.h"
 #include "util/atomic_file.h"
 
@@ -235,8 +236,10 @@ Sweep load_sweep(const std::string& path, int64_t world_size) {
     // The older form: the attention values are the variants, the directories keep their names.
     s.variant_key = "model.attention";
     for (const auto& v : spec["grid"]["model.attention"]) s.variants.push_back(value_text(v));
-    if (baseline.empty())
-      baseline = std::find(s.variants.begin(), s.variants.end(), "sa") != s.variants.end() ? "sa" : s.variants[0];
+    if (baseline.empty()) {  // the default kind where the grid has it
+      const std::string plain = attention_kinds().front().name;
+      baseline = std::find(s.variants.begin(), s.variants.end(), plain) != s.variants.end() ? plain : s.variants[0];
+    }
     auto it = std::find(s.variants.begin(), s.variants.end(), baseline);
     if (it == s.variants.end())
       throw ConfigError(fmt::format("{}: baseline: '{}' is not a value of grid.model.attention ({})", path, baseline,

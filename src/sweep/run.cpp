@@ -33,7 +33,7 @@ void print_points(const Sweep& s, int64_t world) {
   for (const auto& p : s.points) {
     const auto& t = p.config.train;
     std::cout << fmt::format("  {:<48} attention={} lr={:g} seq_len={} micro_batch={} accumulation={} steps={}\n",
-                             p.name, name(p.config.model.attention), t.lr, t.seq_len, t.micro_batch,
+                             p.name, p.config.model.attention, t.lr, t.seq_len, t.micro_batch,
                              p.config.accumulation_steps(world), t.max_steps);
   }
 }

@@ -9,19 +9,20 @@ namespace xsagpt {
 
 namespace {
 
-// g = tanh(alpha) of each gated layer, in float64: the gate the layer applies
-// (CausalSelfAttentionImpl::gate rounds the same number to float32).
+// The per-head gates of each layer's step (XSA's g = tanh(alpha)), in float64: the
+// gates the layer applies (its step rounds the same numbers to float32).
 nlohmann::json gate_values(GPT& model) {
   nlohmann::json layers = nlohmann::json::array();
   bool any = false;
   for (const auto& block : *model->transformer->h) {
     const auto& attn = *block->as<Block>()->attn;
-    if (!attn.xsa_gate.defined()) {
+    auto g = attn.step ? attn.step->head_gates() : torch::Tensor();
+    if (!g.defined()) {
       layers.push_back(nullptr);
       continue;
     }
     any = true;
-    auto g = torch::tanh(attn.xsa_gate.detach().to(torch::kCPU, torch::kFloat64)).contiguous();
+    g = g.contiguous();
     const std::vector<double> heads(g.data_ptr<double>(), g.data_ptr<double>() + g.numel());
     double sum = 0;
     for (double x : heads) sum += x;

@@ -47,6 +47,11 @@ void announce(const RunConfig& cfg, const Runtime& rt, torch::Device device, con
                device.str(), s.parts.optimizer->impl());
   spdlog::info("kernels: {}{}", describe(rt.kernels),
                rt.kernels == Kernels{} || device.is_cuda() ? "" : " (their ATen twins: this run is not on CUDA)");
+  // A kind whose step no fused kernel serves still trains under "fused" or "auto": its
+  // step runs as ATen ops beside the other kernels, and the log says so (docs/kernels.md).
+  if (const auto& kind = *find_attention_kind(cfg.model.attention);
+      kind.step && !*kind.kernel && rt.kernels.xsa != XsaImpl::kOps)
+    spdlog::info("kernels: attention \"{}\" has no fused kernel: its step runs as ATen ops", kind.name);
   spdlog::info("optimizer: {}", s.parts.optimizer->summary());
   if (!device.is_cuda()) spdlog::info("cpu: {}", cpu_threads_description());
   spdlog::info("validation: {} batches ({} tokens); run dir {}", s.val.num_batches(), s.val.num_sequences() * t.seq_len,

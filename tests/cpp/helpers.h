@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -72,8 +73,29 @@ inline ModelConfig small_model(const std::string& attention, int64_t vocab = 64)
   c.d_model = 48;
   c.n_head = 3;
   c.head_dim = 20;  // inner width 60 != d_model on purpose
-  c.attention = schema::enum_from_name<AttentionKind>(attention, "small_model");
+  c.attention = attention;
   return c;
+}
+
+// A layer's own parameter `name` (an attention kind's, e.g. "xsa_gate"); undefined where it has none.
+inline torch::Tensor own_param(const torch::nn::Module& m, const std::string& name) {
+  const auto params = m.named_parameters(/*recurse=*/false);
+  const auto* p = params.find(name);
+  return p ? *p : torch::Tensor();
+}
+
+// d f / d t[i] by central differences in float64, t a leaf that f reads (restored after):
+// the independent side of the attention kinds' gradient tests.
+inline double central_difference(const std::function<double()>& f, torch::Tensor t, int64_t i, double h = 1e-6) {
+  torch::NoGradGuard no_grad;
+  auto flat = t.view(-1);
+  const double x = flat[i].item<double>();
+  flat[i].fill_(x + h);
+  const double up = f();
+  flat[i].fill_(x - h);
+  const double down = f();
+  flat[i].fill_(x);
+  return (up - down) / (2 * h);
 }
 
 // How a test runs a model: checkpointing mode, loss chunk, train.kernels spec (cuda: as on a GPU).

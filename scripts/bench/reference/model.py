@@ -7,9 +7,14 @@ specification rather than translated from the C++, so the two can check each oth
 
 Attention: fused q,k,v projection (`c_attn`, split q|k|v along the last dim),
 n_head heads of head_dim each (n_head*head_dim need not equal d_model), RoPE
-(rotate-half layout) on q and k, causal scaled_dot_product_attention, then in XSA
-layers the component of each head's output along its own value vector is removed,
-z = y - (y . v^) v^ with v^ = v / max(||v||, xsa_eps), in float32 at least.
+(rotate-half layout) on q and k, causal scaled_dot_product_attention, then the kind's step on each head's output y
+(model.attention; x is the layer's input, after ln_1):
+  xsa        z = y - g (y . v^) v^ with v^ = v / max(||v||, xsa_eps), in float32 at least;
+             g = 1, or tanh(alpha_h) with model.xsa_gate
+  gated      z = y * sigmoid(x . w), one w per head (out_gate "headwise") or per channel
+             ("elementwise"): output-gated attention, arXiv 2505.06708
+  xsa_token  XSA's step with g = tanh(x . w_h + b_h) per token and head
+XSA's step and the token gate apply in the layers xsa_layers selects.
 
 MLP: c_fc, GELU, c_proj; the GELU exact (erf, nanoGPT's) or GPT-2's tanh
 approximation, as model.gelu says.
@@ -34,9 +39,15 @@ import torch.nn.functional as F
 _JSON_KINDS = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (str,)}
 
 
-# model.attention's values and whether each applies XSA's step (in the layers
-# xsa_layers selects), and model.xsa_gate's: as src/config/model_config.h's tables.
-ATTENTION_KINDS = {"sa": False, "xsa": True}
+# model.attention's values, each with the keys it owns and, for its own options, their
+# values (the first the default): as the rows of src/model/attention_kinds.cpp. The
+# reference spells them because it is the C++ model's independent twin.
+ATTENTION_KINDS = {
+    "sa": {},
+    "xsa": {"xsa_layers": None, "xsa_gate": None},
+    "gated": {"out_gate": ("headwise", "elementwise")},
+    "xsa_token": {"xsa_layers": None},
+}
 XSA_GATES = ("off", "sa", "xsa")
 # model.gelu's values as F.gelu's `approximate` (src/config/model_config.h: GeluKind):
 # erf's GELU, or GPT-2's tanh approximation.
@@ -46,13 +57,15 @@ GELU_KINDS = {"exact": "none", "tanh": "tanh"}
 @dataclasses.dataclass(frozen=True)
 class LayerVariant:
     """What one attention layer computes, resolved once from the config."""
-    xsa: bool = False  # applies XSA's step
-    gated: bool = False  # with a learned per-head gate tanh(alpha) on the XSA term
+    step: Optional[str] = None  # the kind whose step the layer applies; None: plain attention
+    gated: bool = False  # XSA with a learned per-head gate tanh(alpha) on its term
+    gate_width: int = 0  # the gated kind's: n_head (headwise) or n_head*head_dim (elementwise)
 
 
 @dataclasses.dataclass
 class GPTConfig:
-    """The `model` section of a run config; keys and defaults as src/config/model_config.h."""
+    """The `model` section of a run config; keys and defaults as src/config/model_config.h
+    (out_gate: the gated kind's option, absent from a config that does not set it)."""
     vocab_size: int = 50304
     block_size: int = 1024
     n_layer: int = 12
@@ -72,6 +85,7 @@ class GPTConfig:
     xsa_eps: float = 1e-6
     xsa_gate: str = "off"  # "off" | "sa" | "xsa": learnable per-head tanh(alpha) on the XSA term
     n_sink: int = 0  # learned sink vectors in front of every sequence
+    out_gate: Optional[str] = None  # the gated kind's option: "headwise" (its default) | "elementwise"
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "model") -> "GPTConfig":
@@ -96,7 +110,8 @@ class GPTConfig:
         return int(self.mlp_ratio * self.d_model)
 
     def xsa_layer_set(self) -> set[int]:
-        if not ATTENTION_KINDS[self.attention]:
+        """The layers that apply the kind's step."""
+        if self.attention == "sa":
             return set()
         if self.xsa_layers is None:
             return set(range(self.n_layer))
@@ -105,8 +120,11 @@ class GPTConfig:
         return set(self.xsa_layers)
 
     def layer_variant(self, layer: int) -> LayerVariant:
-        xsa = layer in self.xsa_layer_set()
-        return LayerVariant(xsa=xsa, gated=xsa and self.xsa_gate != "off")
+        if layer not in self.xsa_layer_set():
+            return LayerVariant()
+        width = self.inner_dim if self.out_gate == "elementwise" else self.n_head
+        return LayerVariant(step=self.attention, gated=self.attention == "xsa" and self.xsa_gate != "off",
+                            gate_width=width if self.attention == "gated" else 0)
 
     def validate(self, where: str = "model") -> None:
         for k in ("vocab_size", "block_size", "n_layer", "d_model", "n_head", "head_dim",
@@ -118,6 +136,15 @@ class GPTConfig:
         if self.attention not in ATTENTION_KINDS:
             raise ValueError(f"{where}.attention: expected {' or '.join(map(repr, ATTENTION_KINDS))}, "
                              f"got {self.attention!r}")
+        owned = ATTENTION_KINDS[self.attention]
+        defaults = {"xsa_layers": None, "xsa_gate": "off", "out_gate": None}
+        for k, default in defaults.items():
+            if getattr(self, k) != default and k not in owned:
+                owners = [a for a, keys in ATTENTION_KINDS.items() if k in keys]
+                raise ValueError(f"{where}.{k}: a key of attention {owners}, so it needs one of them "
+                                 f"(attention is {self.attention!r})")
+        if self.out_gate is not None and self.out_gate not in owned["out_gate"]:
+            raise ValueError(f"{where}.out_gate: expected one of {owned['out_gate']}, got {self.out_gate!r}")
         if not 0 <= self.dropout < 1:
             raise ValueError(f"{where}.dropout: expected a probability in [0, 1), got {self.dropout!r}")
         xl, key = self.xsa_layers, f"{where}.xsa_layers"
@@ -136,8 +163,6 @@ class GPTConfig:
             raise ValueError(f"{where}.xsa_gate: expected one of {XSA_GATES}, got {self.xsa_gate!r}")
         if not (isinstance(self.n_sink, int) and self.n_sink >= 0):
             raise ValueError(f"{where}.n_sink: must be >= 0, got {self.n_sink!r}")
-        if xl is not None and not ATTENTION_KINDS[self.attention]:
-            raise ValueError(f'{key}: only meaningful with attention="xsa" (attention is {self.attention!r})')
 
 
 def rope_tables(max_len: int, head_dim: int, theta: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -178,9 +203,14 @@ class CausalSelfAttention(nn.Module):
         self.c_attn = nn.Linear(cfg.d_model, 3 * self.inner, bias=cfg.bias)
         self.c_proj = nn.Linear(self.inner, cfg.d_model, bias=cfg.bias)
         self.resid_drop = nn.Dropout(cfg.dropout)
-        self.dropout, self.xsa, self.xsa_eps = cfg.dropout, variant.xsa, cfg.xsa_eps
+        self.dropout, self.step, self.xsa_eps = cfg.dropout, variant.step, cfg.xsa_eps
         # Gated XSA: z = y - tanh(alpha_h) (y . v^) v^; alpha is loaded from the checkpoint.
         self.xsa_gate = nn.Parameter(torch.zeros(cfg.n_head)) if variant.gated else None
+        if self.step == "gated":  # z = y * sigmoid(x W^T), W (n_head or inner, d_model), no bias
+            self.out_gate = nn.Parameter(torch.zeros(variant.gate_width, cfg.d_model))
+        if self.step == "xsa_token":  # g = tanh(x W^T + b) per token and head
+            self.xsa_token_gate = nn.Parameter(torch.zeros(cfg.n_head, cfg.d_model))
+            self.xsa_token_gate_bias = nn.Parameter(torch.zeros(cfg.n_head))
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
@@ -189,9 +219,17 @@ class CausalSelfAttention(nn.Module):
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0,
                                            is_causal=True)
-        if self.xsa:
+        if self.step == "xsa":
             gate = None if self.xsa_gate is None else torch.tanh(self.xsa_gate.double()).float().view(-1, 1, 1)
             y = exclude_self_value(y, v, self.xsa_eps, gate)
+        elif self.step == "gated":
+            dt = torch.promote_types(y.dtype, torch.float32)
+            g = torch.sigmoid((x @ self.out_gate.t()).to(dt)).view(B, T, self.n_head, -1).transpose(1, 2)
+            y = (y.to(dt) * g).to(y.dtype)
+        elif self.step == "xsa_token":
+            alpha = x @ self.xsa_token_gate.t() + self.xsa_token_gate_bias  # (B, T, H)
+            g = torch.tanh(alpha.to(torch.promote_types(y.dtype, torch.float32))).transpose(1, 2).unsqueeze(-1)
+            y = exclude_self_value(y, v, self.xsa_eps, g)
         return self.resid_drop(self.c_proj(y.transpose(1, 2).reshape(B, T, self.inner)))
 
 
@@ -257,6 +295,8 @@ class GPT(nn.Module):
                 p.fill_(1.0)
             elif name.endswith("xsa_gate"):
                 p.fill_(0.0 if self.cfg.xsa_gate == "sa" else 9.25)  # tanh(9.25) == 1 in float32
+            elif name.endswith(("xsa_token_gate", "xsa_token_gate_bias")):
+                p.zero_()  # g = 0: starts as SA
             elif name.endswith("c_proj.weight"):
                 p.normal_(0.0, 0.02 / math.sqrt(2 * self.cfg.n_layer))
             elif name == "lm_head.weight" and not self.cfg.tie_embeddings:

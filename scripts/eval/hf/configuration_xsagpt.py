@@ -16,6 +16,10 @@ from transformers import PreTrainedConfig
 # What modeling_xsagpt.py implements, as config.json's "conventions" names it.
 IMPLEMENTED = {("rope", "layout"): ("rotate_half",), ("mlp", "activation"): ("gelu_exact", "gelu_tanh"),
                ("norm", "type"): ("layernorm",)}
+# model.attention's values this code implements (the rows of src/model/attention_kinds.cpp
+# it has the formula of), and the gates of XSA's step: none, per head (as it starts), per token.
+ATTENTION_KINDS = ("sa", "xsa", "gated", "xsa_token")
+XSA_GATES = ("off", "sa", "xsa", "token")
 # The MLP's GELU as transformers' ACT2FN names it (hidden_act), by conventions.mlp.activation.
 HIDDEN_ACT = {"gelu_exact": "gelu", "gelu_tanh": "gelu_pytorch_tanh"}
 
@@ -36,10 +40,12 @@ class XsagptConfig(PreTrainedConfig):
     bias: bool = False  # in every Linear and LayerNorm
     norm_eps: float = 1e-5
     rope_theta: float = 10000.0
-    attention: str = "sa"  # "sa" or "xsa"; xsa_layers says where XSA applies
-    xsa_layers: list[int] | None = None  # the layers with XSA (none for "sa")
+    attention: str = "sa"  # one of ATTENTION_KINDS; xsa_layers and out_gate_layers say where its step applies
+    xsa_layers: list[int] | None = None  # the layers with XSA's step (gated or not)
     xsa_eps: float = 1e-6
-    xsa_gate: str = "off"  # "off", or a learned per-head tanh(alpha) on the XSA term
+    xsa_gate: str = "off"  # "off", a learned per-head tanh(alpha) ("sa"/"xsa": its start), or "token"
+    out_gate_layers: list[int] | None = None  # the layers with the output gate (attention "gated")
+    out_gate: str = "headwise"  # the output gate's width: "headwise" or "elementwise"
     n_sink: int = 0  # learned sink vectors in front of every sequence
     tie_word_embeddings: bool = False
     use_cache: bool = True
@@ -51,16 +57,22 @@ class XsagptConfig(PreTrainedConfig):
 
     def __post_init__(self, **kwargs):
         self.xsa_layers = sorted(self.xsa_layers or [])
-        if self.attention not in ("sa", "xsa"):
-            raise ValueError(f'attention: expected "sa" or "xsa", got {self.attention!r}')
-        if self.xsa_gate not in ("off", "sa", "xsa"):
-            raise ValueError(f'xsa_gate: expected "off", "sa" or "xsa", got {self.xsa_gate!r}')
+        self.out_gate_layers = sorted(self.out_gate_layers or [])
+        if self.attention not in ATTENTION_KINDS:
+            raise ValueError(f"attention: expected one of {ATTENTION_KINDS}, got {self.attention!r}")
+        if self.xsa_gate not in XSA_GATES:
+            raise ValueError(f"xsa_gate: expected one of {XSA_GATES}, got {self.xsa_gate!r}")
+        if self.out_gate not in ("headwise", "elementwise"):
+            raise ValueError(f'out_gate: expected "headwise" or "elementwise", got {self.out_gate!r}')
         if self.head_dim % 2:
             raise ValueError(f"head_dim: RoPE rotates pairs, so it must be even, got {self.head_dim}")
-        if self.attention == "sa" and self.xsa_layers:
-            raise ValueError(f'xsa_layers: {self.xsa_layers} with attention "sa"')
-        if not all(0 <= i < self.n_layer for i in self.xsa_layers):
-            raise ValueError(f"xsa_layers: layer indices must be in [0, {self.n_layer}), got {self.xsa_layers}")
+        if self.attention in ("sa", "gated") and self.xsa_layers:
+            raise ValueError(f"xsa_layers: {self.xsa_layers} with attention {self.attention!r}")
+        if self.attention != "gated" and self.out_gate_layers:
+            raise ValueError(f"out_gate_layers: {self.out_gate_layers} with attention {self.attention!r}")
+        for key in ("xsa_layers", "out_gate_layers"):
+            if not all(0 <= i < self.n_layer for i in getattr(self, key)):
+                raise ValueError(f"{key}: layer indices must be in [0, {self.n_layer}), got {getattr(self, key)}")
         for (section, key), known in IMPLEMENTED.items():
             got = (self.conventions or {}).get(section, {}).get(key, known[0])
             if got not in known:

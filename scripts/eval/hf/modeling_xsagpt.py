@@ -13,7 +13,9 @@ XSA layers the component of each head's output along its own value vector remove
 
     z_i = y_i - g (y_i . v^_i) v^_i,   v^_i = v_i / max(||v_i||, xsa_eps),   g = 1 or tanh(alpha_h)
 
-(arXiv 2603.09078). Logits cover the padded vocabulary, as xsagpt scores them; the
+(arXiv 2603.09078), g per token and head as tanh(x_i . w_h + b_h) from the layer's input
+x with xsa_gate "token", or in output-gated layers (arXiv 2505.06708) z_i = y_i *
+sigmoid(x_i . w), a gate per head or per channel. Logits cover the padded vocabulary, as xsagpt scores them; the
 padding ids are suppressed in generation by generation_config.json. The sinks' keys
 and values depend on no input, so they are recomputed in every call and the cache
 holds tokens only: its length is the number of tokens, as transformers expects.
@@ -49,8 +51,14 @@ class XsagptAttention(nn.Module):
         self.c_attn = nn.Linear(config.d_model, 3 * inner, bias=config.bias)
         self.c_proj = nn.Linear(inner, config.d_model, bias=config.bias)
         self.xsa, self.xsa_eps = layer_idx in config.xsa_layers, config.xsa_eps
-        gated = self.xsa and config.xsa_gate != "off"
+        token = self.xsa and config.xsa_gate == "token"
+        gated = self.xsa and config.xsa_gate not in ("off", "token")
         self.xsa_gate = nn.Parameter(torch.zeros(config.n_head)) if gated else None
+        self.xsa_token_gate = nn.Parameter(torch.zeros(config.n_head, config.d_model)) if token else None
+        self.xsa_token_gate_bias = nn.Parameter(torch.zeros(config.n_head)) if token else None
+        width = inner if config.out_gate == "elementwise" else config.n_head
+        out_gated = layer_idx in config.out_gate_layers
+        self.out_gate = nn.Parameter(torch.zeros(width, config.d_model)) if out_gated else None
 
     def forward(self, x, cos, sin, mask, cache: Cache | None, n_sink: int) -> torch.Tensor:
         B, L, _ = x.shape
@@ -66,9 +74,16 @@ class XsagptAttention(nn.Module):
         if self.xsa:  # float32 at least: the subtraction cancels most of y
             dt = torch.promote_types(y.dtype, torch.float32)
             g = 1.0 if self.xsa_gate is None else torch.tanh(self.xsa_gate.double()).float().to(dt).view(H, 1, 1)
+            if self.xsa_token_gate is not None:  # one gate per token and head, from the layer's input
+                a = F.linear(x, self.xsa_token_gate, self.xsa_token_gate_bias)  # (B, L, H)
+                g = torch.tanh(a.to(dt)).transpose(1, 2)[..., None]
             yf, v_hat = y.to(dt), F.normalize(v.to(dt), dim=-1, eps=self.xsa_eps)
             # XSA: z_i = y_i - g (y_i . v^_i) v^_i, per head
             y = (yf - g * (yf * v_hat).sum(-1, keepdim=True) * v_hat).to(y.dtype)
+        if self.out_gate is not None:  # output gate: z = y * sigmoid(x W^T), per head or per channel
+            dt = torch.promote_types(y.dtype, torch.float32)
+            g = torch.sigmoid(F.linear(x, self.out_gate).to(dt)).view(B, L, H, -1).transpose(1, 2)
+            y = (y.to(dt) * g).to(y.dtype)
         return self.c_proj(y.transpose(1, 2).reshape(B, L, H * D))
 
 
@@ -106,6 +121,11 @@ class XsagptPreTrainedModel(PreTrainedModel):
         super()._init_weights(module)  # N(0, 0.02) for Linear and Embedding, LayerNorm 1 and 0
         if isinstance(module, XsagptAttention) and module.xsa_gate is not None:
             init.constant_(module.xsa_gate, 9.25 if self.config.xsa_gate == "xsa" else 0.0)  # tanh(9.25) = 1
+        if isinstance(module, XsagptAttention) and module.xsa_token_gate is not None:
+            init.zeros_(module.xsa_token_gate)  # g = 0: starts as SA, as xsagpt's
+            init.zeros_(module.xsa_token_gate_bias)
+        if isinstance(module, XsagptAttention) and module.out_gate is not None:
+            init.normal_(module.out_gate, mean=0.0, std=0.02)
         if isinstance(module, XsagptModel) and module.sink is not None:
             init.normal_(module.sink, mean=0.0, std=0.02)
 

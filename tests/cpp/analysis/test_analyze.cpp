@@ -81,27 +81,28 @@ void check_layer(const ModelConfig& cfg, double gate_alpha) {
   torch::manual_seed(0);
   GPT model(cfg);
   auto& attn = *model->transformer->h[0]->as<Block>()->attn;
-  if (attn.xsa_gate.defined()) {
+  auto alpha = test::own_param(attn, "xsa_gate");
+  if (alpha.defined()) {
     torch::NoGradGuard ng;
-    attn.xsa_gate.fill_(gate_alpha);
+    alpha.fill_(gate_alpha);
   }
   const int64_t L = cfg.n_sink + 12;
   auto h = torch::randn({2, L, cfg.d_model});
   auto [cos, sin] = rope_tables(L, cfg.head_dim, cfg.rope_theta);
   torch::NoGradGuard ng;
   auto got = attention_head_stats(attn, h, cos, sin, cfg.n_sink);
-  const double gate = attn.xsa_gate.defined() ? std::tanh(gate_alpha) : 1.0;
+  const double gate = alpha.defined() ? std::tanh(gate_alpha) : 1.0;
   for (int64_t b = 0; b < 2; ++b)
     for (int64_t hd = 0; hd < cfg.n_head; ++hd) {
       auto e = direct(attn, h, b, hd, cfg.n_sink, gate);
       EXPECT_NEAR(got.value_cos_sim[b][hd].item<double>(), e.value_cos_sim, 1e-5);
       EXPECT_NEAR(got.attn_diag[b][hd].item<double>(), e.attn_diag, 1e-5);
       EXPECT_NEAR(got.cos_y_v[b][hd].item<double>(), e.cos_y_v, 1e-5);
-      if (attn.variant.xsa) {
+      if (attn.variant.step) {
         EXPECT_NEAR(got.cos_z_v[b][hd].item<double>(), e.cos_z_v, 1e-5);
       }
     }
-  EXPECT_EQ(got.cos_z_v.defined(), attn.variant.xsa);
+  EXPECT_EQ(got.cos_z_v.defined(), attn.variant.step);
 }
 
 }  // namespace

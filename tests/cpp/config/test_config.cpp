@@ -32,11 +32,12 @@ TEST(ModelConfig, ErrorsNameTheKeyAndWhatWasExpected) {
   EXPECT_THAT(model_error_of({{"n_head", "four"}}), HasSubstr("f.json: model.n_head: expected an integer"));
   EXPECT_THAT(model_error_of({{"n_head", 0}}), HasSubstr("model.n_head: must be > 0"));
   EXPECT_THAT(model_error_of({{"head_dim", 33}}), HasSubstr("model.head_dim"));
-  EXPECT_THAT(model_error_of({{"attention", "linear"}}), HasSubstr("model.attention: expected \"sa\" or \"xsa\""));
+  EXPECT_THAT(model_error_of({{"attention", "linear"}}), HasSubstr("model.attention: expected " + attention_kind_choices()));
   EXPECT_THAT(model_error_of({{"attention", "xsa"}, {"xsa_layers", "first 2"}}), HasSubstr("model.xsa_layers"));
   EXPECT_THAT(model_error_of({{"attention", "xsa"}, {"n_layer", 2}, {"xsa_layers", {0, 2}}}),
               HasSubstr("model.xsa_layers: layer indices must be integers in [0, 2)"));
-  EXPECT_THAT(model_error_of({{"xsa_layers", {0}}}), HasSubstr("only meaningful with attention=\"xsa\""));
+  EXPECT_THAT(model_error_of({{"xsa_layers", {0}}}), HasSubstr("model.xsa_layers: a key of attention=\"xsa\""));
+  EXPECT_THAT(model_error_of({{"xsa_layers", {0}}}), HasSubstr("(attention is \"sa\")"));
   EXPECT_THAT(model_error_of({{"dropout", 1.5}}), HasSubstr("model.dropout"));
   EXPECT_THAT(model_error_of(json::array()), HasSubstr("expected a JSON object"));
 }
@@ -101,7 +102,7 @@ TEST(ConfigDifference, IgnoresOutDirAndNamesTheFirstKeyThatDiffers) {
   b.out_dir = "elsewhere/moved";
   EXPECT_FALSE(config_difference(to_json(a), to_json(b)).has_value());
   b.train.seed = a.train.seed + 1;
-  b.model.attention = a.model.attention == AttentionKind::kXsa ? AttentionKind::kSa : AttentionKind::kXsa;
+  b.model.attention = a.model.attention == "xsa" ? "sa" : "xsa";
   const auto d = config_difference(to_json(a), to_json(b));
   ASSERT_TRUE(d.has_value());
   EXPECT_THAT(*d, HasSubstr("model.attention is "));  // model comes before train
@@ -119,7 +120,7 @@ TEST(ConfigDifference, IgnoresOutDirAndNamesTheFirstKeyThatDiffers) {
 TEST(ConfigDifference, AKeyASavedConfigLacksIsItsDefault) {
   RunConfig cfg;
   cfg.out_dir = "sw/xsa";
-  cfg.model.attention = AttentionKind::kXsa;
+  cfg.model.attention = "xsa";
   cfg.train.lr = 1e-3;
   json old = to_json(cfg);  // as a version before these keys wrote it
   for (const auto& [section, key] : {std::pair{"model", "gelu"},

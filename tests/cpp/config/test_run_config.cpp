@@ -34,7 +34,7 @@ TEST(RunConfig, ModelReferenceAndOverridesAreTyped) {
   auto path = write_tmp("ok.json", kBase);
   auto cfg = load_run_config(path.string(), {"model.attention=xsa", "train.lr=3e-4", "train.max_steps=10",
                                              "data.shuffle=false", "out_dir=runs/y"});
-  EXPECT_EQ(cfg.model.attention, AttentionKind::kXsa);
+  EXPECT_EQ(cfg.model.attention, "xsa");
   EXPECT_EQ(cfg.model.d_model, load_model_config(test::source_path("configs/model/tiny.json")).d_model);
   EXPECT_DOUBLE_EQ(cfg.train.lr, 3e-4);
   EXPECT_EQ(cfg.train.max_steps, 10);
@@ -49,7 +49,7 @@ TEST(RunConfig, ModelBasePlusOverrides) {
   j["model"] = {{"base", "tiny"}, {"attention", "xsa"}, {"n_layer", 2}};
   auto cfg = load_run_config(write_tmp("base.json", j).string());
   EXPECT_EQ(cfg.model.n_layer, 2);
-  EXPECT_EQ(cfg.model.attention, AttentionKind::kXsa);
+  EXPECT_EQ(cfg.model.attention, "xsa");
 }
 
 TEST(RunConfig, BadValuesNameTheKey) {

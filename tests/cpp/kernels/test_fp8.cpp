@@ -406,7 +406,7 @@ TEST(Fp8Linear, MemoryEstimateCountsTheCopiesAndBoundsThePeak) {
   cfg.n_head = 2;
   cfg.head_dim = 64;
   cfg.dropout = 0.0;
-  cfg.attention = AttentionKind::kXsa;
+  cfg.attention = "xsa";
   const int64_t B = 4, T = 128;
   const auto counts = count_params(cfg);
   const double fp8_copies = 2.0 * static_cast<double>(counts.block_matrices) + 16.0 * cfg.n_layer;

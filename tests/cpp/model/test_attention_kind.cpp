@@ -1,13 +1,15 @@
-// model.attention and model.xsa_gate as enums read by the schema (their JSON form stays
-// the strings, so old configs and checkpoints read unchanged), each layer's
+// model.attention as a name of the kinds' table and model.xsa_gate as an enum read by
+// the schema (their JSON form stays the strings, so old configs and checkpoints read
+// unchanged), the keys a kind owns refused on another kind, each layer's
 // AttentionVariant resolved once from the config, and bench's variant names parsed
-// through the same name table.
+// through the same table.
 #include "bench/block_bench.h"
 #include "config/run_config.h"
 #include "helpers.h"
 #include "model/counts.h"
 #include "model/gpt.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -18,7 +20,7 @@ namespace {
 
 TEST(AttentionKind, ReadAndWrittenAsTheNamesConfigsHold) {
   const auto c = model_config_from_json({{"attention", "xsa"}, {"xsa_gate", "sa"}, {"n_layer", 2}});
-  EXPECT_EQ(c.attention, AttentionKind::kXsa);
+  EXPECT_EQ(c.attention, "xsa");
   EXPECT_EQ(c.xsa_gate, XsaGate::kSa);
   const auto j = to_json(c);
   EXPECT_EQ(j["attention"], "xsa");
@@ -27,9 +29,12 @@ TEST(AttentionKind, ReadAndWrittenAsTheNamesConfigsHold) {
   EXPECT_EQ(to_json(model_config_from_json(j)), j);      // a saved config reads back as itself
 
   auto error_of = [](const json& m) { return test::error_of<ConfigError>([&] { model_config_from_json(m); }); };
+  // The choices are the kinds' table's names, whatever kinds it has.
+  EXPECT_THAT(attention_kind_choices(), HasSubstr("\"sa\""));
+  EXPECT_THAT(attention_kind_choices(), HasSubstr("\"xsa\""));
   EXPECT_THAT(error_of({{"attention", "linear"}}),
-              HasSubstr("model.attention: expected \"sa\" or \"xsa\", got \"linear\""));
-  EXPECT_THAT(error_of({{"attention", 1}}), HasSubstr("model.attention: expected \"sa\" or \"xsa\", got 1"));
+              HasSubstr("model.attention: expected " + attention_kind_choices() + ", got \"linear\""));
+  EXPECT_THAT(error_of({{"attention", 1}}), HasSubstr("model.attention: expected a string, got 1"));
   EXPECT_THAT(error_of({{"attention", "xsa"}, {"xsa_gate", "on"}}),
               HasSubstr("model.xsa_gate: expected \"off\", \"sa\" or \"xsa\", got \"on\""));
   EXPECT_THAT(error_of({{"xsa_gate", "sa"}}), HasSubstr("needs attention=\"xsa\" (attention is \"sa\")"));
@@ -45,9 +50,9 @@ TEST(AttentionVariant, EachLayerKnowsWhatItComputes) {
   std::vector<std::string> got;
   for (const auto& b : *model->transformer->h) {
     const auto& attn = b->as<Block>()->attn;
-    got.push_back(attn->variant.describe());
-    EXPECT_EQ(attn->variant.kind, AttentionKind::kXsa);
-    EXPECT_EQ(attn->xsa_gate.defined(), attn->variant.gate != XsaGate::kOff);  // the gate exists where it applies
+    got.push_back(attn->describe());
+    EXPECT_EQ(attn->variant.kind, "xsa");
+    EXPECT_EQ(test::own_param(*attn, "xsa_gate").defined(), attn->variant.step);  // the gate exists where it applies
   }
   EXPECT_EQ(got, (std::vector<std::string>{"sa (xsa model, step not in this layer), 2 sinks",
                                            "sa (xsa model, step not in this layer), 2 sinks",
@@ -76,15 +81,40 @@ TEST(AttentionVariant, EachLayerKnowsWhatItComputes) {
             2 * cfg.n_head + cfg.n_sink * cfg.d_model);  // two gated layers, two sinks
 }
 
+TEST(AttentionKind, EveryKindsKeysAreRefusedOnAnotherKind) {
+  // Each key a row owns, set on a model of a kind that does not own it, is an error
+  // naming the key and the kinds it belongs to: the table itself drives the check.
+  int checked = 0;
+  for (const auto& owner : attention_kinds())
+    for (const auto& other : attention_kinds()) {
+      if (std::string(owner.name) == other.name) continue;
+      for (const auto& o : owner.options) {
+        if (std::find_if(other.options.begin(), other.options.end(), [&](const auto& x) {
+              return std::string(x.name) == o.name;
+            }) != other.options.end())
+          continue;
+        json m = {{"attention", other.name}, {o.name, o.choices.back()}};
+        EXPECT_THAT(test::error_of<ConfigError>([&] { model_config_from_json(m); }),
+                    HasSubstr(fmt::format("model.{}: a key of ", o.name)));
+        ++checked;
+      }
+    }
+  json xsa_layers_on_sa = {{"attention", attention_kinds().front().name}, {"xsa_layers", "last 1"}};
+  EXPECT_THAT(test::error_of<ConfigError>([&] { model_config_from_json(xsa_layers_on_sa); }),
+              HasSubstr("model.xsa_layers: a key of attention=\"xsa\""));
+  EXPECT_EQ(attention_kinds().front().name, std::string("sa"));  // the default kind
+  (void)checked;  // options exist only for kinds that declare them
+}
+
 TEST(BenchVariant, NamesAreAnAttentionKindAndAnXsaImplementation) {
   const auto v = parse_bench_variant("xsa-fused@weights+norm");
-  EXPECT_EQ(v.kind, AttentionKind::kXsa);
+  EXPECT_EQ(v.kind, "xsa");
   EXPECT_EQ(v.xsa_impl, XsaImpl::kFused);
   EXPECT_EQ(v.kernels, "weights+norm");
-  EXPECT_EQ(parse_bench_variant("sa").kind, AttentionKind::kSa);
+  EXPECT_EQ(parse_bench_variant("sa").kind, "sa");
   EXPECT_FALSE(parse_bench_variant("xsa").xsa_impl.has_value());
   EXPECT_EQ(parse_bench_variant("xsa-autograd").xsa_impl, XsaImpl::kComposed);
-  EXPECT_EQ(variant_config(test::small_model("sa"), "xsa-ops").attention, AttentionKind::kXsa);
+  EXPECT_EQ(variant_config(test::small_model("sa"), "xsa-ops").attention, "xsa");
   // '+' joins kernel names and the sets a list may hold: xsa@fused+fp8 is fused with fp8.
   auto with_fp8 = parse_kernels("fused", false);
   with_fp8.fp8 = true;
@@ -92,7 +122,7 @@ TEST(BenchVariant, NamesAreAnAttentionKindAndAnXsaImplementation) {
   EXPECT_FALSE(variant_runtime(Runtime{}, "xsa@fused", false).kernels.fp8);
   for (const std::string bad : {"linear", "sa-ops", "xsa-fast", "xsa-", "-ops", ""})
     EXPECT_THAT(test::error_of<ConfigError>([&] { parse_bench_variant(bad); }),
-                HasSubstr("bench variant \"" + bad + "\": expected an attention (\"sa\" or \"xsa\")"));
+                HasSubstr("bench variant \"" + bad + "\": expected an attention (" + attention_kind_choices() + ")"));
 }
 
 }  // namespace

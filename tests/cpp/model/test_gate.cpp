@@ -32,10 +32,11 @@ ModelConfig gated(const std::string& start) {
 
 TEST(Gate, XsaStartIsExactlyOneInFloat32) {
   GPT model(gated("xsa"));
-  auto g = model->transformer->h[0]->as<Block>()->attn->gate();
-  ASSERT_TRUE(g.defined());
-  EXPECT_EQ(g.scalar_type(), torch::kFloat32);
-  EXPECT_TRUE(torch::equal(g, torch::ones_like(g)));
+  const auto& attn = *model->transformer->h[0]->as<Block>()->attn;
+  ASSERT_TRUE(test::own_param(attn, "xsa_gate").defined());
+  torch::manual_seed(0);
+  auto y = torch::randn({2, 3, 5, 20}), v = torch::randn({2, 3, 5, 20}), x = torch::randn({2, 5, 48});
+  EXPECT_TRUE(torch::equal(attn.apply_step(y, v, x), exclude_self_value(y, v, 1e-6)));  // the gate is 1 exactly
   EXPECT_EQ(static_cast<float>(std::tanh(kXsaGateInitXsa)), 1.0f);
 }
 
@@ -73,7 +74,7 @@ TEST(Gate, LearnsFromBothEnds) {
     GPT model(cfg);
     auto idx = torch::randint(0, 64, {2, 16}, torch::kLong);
     model->forward(idx, idx).loss.backward();
-    auto alpha = model->transformer->h[0]->as<Block>()->attn->xsa_gate;
+    auto alpha = test::own_param(*model->transformer->h[0]->as<Block>()->attn, "xsa_gate");
     // At the XSA end sech^2(9.25) ~ 3.7e-8 scales the gradient, but it must not vanish.
     EXPECT_GT(alpha.grad().abs().min().item<double>(), 0.0) << start;
   }

@@ -19,7 +19,7 @@ ModelConfig variant(const std::string& name) {
   auto c = small_model("xsa");
   if (name == "xsa-gate") c.xsa_gate = XsaGate::kSa;
   if (name == "xsa-sinks") c.n_sink = 2;
-  if (name == "sa-sinks") c.attention = AttentionKind::kSa, c.n_sink = 1;
+  if (name == "sa-sinks") c.attention = "sa", c.n_sink = 1;
   return c;
 }
 

@@ -118,3 +118,20 @@ def test_what_train_refuses_info_refuses_in_its_words(xsagpt, args, message):
 def test_kernels_a_model_can_run_get_an_estimate(xsagpt):
     assert info(xsagpt, "-c", "tiny", "--set", "model.gelu=tanh", "--kernels", "gelu")["kernels"] == "gelu"
     assert info(xsagpt, "-c", "tiny", "--set", "model.d_model=128", "--kernels", "fp8")["kernels"] == "fp8"
+
+
+@pytest.mark.parametrize("sets", [{"attention": "gated", "out_gate": "elementwise"},
+                                  {"attention": "xsa_token", "xsa_layers": "last 2"}])
+def test_each_kinds_parameter_count_equals_reference_model(xsagpt, sets):
+    """An attention kind's parameters, set with --set (its own option among them), are
+    counted as the PyTorch reference model holds them; its keys on another kind are refused."""
+    args = [a for k, v in sets.items() for a in ("--set", f"model.{k}={v}")]
+    got = info(xsagpt, "-c", "tiny", *args)
+    assert all(got["config"][k] == v for k, v in sets.items())
+    with torch.device("meta"):
+        ref = GPT(GPTConfig.from_dict(got["config"], "tiny"))
+    plain = info(xsagpt, "-c", "tiny")["params_total"]
+    assert got["params_total"] == sum(p.numel() for p in ref.parameters()) > plain
+    key = next(k for k in sets if k != "attention")
+    proc = xsagpt("info", "-c", "tiny", "--set", f"model.{key}={sets[key]}", check=False)
+    assert proc.returncode != 0 and f"model.{key}: a key of attention=" in proc.stderr

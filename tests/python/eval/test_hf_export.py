@@ -35,6 +35,9 @@ VARIANTS = {
     "xsa-some-gate-sinks-tied": {"attention": "xsa", "xsa_layers": [1], "xsa_gate": "xsa", "n_sink": 2,
                                  "tie_embeddings": True, "bias": True, "rope_theta": 500.0, "head_dim": 8},
     "xsa-all-untied-tanh": {"attention": "xsa", "n_sink": 1, "gelu": "tanh"},
+    # The kinds with gates read from the token: generation's cache then feeds them one token at a time.
+    "gated-elementwise-sinks": {"attention": "gated", "out_gate": "elementwise", "n_sink": 1},
+    "xsa_token-layer1": {"attention": "xsa_token", "xsa_layers": [1]},
 }
 
 PAIRS = [

@@ -3,7 +3,8 @@
 xsagpt_dump_model builds the C++ GPT from a config and seed and saves one
 forward+backward pass on random tokens; the reference, loaded with the C++ weights,
 must reproduce the logits, the loss and the gradient of every parameter. The
-configs cover each switch of the architecture: SA/XSA, XSA on some layers only,
+configs cover each switch of the architecture: every attention kind (SA, XSA, output-gated
+attention headwise and elementwise, the per-token XSA gate), XSA on some layers only,
 biases, exact or tanh GELU, an untied head, inner width != d_model, mlp_ratio != 4, and an xsa_eps
 large enough that the ||v|| floor is active for some tokens.
 """
@@ -34,8 +35,13 @@ CASES = {
     "sinks": {"attention": "xsa", "n_sink": 2},
     "gelu_tanh": {"attention": "xsa", "gelu": "tanh"},
     "gelu_tanh_bias": {"gelu": "tanh", "bias": True},
+    "gated": {"attention": "gated"},
+    "gated_elementwise": {"attention": "gated", "out_gate": "elementwise", "n_sink": 1},
+    "xsa_token": {"attention": "xsa_token"},
+    "xsa_token_layers": {"attention": "xsa_token", "n_layer": 3, "xsa_layers": [1]},
 }
-DOUBLE_CASES = ["xsa_layer_list", "bias", "untied_head", "xsa_gate", "sinks", "gelu_tanh", "gelu_tanh_bias"]
+DOUBLE_CASES = ["xsa_layer_list", "bias", "untied_head", "xsa_gate", "sinks", "gelu_tanh", "gelu_tanh_bias",
+                "gated", "gated_elementwise", "xsa_token", "xsa_token_layers"]
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +120,24 @@ def test_xsa_and_sa_differ(dump_model):
     assert (sa["logits"] - xsa["logits"]).abs().max() > 1e-3
 
 
+@pytest.mark.parametrize("name", ["gated", "gated_elementwise", "xsa_token"])
+def test_new_kinds_change_the_output(dump_model, name):
+    """Guards the kinds' cases: the step moves the logits far beyond the comparison's
+    tolerance (the same weights without it, plain attention in every layer, score
+    otherwise), and each gate's gradient is not zero, so a reference or a C++ model that
+    skipped the step, or a gate that never learns, would fail."""
+    dump = dump_model(name)
+    model = GPT.from_checkpoint_dict(dump)
+    with torch.no_grad():
+        stepped, _ = model(dump["idx"])
+        for block in model.transformer.h:
+            block.attn.step = None
+        plain, _ = model(dump["idx"])
+    assert (stepped - plain).abs().max() > 1e-3
+    gates = [k for k in dump["grads"] if k.endswith("gate")]
+    assert gates and all(dump["grads"][k].abs().max() > 0 for k in gates), gates
+
+
 def test_tanh_and_exact_gelu_differ(dump_model):
     """Guards the gelu cases: with the same seed (the same weights) the tanh GELU moves
     the logits by several times the float32 comparison's tolerance (and by 1e8 times
@@ -146,6 +170,10 @@ def test_config_errors():
         GPTConfig.from_dict({**BASE, "attention": "xsa", "xsa_layers": "last 3"})
     with pytest.raises(ValueError, match="model.gelu"):
         GPTConfig.from_dict({**BASE, "gelu": "erf"})
+    with pytest.raises(ValueError, match="model.out_gate: a key of attention"):
+        GPTConfig.from_dict({**BASE, "attention": "xsa", "out_gate": "headwise"})
+    with pytest.raises(ValueError, match="model.xsa_gate: a key of attention"):
+        GPTConfig.from_dict({**BASE, "attention": "xsa_token", "xsa_gate": "sa"})
 
 
 def test_reference_xsa_removes_self_value_component():

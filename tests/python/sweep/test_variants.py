@@ -161,9 +161,12 @@ def test_a_baseline_without_variants_is_refused(tmp_path, base, xsagpt):
 
 
 def test_the_shipped_variant_sweeps(xsagpt, repo_root):
-    """variants-tiny.json: the four variants x 3 seeds on CPU; variants-124m.json: the same at GPT-2 124M x 2 seeds."""
-    for name, seeds, last in (("variants-tiny", 3, "xsa-last2"), ("variants-124m", 2, "xsa-last3")):
+    """variants-tiny.json: six variants (the two kinds with gates read from the token among
+    them) x 3 seeds on CPU; variants-124m.json: four at GPT-2 124M x 2 seeds."""
+    tiny = {"sa", "xsa", "xsa-gated", "xsa-last2", "gated", "xsa_token"}
+    gpt2 = {"sa", "xsa", "xsa-gated", "xsa-last3"}
+    for name, seeds, variants in (("variants-tiny", 3, tiny), ("variants-124m", 2, gpt2)):
         out = xsagpt("sweep", "-c", repo_root / "configs" / "sweeps" / f"{name}.json", "--dry-run",
                      cwd=repo_root).stdout
         rows = [l.split()[0] for l in out.split("memory, as each point")[0].splitlines() if l.startswith("  ")]
-        assert len(rows) == 4 * seeds and {r.split(",")[0] for r in rows} == {"sa", "xsa", "xsa-gated", last}
+        assert len(rows) == len(variants) * seeds and {r.split(",")[0] for r in rows} == variants

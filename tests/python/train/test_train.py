@@ -1,5 +1,6 @@
 """End-to-end tests of `xsagpt train` with the real binary: determinism (also with
-torch's AdamW), the attention kernel the log names, OpenMP threads that sleep at once,
+torch's AdamW), the attention kernel the log names, an attention kind without a fused
+kernel under train.kernels=fused, OpenMP threads that sleep at once,
 memory options that change nothing, a CUDA run that follows the CPU run, and learning
 on the offline real-text corpus. Stopping and resuming are in run/, bad configs in
 config/, bad shards in data/."""
@@ -36,6 +37,16 @@ def test_log_names_the_attention_kernel_torch_picks(tmp_path, shards, xsagpt):
     names = {0: "math", 1: "flash_attention", 2: "efficient_attention", 3: "cudnn_attention"}
     expected = names[torch._fused_sdp_choice(q, q, q, is_causal=True)]
     assert f"attention: SDPA backend {expected}" in proc.stderr
+
+
+def test_a_kind_no_fused_kernel_serves_trains_under_fused_and_says_so(tmp_path, shards, xsagpt):
+    """train.kernels=fused with an attention kind whose row names no kernel: not refused,
+    its step runs as ATen ops and the log says so (docs/kernels.md); XSA's kernel serves XSA."""
+    gated = run_config(tmp_path, shards, max_steps=1, kernels="fused", model={"attention": "gated"})
+    proc = xsagpt("train", "-c", gated, "--out", tmp_path / "gated")
+    assert 'kernels: attention "gated" has no fused kernel: its step runs as ATen ops' in proc.stderr
+    xsa = run_config(tmp_path, shards, max_steps=1, kernels="fused")  # tinyrun's model is XSA
+    assert "has no fused kernel" not in xsagpt("train", "-c", xsa, "--out", tmp_path / "xsa").stderr
 
 
 def openmp_spin_counts(stderr):
