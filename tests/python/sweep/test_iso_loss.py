@@ -90,23 +90,31 @@ def test_iso_loss_multiplier_and_interval_follow_the_logged_curves(sweep, axis, 
     assert never >= 1
 
 
-def test_a_variant_faster_in_every_seed_keeps_all_its_seeds_at_equal_time(sweep):
+def test_equal_time_reads_each_pair_at_the_earlier_end_and_keeps_every_seed(sweep):
+    """The 2-step variant usually ends before the 6-step baseline, but which run ended
+    first is a wall-clock fact (a loaded machine can stall either): the expected pair is
+    worked out from each seed's own logged times, so the rule is checked whichever way
+    the race went, and no seed is refused either way."""
     sw, s, out = sweep
     short = next(c for c in s["comparisons"] if c["variant"] == "short")
     eq = short["equal_time"]
-    diffs = []
+    diffs, whose, xs = [], [], []
     for k in SEEDS:
         bx, by = val_curve(sw / f"sa,train.seed={k}", "time_s")
         vx, vy = val_curve(sw / f"short,train.seed={k}", "time_s")
-        assert vx[-1] < bx[-1]  # the variant ended first in this seed
-        diffs.append(vy[-1] - float(np.interp(vx[-1], bx, by)))
+        end = min(vx[-1], bx[-1])
+        diffs.append(float(np.interp(end, vx, vy)) - float(np.interp(end, bx, by)))
+        whose.append("variant" if vx[-1] < bx[-1] else "baseline" if bx[-1] < vx[-1] else "both")
+        xs.append(end)
     assert eq["n"] == 3 and eq["seeds"] == SEEDS and eq["extrapolation_refused"] == []
-    assert [a["end_of"] for a in eq["at"]] == ["variant"] * 3
+    assert [a["end_of"] for a in eq["at"]] == whose
+    assert [a["x"] for a in eq["at"]] == pytest.approx(xs, rel=1e-12)
     assert eq["mean"] == pytest.approx(np.mean(diffs), abs=1e-12)
     lo, hi = stats.t.interval(0.95, 2, loc=np.mean(diffs), scale=stats.sem(diffs))
     assert eq["ci95"] == pytest.approx([lo, hi], rel=1e-8)
-    # The table says where each pair was read: the variant's own end.
-    times = ", ".join(f"{a['x']:.4g} s (short)" for a in eq["at"])
+    # The table says where each pair was read, and whose end it was.
+    label = {"variant": "short", "baseline": "sa", "both": "both"}
+    times = ", ".join(f"{x:.4g} s ({label[w]})" for x, w in zip(xs, whose))
     assert times in (sw / "report.md").read_text() and times in out
     # Equal tokens follows the same rule: the shorter run's token count.
     tok = short["equal_tokens"]
