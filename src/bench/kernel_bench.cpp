@@ -91,12 +91,12 @@ MicroResult bench_kernels(const std::vector<MicroShape>& shapes, const torch::De
       const auto x = torch::randn({N, d}, f32), branch = torch::randn({N, d}, act);
       const auto w = 1 + 0.1 * torch::randn({d}, f32), b = 0.1 * torch::randn({d}, f32);
       auto x_out = torch::empty_like(x), h = torch::empty({N, d}, act);
-      auto mean = torch::empty({N}, f32), rstd = torch::empty({N}, f32);
+      auto mean = torch::empty({N}, f32), rstd = torch::empty({N}, f32), no_amax = torch::Tensor();
       const auto fwd = [&] {
         if (cuda)
-          add_norm_forward_cuda(x, branch, w, b, m.norm_eps, x_out, h, mean, rstd);
+          add_norm_forward_cuda(x, branch, w, b, m.norm_eps, x_out, h, mean, rstd, no_amax);
         else
-          add_norm_forward_aten(x, branch, w, b, m.norm_eps, x_out, h, mean, rstd);
+          add_norm_forward_aten(x, branch, w, b, m.norm_eps, x_out, h, mean, rstd, no_amax);
       };
       add("norm forward", fmt::format("d{}", d), total_bytes({x, branch, w, b, x_out, h, mean, rstd}), time(fwd));
       const auto dh = torch::randn({N, d}, act), dx_out = torch::randn({N, d}, f32);

@@ -3,6 +3,8 @@
 #include "kernels/add_norm_cuda.h"
 #include "kernels/common.h"
 
+#include <limits>
+
 namespace xsagpt {
 
 namespace {
@@ -20,7 +22,7 @@ bool add_norm_kernel_for(const torch::Tensor& x, const torch::Tensor& weight, co
 struct AddNorm : torch::autograd::Function<AddNorm> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& x, const std::optional<torch::Tensor>& branch,
                                const torch::Tensor& weight, const std::optional<torch::Tensor>& bias, double eps,
-                               int64_t out_dtype) {
+                               int64_t out_dtype, const std::optional<torch::Tensor>& amax) {
     const auto out = static_cast<c10::ScalarType>(out_dtype);
     const auto d = x.size(-1);
     const auto x2 = x.reshape({-1, d}).contiguous();
@@ -37,10 +39,12 @@ struct AddNorm : torch::autograd::Function<AddNorm> {
     auto h = torch::empty({N, d}, x2.options().dtype(out));
     auto mean = torch::empty({N}, x2.options()), rstd = torch::empty({N}, x2.options());
     auto x_out = branch ? torch::empty_like(x2) : x2;
+    // A statistic of the output, outside the graph: filled in place, no gradient.
+    auto top = amax.value_or(torch::Tensor());
     if (kernel)
-      add_norm_forward_cuda(x2, br, weight, b, eps, x_out, h, mean, rstd);
+      add_norm_forward_cuda(x2, br, weight, b, eps, x_out, h, mean, rstd, top);
     else
-      add_norm_forward_aten(x2, br, weight, b, eps, x_out, h, mean, rstd);
+      add_norm_forward_aten(x2, br, weight, b, eps, x_out, h, mean, rstd, top);
 
     ctx->save_for_backward({x_out, mean, rstd, weight});
     ctx->saved_data["branch_dtype"] = branch ? static_cast<int64_t>(branch->scalar_type()) : int64_t{-1};
@@ -84,7 +88,7 @@ struct AddNorm : torch::autograd::Function<AddNorm> {
     if (has_branch && dx.defined())
       dbranch = (dbranch.defined() ? dbranch : dx).to(static_cast<c10::ScalarType>(branch_dtype)).view(sizes);
     if (dx.defined()) dx = dx.view(sizes);
-    return {dx, dbranch, dw, db, torch::Tensor(), torch::Tensor()};
+    return {dx, dbranch, dw, db, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -92,7 +96,7 @@ struct AddNorm : torch::autograd::Function<AddNorm> {
 
 void add_norm_forward_aten(const torch::Tensor& x, const torch::Tensor& branch, const torch::Tensor& weight,
                            const torch::Tensor& bias, double eps, torch::Tensor& x_out, torch::Tensor& h,
-                           torch::Tensor& mean, torch::Tensor& rstd) {
+                           torch::Tensor& mean, torch::Tensor& rstd, torch::Tensor& amax) {
   const auto acc = x.scalar_type();
   auto xo = branch.defined() ? x + branch.to(acc) : x;
   if (branch.defined()) x_out.copy_(xo);
@@ -102,6 +106,9 @@ void add_norm_forward_aten(const torch::Tensor& x, const torch::Tensor& branch, 
   auto y = xc * r * weight.to(acc);
   if (bias.defined()) y = y + bias.to(acc);
   h.copy_(y);
+  // Of h as stored, after its rounding: the values the FP8 cast reads.
+  if (amax.defined())
+    amax.copy_(at::maximum(amax, at::linalg_vector_norm(h, std::numeric_limits<double>::infinity(), {}, false, at::kFloat).reshape(amax.sizes())));
   mean.copy_(m.squeeze(-1));
   rstd.copy_(r.squeeze(-1));
 }
@@ -124,16 +131,20 @@ void add_norm_backward_aten(const torch::Tensor& dh, const torch::Tensor& dx_out
 
 std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, const torch::Tensor& branch,
                                                        const torch::Tensor& weight, const torch::Tensor& bias,
-                                                       double eps, c10::ScalarType out_dtype) {
+                                                       double eps, c10::ScalarType out_dtype,
+                                                       const torch::Tensor& amax) {
   TORCH_CHECK(weight.dim() == 1 && weight.size(0) == x.size(-1), "add_layer_norm: weight must be (", x.size(-1),
               "), got ", weight.sizes());
   TORCH_CHECK(!branch.defined() || branch.sizes() == x.sizes(), "add_layer_norm: branch ", branch.sizes(),
               " does not match x ", x.sizes());
   auto guard = no_autocast();
-  std::optional<torch::Tensor> br, b;
+  TORCH_CHECK(!amax.defined() || (amax.numel() == 1 && amax.scalar_type() == torch::kFloat && amax.device() == x.device()),
+              "add_layer_norm: amax must be one float32 on ", x.device());
+  std::optional<torch::Tensor> br, b, top;
   if (branch.defined()) br = branch;
   if (bias.defined()) b = bias;
-  auto out = AddNorm::apply(x, br, weight, b, eps, static_cast<int64_t>(out_dtype));
+  if (amax.defined()) top = amax;
+  auto out = AddNorm::apply(x, br, weight, b, eps, static_cast<int64_t>(out_dtype), top);
   if (!branch.defined()) return {x, out[0]};
   return {out[0], out[1]};
 }

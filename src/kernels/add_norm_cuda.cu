@@ -2,7 +2,9 @@
 //
 // Forward: one warp per row, VEC elements per load. The row is read three times
 // (sum, then squared deviations, then the output), the second and third time
-// from cache: two-pass variance, no cancellation.
+// from cache: two-pass variance, no cancellation. When asked, the third pass also
+// takes max |h| of the stored values into one float (a warp maximum, then an atomic),
+// the amax that h's FP8 quantization would otherwise read h again for.
 // Backward: one block per row at a time, each thread owning the same columns of
 // every row its block walks. A row's inputs are read once and held in registers
 // while the block sums dh*w and dh*w*xhat over the row (a warp sum, then the
@@ -40,7 +42,7 @@ template <typename L, typename B, int VEC>
 __global__ void add_norm_forward_kernel(const float* __restrict__ x, const B* __restrict__ branch,
                                         const float* __restrict__ weight, const float* __restrict__ bias, float* x_out,
                                         L* __restrict__ h, float* __restrict__ mean, float* __restrict__ rstd,
-                                        int64_t N, int d, float eps) {
+                                        float* __restrict__ amax, int64_t N, int d, float eps) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kFwdWarps + threadIdx.x / kWarp;
   if (row >= N) return;  // whole warps leave together
   const int lane = threadIdx.x % kWarp;
@@ -67,6 +69,7 @@ __global__ void add_norm_forward_kernel(const float* __restrict__ x, const B* __
     for (int j = 0; j < VEC; ++j) sq += (v.v[j] - mu) * (v.v[j] - mu);
   }
   const float rs = rsqrtf(warp_sum(sq) / d + eps);
+  float top = 0;  // max |h| of this lane's elements, as stored (rounded to L)
   for (int c = lane * VEC; c < d; c += kWarp * VEC) {
     const auto v = load_vec<float, VEC>(src + c);
     const auto w = load_vec<float, VEC>(weight + c);
@@ -75,12 +78,15 @@ __global__ void add_norm_forward_kernel(const float* __restrict__ x, const B* __
     for (int j = 0; j < VEC; ++j) {
       const float b = bias ? bias[c + j] : 0.0f;
       out.v[j] = static_cast<L>((v.v[j] - mu) * rs * w.v[j] + b);
+      top = fmaxf(top, fabsf(static_cast<float>(out.v[j])));
     }
     store_vec<L, VEC>(h + row * d + c, out);
   }
+  if (amax) top = warp_max(top);
   if (lane == 0) {
     mean[row] = mu;
     rstd[row] = rs;
+    if (amax) atomic_amax(amax, top);
   }
 }
 
@@ -251,8 +257,11 @@ bool vec_ok(int64_t d, std::initializer_list<const void*> ptrs) {
 
 void add_norm_forward_cuda(const at::Tensor& x, const at::Tensor& branch, const at::Tensor& weight,
                            const at::Tensor& bias, double eps, at::Tensor& x_out, at::Tensor& h, at::Tensor& mean,
-                           at::Tensor& rstd) {
+                           at::Tensor& rstd, at::Tensor& amax) {
   TORCH_CHECK(x.dim() == 2, "add_norm kernel: x must be (N, d), got ", x.sizes());
+  TORCH_CHECK(!amax.defined() || (amax.numel() == 1 && amax.scalar_type() == at::kFloat &&
+                                  amax.device() == x.device() && amax.is_contiguous()),
+              "add_norm kernel: amax must be one float32 on ", x.device());
   const auto N = x.size(0), d = x.size(1);
   const auto dev = x.device();
   check_rows(x, "x", N, d, dev);
@@ -286,7 +295,8 @@ void add_norm_forward_cuda(const at::Tensor& x, const at::Tensor& branch, const 
           x.const_data_ptr<float>(), branch.defined() ? branch.const_data_ptr<B>() : nullptr,
           weight.const_data_ptr<float>(), bias.defined() ? bias.const_data_ptr<float>() : nullptr,
           branch.defined() ? x_out.mutable_data_ptr<float>() : nullptr, h.mutable_data_ptr<L>(),
-          mean.mutable_data_ptr<float>(), rstd.mutable_data_ptr<float>(), N, static_cast<int>(d),
+          mean.mutable_data_ptr<float>(), rstd.mutable_data_ptr<float>(),
+          amax.defined() ? amax.mutable_data_ptr<float>() : nullptr, N, static_cast<int>(d),
           static_cast<float>(eps));
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     };

@@ -10,9 +10,11 @@ namespace xsagpt {
 // (added in float32 either way), or undefined; weight (d) float32, bias (d) float32 or undefined. Writes x_out =
 // x + branch (float32; not written without a branch), h = (x_out - mean) * rstd *
 // weight + bias in h's dtype (float32, bf16 or half), and mean, rstd (N) float32.
+// amax: undefined, or one float32 holding 0 (or a lower bound), raised to the
+// largest |h| as stored.
 void add_norm_forward_cuda(const at::Tensor& x, const at::Tensor& branch, const at::Tensor& weight,
                            const at::Tensor& bias, double eps, at::Tensor& x_out, at::Tensor& h, at::Tensor& mean,
-                           at::Tensor& rstd);
+                           at::Tensor& rstd, at::Tensor& amax);
 
 // Whether the backward kernel takes rows of width d: it keeps each thread's
 // columns of a row in registers, 4096 columns at most (every paper size is at

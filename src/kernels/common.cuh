@@ -25,6 +25,15 @@ __device__ __forceinline__ A warp_max(A x) {
   return x;
 }
 
+// *addr = max(*addr, v) for non-negative floats (an amax), whose IEEE bits order as
+// signed integers do. A warp's lane 0 calls it with the warp's maximum; the plain
+// read first skips the atomic whenever the warp cannot raise the value, so after the
+// first rows almost no warp contends for the one address (a stale read only costs an
+// atomic, never a wrong result).
+__device__ __forceinline__ void atomic_amax(float* addr, float v) {
+  if (v > __ldcg(addr)) atomicMax(reinterpret_cast<int*>(addr), __float_as_int(v));
+}
+
 // VEC elements of T moved as one aligned access.
 template <typename T, int VEC>
 struct alignas(sizeof(T) * VEC) Vec {

@@ -43,9 +43,11 @@ struct Fp8Linear : torch::autograd::Function<Fp8Linear> {
   // read its e4m3 copy w8, its transpose w8t (scale w_inv).
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
                                const torch::Tensor& w8, const torch::Tensor& w8t, const torch::Tensor& w_inv,
-                               int64_t out_dtype) {
+                               const std::optional<torch::Tensor>& x_amax, int64_t out_dtype) {
     const int64_t rows = x.numel() / x.size(-1);
-    const auto xq = quantize_fp8(pad_rows_fp8(x.reshape({rows, x.size(-1)})), kFp8Forward, /*transposed=*/true);
+    const auto xq =
+        quantize_fp8(pad_rows_fp8(x.reshape({rows, x.size(-1)})), kFp8Forward, /*transposed=*/true,
+                                 x_amax.value_or(torch::Tensor()));
     // cuBLASLt's fast (fewer-bit) accumulation in the forward GEMM only, torchao's
     // default: the gradients' errors add up over the steps, and the weight
     // gradient's GEMM sums over every token of the micro-batch.
@@ -73,33 +75,39 @@ struct Fp8Linear : torch::autograd::Function<Fp8Linear> {
     auto dw = at::_scaled_mm(gq.qt, x8t.t(), gq.inv, x_inv, {}, {}, w_dtype);
     auto shape = gy.sizes().vec();
     shape.back() = w8t.size(0);
-    return {dx.narrow(0, 0, rows).view(shape), dw, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {dx.narrow(0, 0, rows).view(shape), dw, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),
+            torch::Tensor()};
   }
 };
 
 }  // namespace
 
-Fp8Tensor quantize_fp8(const torch::Tensor& t, c10::ScalarType fmt, bool transposed) {
+Fp8Tensor quantize_fp8(const torch::Tensor& t, c10::ScalarType fmt, bool transposed, const torch::Tensor& amax) {
   TORCH_CHECK(fmt == kFp8Forward || fmt == kFp8Backward, "quantize_fp8: ", fmt, " is not e4m3fn or e5m2");
   TORCH_CHECK(!transposed || t.dim() == 2, "quantize_fp8: a transposed copy needs a 2-D tensor, not ", t.dim(), "-D");
   auto guard = no_autocast();
+  TORCH_CHECK(!amax.defined() || (amax.numel() == 1 && amax.scalar_type() == at::kFloat && amax.device() == t.device()),
+              "quantize_fp8: amax must be one float32 on ", t.device());
   const double top = fp8_max(fmt);
-  // amax in float32 (exact: the largest |element|), clamped so an all-zero
-  // tensor has a finite scale. Nothing leaves the device: no sync.
-  const auto amax = at::linalg_vector_norm(t, std::numeric_limits<double>::infinity(), {}, false, at::kFloat);
-  const auto scale = top / amax.clamp_min(1e-12);
+  // amax in float32 (exact: the largest |element|). Nothing leaves the device: no sync.
+  const auto a = amax.defined()
+                     ? amax.reshape({})
+                     : at::linalg_vector_norm(t, std::numeric_limits<double>::infinity(), {}, false, at::kFloat);
   const bool kernel_dtype =
       t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf;
-  if (use_cuda_kernel(t) && t.is_contiguous() && kernel_dtype) {
+  if (use_cuda_kernel(t) && t.is_contiguous() && kernel_dtype && t.numel() > 0) {
     auto q = at::empty(t.sizes(), t.options().dtype(fmt));
+    auto inv = at::empty({}, t.options().dtype(at::kFloat));
     if (!transposed) {
-      fp8_scale_cast_cuda(t, scale, top, q);
-      return {q, scale.reciprocal()};
+      fp8_scale_cast_cuda(t, a.contiguous(), top, q, inv);
+      return {q, inv};
     }
     auto qt = at::empty({t.size(1), t.size(0)}, t.options().dtype(fmt));
-    fp8_scale_cast_transpose_cuda(t, scale, top, q, qt);
-    return {q, scale.reciprocal(), qt};
+    fp8_scale_cast_transpose_cuda(t, a.contiguous(), top, q, qt, inv);
+    return {q, inv, qt};
   }
+  // The kernels' arithmetic: the floor keeps an all-zero tensor's scale finite.
+  const auto scale = top / a.clamp_min(kFp8AmaxFloor);
   // The conversion to FP8 does not saturate (e4m3fn has no infinity: 1000 becomes
   // NaN), and x * scale may round just past the largest value: clamp first.
   auto q = (t.to(at::kFloat) * scale).clamp_(-top, top).to(fmt);
@@ -138,7 +146,7 @@ int64_t Fp8WeightCache::bytes() const {
 }
 
 torch::Tensor fp8_linear(const torch::Tensor& x, const torch::Tensor& weight, const Fp8Tensor& w8,
-                         const torch::Tensor& bias, c10::ScalarType out_dtype) {
+                         const torch::Tensor& bias, c10::ScalarType out_dtype, const torch::Tensor& x_amax) {
   TORCH_CHECK(w8.q.scalar_type() == kFp8Forward, "fp8_linear: the weight copy is ", w8.q.scalar_type(), ", expected ",
               kFp8Forward);
   TORCH_CHECK(x.size(-1) == w8.q.size(1), "fp8_linear: x has ", x.size(-1), " features, the weight takes ",
@@ -146,7 +154,9 @@ torch::Tensor fp8_linear(const torch::Tensor& x, const torch::Tensor& weight, co
   TORCH_CHECK(w8.qt.defined() && w8.qt.size(0) == w8.q.size(1) && w8.qt.size(1) == w8.q.size(0),
               "fp8_linear: the weight copy needs its transpose (quantize_fp8 with transposed=true)");
   auto guard = no_autocast();
-  auto y = Fp8Linear::apply(x, weight, w8.q, w8.qt, w8.inv, static_cast<int64_t>(out_dtype));
+  std::optional<torch::Tensor> amax;  // apply() takes no undefined tensor
+  if (x_amax.defined()) amax = x_amax;
+  auto y = Fp8Linear::apply(x, weight, w8.q, w8.qt, w8.inv, amax, static_cast<int64_t>(out_dtype));
   return bias.defined() ? y + bias.to(out_dtype) : y;
 }
 

@@ -46,12 +46,17 @@ constexpr c10::ScalarType kFp8Backward = c10::ScalarType::Float8_e5m2;   // grad
 // `fmt`, with the inverse scale (a float32 scalar tensor) that undoes it:
 // t ~ q.to(float) * inv. The product is taken in float32 whatever t's dtype.
 // With `transposed` (a 2-D t only), qt is q's transpose, contiguous: q.t() with
-// the transposed layout, written by the same pass on CUDA.
+// the transposed layout, written by the same pass on CUDA. `amax` (a float32
+// scalar on t's device) is max |t| when the kernel that made t computed it on the
+// way (kernels/add_norm.h, kernels/gelu_amax.h), saving the reduction's pass over t;
+// undefined, it is reduced here. The scale is the float32 quotient
+// max(fmt) / max(amax, 1e-12), computed inside the cast kernel on CUDA.
 struct Fp8Tensor {
   torch::Tensor q, inv;
   torch::Tensor qt;  // defined when asked for
 };
-Fp8Tensor quantize_fp8(const torch::Tensor& t, c10::ScalarType fmt, bool transposed = false);
+Fp8Tensor quantize_fp8(const torch::Tensor& t, c10::ScalarType fmt, bool transposed = false,
+                       const torch::Tensor& amax = {});
 
 // The e4m3 copies of weights and their transposes (the input gradient's GEMM
 // reads w8 with `out` contiguous) with their inverse scales, made on first use and
@@ -76,9 +81,10 @@ class Fp8WeightCache {
 // x @ weight^T + bias through the FP8 GEMMs above, the output in `out_dtype`;
 // w8 is weight's cached e4m3 copy with its transpose (quantize_fp8(weight,
 // kFp8Forward, true)). weight's gradient arrives in float32 (its dtype), x's in
-// x's dtype, bias's through ordinary autograd.
+// x's dtype, bias's through ordinary autograd. x_amax: max |x| when its producer
+// computed it (quantize_fp8's amax), else undefined.
 torch::Tensor fp8_linear(const torch::Tensor& x, const torch::Tensor& weight, const Fp8Tensor& w8,
-                         const torch::Tensor& bias, c10::ScalarType out_dtype);
+                         const torch::Tensor& bias, c10::ScalarType out_dtype, const torch::Tensor& x_amax = {});
 
 // Whether a product with `in` inputs and `out` outputs is large enough for FP8
 // to pay (the fp8 kernel's layer filter; fp8_all takes every block product). Per

@@ -5,6 +5,7 @@
 #include "kernels/add_norm_cuda.h"
 #include "kernels/common.h"
 #include "kernels/fp8_cast_cuda.h"
+#include "kernels/gelu_amax_cuda.h"
 #include "kernels/gelu_mlp_cuda.h"
 #include "kernels/lm_head_loss_cuda.h"
 #include "kernels/rope_qkv_cuda.h"
@@ -35,7 +36,7 @@ void rope_qkv_backward_cuda(const torch::Tensor&, const torch::Tensor&, const to
   not_built();
 }
 void add_norm_forward_cuda(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
-                           double, torch::Tensor&, torch::Tensor&, torch::Tensor&, torch::Tensor&) {
+                           double, torch::Tensor&, torch::Tensor&, torch::Tensor&, torch::Tensor&, torch::Tensor&) {
   not_built();
 }
 void add_norm_backward_cuda(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
@@ -44,10 +45,14 @@ void add_norm_backward_cuda(const torch::Tensor&, const torch::Tensor&, const to
   not_built();
 }
 bool add_norm_backward_cuda_fits(int64_t) { return false; }
-void fp8_scale_cast_cuda(const torch::Tensor&, const torch::Tensor&, double, torch::Tensor&) { not_built(); }
-void fp8_scale_cast_transpose_cuda(const torch::Tensor&, const torch::Tensor&, double, torch::Tensor&, torch::Tensor&) {
+void fp8_scale_cast_cuda(const torch::Tensor&, const torch::Tensor&, double, torch::Tensor&, torch::Tensor&) {
   not_built();
 }
+void fp8_scale_cast_transpose_cuda(const torch::Tensor&, const torch::Tensor&, double, torch::Tensor&, torch::Tensor&,
+                                   torch::Tensor&) {
+  not_built();
+}
+void gelu_amax_cuda(const at::Tensor&, at::Tensor&, at::Tensor&) { not_built(); }
 void gelu_up_cuda(const at::Tensor&, const at::Tensor&, const at::Tensor&, at::Tensor&, at::Tensor&) { not_built(); }
 void dgelu_down_cuda(const at::Tensor&, const at::Tensor&, const at::Tensor&, at::Tensor&, at::Tensor&) {
   not_built();

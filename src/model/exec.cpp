@@ -1,6 +1,7 @@
 #include "model/exec.h"
 
 #include "kernels/add_norm.h"
+#include "kernels/gelu_amax.h"
 
 #include <ATen/autocast_mode.h>
 
@@ -24,9 +25,25 @@ torch::Tensor Exec::linear(const torch::Tensor& x, const torch::Tensor& w, const
   return cached_linear(x.to(c10::kBFloat16), w, weights.get(w, c10::kBFloat16), bias);
 }
 
+bool Exec::fp8_takes(const torch::Tensor& w) const {
+  return w.defined() && rt.kernels.fp8 && (rt.kernels.fp8_all || fp8_pays(w.size(1), w.size(0)));
+}
+
 torch::Tensor Exec::block_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias) {
-  if (!rt.kernels.fp8 || !(rt.kernels.fp8_all || fp8_pays(w.size(1), w.size(0)))) return linear(x, w, bias);
-  return fp8_linear(x, w, fp8_weights.get(w), bias, dtype(x));
+  if (!fp8_takes(w)) return linear(x, w, bias);
+  return fp8_linear(x, w, fp8_weights.get(w), bias, dtype(x), take_amax(x));
+}
+
+void Exec::offer_amax(const torch::Tensor& x, const torch::Tensor& amax) { offered_ = {x, amax, x._version()}; }
+
+torch::Tensor Exec::take_amax(const torch::Tensor& x) {
+  // The same tensor (not a view, not a copy) at the version it had when offered:
+  // anything else may hold other values, and its amax is reduced afresh.
+  const bool same = offered_.of.defined() && x.is_same(offered_.of) && x._version() == offered_.version;
+  auto amax = same ? offered_.amax : torch::Tensor();
+  amax_reused += same ? 1 : 0;
+  offered_ = {};  // the slot holds x alive no longer than its product
+  return amax;
 }
 
 torch::Tensor Exec::weight(const torch::Tensor& w) {
@@ -35,9 +52,20 @@ torch::Tensor Exec::weight(const torch::Tensor& w) {
   return at::autocast::is_autocast_enabled(type) ? w.to(at::autocast::get_autocast_dtype(type)) : w;
 }
 
-torch::Tensor Exec::norm(const LayerNorm& ln, const torch::Tensor& x) {
+torch::Tensor Exec::norm(const LayerNorm& ln, const torch::Tensor& x, const torch::Tensor& reader) {
   if (!rt.kernels.norm) return ln->forward(x);
-  return add_layer_norm(x, {}, ln->weight, ln->bias, ln->eps, dtype(x)).second;
+  const auto amax = fp8_takes(reader) ? torch::zeros({}, x.options().dtype(torch::kFloat)) : torch::Tensor();
+  auto h = add_layer_norm(x, {}, ln->weight, ln->bias, ln->eps, dtype(x), amax).second;
+  if (amax.defined()) offer_amax(h, amax);
+  return h;
+}
+
+torch::Tensor Exec::gelu(const torch::Tensor& pre, GeluKind kind, const torch::Tensor& reader) {
+  if (kind == GeluKind::kTanh) return torch::gelu(pre, "tanh");
+  if (!fp8_takes(reader)) return torch::gelu(pre);
+  auto [h, amax] = gelu_with_amax(pre);
+  offer_amax(h, amax);
+  return h;
 }
 
 }  // namespace xsagpt

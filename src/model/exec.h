@@ -63,6 +63,8 @@ struct Exec {
   // they are large enough to gain (fp8_pays; every one with fp8_all); the LM
   // head stays on linear().
   torch::Tensor block_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
+  // Whether block_linear runs the product with this weight as FP8 GEMMs.
+  bool fp8_takes(const torch::Tensor& weight) const;
   // After the parameters changed in place: the bf16 and FP8 copies are made again.
   void refresh() {
     weights.refresh();
@@ -70,13 +72,34 @@ struct Exec {
   }
   // `weight` in the dtype its products run in (the cached copy with the weights kernel).
   torch::Tensor weight(const torch::Tensor& weight);
-  // ln(x), its output in the compute dtype with the norm kernel.
-  torch::Tensor norm(const LayerNorm& ln, const torch::Tensor& x);
+  // ln(x), its output in the compute dtype with the norm kernel. `reader`: the
+  // weight of the block product that reads the output, if any (see offer_amax).
+  torch::Tensor norm(const LayerNorm& ln, const torch::Tensor& x, const torch::Tensor& reader = {});
+  // The MLP's activation of `pre` (exact or tanh GELU); `reader` as for norm().
+  torch::Tensor gelu(const torch::Tensor& pre, GeluKind kind, const torch::Tensor& reader = {});
+  // The FP8 quantization of a block product's input needs max |x|. The kernels that
+  // make those inputs (the norm kernel, the GELU) take it on their way when the
+  // product reading their output is FP8 (`reader`, fp8_takes), and leave it here;
+  // the next block_linear whose x is that very tensor, unmodified since, uses it
+  // instead of reading x once more. One slot: each such input is read by the next
+  // product, before the next one is made.
+  void offer_amax(const torch::Tensor& x, const torch::Tensor& amax);
+  // How many FP8 products took their input's amax from its producer (tests and
+  // diagnostics: a plumbing break shows as fewer, never as a wrong result).
+  int64_t amax_reused = 0;
   // The dtype activations that come from x are computed in: bf16 when computing
   // in bf16, else x's own (float32, or float64 in the tests).
   c10::ScalarType dtype(const torch::Tensor& x) const { return rt.bf16 ? c10::kBFloat16 : x.scalar_type(); }
   // Whether products use the cached bf16 weight copies.
   bool copies() const { return rt.bf16 && rt.kernels.weights; }
+
+ private:
+  // The amax offered for `of` at version `version`, if still there (offer_amax).
+  torch::Tensor take_amax(const torch::Tensor& x);
+  struct OfferedAmax {
+    torch::Tensor of, amax;
+    int64_t version = 0;
+  } offered_;
 };
 
 using ExecPtr = std::shared_ptr<Exec>;

@@ -22,11 +22,13 @@ BlockImpl::BlockImpl(const ModelConfig& cfg, int64_t layer, ExecPtr exec_) : exe
 
 void BlockImpl::forward(Residual& x, const torch::Tensor& cos, const torch::Tensor& sin, KVCache::Layer* cache,
                         int64_t past) {
-  x.add(attn(x.norm(ln_1), cos, sin, cache, past));
+  // Each norm is told which product reads it (an FP8 one takes its amax from the norm).
+  x.add(attn(x.norm(ln_1, attn->c_attn->weight), cos, sin, cache, past));
   if (exec->rt.recompute == Recompute::kMlp)  // activation checkpointing of the MLP half (its norm included)
-    x.add(recompute_in_backward([this](const torch::Tensor& t) { return mlp(exec->norm(ln_2, t)); }, x.flush()));
+    x.add(recompute_in_backward([this](const torch::Tensor& t) { return mlp(exec->norm(ln_2, t, mlp->c_fc->weight)); },
+                                x.flush()));
   else
-    x.add(mlp(x.norm(ln_2)));
+    x.add(mlp(x.norm(ln_2, mlp->c_fc->weight)));
 }
 
 TransformerImpl::TransformerImpl(const ModelConfig& cfg, const ExecPtr& exec) {

@@ -4,11 +4,13 @@
 
 namespace xsagpt {
 
-torch::Tensor Residual::norm(const LayerNorm& ln) {
+torch::Tensor Residual::norm(const LayerNorm& ln, const torch::Tensor& reader) {
   if (!exec_->rt.kernels.norm) return ln->forward(flush());
-  auto [x, h] = add_layer_norm(x_, pending_, ln->weight, ln->bias, ln->eps, exec_->dtype(x_));
+  const auto amax = exec_->fp8_takes(reader) ? torch::zeros({}, x_.options().dtype(torch::kFloat)) : torch::Tensor();
+  auto [x, h] = add_layer_norm(x_, pending_, ln->weight, ln->bias, ln->eps, exec_->dtype(x_), amax);
   x_ = std::move(x);
   pending_ = torch::Tensor();
+  if (amax.defined()) exec_->offer_amax(h, amax);
   return h;
 }
 

@@ -13,8 +13,9 @@ class Residual {
  public:
   Residual(torch::Tensor x, Exec& exec) : x_(std::move(x)), exec_(&exec) {}
 
-  // ln(x) with every branch added to x first.
-  torch::Tensor norm(const LayerNorm& ln);
+  // ln(x) with every branch added to x first. `reader`: the weight of the block
+  // product that reads it (Exec::norm says why).
+  torch::Tensor norm(const LayerNorm& ln, const torch::Tensor& reader = {});
   // x = x + branch (deferred with the norm kernel).
   void add(torch::Tensor branch);
   // x with every branch added.

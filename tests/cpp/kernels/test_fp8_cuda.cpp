@@ -6,11 +6,15 @@
 #include "fp8_reference.h"
 #include "helpers.h"
 #include "kernels/fp8_linear.h"
+#include "kernels/gelu_amax.h"
+#include "model/exec.h"
 #include "model/gpt.h"
 #include "step_rig.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #ifdef XSAGPT_CUDA
 #include <c10/cuda/CUDAFunctions.h>
@@ -78,6 +82,74 @@ TEST(Fp8LinearCuda, CastTransposeKernelEqualsTheAtenTwin) {
       }
     }
   }
+}
+
+// The scale computed inside the cast kernels from an amax handed in (the one a
+// producer took): the same bits and inverse scale as the twin given that amax, and
+// an all-zero tensor's amax of 0 lifted to the floor (finite scale, zeros).
+TEST(Fp8LinearCuda, CastWithAGivenAmaxEqualsTheAtenTwin) {
+  SKIP_WITHOUT_FP8_GPU();
+  for (const auto fmt : {kFp8Forward, kFp8Backward}) {
+    for (const bool zero : {false, true}) {
+      SCOPED_TRACE(std::string(c10::toString(fmt)) + (zero ? ", all zero" : ""));
+      torch::manual_seed(7);
+      const auto t = zero ? torch::zeros({96, 80}, torch::kBFloat16) : (torch::randn({96, 80}) * 5).to(torch::kBFloat16);
+      const auto amax = t.abs().max().to(torch::kFloat);
+      for (const bool transposed : {false, true}) {
+        const auto got = quantize_fp8(t.to(kFp8Cuda), fmt, transposed, amax.to(kFp8Cuda));
+        const auto want = quantize_fp8(t, fmt, transposed, amax);
+        EXPECT_TRUE(torch::equal(got.q.cpu().to(torch::kFloat32), want.q.to(torch::kFloat32)));
+        if (transposed) EXPECT_TRUE(torch::equal(got.qt.cpu().to(torch::kFloat32), want.qt.to(torch::kFloat32)));
+        EXPECT_EQ(got.inv.item<float>(), want.inv.item<float>());
+        EXPECT_TRUE(std::isfinite(got.inv.item<float>()));
+      }
+    }
+  }
+}
+
+// The exact GELU's kernel, which also raises its output's amax for the FP8 product
+// that reads it: h as ATen's GELU computes it (the same float32 formula) and the
+// amax max |h| exactly, for the three dtypes, on the 8-wide path and the element by
+// element one, and several blocks' warps raising one amax.
+TEST(Fp8LinearCuda, GeluKernelIsAtensGeluWithTheMaxOfItsOutput) {
+  SKIP_WITHOUT_FP8_GPU();
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16, torch::kFloat16}) {
+    for (const int64_t n : {4096 * 768, 1001}) {
+      SCOPED_TRACE(std::string(c10::toString(dtype)) + ", " + std::to_string(n) + " elements");
+      torch::manual_seed(8);
+      const auto x = (torch::randn({n}, torch::TensorOptions().device(kFp8Cuda)) * 3).to(dtype);
+      const auto [h, amax] = gelu_with_amax(x);
+      const auto want = torch::gelu(x);
+      EXPECT_LE((h.to(torch::kFloat) - want.to(torch::kFloat)).abs().max().item<float>(),
+                dtype == torch::kFloat32 ? 1e-6f : 0.0f);
+      EXPECT_TRUE(torch::equal(amax, h.abs().max().to(torch::kFloat)));
+    }
+  }
+}
+
+// On the GPU the norm kernel and the GELU kernel hand their amax to every FP8
+// product they feed (qkv, MLP up, MLP down at 0.7B's width), and a step with them
+// trains: its loss and gradients finite.
+TEST(Fp8LinearCuda, TheModelsProducersHandTheirAmaxToTheFp8Products) {
+  SKIP_WITHOUT_FP8_GPU();
+  auto cfg = test::small_model("xsa", 64);
+  cfg.n_layer = 2;
+  cfg.d_model = 1536;
+  cfg.n_head = 2;
+  cfg.head_dim = 768;
+  torch::manual_seed(10);
+  GPT m(cfg);
+  m->to(kFp8Cuda);
+  m->set_runtime(test::runtime("none", 0, "fused,fp8", true, /*bf16=*/true));
+  Exec& exec = *m->transformer->h[0]->as<Block>()->exec;
+  const auto idx = torch::randint(0, cfg.vocab_size, {2, 64}, torch::TensorOptions().device(kFp8Cuda).dtype(torch::kLong));
+  const auto before = exec.amax_reused;
+  auto loss = m->forward(idx, idx).loss;
+  loss.backward();
+  EXPECT_EQ(exec.amax_reused - before, 3 * cfg.n_layer);
+  EXPECT_TRUE(std::isfinite(loss.item<float>()));
+  for (const auto& p : m->parameters())
+    if (p.grad().defined()) ASSERT_TRUE(torch::isfinite(p.grad()).all().item<bool>());
 }
 
 // As on the CPU, with cuBLASLt's accumulation: FP8 products are exact in float32,

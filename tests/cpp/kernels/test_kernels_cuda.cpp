@@ -89,10 +89,14 @@ TEST(KernelsCuda, AddNormForwardAndBackwardEqualTheAtenTwin) {
         auto w = torch::rand({d}, f32) + 0.5, b = torch::randn({d}, f32);
         auto x_out = torch::empty_like(x), h = torch::empty({N, d}, f32.dtype(dtype));
         auto mean = torch::empty({N}, f32), rstd = torch::empty({N}, f32);
-        add_norm_forward_cuda(x, branch, w, b, 1e-5, x_out, h, mean, rstd);
+        auto amax = torch::zeros({}, f32), ramax = torch::zeros({}, f32);
+        add_norm_forward_cuda(x, branch, w, b, 1e-5, x_out, h, mean, rstd, amax);
         auto rx = torch::empty_like(x), rh = torch::empty_like(h), rm = torch::empty_like(mean),
              rr = torch::empty_like(rstd);
-        add_norm_forward_aten(x, branch, w, b, 1e-5, rx, rh, rm, rr);
+        add_norm_forward_aten(x, branch, w, b, 1e-5, rx, rh, rm, rr, ramax);
+        // The amax an FP8 cast of h takes: max |h| of h as stored, exactly, on both paths.
+        EXPECT_TRUE(torch::equal(amax, h.abs().max().to(torch::kFloat)));
+        EXPECT_TRUE(torch::equal(ramax, rh.abs().max().to(torch::kFloat)));
         const auto xo = branch_on ? x_out : x;
         if (branch_on) {
           EXPECT_LT(rel_err(x_out, rx), 1e-6);
@@ -184,11 +188,11 @@ TEST(KernelsCuda, AddNormRejectsAWeightItCannotRead) {
   auto x = torch::randn({N, d}, f32), h = torch::empty({N, d}, f32), none = torch::Tensor();
   auto mean = torch::empty({N}, f32), rstd = torch::empty({N}, f32), x_out = x;
   auto strided = torch::ones({d, 2}, f32).select(1, 0);  // (d), stride 2
-  EXPECT_THROW(add_norm_forward_cuda(x, none, strided, none, 1e-5, x_out, h, mean, rstd), c10::Error);
-  EXPECT_THROW(add_norm_forward_cuda(x, none, torch::ones({d}), none, 1e-5, x_out, h, mean, rstd), c10::Error);
-  EXPECT_THROW(add_norm_forward_cuda(x, none, torch::ones({d}, f32), torch::zeros({d}), 1e-5, x_out, h, mean, rstd),
+  EXPECT_THROW(add_norm_forward_cuda(x, none, strided, none, 1e-5, x_out, h, mean, rstd, none), c10::Error);
+  EXPECT_THROW(add_norm_forward_cuda(x, none, torch::ones({d}), none, 1e-5, x_out, h, mean, rstd, none), c10::Error);
+  EXPECT_THROW(add_norm_forward_cuda(x, none, torch::ones({d}, f32), torch::zeros({d}), 1e-5, x_out, h, mean, rstd, none),
                c10::Error);
-  add_norm_forward_cuda(x, none, torch::ones({d}, f32), none, 1e-5, x_out, h, mean, rstd);
+  add_norm_forward_cuda(x, none, torch::ones({d}, f32), none, 1e-5, x_out, h, mean, rstd, none);
   auto dx = torch::empty_like(x), dw = torch::empty({d}, f32);
   EXPECT_THROW(add_norm_backward_cuda(h, none, x, mean, rstd, strided, dx, none, dw, none), c10::Error);
 }
@@ -222,7 +226,7 @@ TEST(KernelsCuda, AddNormWeightGradientIsTheSameOnEveryRun) {
   auto h = torch::empty({N, d}, f32.dtype(torch::kBFloat16));
   auto mean = torch::empty({N}, f32), rstd = torch::empty({N}, f32), none = torch::Tensor();
   auto x_out = x;
-  add_norm_forward_cuda(x, none, w, none, 1e-5, x_out, h, mean, rstd);
+  add_norm_forward_cuda(x, none, w, none, 1e-5, x_out, h, mean, rstd, none);
   auto dh = torch::randn({N, d}, f32).to(torch::kBFloat16);
   auto dx = torch::empty_like(x), dw1 = torch::empty_like(w), dw2 = torch::empty_like(w);
   add_norm_backward_cuda(dh, none, x, mean, rstd, w, dx, none, dw1, none);
