@@ -105,9 +105,9 @@ MicroResult bench_kernels(const std::vector<MicroShape>& shapes, const torch::De
       const bool fits = cuda && add_norm_backward_cuda_fits(d);
       const auto bwd = [&] {
         if (fits)
-          add_norm_backward_cuda(dh, dx_out, x_out, mean, rstd, w, dx, dbranch, dw, db);
+          add_norm_backward_cuda(dh, dx_out, x_out, mean, rstd, w, dx, dbranch, dw, db, no_amax);
         else
-          add_norm_backward_aten(dh, dx_out, x_out, mean, rstd, w, dx, dbranch, dw, db);
+          add_norm_backward_aten(dh, dx_out, x_out, mean, rstd, w, dx, dbranch, dw, db, no_amax);
       };
       add("norm backward", fmt::format("d{}", d), total_bytes({dh, dx_out, x_out, mean, rstd, w, dx, dbranch, dw, db}),
           time(bwd));
@@ -127,10 +127,10 @@ MicroResult bench_kernels(const std::vector<MicroShape>& shapes, const torch::De
       };
       const auto dims = fmt::format("{}x{}", H, D);
       add("rope forward", dims, total_bytes({qkv, cos, sin, q, k, v}), time(fwd));
-      auto dqkv = torch::empty_like(qkv);
+      auto dqkv = torch::empty_like(qkv), no_amax = torch::Tensor();
       const auto bwd = [&] {
         if (cuda) {
-          rope_qkv_backward_cuda(q, k, v, cos, sin, dqkv);
+          rope_qkv_backward_cuda(q, k, v, cos, sin, dqkv, no_amax);
         } else {
           auto oq = part(dqkv, 0), ok = part(dqkv, 1), ov = part(dqkv, 2);
           rope_qkv_aten(q, k, v, cos, sin, /*inverse=*/true, oq, ok, ov);

@@ -12,6 +12,11 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+// max |t| in float32 (exact), a scalar.
+torch::Tensor max_abs(const torch::Tensor& t) {
+  return at::linalg_vector_norm(t, std::numeric_limits<double>::infinity(), {}, false, at::kFloat);
+}
+
 bool add_norm_kernel_for(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                          c10::ScalarType out) {
   const bool low = out == torch::kFloat || out == torch::kBFloat16 || out == torch::kHalf;
@@ -22,7 +27,7 @@ bool add_norm_kernel_for(const torch::Tensor& x, const torch::Tensor& weight, co
 struct AddNorm : torch::autograd::Function<AddNorm> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& x, const std::optional<torch::Tensor>& branch,
                                const torch::Tensor& weight, const std::optional<torch::Tensor>& bias, double eps,
-                               int64_t out_dtype, const std::optional<torch::Tensor>& amax) {
+                               int64_t out_dtype, const std::optional<torch::Tensor>& amax, bool branch_grad_amax) {
     const auto out = static_cast<c10::ScalarType>(out_dtype);
     const auto d = x.size(-1);
     const auto x2 = x.reshape({-1, d}).contiguous();
@@ -50,6 +55,7 @@ struct AddNorm : torch::autograd::Function<AddNorm> {
     ctx->saved_data["branch_dtype"] = branch ? static_cast<int64_t>(branch->scalar_type()) : int64_t{-1};
     ctx->saved_data["bias"] = bias.has_value();
     ctx->saved_data["kernel"] = kernel;
+    ctx->saved_data["branch_grad_amax"] = branch_grad_amax;
     ctx->saved_data["sizes"] = x.sizes().vec();
     if (!branch) return {h.view(x.sizes())};
     return {x_out.view(x.sizes()), h.view(x.sizes())};
@@ -66,7 +72,7 @@ struct AddNorm : torch::autograd::Function<AddNorm> {
     const auto dx_out = has_branch ? rows(grad[0]) : torch::Tensor();
     const auto dh = rows(has_branch ? grad[1] : grad[0]);
 
-    torch::Tensor dx, dbranch, dw, db;
+    torch::Tensor dx, dbranch, dw, db, dbranch_amax;
     if (!dh.defined()) {  // only x_out was used: the norm contributes nothing
       dx = dx_out;
     } else {
@@ -80,15 +86,20 @@ struct AddNorm : torch::autograd::Function<AddNorm> {
         dbranch = torch::empty({N, d}, dh.options());
       dw = torch::empty_like(weight);
       if (has_bias) db = torch::empty_like(weight);
+      // The branch's gradient's amax, for the FP8 product that made the branch: only
+      // where this pass writes that gradient itself, in the compute dtype.
+      if (dbranch.defined() && ctx->saved_data["branch_grad_amax"].toBool())
+        dbranch_amax = torch::zeros({}, dx.options().dtype(torch::kFloat));
       if (kernel)
-        add_norm_backward_cuda(dh, dx_out, x_out, mean, rstd, weight, dx, dbranch, dw, db);
+        add_norm_backward_cuda(dh, dx_out, x_out, mean, rstd, weight, dx, dbranch, dw, db, dbranch_amax);
       else
-        add_norm_backward_aten(dh, dx_out, x_out, mean, rstd, weight, dx, dbranch, dw, db);
+        add_norm_backward_aten(dh, dx_out, x_out, mean, rstd, weight, dx, dbranch, dw, db, dbranch_amax);
     }
     if (has_branch && dx.defined())
       dbranch = (dbranch.defined() ? dbranch : dx).to(static_cast<c10::ScalarType>(branch_dtype)).view(sizes);
     if (dx.defined()) dx = dx.view(sizes);
-    return {dx, dbranch, dw, db, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    if (dbranch_amax.defined()) hand_over_amax(dbranch, dbranch_amax);
+    return {dx, dbranch, dw, db, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -107,15 +118,15 @@ void add_norm_forward_aten(const torch::Tensor& x, const torch::Tensor& branch, 
   if (bias.defined()) y = y + bias.to(acc);
   h.copy_(y);
   // Of h as stored, after its rounding: the values the FP8 cast reads.
-  if (amax.defined())
-    amax.copy_(at::maximum(amax, at::linalg_vector_norm(h, std::numeric_limits<double>::infinity(), {}, false, at::kFloat).reshape(amax.sizes())));
+  if (amax.defined()) amax.copy_(at::maximum(amax, max_abs(h).reshape(amax.sizes())));
   mean.copy_(m.squeeze(-1));
   rstd.copy_(r.squeeze(-1));
 }
 
 void add_norm_backward_aten(const torch::Tensor& dh, const torch::Tensor& dx_out, const torch::Tensor& x_out,
                             const torch::Tensor& mean, const torch::Tensor& rstd, const torch::Tensor& weight,
-                            torch::Tensor& dx, torch::Tensor& dbranch, torch::Tensor& dweight, torch::Tensor& dbias) {
+                            torch::Tensor& dx, torch::Tensor& dbranch, torch::Tensor& dweight, torch::Tensor& dbias,
+                            torch::Tensor& dbranch_amax) {
   const auto acc = x_out.scalar_type();
   const auto r = rstd.unsqueeze(-1);
   const auto xhat = (x_out - mean.unsqueeze(-1)) * r;
@@ -125,28 +136,29 @@ void add_norm_backward_aten(const torch::Tensor& dh, const torch::Tensor& dx_out
   if (dx_out.defined()) d = d + dx_out.to(acc);
   dx.copy_(d);
   if (dbranch.defined()) dbranch.copy_(d);
+  if (dbranch_amax.defined())  // of the gradient as stored, after its rounding
+    dbranch_amax.copy_(at::maximum(dbranch_amax, max_abs(dbranch).reshape(dbranch_amax.sizes())));
   dweight.copy_((g * xhat).sum(0));
   if (dbias.defined()) dbias.copy_(g.sum(0));
 }
 
 std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, const torch::Tensor& branch,
                                                        const torch::Tensor& weight, const torch::Tensor& bias,
-                                                       double eps, c10::ScalarType out_dtype,
-                                                       const torch::Tensor& amax) {
+                                                       double eps, c10::ScalarType out_dtype, Fp8Amax amax) {
   TORCH_CHECK(weight.dim() == 1 && weight.size(0) == x.size(-1), "add_layer_norm: weight must be (", x.size(-1),
               "), got ", weight.sizes());
   TORCH_CHECK(!branch.defined() || branch.sizes() == x.sizes(), "add_layer_norm: branch ", branch.sizes(),
               " does not match x ", x.sizes());
   auto guard = no_autocast();
-  TORCH_CHECK(!amax.defined() || (amax.numel() == 1 && amax.scalar_type() == torch::kFloat && amax.device() == x.device()),
-              "add_layer_norm: amax must be one float32 on ", x.device());
   std::optional<torch::Tensor> br, b, top;
   if (branch.defined()) br = branch;
   if (bias.defined()) b = bias;
-  if (amax.defined()) top = amax;
-  auto out = AddNorm::apply(x, br, weight, b, eps, static_cast<int64_t>(out_dtype), top);
-  if (!branch.defined()) return {x, out[0]};
-  return {out[0], out[1]};
+  if (amax.output) top = torch::zeros({}, x.options().dtype(torch::kFloat));
+  auto out = AddNorm::apply(x, br, weight, b, eps, static_cast<int64_t>(out_dtype), top,
+                            amax.input_grad && branch.defined());
+  auto h = branch.defined() ? out[1] : out[0];
+  if (top) hand_over_amax(h, *top);
+  return {branch.defined() ? out[0] : x, h};
 }
 
 }  // namespace xsagpt

@@ -11,6 +11,8 @@
 // Without a branch it is a LayerNorm whose output comes in the compute dtype.
 #pragma once
 
+#include "kernels/amax_handoff.h"
+
 #include <torch/torch.h>
 
 #include <utility>
@@ -20,13 +22,13 @@ namespace xsagpt {
 // x: (..., d) float32 (or float64); branch: same shape, any float dtype, or
 // undefined; weight, bias: (d) in x's dtype (bias may be undefined). Returns
 // (x_out, h) with h in `out_dtype`; x_out is x itself when there is no branch.
-// amax, when defined (a float32 scalar holding 0, on x's device), is raised to
-// max |h| of h as returned (after its rounding to out_dtype): what an FP8
-// quantization of h needs (kernels/fp8_linear.h), taken by the same pass.
+// `amax` names what FP8 products read (kernels/amax_handoff.h): with `output`, the
+// forward takes max |h| of h as returned (after its rounding to out_dtype) and hands
+// it over for h; with `input_grad`, the backward does the same for the branch's
+// gradient (in h's dtype; the product that made the branch quantizes it).
 std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, const torch::Tensor& branch,
                                                        const torch::Tensor& weight, const torch::Tensor& bias,
-                                                       double eps, c10::ScalarType out_dtype,
-                                                       const torch::Tensor& amax = {});
+                                                       double eps, c10::ScalarType out_dtype, Fp8Amax amax = {});
 
 // The ATen twins of the kernels, on (N, d) tensors, arguments as in
 // add_norm_cuda.h (any float dtypes; statistics in x's dtype).
@@ -35,6 +37,7 @@ void add_norm_forward_aten(const torch::Tensor& x, const torch::Tensor& branch, 
                            torch::Tensor& mean, torch::Tensor& rstd, torch::Tensor& amax);
 void add_norm_backward_aten(const torch::Tensor& dh, const torch::Tensor& dx_out, const torch::Tensor& x_out,
                             const torch::Tensor& mean, const torch::Tensor& rstd, const torch::Tensor& weight,
-                            torch::Tensor& dx, torch::Tensor& dbranch, torch::Tensor& dweight, torch::Tensor& dbias);
+                            torch::Tensor& dx, torch::Tensor& dbranch, torch::Tensor& dweight, torch::Tensor& dbias,
+                            torch::Tensor& dbranch_amax);
 
 }  // namespace xsagpt

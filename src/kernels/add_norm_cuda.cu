@@ -14,7 +14,9 @@
 // memory fits 8 such warps on an SM at d = 2560, and its lanes' strided slots
 // conflict 4 ways). The grid is one wave of resident blocks; each writes its
 // partials to a (blocks, d) buffer that one ATen sum reduces: a fixed order of
-// additions, so the weight gradient is the same on every run.
+// additions, so the weight gradient is the same on every run. When asked, the
+// branch's gradient's max |dbranch| is raised into one float on the way (its FP8
+// product's amax, kernels/amax_handoff.h).
 #include "kernels/add_norm_cuda.h"
 #include "kernels/common.cuh"
 
@@ -111,13 +113,15 @@ __global__ void __launch_bounds__(kBwdMaxThreads<VEC>)
                              const float* __restrict__ x_out, const float* __restrict__ mean,
                              const float* __restrict__ rstd, const float* __restrict__ weight, float* __restrict__ dx,
                              L* __restrict__ dbranch, float* __restrict__ dw_part, float* __restrict__ db_part,
-                             int64_t N, int d, float inv_d, int64_t rows_per_block) {
+                             float* __restrict__ dbranch_amax, int64_t N, int d, float inv_d,
+                             int64_t rows_per_block) {
   // Per warp, its share of the row sums (s1, s2); two buffers, so one barrier a row
   // suffices: a warp writes row r + 2's sums into row r's buffer only after the
   // barrier of row r + 1, which every warp passes after reading row r's.
   __shared__ float red[2][2][kBwdMaxThreads<VEC> / kWarp];
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, warps = blockDim.x / kWarp;
   float gw_sum[ITER][VEC] = {}, g_sum[ITER][VEC] = {};  // this thread's columns of the weight and bias gradients
+  float top = 0;  // max |dbranch| of this thread's elements, as stored
   const int64_t r0 = static_cast<int64_t>(blockIdx.x) * rows_per_block, r1 = min(N, r0 + rows_per_block);
   for (int64_t row = r0; row < r1; ++row) {
     const float mu = mean[row], rs = rstd[row];
@@ -170,6 +174,7 @@ __global__ void __launch_bounds__(kBwdMaxThreads<VEC>)
       for (int j = 0; j < VEC; ++j) {
         out.v[j] = rs * (gw[k][j] - s1 - xhat[k][j] * s2) + next[k][j];
         out_low.v[j] = static_cast<L>(out.v[j]);
+        top = fmaxf(top, fabsf(static_cast<float>(out_low.v[j])));
       }
       store_vec<float, VEC>(dx + row * d + c, out);
       if (dbranch) store_vec<L, VEC>(dbranch + row * d + c, out_low);
@@ -187,6 +192,10 @@ __global__ void __launch_bounds__(kBwdMaxThreads<VEC>)
     }
     store_vec<float, VEC>(dw_part + blockIdx.x * static_cast<int64_t>(d) + c, pw);
     if (db_part) store_vec<float, VEC>(db_part + blockIdx.x * static_cast<int64_t>(d) + c, pb);
+  }
+  if (dbranch_amax) {  // every thread of the block is here (blocks are whole warps)
+    top = warp_max(top);
+    if (lane == 0) atomic_amax(dbranch_amax, top);
   }
 }
 
@@ -317,8 +326,12 @@ bool add_norm_backward_cuda_fits(int64_t d) { return d <= kAddNormBackwardMaxWid
 
 void add_norm_backward_cuda(const at::Tensor& dh, const at::Tensor& dx_out, const at::Tensor& x_out,
                             const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& weight, at::Tensor& dx,
-                            at::Tensor& dbranch, at::Tensor& dweight, at::Tensor& dbias) {
+                            at::Tensor& dbranch, at::Tensor& dweight, at::Tensor& dbias, at::Tensor& dbranch_amax) {
   TORCH_CHECK(x_out.dim() == 2, "add_norm kernel: x_out must be (N, d), got ", x_out.sizes());
+  TORCH_CHECK(!dbranch_amax.defined() || (dbranch.defined() && dbranch_amax.numel() == 1 &&
+                                          dbranch_amax.scalar_type() == at::kFloat &&
+                                          dbranch_amax.device() == x_out.device() && dbranch_amax.is_contiguous()),
+              "add_norm kernel: dbranch_amax needs dbranch, and must be one float32 on ", x_out.device());
   const auto N = x_out.size(0), d = x_out.size(1);
   const auto dev = x_out.device();
   check_rows(dh, "dh", N, d, dev);
@@ -363,7 +376,8 @@ void add_norm_backward_cuda(const at::Tensor& dh, const at::Tensor& dx_out, cons
         dh_ptr, dx_out.defined() ? dx_out.const_data_ptr<float>() : nullptr, x_out.const_data_ptr<float>(),
         mean.const_data_ptr<float>(), rstd.const_data_ptr<float>(), weight.const_data_ptr<float>(),
         dx.mutable_data_ptr<float>(), dbranch_ptr, dw_part.mutable_data_ptr<float>(),
-        dbias.defined() ? db_part.mutable_data_ptr<float>() : nullptr, N, static_cast<int>(d),
+        dbias.defined() ? db_part.mutable_data_ptr<float>() : nullptr,
+        dbranch_amax.defined() ? dbranch_amax.mutable_data_ptr<float>() : nullptr, N, static_cast<int>(d),
         1.0f / static_cast<float>(d), rows_per_block);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   };

@@ -26,8 +26,10 @@ bool add_norm_backward_cuda_fits(int64_t d);
 // undefined; x_out, mean, rstd, weight as in forward. Writes dx (N, d) float32
 // (the gradient of x and, with a branch, of x_out's other input), dbranch in its
 // dtype when defined, dweight (d) and, when defined, dbias (d), float32.
+// dbranch_amax: undefined, or (with dbranch) one float32 holding 0, raised to
+// max |dbranch| as stored.
 void add_norm_backward_cuda(const at::Tensor& dh, const at::Tensor& dx_out, const at::Tensor& x_out,
                             const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& weight, at::Tensor& dx,
-                            at::Tensor& dbranch, at::Tensor& dweight, at::Tensor& dbias);
+                            at::Tensor& dbranch, at::Tensor& dweight, at::Tensor& dbias, at::Tensor& dbranch_amax);
 
 }  // namespace xsagpt

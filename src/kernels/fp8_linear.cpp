@@ -1,6 +1,7 @@
 // The FP8 linear layer, its quantizer and its weight cache (see fp8_linear.h).
 #include "kernels/fp8_linear.h"
 
+#include "kernels/amax_handoff.h"
 #include "kernels/common.h"
 #include "kernels/fp8_cast_cuda.h"
 
@@ -68,7 +69,10 @@ struct Fp8Linear : torch::autograd::Function<Fp8Linear> {
     const auto &x8t = saved[0], &x_inv = saved[1], &w8t = saved[2], &w_inv = saved[3];
     const auto& gy = grad[0];
     const int64_t rows = gy.numel() / gy.size(-1);
-    const auto gq = quantize_fp8(pad_rows_fp8(gy.reshape({rows, gy.size(-1)})), kFp8Backward, /*transposed=*/true);
+    // The gradient's amax, when the kernel that made gy took it (the norm's backward
+    // for a residual branch, the GELU's, RoPE's).
+    const auto gq = quantize_fp8(pad_rows_fp8(gy.reshape({rows, gy.size(-1)})), kFp8Backward, /*transposed=*/true,
+                                 take_amax(gy));
     const auto x_dtype = static_cast<c10::ScalarType>(ctx->saved_data["x_dtype"].toInt());
     const auto w_dtype = static_cast<c10::ScalarType>(ctx->saved_data["w_dtype"].toInt());
     auto dx = at::_scaled_mm(gq.q, w8t.t(), gq.inv, w_inv, {}, {}, x_dtype);
@@ -146,7 +150,7 @@ int64_t Fp8WeightCache::bytes() const {
 }
 
 torch::Tensor fp8_linear(const torch::Tensor& x, const torch::Tensor& weight, const Fp8Tensor& w8,
-                         const torch::Tensor& bias, c10::ScalarType out_dtype, const torch::Tensor& x_amax) {
+                         const torch::Tensor& bias, c10::ScalarType out_dtype) {
   TORCH_CHECK(w8.q.scalar_type() == kFp8Forward, "fp8_linear: the weight copy is ", w8.q.scalar_type(), ", expected ",
               kFp8Forward);
   TORCH_CHECK(x.size(-1) == w8.q.size(1), "fp8_linear: x has ", x.size(-1), " features, the weight takes ",
@@ -155,7 +159,7 @@ torch::Tensor fp8_linear(const torch::Tensor& x, const torch::Tensor& weight, co
               "fp8_linear: the weight copy needs its transpose (quantize_fp8 with transposed=true)");
   auto guard = no_autocast();
   std::optional<torch::Tensor> amax;  // apply() takes no undefined tensor
-  if (x_amax.defined()) amax = x_amax;
+  if (auto a = take_amax(x); a.defined()) amax = a;
   auto y = Fp8Linear::apply(x, weight, w8.q, w8.qt, w8.inv, amax, static_cast<int64_t>(out_dtype));
   return bias.defined() ? y + bias.to(out_dtype) : y;
 }

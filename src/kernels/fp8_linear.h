@@ -48,7 +48,7 @@ constexpr c10::ScalarType kFp8Backward = c10::ScalarType::Float8_e5m2;   // grad
 // With `transposed` (a 2-D t only), qt is q's transpose, contiguous: q.t() with
 // the transposed layout, written by the same pass on CUDA. `amax` (a float32
 // scalar on t's device) is max |t| when the kernel that made t computed it on the
-// way (kernels/add_norm.h, kernels/gelu_amax.h), saving the reduction's pass over t;
+// way (kernels/amax_handoff.h), saving the reduction's pass over t;
 // undefined, it is reduced here. The scale is the float32 quotient
 // max(fmt) / max(amax, 1e-12), computed inside the cast kernel on CUDA.
 struct Fp8Tensor {
@@ -81,10 +81,11 @@ class Fp8WeightCache {
 // x @ weight^T + bias through the FP8 GEMMs above, the output in `out_dtype`;
 // w8 is weight's cached e4m3 copy with its transpose (quantize_fp8(weight,
 // kFp8Forward, true)). weight's gradient arrives in float32 (its dtype), x's in
-// x's dtype, bias's through ordinary autograd. x_amax: max |x| when its producer
-// computed it (quantize_fp8's amax), else undefined.
+// x's dtype, bias's through ordinary autograd. The amax of x, and of the output's
+// gradient, come from the kernels that made them when handed over
+// (kernels/amax_handoff.h), and are reduced here otherwise.
 torch::Tensor fp8_linear(const torch::Tensor& x, const torch::Tensor& weight, const Fp8Tensor& w8,
-                         const torch::Tensor& bias, c10::ScalarType out_dtype, const torch::Tensor& x_amax = {});
+                         const torch::Tensor& bias, c10::ScalarType out_dtype);
 
 // Whether a product with `in` inputs and `out` outputs is large enough for FP8
 // to pay (the fp8 kernel's layer filter; fp8_all takes every block product). Per

@@ -1,4 +1,4 @@
-// The exact GELU with its output's amax (see gelu_amax.h).
+// The exact GELU handing over its amaxes (see gelu_amax.h).
 #include "kernels/gelu_amax.h"
 
 #include "kernels/common.h"
@@ -13,39 +13,62 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-struct GeluWithAmax : torch::autograd::Function<GeluWithAmax> {
-  // amax is filled in place: a statistic of the output, outside the graph.
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& amax) {
-    const bool kernel = use_cuda_kernel(x) && x.is_contiguous() &&
-                        (x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16 ||
-                         x.scalar_type() == at::kHalf);
+bool gelu_kernel_for(const torch::Tensor& x) {
+  const auto t = x.scalar_type();
+  return use_cuda_kernel(x) && (t == at::kFloat || t == at::kBFloat16 || t == at::kHalf);
+}
+
+// max |t| of t as stored, a float32 scalar.
+torch::Tensor max_abs(const torch::Tensor& t) {
+  return at::linalg_vector_norm(t, std::numeric_limits<double>::infinity(), {}, false, at::kFloat);
+}
+
+struct ExactGelu : torch::autograd::Function<ExactGelu> {
+  // amax (h's, when asked for) is filled in place: a statistic outside the graph.
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x_in,
+                               const std::optional<torch::Tensor>& output_amax, bool grad_amax) {
+    const auto x = x_in.contiguous();
+    auto amax = output_amax.value_or(torch::Tensor());
     torch::Tensor h;
-    if (kernel) {
+    if (gelu_kernel_for(x)) {
       h = at::empty_like(x);
-      auto top = amax;
-      gelu_amax_cuda(x, h, top);
+      gelu_amax_cuda(x, h, amax);
     } else {
       h = at::gelu(x);
-      // Of h as stored, after its rounding: the values the FP8 cast reads.
-      amax.copy_(at::linalg_vector_norm(h, std::numeric_limits<double>::infinity(), {}, false, at::kFloat));
+      if (amax.defined()) amax.copy_(max_abs(h));
     }
     ctx->save_for_backward({x});
+    ctx->saved_data["grad_amax"] = grad_amax;
     return h;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto x = ctx->get_saved_variables()[0];
-    return {at::gelu_backward(grad[0], x), torch::Tensor()};
+    auto amax = ctx->saved_data["grad_amax"].toBool() ? torch::zeros({}, x.options().dtype(torch::kFloat))
+                                                      : torch::Tensor();
+    torch::Tensor dx;
+    if (gelu_kernel_for(x)) {
+      const auto dy = grad[0].contiguous();
+      dx = at::empty_like(x);
+      gelu_backward_amax_cuda(dy, x, dx, amax);
+    } else {
+      dx = at::gelu_backward(grad[0], x);
+      if (amax.defined()) amax.copy_(max_abs(dx));
+    }
+    if (amax.defined()) hand_over_amax(dx, amax);
+    return {dx, torch::Tensor(), torch::Tensor()};
   }
 };
 
 }  // namespace
 
-std::pair<torch::Tensor, torch::Tensor> gelu_with_amax(const torch::Tensor& x) {
+torch::Tensor exact_gelu(const torch::Tensor& x, Fp8Amax amax) {
   auto guard = no_autocast();
-  auto amax = torch::zeros({}, x.options().dtype(torch::kFloat));
-  auto h = GeluWithAmax::apply(x, amax);
-  return {h, amax};
+  std::optional<torch::Tensor> top;
+  if (amax.output) top = torch::zeros({}, x.options().dtype(torch::kFloat));
+  auto h = ExactGelu::apply(x, top, amax.input_grad);
+  if (top) hand_over_amax(h, *top);  // for the tensor the caller receives
+  return h;
 }
 
 }  // namespace xsagpt

@@ -1,23 +1,24 @@
-// The exact GELU, h = x Phi(x) = x (1 + erf(x / sqrt 2)) / 2, returning with h the
-// largest |h|: the activation an FP8 product reads (the MLP's down projection,
-// kernels/fp8_linear.h) needs that amax for its scale, and the GELU's own pass over
-// its output is the cheapest place to take it. Otherwise the quantizer reads the
-// (tokens x 4 d_model) activation, the largest of the step, once more for it.
+// The exact GELU, h = x Phi(x) = x (1 + erf(x / sqrt 2)) / 2, for an MLP whose
+// products around it are FP8: the one that reads h (the down projection) needs
+// max |h| for its scale, the one that made x (the up projection) the amax of x's
+// gradient. The GELU's own passes over h and over that gradient are the cheapest
+// places to take them: otherwise each quantizer reads a (tokens x 4 d_model) tensor,
+// the largest of the step, once more. Each amax taken is handed over for its tensor
+// (kernels/amax_handoff.h).
 //
-// One CUDA kernel (kernels/gelu_amax_cuda.h) writes h and raises the amax; its ATen
-// twin, on a CPU and for dtypes the kernel does not take, is at::gelu and a max.
-// The gradient is at::gelu_backward's, the one torch::gelu's autograd computes,
-// from the saved input: nothing about the backward changes.
+// One CUDA kernel each way (kernels/gelu_amax_cuda.h), in ATen's float32 formulas
+// for GELU and its derivative; the ATen twin, on a CPU and for dtypes the kernels do
+// not take, is at::gelu, at::gelu_backward and a max.
 #pragma once
+
+#include "kernels/amax_handoff.h"
 
 #include <torch/torch.h>
 
-#include <utility>
-
 namespace xsagpt {
 
-// (gelu(x), max |gelu(x)|): h in x's dtype, the amax a float32 scalar on x's device
-// taken of h as stored (after its rounding to x's dtype), outside the graph.
-std::pair<torch::Tensor, torch::Tensor> gelu_with_amax(const torch::Tensor& x);
+// gelu(x) in x's dtype, with its gradient; `amax.output` takes max |h| of h as
+// stored, `amax.input_grad` max |dx| of x's gradient as stored.
+torch::Tensor exact_gelu(const torch::Tensor& x, Fp8Amax amax);
 
 }  // namespace xsagpt

@@ -1,7 +1,10 @@
 #include "kernels/rope_qkv.h"
 
+#include "kernels/amax_handoff.h"
 #include "kernels/common.h"
 #include "kernels/rope_qkv_cuda.h"
+
+#include <limits>
 
 namespace xsagpt {
 
@@ -21,7 +24,7 @@ bool rope_kernel_for(const torch::Tensor& t, const torch::Tensor& cos) {
 
 struct RopeQKV : torch::autograd::Function<RopeQKV> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& qkv_in, const torch::Tensor& cos,
-                               const torch::Tensor& sin, int64_t H, int64_t D) {
+                               const torch::Tensor& sin, int64_t H, int64_t D, bool grad_amax) {
     const auto qkv = qkv_in.stride(-1) == 1 ? qkv_in : qkv_in.contiguous();
     const auto B = qkv.size(0), T = qkv.size(1);
     auto q = torch::empty({B, T, H, D}, qkv.options());
@@ -34,6 +37,7 @@ struct RopeQKV : torch::autograd::Function<RopeQKV> {
     ctx->save_for_backward({cos, sin});
     ctx->saved_data["H"] = H;
     ctx->saved_data["D"] = D;
+    ctx->saved_data["grad_amax"] = grad_amax;
     return {q, k, v};
   }
 
@@ -52,13 +56,18 @@ struct RopeQKV : torch::autograd::Function<RopeQKV> {
     const auto dq = get(0), dk = get(1), dv = get(2);
     const auto B = like->size(0), T = like->size(1);
     auto dqkv = torch::empty({B, T, 3 * H * D}, like->options());
+    auto amax = ctx->saved_data["grad_amax"].toBool() ? torch::zeros({}, dqkv.options().dtype(torch::kFloat))
+                                                      : torch::Tensor();
     if (rope_kernel_for(dq, cos)) {
-      rope_qkv_backward_cuda(dq, dk, dv, cos.contiguous(), sin.contiguous(), dqkv);
+      rope_qkv_backward_cuda(dq, dk, dv, cos.contiguous(), sin.contiguous(), dqkv, amax);
     } else {
       auto oq = part(dqkv, 0, H, D), ok = part(dqkv, 1, H, D), ov = part(dqkv, 2, H, D);
       rope_qkv_aten(dq, dk, dv, cos, sin, /*inverse=*/true, oq, ok, ov);
+      // Of the gradient as stored, after its rounding.
+      if (amax.defined()) amax.copy_(at::linalg_vector_norm(dqkv, std::numeric_limits<double>::infinity(), {}, false, at::kFloat));
     }
-    return {dqkv, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    if (amax.defined()) hand_over_amax(dqkv, amax);
+    return {dqkv, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -82,13 +91,13 @@ void rope_qkv_aten(const torch::Tensor& q_in, const torch::Tensor& k_in, const t
 
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> rope_qkv(const torch::Tensor& qkv, int64_t n_head,
                                                                  int64_t head_dim, const torch::Tensor& cos,
-                                                                 const torch::Tensor& sin) {
+                                                                 const torch::Tensor& sin, bool qkv_grad_amax) {
   TORCH_CHECK(qkv.dim() == 3 && qkv.size(2) == 3 * n_head * head_dim && head_dim % 2 == 0,
               "rope_qkv: expected qkv of shape (B, T, 3*", n_head, "*", head_dim, "), got ", qkv.sizes());
   TORCH_CHECK(cos.dim() == 2 && cos.size(0) == qkv.size(1) && cos.size(1) == head_dim / 2 && sin.sizes() == cos.sizes(),
               "rope_qkv: cos/sin must be (T, head_dim/2) = (", qkv.size(1), ", ", head_dim / 2, "), got ", cos.sizes());
   auto guard = no_autocast();
-  auto out = RopeQKV::apply(qkv, cos, sin, n_head, head_dim);
+  auto out = RopeQKV::apply(qkv, cos, sin, n_head, head_dim, qkv_grad_amax);
   return {out[0].transpose(1, 2), out[1].transpose(1, 2), out[2].transpose(1, 2)};
 }
 

@@ -16,9 +16,11 @@ namespace xsagpt {
 
 // qkv: (B, T, 3*n_head*head_dim) as the c_attn projection returns it; cos, sin:
 // (T, head_dim/2) float32 rows for its positions. Returns q, k, v as (B, H, T, D).
+// With `qkv_grad_amax` (an FP8 qkv product) the backward takes the amax of the qkv
+// gradient it writes and hands it over (kernels/amax_handoff.h).
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> rope_qkv(const torch::Tensor& qkv, int64_t n_head,
                                                                  int64_t head_dim, const torch::Tensor& cos,
-                                                                 const torch::Tensor& sin);
+                                                                 const torch::Tensor& sin, bool qkv_grad_amax = false);
 
 // The ATen twin of the kernels (used off CUDA, and as the tests' reference):
 // forward with inverse = false, backward with inverse = true; arguments as in

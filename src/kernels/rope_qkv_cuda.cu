@@ -7,6 +7,8 @@
 // swaps the layouts (strided gradients in, the packed qkv gradient out). Each
 // tensor is addressed by its (batch, position, head) strides with the last dim
 // contiguous, so the projection's output and the attention gradients are read in place.
+// The backward can raise the amax of what it writes, the qkv gradient that the qkv
+// product's FP8 backward quantizes (kernels/amax_handoff.h).
 #include "kernels/common.cuh"
 #include "kernels/rope_qkv_cuda.h"
 
@@ -30,15 +32,17 @@ struct Shape {
   int half;  // D / 2
 };
 
+// The thread's VEC pairs of q, k (rotated) and v (copied), with `top` raised to the
+// largest |value| written.
 template <typename T, int VEC>
-__global__ void rope_qkv_kernel(const T* __restrict__ q_in, const T* __restrict__ k_in, const T* __restrict__ v_in,
-                                Layout qi, Layout ki, Layout vi, T* __restrict__ q_out, T* __restrict__ k_out,
-                                T* __restrict__ v_out, Layout qo, Layout ko, Layout vo, const float* __restrict__ cos,
-                                const float* __restrict__ sin, Shape s, float sign) {
+__device__ __forceinline__ void rope_pairs(const T* __restrict__ q_in, const T* __restrict__ k_in,
+                                           const T* __restrict__ v_in, Layout qi, Layout ki, Layout vi,
+                                           T* __restrict__ q_out, T* __restrict__ k_out, T* __restrict__ v_out,
+                                           Layout qo, Layout ko, Layout vo, const float* __restrict__ cos,
+                                           const float* __restrict__ sin, Shape s, float sign, int64_t idx,
+                                           float& top) {
   using A = at::opmath_type<T>;
   const int n_vec = s.half / VEC;
-  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (idx >= s.B * s.T * s.H * n_vec) return;
   const int i = static_cast<int>(idx % n_vec) * VEC;
   int64_t rest = idx / n_vec;
   const int64_t h = rest % s.H;
@@ -61,6 +65,7 @@ __global__ void rope_qkv_kernel(const T* __restrict__ q_in, const T* __restrict_
       const A a1 = static_cast<A>(x1.v[j]), a2 = static_cast<A>(x2.v[j]);
       y1.v[j] = static_cast<T>(a1 * c[j] - a2 * sn[j]);
       y2.v[j] = static_cast<T>(a2 * c[j] + a1 * sn[j]);
+      top = fmaxf(top, fmaxf(fabsf(static_cast<float>(y1.v[j])), fabsf(static_cast<float>(y2.v[j]))));
     }
     store_vec<T, VEC>(out, y1);
     store_vec<T, VEC>(out + s.half, y2);
@@ -69,8 +74,28 @@ __global__ void rope_qkv_kernel(const T* __restrict__ q_in, const T* __restrict_
   rotate(k_in, ki, k_out, ko);
   const T* vin = v_in + b * vi.b + t * vi.t + h * vi.h + i;
   T* vout = v_out + b * vo.b + t * vo.t + h * vo.h + i;
-  store_vec<T, VEC>(vout, load_vec<T, VEC>(vin));
-  store_vec<T, VEC>(vout + s.half, load_vec<T, VEC>(vin + s.half));
+  const auto v1 = load_vec<T, VEC>(vin), v2 = load_vec<T, VEC>(vin + s.half);
+#pragma unroll
+  for (int j = 0; j < VEC; ++j)
+    top = fmaxf(top, fmaxf(fabsf(static_cast<float>(v1.v[j])), fabsf(static_cast<float>(v2.v[j]))));
+  store_vec<T, VEC>(vout, v1);
+  store_vec<T, VEC>(vout + s.half, v2);
+}
+
+template <typename T, int VEC>
+__global__ void rope_qkv_kernel(const T* __restrict__ q_in, const T* __restrict__ k_in, const T* __restrict__ v_in,
+                                Layout qi, Layout ki, Layout vi, T* __restrict__ q_out, T* __restrict__ k_out,
+                                T* __restrict__ v_out, Layout qo, Layout ko, Layout vo, const float* __restrict__ cos,
+                                const float* __restrict__ sin, Shape s, float sign, float* __restrict__ amax) {
+  const int n_vec = s.half / VEC;
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  float top = 0;  // max |output| of this thread's elements, as stored
+  if (idx < s.B * s.T * s.H * n_vec) rope_pairs<T, VEC>(q_in, k_in, v_in, qi, ki, vi, q_out, k_out, v_out, qo, ko, vo,
+                                                        cos, sin, s, sign, idx, top);
+  if (amax) {  // every lane of the warp is here, in range or not
+    top = warp_max(top);
+    if (threadIdx.x % kWarp == 0) atomic_amax(amax, top);
+  }
 }
 
 Layout layout_of(const at::Tensor& x) {  // x: (B, T, H, D)
@@ -84,7 +109,7 @@ at::Tensor part(const at::Tensor& qkv, int64_t which, int64_t H, int64_t D) {
 }
 
 void launch(const at::Tensor& qi, const at::Tensor& ki, const at::Tensor& vi, at::Tensor qo, at::Tensor ko,
-            at::Tensor vo, const at::Tensor& cos, const at::Tensor& sin, float sign) {
+            at::Tensor vo, const at::Tensor& cos, const at::Tensor& sin, float sign, float* amax) {
   TORCH_CHECK(cos.scalar_type() == at::kFloat && sin.scalar_type() == at::kFloat && cos.is_contiguous() &&
                   sin.is_contiguous() && cos.device() == qi.device(),
               "rope_qkv kernel: cos/sin must be contiguous float32 on the tensors' device");
@@ -109,7 +134,7 @@ void launch(const at::Tensor& qi, const at::Tensor& ki, const at::Tensor& vi, at
           qi.const_data_ptr<scalar_t>(), ki.const_data_ptr<scalar_t>(), vi.const_data_ptr<scalar_t>(), layout_of(qi),
           layout_of(ki), layout_of(vi), qo.mutable_data_ptr<scalar_t>(), ko.mutable_data_ptr<scalar_t>(),
           vo.mutable_data_ptr<scalar_t>(), layout_of(qo), layout_of(ko), layout_of(vo), cos.const_data_ptr<float>(),
-          sin.const_data_ptr<float>(), s, sign);
+          sin.const_data_ptr<float>(), s, sign, amax);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     };
     if (vec_ok)
@@ -124,13 +149,17 @@ void launch(const at::Tensor& qi, const at::Tensor& ki, const at::Tensor& vi, at
 void rope_qkv_forward_cuda(const at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin, at::Tensor& q,
                            at::Tensor& k, at::Tensor& v) {
   const auto H = q.size(2), D = q.size(3);
-  launch(part(qkv, 0, H, D), part(qkv, 1, H, D), part(qkv, 2, H, D), q, k, v, cos, sin, 1.0f);
+  launch(part(qkv, 0, H, D), part(qkv, 1, H, D), part(qkv, 2, H, D), q, k, v, cos, sin, 1.0f, nullptr);
 }
 
 void rope_qkv_backward_cuda(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv, const at::Tensor& cos,
-                            const at::Tensor& sin, at::Tensor& dqkv) {
+                            const at::Tensor& sin, at::Tensor& dqkv, at::Tensor& amax) {
   const auto H = dq.size(2), D = dq.size(3);
-  launch(dq, dk, dv, part(dqkv, 0, H, D), part(dqkv, 1, H, D), part(dqkv, 2, H, D), cos, sin, -1.0f);
+  TORCH_CHECK(!amax.defined() || (amax.numel() == 1 && amax.scalar_type() == at::kFloat &&
+                                  amax.device() == dqkv.device() && amax.is_contiguous()),
+              "rope_qkv kernel: amax must be one float32 on ", dqkv.device());
+  launch(dq, dk, dv, part(dqkv, 0, H, D), part(dqkv, 1, H, D), part(dqkv, 2, H, D), cos, sin, -1.0f,
+         amax.defined() ? amax.mutable_data_ptr<float>() : nullptr);
 }
 
 }  // namespace xsagpt

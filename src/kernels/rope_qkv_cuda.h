@@ -12,8 +12,9 @@ void rope_qkv_forward_cuda(const at::Tensor& qkv, const at::Tensor& cos, const a
                            at::Tensor& k, at::Tensor& v);
 
 // dq, dk, dv: (B, T, H, D), last dim contiguous, other strides free. Writes dqkv
-// (B, T, 3*H*D) contiguous: q and k rotated back (by -angle), v copied.
+// (B, T, 3*H*D) contiguous: q and k rotated back (by -angle), v copied. amax:
+// undefined, or one float32 holding 0, raised to max |dqkv| as stored.
 void rope_qkv_backward_cuda(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv, const at::Tensor& cos,
-                            const at::Tensor& sin, at::Tensor& dqkv);
+                            const at::Tensor& sin, at::Tensor& dqkv, at::Tensor& amax);
 
 }  // namespace xsagpt

@@ -32,7 +32,7 @@ void rope_qkv_forward_cuda(const torch::Tensor&, const torch::Tensor&, const tor
   not_built();
 }
 void rope_qkv_backward_cuda(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
-                            const torch::Tensor&, torch::Tensor&) {
+                            const torch::Tensor&, torch::Tensor&, torch::Tensor&) {
   not_built();
 }
 void add_norm_forward_cuda(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
@@ -41,7 +41,7 @@ void add_norm_forward_cuda(const torch::Tensor&, const torch::Tensor&, const tor
 }
 void add_norm_backward_cuda(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
                             const torch::Tensor&, const torch::Tensor&, torch::Tensor&, torch::Tensor&, torch::Tensor&,
-                            torch::Tensor&) {
+                            torch::Tensor&, torch::Tensor&) {
   not_built();
 }
 bool add_norm_backward_cuda_fits(int64_t) { return false; }
@@ -53,6 +53,7 @@ void fp8_scale_cast_transpose_cuda(const torch::Tensor&, const torch::Tensor&, d
   not_built();
 }
 void gelu_amax_cuda(const at::Tensor&, at::Tensor&, at::Tensor&) { not_built(); }
+void gelu_backward_amax_cuda(const at::Tensor&, const at::Tensor&, at::Tensor&, at::Tensor&) { not_built(); }
 void gelu_up_cuda(const at::Tensor&, const at::Tensor&, const at::Tensor&, at::Tensor&, at::Tensor&) { not_built(); }
 void dgelu_down_cuda(const at::Tensor&, const at::Tensor&, const at::Tensor&, at::Tensor&, at::Tensor&) {
   not_built();

@@ -46,7 +46,8 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const tor
   auto qkv = exec->block_linear(x, c_attn->weight, c_attn->bias);
   torch::Tensor q, k, v;  // (B, H, T, D), q and k rotated by RoPE
   if (exec->rt.kernels.rope) {
-    std::tie(q, k, v) = rope_qkv(qkv, n_head, head_dim, cos, sin);
+    // Its backward takes the qkv gradient's amax when the qkv product is FP8.
+    std::tie(q, k, v) = rope_qkv(qkv, n_head, head_dim, cos, sin, exec->fp8_takes(c_attn->weight));
   } else {
     auto heads = [&](const torch::Tensor& t) { return t.view({B, T, n_head, head_dim}).transpose(1, 2); };
     auto parts = qkv.chunk(3, -1);

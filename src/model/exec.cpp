@@ -31,19 +31,7 @@ bool Exec::fp8_takes(const torch::Tensor& w) const {
 
 torch::Tensor Exec::block_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias) {
   if (!fp8_takes(w)) return linear(x, w, bias);
-  return fp8_linear(x, w, fp8_weights.get(w), bias, dtype(x), take_amax(x));
-}
-
-void Exec::offer_amax(const torch::Tensor& x, const torch::Tensor& amax) { offered_ = {x, amax, x._version()}; }
-
-torch::Tensor Exec::take_amax(const torch::Tensor& x) {
-  // The same tensor (not a view, not a copy) at the version it had when offered:
-  // anything else may hold other values, and its amax is reduced afresh.
-  const bool same = offered_.of.defined() && x.is_same(offered_.of) && x._version() == offered_.version;
-  auto amax = same ? offered_.amax : torch::Tensor();
-  amax_reused += same ? 1 : 0;
-  offered_ = {};  // the slot holds x alive no longer than its product
-  return amax;
+  return fp8_linear(x, w, fp8_weights.get(w), bias, dtype(x));
 }
 
 torch::Tensor Exec::weight(const torch::Tensor& w) {
@@ -54,18 +42,15 @@ torch::Tensor Exec::weight(const torch::Tensor& w) {
 
 torch::Tensor Exec::norm(const LayerNorm& ln, const torch::Tensor& x, const torch::Tensor& reader) {
   if (!rt.kernels.norm) return ln->forward(x);
-  const auto amax = fp8_takes(reader) ? torch::zeros({}, x.options().dtype(torch::kFloat)) : torch::Tensor();
-  auto h = add_layer_norm(x, {}, ln->weight, ln->bias, ln->eps, dtype(x), amax).second;
-  if (amax.defined()) offer_amax(h, amax);
-  return h;
+  return add_layer_norm(x, {}, ln->weight, ln->bias, ln->eps, dtype(x), fp8_amax({}, reader)).second;
 }
 
-torch::Tensor Exec::gelu(const torch::Tensor& pre, GeluKind kind, const torch::Tensor& reader) {
+torch::Tensor Exec::gelu(const torch::Tensor& pre, GeluKind kind, const torch::Tensor& maker,
+                         const torch::Tensor& reader) {
   if (kind == GeluKind::kTanh) return torch::gelu(pre, "tanh");
-  if (!fp8_takes(reader)) return torch::gelu(pre);
-  auto [h, amax] = gelu_with_amax(pre);
-  offer_amax(h, amax);
-  return h;
+  const auto amax = fp8_amax(maker, reader);
+  if (!amax.output && !amax.input_grad) return torch::gelu(pre);
+  return exact_gelu(pre, amax);
 }
 
 }  // namespace xsagpt

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "config/runtime.h"
+#include "kernels/amax_handoff.h"
 #include "kernels/fp8_linear.h"
 #include "kernels/linear.h"
 #include "model/layers.h"
@@ -73,33 +74,26 @@ struct Exec {
   // `weight` in the dtype its products run in (the cached copy with the weights kernel).
   torch::Tensor weight(const torch::Tensor& weight);
   // ln(x), its output in the compute dtype with the norm kernel. `reader`: the
-  // weight of the block product that reads the output, if any (see offer_amax).
+  // weight of the block product that reads the output, if any: when it is FP8, the
+  // norm kernel takes the output's amax on its way (kernels/amax_handoff.h).
   torch::Tensor norm(const LayerNorm& ln, const torch::Tensor& x, const torch::Tensor& reader = {});
-  // The MLP's activation of `pre` (exact or tanh GELU); `reader` as for norm().
-  torch::Tensor gelu(const torch::Tensor& pre, GeluKind kind, const torch::Tensor& reader = {});
-  // The FP8 quantization of a block product's input needs max |x|. The kernels that
-  // make those inputs (the norm kernel, the GELU) take it on their way when the
-  // product reading their output is FP8 (`reader`, fp8_takes), and leave it here;
-  // the next block_linear whose x is that very tensor, unmodified since, uses it
-  // instead of reading x once more. One slot: each such input is read by the next
-  // product, before the next one is made.
-  void offer_amax(const torch::Tensor& x, const torch::Tensor& amax);
-  // How many FP8 products took their input's amax from its producer (tests and
-  // diagnostics: a plumbing break shows as fewer, never as a wrong result).
-  int64_t amax_reused = 0;
+  // The MLP's activation of `pre` (exact or tanh GELU), made by the product with
+  // weight `maker` and read by the one with weight `reader`: when either is FP8 the
+  // exact GELU's kernel takes the amax of what that product quantizes (h forward,
+  // pre's gradient backward).
+  torch::Tensor gelu(const torch::Tensor& pre, GeluKind kind, const torch::Tensor& maker = {},
+                     const torch::Tensor& reader = {});
+  // Which amaxes a producer takes on its way for the block products around it: of
+  // its output for `reader`, of its input's gradient for `maker` (when FP8).
+  Fp8Amax fp8_amax(const torch::Tensor& maker, const torch::Tensor& reader) const {
+    return {fp8_takes(reader), fp8_takes(maker)};
+  }
   // The dtype activations that come from x are computed in: bf16 when computing
   // in bf16, else x's own (float32, or float64 in the tests).
   c10::ScalarType dtype(const torch::Tensor& x) const { return rt.bf16 ? c10::kBFloat16 : x.scalar_type(); }
   // Whether products use the cached bf16 weight copies.
   bool copies() const { return rt.bf16 && rt.kernels.weights; }
 
- private:
-  // The amax offered for `of` at version `version`, if still there (offer_amax).
-  torch::Tensor take_amax(const torch::Tensor& x);
-  struct OfferedAmax {
-    torch::Tensor of, amax;
-    int64_t version = 0;
-  } offered_;
 };
 
 using ExecPtr = std::shared_ptr<Exec>;

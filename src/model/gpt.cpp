@@ -22,13 +22,15 @@ BlockImpl::BlockImpl(const ModelConfig& cfg, int64_t layer, ExecPtr exec_) : exe
 
 void BlockImpl::forward(Residual& x, const torch::Tensor& cos, const torch::Tensor& sin, KVCache::Layer* cache,
                         int64_t past) {
-  // Each norm is told which product reads it (an FP8 one takes its amax from the norm).
-  x.add(attn(x.norm(ln_1, attn->c_attn->weight), cos, sin, cache, past));
+  // Each norm is told which product reads it, and each branch which product made it:
+  // an FP8 product takes its amaxes from the norm kernel's passes (kernels/amax_handoff.h).
+  x.add(attn(x.norm(ln_1, attn->c_attn->weight), cos, sin, cache, past), attn->c_proj->weight);
   if (exec->rt.recompute == Recompute::kMlp)  // activation checkpointing of the MLP half (its norm included)
     x.add(recompute_in_backward([this](const torch::Tensor& t) { return mlp(exec->norm(ln_2, t, mlp->c_fc->weight)); },
-                                x.flush()));
+                                x.flush()),
+          mlp->c_proj->weight);
   else
-    x.add(mlp(x.norm(ln_2, mlp->c_fc->weight)));
+    x.add(mlp(x.norm(ln_2, mlp->c_fc->weight)), mlp->c_proj->weight);
 }
 
 TransformerImpl::TransformerImpl(const ModelConfig& cfg, const ExecPtr& exec) {

@@ -38,7 +38,7 @@ torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
                          copy(c_proj->weight), c_proj->bias));
   }
   auto pre = exec->block_linear(x, c_fc->weight, c_fc->bias);
-  auto h = exec->gelu(pre, gelu, /*reader=*/c_proj->weight);
+  auto h = exec->gelu(pre, gelu, /*maker=*/c_fc->weight, /*reader=*/c_proj->weight);
   return drop(exec->block_linear(h, c_proj->weight, c_proj->bias));
 }
 

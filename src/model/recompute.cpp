@@ -1,5 +1,7 @@
 #include "model/recompute.h"
 
+#include "kernels/amax_handoff.h"
+
 #include <ATen/autocast_mode.h>
 #include <torch/custom_class.h>
 
@@ -44,8 +46,12 @@ struct RecomputeInBackward : torch::autograd::Function<RecomputeInBackward> {
     at::autocast::set_autocast_dtype(type, saved->autocast_dtype);
     torch::Tensor y;
     {
+      // The replay hands over and takes its own FP8 amaxes (kernels/amax_handoff.h);
+      // the one handed over for grad_out, if any, waits for the replayed product.
+      const auto pending = save_amax_slot();
       torch::AutoGradMode grad(true);
       y = saved->fn(x);
+      restore_amax_slot(pending);
     }
     at::autocast::set_autocast_enabled(type, prev);
     at::autocast::set_autocast_dtype(type, prev_dtype);

@@ -6,27 +6,29 @@ namespace xsagpt {
 
 torch::Tensor Residual::norm(const LayerNorm& ln, const torch::Tensor& reader) {
   if (!exec_->rt.kernels.norm) return ln->forward(flush());
-  const auto amax = exec_->fp8_takes(reader) ? torch::zeros({}, x_.options().dtype(torch::kFloat)) : torch::Tensor();
+  // Which amaxes the norm takes for FP8 products: h's for its reader, the pending
+  // branch's gradient for the product that made the branch.
+  auto amax = exec_->fp8_amax(pending_maker_, reader);
   auto [x, h] = add_layer_norm(x_, pending_, ln->weight, ln->bias, ln->eps, exec_->dtype(x_), amax);
   x_ = std::move(x);
-  pending_ = torch::Tensor();
-  if (amax.defined()) exec_->offer_amax(h, amax);
+  pending_ = pending_maker_ = torch::Tensor();
   return h;
 }
 
-void Residual::add(torch::Tensor branch) {
+void Residual::add(torch::Tensor branch, const torch::Tensor& maker) {
   if (!exec_->rt.kernels.norm) {
     x_ = x_ + branch;
     return;
   }
   if (pending_.defined()) flush();
   pending_ = std::move(branch);
+  pending_maker_ = maker;
 }
 
 torch::Tensor Residual::flush() {
   if (pending_.defined()) {
     x_ = x_ + pending_;
-    pending_ = torch::Tensor();
+    pending_ = pending_maker_ = torch::Tensor();
   }
   return x_;
 }

@@ -14,15 +14,16 @@ class Residual {
   Residual(torch::Tensor x, Exec& exec) : x_(std::move(x)), exec_(&exec) {}
 
   // ln(x) with every branch added to x first. `reader`: the weight of the block
-  // product that reads it (Exec::norm says why).
+  // product that reads it (Exec::fp8_amax says why).
   torch::Tensor norm(const LayerNorm& ln, const torch::Tensor& reader = {});
-  // x = x + branch (deferred with the norm kernel).
-  void add(torch::Tensor branch);
+  // x = x + branch (deferred with the norm kernel). `maker`: the weight of the
+  // block product whose output the branch is (Exec::fp8_amax says why).
+  void add(torch::Tensor branch, const torch::Tensor& maker = {});
   // x with every branch added.
   torch::Tensor flush();
 
  private:
-  torch::Tensor x_, pending_;
+  torch::Tensor x_, pending_, pending_maker_;
   Exec* exec_;
 };
 

@@ -6,8 +6,8 @@
 #include "fp8_reference.h"
 #include "helpers.h"
 #include "kernels/fp8_linear.h"
+#include "kernels/amax_handoff.h"
 #include "kernels/gelu_amax.h"
-#include "model/exec.h"
 #include "model/gpt.h"
 #include "step_rig.h"
 
@@ -107,30 +107,43 @@ TEST(Fp8LinearCuda, CastWithAGivenAmaxEqualsTheAtenTwin) {
   }
 }
 
-// The exact GELU's kernel, which also raises its output's amax for the FP8 product
-// that reads it: h as ATen's GELU computes it (the same float32 formula) and the
-// amax max |h| exactly, for the three dtypes, on the 8-wide path and the element by
-// element one, and several blocks' warps raising one amax.
-TEST(Fp8LinearCuda, GeluKernelIsAtensGeluWithTheMaxOfItsOutput) {
+// The exact GELU's kernels, which also raise the amax of what they write for the
+// FP8 products around the MLP's activation: h and x's gradient as ATen's GELU and
+// its backward compute them (the same float32 formulas) and each amax max |t| of t
+// as stored, exactly, for the three dtypes, on the 8-wide path and the element by
+// element one, with several blocks' warps raising one amax.
+TEST(Fp8LinearCuda, GeluKernelsAreAtensGeluWithTheAmaxOfWhatTheyWrite) {
   SKIP_WITHOUT_FP8_GPU();
   for (const auto dtype : {torch::kFloat32, torch::kBFloat16, torch::kFloat16}) {
     for (const int64_t n : {4096 * 768, 1001}) {
       SCOPED_TRACE(std::string(c10::toString(dtype)) + ", " + std::to_string(n) + " elements");
       torch::manual_seed(8);
-      const auto x = (torch::randn({n}, torch::TensorOptions().device(kFp8Cuda)) * 3).to(dtype);
-      const auto [h, amax] = gelu_with_amax(x);
-      const auto want = torch::gelu(x);
-      EXPECT_LE((h.to(torch::kFloat) - want.to(torch::kFloat)).abs().max().item<float>(),
-                dtype == torch::kFloat32 ? 1e-6f : 0.0f);
-      EXPECT_TRUE(torch::equal(amax, h.abs().max().to(torch::kFloat)));
+      auto opts = torch::TensorOptions().device(kFp8Cuda);
+      auto x = (torch::randn({n}, opts) * 3).to(dtype).requires_grad_(true);
+      auto xr = x.detach().clone().requires_grad_(true);
+      const auto h = exact_gelu(x, {.output = true, .input_grad = true});
+      const auto want = torch::gelu(xr);
+      const float tol = dtype == torch::kFloat32 ? 1e-6f : 0.0f;
+      EXPECT_LE((h.to(torch::kFloat) - want.to(torch::kFloat)).abs().max().item<float>(), tol);
+      EXPECT_TRUE(torch::equal(take_amax(h), h.abs().max().to(torch::kFloat)));
+      const auto g = torch::randn({n}, opts).to(dtype);
+      h.backward(g);
+      want.backward(g);
+      EXPECT_LE((x.grad().to(torch::kFloat) - xr.grad().to(torch::kFloat)).abs().max().item<float>(),
+                dtype == torch::kFloat32 ? 1e-5f : 0.0f);
+      const auto slot = save_amax_slot();
+      restore_amax_slot({});
+      ASSERT_TRUE(slot.of.defined());
+      EXPECT_TRUE(torch::equal(slot.amax, slot.of.abs().max().to(torch::kFloat)));
+      EXPECT_TRUE(torch::equal(slot.of, x.grad()));
     }
   }
 }
 
-// On the GPU the norm kernel and the GELU kernel hand their amax to every FP8
-// product they feed (qkv, MLP up, MLP down at 0.7B's width), and a step with them
-// trains: its loss and gradients finite.
-TEST(Fp8LinearCuda, TheModelsProducersHandTheirAmaxToTheFp8Products) {
+// On the GPU the norm, GELU and RoPE kernels hand their amaxes to every FP8 product
+// they feed, forward and backward (at 0.7B's width: qkv, MLP up and down, 6 a layer),
+// and a step with them trains: its loss and gradients finite.
+TEST(Fp8LinearCuda, TheModelsKernelsHandTheirAmaxToTheFp8Products) {
   SKIP_WITHOUT_FP8_GPU();
   auto cfg = test::small_model("xsa", 64);
   cfg.n_layer = 2;
@@ -141,12 +154,11 @@ TEST(Fp8LinearCuda, TheModelsProducersHandTheirAmaxToTheFp8Products) {
   GPT m(cfg);
   m->to(kFp8Cuda);
   m->set_runtime(test::runtime("none", 0, "fused,fp8", true, /*bf16=*/true));
-  Exec& exec = *m->transformer->h[0]->as<Block>()->exec;
   const auto idx = torch::randint(0, cfg.vocab_size, {2, 64}, torch::TensorOptions().device(kFp8Cuda).dtype(torch::kLong));
-  const auto before = exec.amax_reused;
+  const auto before = amax_handovers_taken();
   auto loss = m->forward(idx, idx).loss;
   loss.backward();
-  EXPECT_EQ(exec.amax_reused - before, 3 * cfg.n_layer);
+  EXPECT_EQ(amax_handovers_taken() - before, 6 * cfg.n_layer);
   EXPECT_TRUE(std::isfinite(loss.item<float>()));
   for (const auto& p : m->parameters())
     if (p.grad().defined()) ASSERT_TRUE(torch::isfinite(p.grad()).all().item<bool>());

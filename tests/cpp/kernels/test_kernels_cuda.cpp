@@ -63,7 +63,10 @@ TEST(KernelsCuda, RopeQkvForwardAndBackwardEqualTheAtenTwin) {
       // Backward from strided gradients, as the attention's backward hands them over.
       auto g = torch::randn({B, H, T, D}, opts).transpose(1, 2);  // (B, T, H, D), not contiguous
       auto dqkv = torch::empty({B, T, 3 * H * D}, opts), ref = torch::empty_like(dqkv);
-      rope_qkv_backward_cuda(g, g * 2, g * 3, cos.contiguous(), sin.contiguous(), dqkv);
+      auto amax = torch::zeros({}, opts.dtype(torch::kFloat));
+      rope_qkv_backward_cuda(g, g * 2, g * 3, cos.contiguous(), sin.contiguous(), dqkv, amax);
+      // The qkv gradient's amax, for an FP8 qkv product: max |dqkv| as stored, exactly.
+      EXPECT_TRUE(torch::equal(amax, dqkv.abs().max().to(torch::kFloat)));
       auto rpart = [&](int64_t i) { return ref.narrow(-1, i * H * D, H * D).view({B, T, H, D}); };
       auto r0 = rpart(0), r1 = rpart(1), r2 = rpart(2);
       rope_qkv_aten(g, g * 2, g * 3, cos, sin, true, r0, r1, r2);
@@ -108,20 +111,25 @@ TEST(KernelsCuda, AddNormForwardAndBackwardEqualTheAtenTwin) {
         auto dh = torch::randn({N, d}, f32).to(dtype), dx_out = torch::randn({N, d}, f32);
         auto dx = torch::empty_like(x), dbranch = branch_on ? torch::empty_like(h) : torch::Tensor();
         auto dw = torch::empty_like(w), db = torch::empty_like(b);
-        add_norm_backward_cuda(dh, dx_out, xo, mean, rstd, w, dx, dbranch, dw, db);
+        auto dbranch_amax = branch_on ? torch::zeros({}, f32) : torch::Tensor();
+        auto rdbranch_amax = branch_on ? torch::zeros({}, f32) : torch::Tensor();
+        add_norm_backward_cuda(dh, dx_out, xo, mean, rstd, w, dx, dbranch, dw, db, dbranch_amax);
         auto rdx = torch::empty_like(x), rdb_ = branch_on ? torch::empty_like(h) : torch::Tensor();
         auto rdw = torch::empty_like(w), rdb = torch::empty_like(b);
-        add_norm_backward_aten(dh, dx_out, xo, mean, rstd, w, rdx, rdb_, rdw, rdb);
+        add_norm_backward_aten(dh, dx_out, xo, mean, rstd, w, rdx, rdb_, rdw, rdb, rdbranch_amax);
         EXPECT_LT(rel_err(dx, rdx), 1e-5);
         if (branch_on) {
           EXPECT_LT(rel_err(dbranch, rdb_), tol_for(dtype));
+          // The branch gradient's amax, for the FP8 product that made the branch.
+          EXPECT_TRUE(torch::equal(dbranch_amax, dbranch.abs().max().to(torch::kFloat)));
+          EXPECT_TRUE(torch::equal(rdbranch_amax, rdb_.abs().max().to(torch::kFloat)));
         }
         EXPECT_LT(rel_err(dw, rdw), 1e-5);
         EXPECT_LT(rel_err(db, rdb), 1e-5);
         // Without the stream's gradient (the last norm, ln_f) and without a bias.
         auto undefined = torch::Tensor();
-        add_norm_backward_cuda(dh, undefined, xo, mean, rstd, w, dx, dbranch, dw, undefined);
-        add_norm_backward_aten(dh, undefined, xo, mean, rstd, w, rdx, rdb_, rdw, undefined);
+        add_norm_backward_cuda(dh, undefined, xo, mean, rstd, w, dx, dbranch, dw, undefined, undefined);
+        add_norm_backward_aten(dh, undefined, xo, mean, rstd, w, rdx, rdb_, rdw, undefined, undefined);
         EXPECT_LT(rel_err(dx, rdx), 1e-5);
         EXPECT_LT(rel_err(dw, rdw), 1e-5);
       }
@@ -194,7 +202,7 @@ TEST(KernelsCuda, AddNormRejectsAWeightItCannotRead) {
                c10::Error);
   add_norm_forward_cuda(x, none, torch::ones({d}, f32), none, 1e-5, x_out, h, mean, rstd, none);
   auto dx = torch::empty_like(x), dw = torch::empty({d}, f32);
-  EXPECT_THROW(add_norm_backward_cuda(h, none, x, mean, rstd, strided, dx, none, dw, none), c10::Error);
+  EXPECT_THROW(add_norm_backward_cuda(h, none, x, mean, rstd, strided, dx, none, dw, none, none), c10::Error);
 }
 
 // Rows too wide for the backward kernel's registers take the ATen twin instead
@@ -229,8 +237,8 @@ TEST(KernelsCuda, AddNormWeightGradientIsTheSameOnEveryRun) {
   add_norm_forward_cuda(x, none, w, none, 1e-5, x_out, h, mean, rstd, none);
   auto dh = torch::randn({N, d}, f32).to(torch::kBFloat16);
   auto dx = torch::empty_like(x), dw1 = torch::empty_like(w), dw2 = torch::empty_like(w);
-  add_norm_backward_cuda(dh, none, x, mean, rstd, w, dx, none, dw1, none);
-  add_norm_backward_cuda(dh, none, x, mean, rstd, w, dx, none, dw2, none);
+  add_norm_backward_cuda(dh, none, x, mean, rstd, w, dx, none, dw1, none, none);
+  add_norm_backward_cuda(dh, none, x, mean, rstd, w, dx, none, dw2, none, none);
   EXPECT_TRUE(torch::equal(dw1, dw2));
 }
 
