@@ -1,9 +1,9 @@
 #include "kernels/add_norm.h"
 
 #include "kernels/add_norm_cuda.h"
+#include "kernels/amax_handoff.h"
 #include "kernels/common.h"
 
-#include <limits>
 
 namespace xsagpt {
 
@@ -12,10 +12,6 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// max |t| in float32 (exact), a scalar.
-torch::Tensor max_abs(const torch::Tensor& t) {
-  return at::linalg_vector_norm(t, std::numeric_limits<double>::infinity(), {}, false, at::kFloat);
-}
 
 bool add_norm_kernel_for(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                          c10::ScalarType out) {

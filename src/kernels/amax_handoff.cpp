@@ -2,6 +2,7 @@
 #include "kernels/amax_handoff.h"
 
 #include <atomic>
+#include <limits>
 
 namespace xsagpt {
 
@@ -11,6 +12,10 @@ thread_local AmaxSlot slot;
 std::atomic<int64_t> taken{0};
 
 }  // namespace
+
+torch::Tensor max_abs(const torch::Tensor& t) {
+  return at::linalg_vector_norm(t, std::numeric_limits<double>::infinity(), {}, false, at::kFloat);
+}
 
 void hand_over_amax(const torch::Tensor& t, const torch::Tensor& amax) {
   TORCH_CHECK(amax.numel() == 1 && amax.scalar_type() == torch::kFloat && amax.device() == t.device(),

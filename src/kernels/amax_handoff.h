@@ -29,6 +29,10 @@ struct Fp8Amax {
   bool input_grad = false;
 };
 
+// max |t| (a float32 scalar on t's device, exact): the reduction the producers'
+// ATen twins take, and the one a quantizer runs when nothing was handed over.
+torch::Tensor max_abs(const torch::Tensor& t);
+
 // t's amax (a float32 scalar on t's device), for the next take_amax(t).
 void hand_over_amax(const torch::Tensor& t, const torch::Tensor& amax);
 // The amax handed over for t if t is that tensor, unchanged since; else undefined.

@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <limits>
 
 #ifdef XSAGPT_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -96,7 +95,7 @@ Fp8Tensor quantize_fp8(const torch::Tensor& t, c10::ScalarType fmt, bool transpo
   // amax in float32 (exact: the largest |element|). Nothing leaves the device: no sync.
   const auto a = amax.defined()
                      ? amax.reshape({})
-                     : at::linalg_vector_norm(t, std::numeric_limits<double>::infinity(), {}, false, at::kFloat);
+                     : max_abs(t);
   const bool kernel_dtype =
       t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf;
   if (use_cuda_kernel(t) && t.is_contiguous() && kernel_dtype && t.numel() > 0) {

@@ -1,10 +1,10 @@
 // The exact GELU handing over its amaxes (see gelu_amax.h).
 #include "kernels/gelu_amax.h"
 
+#include "kernels/amax_handoff.h"
 #include "kernels/common.h"
 #include "kernels/gelu_amax_cuda.h"
 
-#include <limits>
 
 namespace xsagpt {
 
@@ -18,10 +18,6 @@ bool gelu_kernel_for(const torch::Tensor& x) {
   return use_cuda_kernel(x) && (t == at::kFloat || t == at::kBFloat16 || t == at::kHalf);
 }
 
-// max |t| of t as stored, a float32 scalar.
-torch::Tensor max_abs(const torch::Tensor& t) {
-  return at::linalg_vector_norm(t, std::numeric_limits<double>::infinity(), {}, false, at::kFloat);
-}
 
 struct ExactGelu : torch::autograd::Function<ExactGelu> {
   // amax (h's, when asked for) is filled in place: a statistic outside the graph.

@@ -4,7 +4,6 @@
 #include "kernels/common.h"
 #include "kernels/rope_qkv_cuda.h"
 
-#include <limits>
 
 namespace xsagpt {
 
@@ -64,7 +63,7 @@ struct RopeQKV : torch::autograd::Function<RopeQKV> {
       auto oq = part(dqkv, 0, H, D), ok = part(dqkv, 1, H, D), ov = part(dqkv, 2, H, D);
       rope_qkv_aten(dq, dk, dv, cos, sin, /*inverse=*/true, oq, ok, ov);
       // Of the gradient as stored, after its rounding.
-      if (amax.defined()) amax.copy_(at::linalg_vector_norm(dqkv, std::numeric_limits<double>::infinity(), {}, false, at::kFloat));
+      if (amax.defined()) amax.copy_(max_abs(dqkv));
     }
     if (amax.defined()) hand_over_amax(dqkv, amax);
     return {dqkv, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
