@@ -81,7 +81,10 @@ TEST(KernelsCuda, AddNormForwardAndBackwardEqualTheAtenTwin) {
     // The backward's block shapes (add_norm_cuda.cu): 4 columns a vector with 1, 2
     // and 4 vectors a thread, with a last vector out of the row (1100) and at the
     // widest row (4096); 1 column a vector (d not a multiple of 4) with 1, 2 and 4.
-    for (int64_t d : {768, 1536, 2560, 1100, 4096, 130, 1030, 3002}) {
+    // The forward's: rows held in registers at each of their widths (768, 1536, 2048,
+    // 2560; 1100 with masked vectors), read three times above them (4096) and where d
+    // is not a multiple of 4.
+    for (int64_t d : {768, 1536, 2048, 2560, 1100, 4096, 130, 1030, 3002}) {
       for (bool branch_on : {true, false}) {
         SCOPED_TRACE(std::string(c10::toString(dtype)) + " d " + std::to_string(d) + (branch_on ? " branch" : ""));
         torch::manual_seed(1);

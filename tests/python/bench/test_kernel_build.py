@@ -13,11 +13,14 @@ import sys
 
 import pytest
 
-KERNEL_SOURCES = ("add_norm_cuda", "lm_head_loss_cuda", "rope_qkv_cuda", "xsa_cuda")
+KERNEL_SOURCES = ("add_norm_cuda", "lm_head_loss_cuda", "rope_qkv_cuda", "xsa_cuda", "fp8_cast_cuda",
+                  "gelu_amax_cuda")
 # Entry points each object must hold (a substring of the mangled name), so the
 # check below cannot pass on an object that lost its kernels.
-ENTRY_POINTS = {"add_norm_cuda": ("forward", "backward"), "lm_head_loss_cuda": ("cross_entropy",),
-                "rope_qkv_cuda": ("rope",), "xsa_cuda": ("xsa_forward", "xsa_backward")}
+ENTRY_POINTS = {"add_norm_cuda": ("forward_kernel", "forward_regs", "backward"),
+                "lm_head_loss_cuda": ("cross_entropy",), "rope_qkv_cuda": ("rope",),
+                "xsa_cuda": ("xsa_forward", "xsa_backward"), "fp8_cast_cuda": ("cast_kernel", "cast_transpose"),
+                "gelu_amax_cuda": ("GeluOp", "GeluBackwardOp")}
 USAGE = re.compile(r"Function (\S+):\s*\n?\s*REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)")
 
 
