@@ -40,6 +40,18 @@ using namespace xsagpt::cuda;
 
 constexpr int kFwdWarps = 8;  // rows per forward block
 
+// A forward row's end: its statistics, and its lanes' max |h| raised into amax.
+__device__ __forceinline__ void finish_row(int64_t row, int lane, float mu, float rs, float top,
+                                           float* __restrict__ mean, float* __restrict__ rstd,
+                                           float* __restrict__ amax) {
+  if (amax) top = warp_max(top);
+  if (lane == 0) {
+    mean[row] = mu;
+    rstd[row] = rs;
+    if (amax) atomic_amax(amax, top);
+  }
+}
+
 // B: the branch's dtype, float32 or L; either way it is added in float32.
 template <typename L, typename B, int VEC>
 __global__ void add_norm_forward_kernel(const float* __restrict__ x, const B* __restrict__ branch,
@@ -85,12 +97,7 @@ __global__ void add_norm_forward_kernel(const float* __restrict__ x, const B* __
     }
     store_vec<L, VEC>(h + row * d + c, out);
   }
-  if (amax) top = warp_max(top);
-  if (lane == 0) {
-    mean[row] = mu;
-    rstd[row] = rs;
-    if (amax) atomic_amax(amax, top);
-  }
+  finish_row(row, lane, mu, rs, top, mean, rstd, amax);
 }
 
 // The forward for rows of at most kWarp * 4 * ITER columns (4-wide vectors): a warp
@@ -155,12 +162,7 @@ __global__ void __launch_bounds__(kFwdWarps* kWarp)
     }
     store_vec<L, VEC>(h + row * d + c, out);
   }
-  if (amax) top = warp_max(top);
-  if (lane == 0) {
-    mean[row] = mu;
-    rstd[row] = rs;
-    if (amax) atomic_amax(amax, top);
-  }
+  finish_row(row, lane, mu, rs, top, mean, rstd, amax);
 }
 
 // The backward's block: kBwdMaxThreads at most, each thread owning ITER (1, 2 or 4)
@@ -375,10 +377,9 @@ void add_norm_forward_cuda(const at::Tensor& x, const at::Tensor& branch, const 
     const bool wide = vec_ok<L>(d, {x.const_data_ptr(), branch.defined() ? branch.const_data_ptr() : nullptr,
                                     weight.const_data_ptr(), x_out.const_data_ptr(), h.const_data_ptr()}) &&
                       aligned_for<L, 4>({h.const_data_ptr(), branch.defined() ? branch.const_data_ptr() : nullptr});
-    auto run = [&](auto vec_tag, auto branch_tag) {
-      constexpr int V = decltype(vec_tag)::value;
+    auto launch = [&](auto kernel, auto branch_tag) {
       using B = typename decltype(branch_tag)::type;
-      add_norm_forward_kernel<L, B, V><<<grid, block, 0, stream>>>(
+      kernel<<<grid, block, 0, stream>>>(
           x.const_data_ptr<float>(), branch.defined() ? branch.const_data_ptr<B>() : nullptr,
           weight.const_data_ptr<float>(), bias.defined() ? bias.const_data_ptr<float>() : nullptr,
           branch.defined() ? x_out.mutable_data_ptr<float>() : nullptr, h.mutable_data_ptr<L>(),
@@ -387,17 +388,13 @@ void add_norm_forward_cuda(const at::Tensor& x, const at::Tensor& branch, const 
           static_cast<float>(eps));
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     };
-    auto run_regs = [&](auto iter_tag, auto branch_tag) {
-      constexpr int I = decltype(iter_tag)::value;
+    auto run = [&](auto vec_tag, auto branch_tag) {
       using B = typename decltype(branch_tag)::type;
-      add_norm_forward_regs_kernel<L, B, I><<<grid, block, 0, stream>>>(
-          x.const_data_ptr<float>(), branch.defined() ? branch.const_data_ptr<B>() : nullptr,
-          weight.const_data_ptr<float>(), bias.defined() ? bias.const_data_ptr<float>() : nullptr,
-          branch.defined() ? x_out.mutable_data_ptr<float>() : nullptr, h.mutable_data_ptr<L>(),
-          mean.mutable_data_ptr<float>(), rstd.mutable_data_ptr<float>(),
-          amax.defined() ? amax.mutable_data_ptr<float>() : nullptr, N, static_cast<int>(d),
-          static_cast<float>(eps));
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      launch(add_norm_forward_kernel<L, B, decltype(vec_tag)::value>, branch_tag);
+    };
+    auto run_regs = [&](auto iter_tag, auto branch_tag) {
+      using B = typename decltype(branch_tag)::type;
+      launch(add_norm_forward_regs_kernel<L, B, decltype(iter_tag)::value>, branch_tag);
     };
     auto with_branch_type = [&](auto tag, auto launch) {
       if (branch.defined() && branch.scalar_type() == at::kFloat)
