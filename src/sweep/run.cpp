@@ -8,6 +8,7 @@
 #include "sweep/report.h"
 #include "sweep/summary.h"
 #include "train/memory_check.h"
+#include "train/run_check.h"
 #include "train/trainer.h"
 #include "util/atomic_file.h"
 #include "util/device.h"
@@ -38,9 +39,11 @@ void print_points(const Sweep& s, int64_t world) {
   }
 }
 
-// The dry run's memory check: each point's estimate (what `xsagpt info` prints) on the
+// The dry run's checks: each point's estimate (what `xsagpt info` prints) on the
 // device it would train on, so a grid over sequence lengths or sizes shows which of its
-// points cannot fit before one of them is started, hours into the sweep.
+// points cannot fit before one of them is started, hours into the sweep; and first
+// what train refuses at a point's start whatever the memory (train/run_check.h: its
+// kernels against its model), named as train names it.
 void print_memory(const Sweep& s, int64_t world) {
   std::cout << "memory, as each point would start here:\n";
   for (const auto& p : s.points) {
@@ -48,9 +51,10 @@ void print_memory(const Sweep& s, int64_t world) {
     std::string where, verdict;
     try {
       const auto device = resolve_device(t.device, "train.device");
+      const auto rt = runtime_of(t, device.is_cuda());
+      check_runnable(p.config, rt, device);  // what train would refuse at the point's start
       const auto bytes = device_memory(device);
-      const auto m =
-          check_memory(p.config, runtime_of(t, device.is_cuda()), world, device.is_cuda(), bytes, device.str());
+      const auto m = check_memory(p.config, rt, world, device.is_cuda(), bytes, device.str());
       where = fmt::format("{:.2f} GiB", m.estimate.total() / (1024.0 * 1024 * 1024));
       if (!bytes) {
         verdict = "(device memory unknown)";

@@ -137,6 +137,25 @@ def test_dry_run_marks_the_points_that_cannot_fit(tmp_path, shards, xsagpt):
     assert not (tmp_path / "sw").exists()  # a dry run writes nothing
 
 
+def test_a_point_train_would_refuse_stops_the_sweep_before_anything_runs(tmp_path, shards, xsagpt):
+    """A point whose kernels cannot run its model (the gelu kernel computes the tanh
+    approximation; one point is exact-GELU) is refused when the sweep is read, dry run
+    or not, with train's own message naming the key, and nothing is written. (What only
+    a GPU can refuse, fp8 on an older one, --dry-run lists point by point.)"""
+    base = run_config(tmp_path, shards, micro_batch=2, seq_len=16)
+    spec = {"base": str(base), "grid": {"model.gelu": ["exact", "tanh"]}, "out_dir": str(tmp_path / "sw"),
+            "set": ["train.kernels=gelu", "train.device=cpu"]}
+    (tmp_path / "s.json").write_text(json.dumps(spec))
+    for dry in (["--dry-run"], []):
+        proc = xsagpt("sweep", "-c", tmp_path / "s.json", *dry, check=False)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert "train.kernels" in proc.stderr and 'model.gelu is "exact"' in proc.stderr
+    refused = xsagpt("train", "-c", base, "--set", "model.gelu=exact", "--set", "train.kernels=gelu",
+                     "--set", "train.device=cpu", check=False)  # its run dir: tmp_path/run
+    assert refused.returncode == 2 and 'model.gelu is "exact"' in refused.stderr
+    assert not (tmp_path / "sw").exists() and not (tmp_path / "run").exists()
+
+
 def test_seeds_in_the_grid_give_each_attentions_mean_and_spread(tmp_path, shards, xsagpt):
     base = run_config(tmp_path, shards, max_steps=3, eval_interval=0, ckpt_interval=0)
     spec = {"base": str(base), "grid": {"model.attention": ["sa", "xsa"], "train.seed": [1, 2, 3]},
