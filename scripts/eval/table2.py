@@ -25,9 +25,10 @@ config.json records it, else (older runs) its attention keys as `xsagpt eval` na
 (sa, xsa, "xsa layers=last 3", "xsa gate=sa", "sa sinks=1"; run_variant.py).
 Rows of one variant with the same model config (seed aside) are seeds of one model.
 --baseline names the variant every other one is compared with (default: the first
-row's). A model is paired with the baseline model whose config is the same apart from
-the variant keys (attention, xsa_layers, xsa_gate, n_sink), else with the only baseline
-model; seeds are paired by seed value when both sides have the same seeds, else in
+row's). A model is paired with the only baseline model, or, among several, with the one
+whose config is the same apart from the variant keys (attention, n_sink and the
+attention kinds' own keys and options, e.g. xsa_layers, xsa_gate, out_gate: read from
+`xsagpt config --json`, build/xsagpt or $XSAGPT_BIN); seeds are paired by seed value when both sides have the same seeds, else in
 the order given.
 
 Errors: a cell's ± is lm-eval's standard error over the task's items; an average's
@@ -45,10 +46,13 @@ the difference hold across seeds", the combined error "is it beyond item samplin
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
+import os
 import pathlib
 import statistics
+import subprocess
 import sys
 
 from run_variant import variant_of
@@ -64,7 +68,24 @@ TASKS = [
     ("social_iqa", "SIQA", "acc"),
     ("winogrande", "WinoG", "acc"),
 ]
-VARIANT_KEYS = ("attention", "xsa_layers", "xsa_gate", "n_sink")
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@functools.cache
+def variant_keys() -> frozenset[str]:
+    """The model keys that make the variant, not the model: attention, n_sink and each
+    attention kind's own keys and options, as `xsagpt config --json` lists them (the
+    kinds' table, src/model/attention_kinds.cpp), so a kind added there is paired
+    here without an edit. Asked only when a variant has several baseline models to
+    choose from."""
+    binary = pathlib.Path(os.environ.get("XSAGPT_BIN") or ROOT / "build" / "xsagpt")
+    if not binary.is_file():
+        sys.exit(f"table2.py: pairing a variant with one of several baseline models needs the attention kinds' "
+                 f"keys from the xsagpt binary, and {binary} does not exist: build it (bash scripts/setup.sh) "
+                 f"or set XSAGPT_BIN")
+    kinds = json.loads(subprocess.run([str(binary), "config", "--json"], check=True, capture_output=True,
+                                      text=True).stdout)["attention_kinds"]
+    return frozenset({"attention", "n_sink"} | {k for kind in kinds for k in [*kind["keys"], *kind["options"]]})
 
 
 def run_config(checkpoint: str) -> dict | None:
@@ -170,7 +191,7 @@ def fmt(cell, sign=False) -> str:
 
 
 def strip(model: dict | None) -> dict:
-    return {k: v for k, v in (model or {}).items() if k not in VARIANT_KEYS}
+    return {k: v for k, v in (model or {}).items() if k not in variant_keys()}
 
 
 def group_seeds(rows: list[dict]) -> list[list[dict]]:
@@ -188,10 +209,12 @@ def group_seeds(rows: list[dict]) -> list[list[dict]]:
 
 def partner(group: list[dict], groups: list[list[dict]], baseline: str | None) -> list[dict] | None:
     base = [g for g in groups if g[0]["variant"] == baseline]
+    if len(base) == 1:
+        return base[0]
     for g in base:
         if group[0]["model"] is not None and g[0]["model"] is not None and strip(g[0]["model"]) == strip(group[0]["model"]):
             return g
-    return base[0] if len(base) == 1 else None
+    return None
 
 
 def pair_seeds(base: list[dict], other: list[dict]) -> list[tuple[dict, dict]]:

@@ -127,3 +127,33 @@ def test_table2_compares_every_variant_with_the_named_baseline(tmp_path):
     bad = subprocess.run([sys.executable, ROOT / "scripts" / "eval" / "table2.py", out, "--baseline", "xsa"],
                          capture_output=True, text=True)
     assert bad.returncode != 0 and "--baseline: 'xsa' is none of the rows' variants" in bad.stderr
+
+
+def test_table2_pairs_a_kind_with_options_with_the_baseline_of_its_own_size(tmp_path):
+    """Two sizes of SA and of output-gated attention: the gated model's config has the
+    kind's own option (out_gate), which SA's has not, and each size must still pair with
+    the SA model of its size (the kinds' keys come from `xsagpt config --json`), not go
+    unpaired among two baseline models."""
+    rng = np.random.default_rng(12)
+    models = {}
+    for n_layer in (2, 4):
+        models[f"sa L{n_layer}"] = ("sa", {"attention": "sa", "n_layer": n_layer})
+        models[f"gated L{n_layer}"] = ("gated out_gate=headwise",
+                                        {"attention": "gated", "out_gate": "headwise", "n_layer": n_layer})
+    out = tmp_path / "results"
+    avg = {}
+    for label, (variant, model) in models.items():
+        for s in (1, 2):
+            avg[(label, s)] = write_results(out, tmp_path, label.replace(" ", "_"), model, s, rng)
+            run = tmp_path / "runs" / f"{label.replace(' ', '_')}-s{s}"
+            cfg = json.loads((run / "config.json").read_text())
+            (run / "config.json").write_text(json.dumps({**cfg, "variant": variant}))
+    text = subprocess.run([sys.executable, ROOT / "scripts" / "eval" / "table2.py", out, "--baseline", "sa"], check=True,
+                          capture_output=True, text=True).stdout
+    blocks = text.split("gated out_gate=headwise - sa, paired over 2 seed(s)")[1:]
+    assert len(blocks) == 2, text
+    deltas = [next(l for l in b.splitlines() if l.startswith("delta")).split()[-1] for b in blocks]
+    # Each size's gated model against the SA model of that size, seed by seed (the Avg column).
+    for n in (2, 4):
+        want = np.mean([avg[(f"gated L{n}", s)] - avg[(f"sa L{n}", s)] for s in (1, 2)])
+        assert sum(d.startswith(f"{want:+.2f}") for d in deltas) == 1, (n, want, deltas)
