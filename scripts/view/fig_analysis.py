@@ -8,6 +8,7 @@ from matplotlib import ticker
 from matplotlib.figure import Figure
 
 from plot_inputs import Analysis
+from metrics_record import is_number
 from plot_style import Palette, tag
 
 
@@ -24,7 +25,7 @@ def analysis_figure(analyses: list[Analysis]) -> Figure:
         axes[0].plot(layer, [l["value_cos_sim"] for l in a.layers], color=c, marker=m, lw=1.8, label=label)
         axes[1].plot(layer, [l["attn_diag"] for l in a.layers], color=c, marker=m, lw=1.8, label=label)
         axes[2].plot(layer, [l["cos_y_v"] for l in a.layers], color=c, marker=m, lw=1.8, label=f"{label} cos(y, v)")
-        z = [(l["layer"], l["cos_z_v"]) for l in a.layers if isinstance(l.get("cos_z_v"), (int, float))]
+        z = [(l["layer"], l["cos_z_v"]) for l in a.layers if is_number(l.get("cos_z_v"))]
         if z:
             axes[2].plot(*zip(*z), color=c, marker=m, mfc="none", lw=1.4, ls="--", label=f"{label} cos(z, v)")
     titles = ("value cosine similarity", "mean diagonal attention $a_{ii}$", "cos($y_i$, $v_i$) and cos($z_i$, $v_i$)")

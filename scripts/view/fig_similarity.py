@@ -11,6 +11,7 @@ from matplotlib import ticker
 from matplotlib.figure import Figure
 
 from plot_inputs import Run, Sweep, runs_by_setting, setting_keys, sweep_variants
+from metrics_record import is_number
 from plot_style import Palette, describe, si, sort_key, tag
 
 
@@ -24,7 +25,7 @@ def layer_curves(run: Run) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, n
         return np.zeros(0), np.zeros((0, 0)), None, None
     n = max(len(r["cos_y_v"]) for r in recs)
     tokens = np.array([r["tokens"] for r in recs], dtype=np.float64)
-    cos = np.array([[float(c) if isinstance(c, (int, float)) else np.nan for c in r["cos_y_v"]] +
+    cos = np.array([[float(c) if is_number(c) else np.nan for c in r["cos_y_v"]] +
                     [np.nan] * (n - len(r["cos_y_v"])) for r in recs])
     if not any(isinstance(r.get("xsa_gate"), list) for r in recs):
         return tokens, cos, None, None

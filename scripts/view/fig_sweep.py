@@ -13,6 +13,7 @@ from matplotlib import ticker
 from matplotlib.figure import Figure
 
 from plot_inputs import SEED_KEY, Sweep, other_keys, point_variant, setting_keys, sweep_variants
+from metrics_record import is_number
 from plot_style import Palette, describe, ema, focus_ylim, number, si, smooth_note, sort_key, tag
 
 
@@ -36,8 +37,8 @@ def final_figure(sweep: Sweep) -> Figure | None:
     per value of the other keys), above each variant minus the baseline (mean of the per-seed
     differences)."""
     keys = setting_keys(sweep)
-    points = [p for p in sweep.summary["points"] if isinstance(p.get("final_val_loss"), (int, float))]
-    numeric = [k for k in keys if all(isinstance(p["values"].get(k), (int, float)) for p in sweep.summary["points"])]
+    points = [p for p in sweep.summary["points"] if is_number(p.get("final_val_loss"))]
+    numeric = [k for k in keys if all(is_number(p["values"].get(k)) for p in sweep.summary["points"])]
     if not numeric:
         print(f"plot.py: {sweep.path}: no numeric swept key besides the variant and the seed; no final-loss figure",
               file=sys.stderr)
@@ -67,7 +68,7 @@ def final_figure(sweep: Sweep) -> Figure | None:
             top.plot(xs, ys, color=c, marker=pal.marker(var), ms=6, lw=1.8, label=label)
         # A failed point (diverged, bad data, out of memory: its failed.json) has no
         # loss to plot; a red cross at its value along the top edge says it was tried.
-        xs = [p["values"][key] for p in failed if isinstance(p["values"].get(key), (int, float))]
+        xs = [p["values"][key] for p in failed if is_number(p["values"].get(key))]
         if xs:
             top.scatter(xs, [0.97] * len(xs), marker="x", s=60, color="tab:red", zorder=3, clip_on=False,
                         transform=top.get_xaxis_transform(), label=f"failed ({len(xs)}: see summary.json)")

@@ -126,7 +126,7 @@ def series(records: list[dict], key: str) -> Series:
         step=np.array([r["step"] for r in records], dtype=np.int64),
         tokens=np.array([r["tokens"] for r in records], dtype=np.float64),
         loss=np.array([r[key] for r in records], dtype=np.float64),
-        time=np.array([r["time_s"] if isinstance(r.get("time_s"), (int, float)) else np.nan for r in records],
+        time=np.array([r["time_s"] if is_number(r.get("time_s")) else np.nan for r in records],
                       dtype=np.float64),
     )
 
@@ -163,7 +163,7 @@ def load_sweep(path: pathlib.Path) -> Sweep:
             runs[p["name"]] = load_run(path / p["dir"], label=p["name"])
         except NoRecords:
             pass
-    if not runs and not any(isinstance(p.get("final_val_loss"), (int, float)) for p in summary["points"]):
+    if not runs and not any(is_number(p.get("final_val_loss")) for p in summary["points"]):
         raise PlotError(f"{path}: no point of the sweep has logged anything yet")
     return Sweep(path, summary, runs)
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+from metrics_record import is_number
+
 # The baseline first: colour families and markers (the markers tell variants apart in greyscale too).
 CMAPS = ["Blues", "Oranges", "Greens", "Purples", "Reds", "YlOrBr", "PuRd", "BuGn"]
 MARKERS = ["o", "s", "D", "^", "v", "P", "X", "*"]
@@ -79,7 +81,7 @@ def number(v) -> str:
     if isinstance(v, float) and 0 < abs(v) < 1e-2:
         mantissa, exponent = f"{v:.2e}".split("e")
         return f"{float(mantissa):g}e{int(exponent)}"
-    return f"{v:g}" if isinstance(v, (int, float)) else str(v)
+    return f"{v:g}" if is_number(v) else str(v)
 
 
 def focus_ylim(ax, curves: list[tuple[np.ndarray, np.ndarray]], ylim, logx: bool) -> None:
@@ -105,7 +107,7 @@ def focus_ylim(ax, curves: list[tuple[np.ndarray, np.ndarray]], ylim, logx: bool
 
 def sort_key(values: tuple) -> list:
     """Numbers by value, before strings (a swept key may hold either)."""
-    return [(0, v, "") if isinstance(v, (int, float)) else (1, 0, str(v)) for v in values]
+    return [(0, v, "") if is_number(v) else (1, 0, str(v)) for v in values]
 
 
 def describe(values: dict) -> str:

@@ -116,6 +116,24 @@ def test_sweep_gives_final_loss_and_curve_figures(tmp_path):
     assert final.read_bytes() != (tmp_path / "sw" / "plots" / "sweep_final.png").read_bytes()
 
 
+def test_a_swept_true_false_key_is_a_setting_not_a_number(tmp_path):
+    """JSON's true and false are not numbers (Python's bool is an int): a sweep over
+    model.bias gets no final-loss-against-value figure with false and true as 0 and 1,
+    and says why; its curves are drawn, a line per setting."""
+    write_sweep(tmp_path / "sw")
+    s = json.loads((tmp_path / "sw" / "summary.json").read_text())
+    s["keys"] = ["model.attention", "model.bias"]
+    for p in s["points"]:
+        p["values"] = {"model.attention": p["values"]["model.attention"], "model.bias": p["values"]["train.lr"] > 4e-4}
+    for d in s["differences"]:
+        d["values"] = {"model.bias": d["values"]["train.lr"] > 4e-4}
+    (tmp_path / "sw" / "summary.json").write_text(json.dumps(s))
+    proc = plot(tmp_path / "sw")
+    assert proc.returncode == 0, proc.stderr
+    written = sorted(pathlib.Path(l).name for l in proc.stdout.split())
+    assert written == ["sweep_curves.png"] and "no numeric swept key" in proc.stderr
+
+
 def test_sweep_in_progress_plots_what_there_is(tmp_path):
     write_sweep(tmp_path / "sw")
     s = json.loads((tmp_path / "sw" / "summary.json").read_text())
