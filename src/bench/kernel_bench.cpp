@@ -92,13 +92,16 @@ MicroResult bench_kernels(const std::vector<MicroShape>& shapes, const torch::De
       const auto w = 1 + 0.1 * torch::randn({d}, f32), b = 0.1 * torch::randn({d}, f32);
       auto x_out = torch::empty_like(x), h = torch::empty({N, d}, act);
       auto mean = torch::empty({N}, f32), rstd = torch::empty({N}, f32), no_amax = torch::Tensor();
-      const auto fwd = [&] {
+      const auto forward = [&](bool in_registers) {
         if (cuda)
-          add_norm_forward_cuda(x, branch, w, b, m.norm_eps, x_out, h, mean, rstd, no_amax);
+          add_norm_forward_cuda(x, branch, w, b, m.norm_eps, x_out, h, mean, rstd, no_amax, in_registers);
         else
           add_norm_forward_aten(x, branch, w, b, m.norm_eps, x_out, h, mean, rstd, no_amax);
       };
-      add("norm forward", fmt::format("d{}", d), total_bytes({x, branch, w, b, x_out, h, mean, rstd}), time(fwd));
+      const auto bytes = total_bytes({x, branch, w, b, x_out, h, mean, rstd});
+      add("norm forward", fmt::format("d{}", d), bytes, time([&] { forward(false); }));
+      // The norm_regs kernel's forward, beside the three-pass one it would replace.
+      if (cuda) add("norm forward (rows in registers)", fmt::format("d{}", d), bytes, time([&] { forward(true); }));
       const auto dh = torch::randn({N, d}, act), dx_out = torch::randn({N, d}, f32);
       auto dx = torch::empty_like(x), dbranch = torch::empty({N, d}, act);
       auto dw = torch::empty_like(w), db = torch::empty_like(w);

@@ -46,6 +46,7 @@ struct Kernels {
   bool clip = false;            // the gradient clip's factor applied inside the fused AdamW's pass (train/step.h)
   bool gelu = false;  // the MLP as cuBLASLt GEMMs with the tanh GELU in their epilogues (kernels/gelu_mlp.h)
   bool fp8_all = false;  // with fp8: every block linear layer, whatever its size (small models' FP8 arithmetic)
+  bool norm_regs = false;  // with norm: its forward holds each row in registers from one read (kernels/add_norm.h)
 
   bool operator==(const Kernels&) const = default;
 };

@@ -23,7 +23,8 @@ bool add_norm_kernel_for(const torch::Tensor& x, const torch::Tensor& weight, co
 struct AddNorm : torch::autograd::Function<AddNorm> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& x, const std::optional<torch::Tensor>& branch,
                                const torch::Tensor& weight, const std::optional<torch::Tensor>& bias, double eps,
-                               int64_t out_dtype, const std::optional<torch::Tensor>& amax, bool branch_grad_amax) {
+                               int64_t out_dtype, const std::optional<torch::Tensor>& amax, bool branch_grad_amax,
+                               bool rows_in_registers) {
     const auto out = static_cast<c10::ScalarType>(out_dtype);
     const auto d = x.size(-1);
     const auto x2 = x.reshape({-1, d}).contiguous();
@@ -43,7 +44,7 @@ struct AddNorm : torch::autograd::Function<AddNorm> {
     // A statistic of the output, outside the graph: filled in place, no gradient.
     auto top = amax.value_or(torch::Tensor());
     if (kernel)
-      add_norm_forward_cuda(x2, br, weight, b, eps, x_out, h, mean, rstd, top);
+      add_norm_forward_cuda(x2, br, weight, b, eps, x_out, h, mean, rstd, top, rows_in_registers);
     else
       add_norm_forward_aten(x2, br, weight, b, eps, x_out, h, mean, rstd, top);
 
@@ -95,7 +96,7 @@ struct AddNorm : torch::autograd::Function<AddNorm> {
       dbranch = (dbranch.defined() ? dbranch : dx).to(static_cast<c10::ScalarType>(branch_dtype)).view(sizes);
     if (dx.defined()) dx = dx.view(sizes);
     if (dbranch_amax.defined()) hand_over_amax(dbranch, dbranch_amax);
-    return {dx, dbranch, dw, db, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {dx, dbranch, dw, db, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -140,7 +141,8 @@ void add_norm_backward_aten(const torch::Tensor& dh, const torch::Tensor& dx_out
 
 std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, const torch::Tensor& branch,
                                                        const torch::Tensor& weight, const torch::Tensor& bias,
-                                                       double eps, c10::ScalarType out_dtype, Fp8Amax amax) {
+                                                       double eps, c10::ScalarType out_dtype, Fp8Amax amax,
+                                                       bool rows_in_registers) {
   TORCH_CHECK(weight.dim() == 1 && weight.size(0) == x.size(-1), "add_layer_norm: weight must be (", x.size(-1),
               "), got ", weight.sizes());
   TORCH_CHECK(!branch.defined() || branch.sizes() == x.sizes(), "add_layer_norm: branch ", branch.sizes(),
@@ -151,7 +153,7 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, c
   if (bias.defined()) b = bias;
   if (amax.output) top = torch::zeros({}, x.options().dtype(torch::kFloat));
   auto out = AddNorm::apply(x, br, weight, b, eps, static_cast<int64_t>(out_dtype), top,
-                            amax.input_grad && branch.defined());
+                            amax.input_grad && branch.defined(), rows_in_registers);
   auto h = branch.defined() ? out[1] : out[0];
   if (top) hand_over_amax(h, *top);
   return {branch.defined() ? out[0] : x, h};

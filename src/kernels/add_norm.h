@@ -26,9 +26,11 @@ namespace xsagpt {
 // forward takes max |h| of h as returned (after its rounding to out_dtype) and hands
 // it over for h; with `input_grad`, the backward does the same for the branch's
 // gradient (in h's dtype; the product that made the branch quantizes it).
+// rows_in_registers: the CUDA forward's choice (add_norm_cuda.h; the norm_regs kernel).
 std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, const torch::Tensor& branch,
                                                        const torch::Tensor& weight, const torch::Tensor& bias,
-                                                       double eps, c10::ScalarType out_dtype, Fp8Amax amax = {});
+                                                       double eps, c10::ScalarType out_dtype, Fp8Amax amax = {},
+                                                       bool rows_in_registers = false);
 
 // The ATen twins of the kernels, on (N, d) tensors, arguments as in
 // add_norm_cuda.h (any float dtypes; statistics in x's dtype).

@@ -1,9 +1,9 @@
 // CUDA kernels of kernels/add_norm.h; see add_norm_cuda.h.
 //
 // Forward: one warp per row, VEC elements per load, two-pass variance (no
-// cancellation). Rows of the shipped widths (up to 2560) stay in each lane's
-// registers from the one read; wider or unaligned rows are read three times (sum,
-// squared deviations, output), the second and third time from cache. When asked, the third pass also
+// cancellation). The row is read three times (sum, squared deviations, output), the
+// second and third time from cache; or, when asked, rows of the shipped widths (up to
+// 2560) stay in each lane's registers from the one read. When asked, the third pass also
 // takes max |h| of the stored values into one float (a warp maximum, then an atomic),
 // the amax that h's FP8 quantization would otherwise read h again for.
 // Backward: one block per row at a time, each thread owning the same columns of
@@ -346,7 +346,7 @@ bool vec_ok(int64_t d, std::initializer_list<const void*> ptrs) {
 
 void add_norm_forward_cuda(const at::Tensor& x, const at::Tensor& branch, const at::Tensor& weight,
                            const at::Tensor& bias, double eps, at::Tensor& x_out, at::Tensor& h, at::Tensor& mean,
-                           at::Tensor& rstd, at::Tensor& amax) {
+                           at::Tensor& rstd, at::Tensor& amax, bool rows_in_registers) {
   TORCH_CHECK(x.dim() == 2, "add_norm kernel: x must be (N, d), got ", x.sizes());
   TORCH_CHECK(!amax.defined() || (amax.numel() == 1 && amax.scalar_type() == at::kFloat &&
                                   amax.device() == x.device() && amax.is_contiguous()),
@@ -404,7 +404,7 @@ void add_norm_forward_cuda(const at::Tensor& x, const at::Tensor& branch, const 
     };
     // The narrowest register row that holds d; wider rows and unaligned ones take
     // the three-pass kernel.
-    const int iter = wide ? forward_regs_iter(d) : 0;
+    const int iter = wide && rows_in_registers ? forward_regs_iter(d) : 0;
     if (iter == 6)
       with_branch_type(std::integral_constant<int, 6>{}, run_regs);
     else if (iter == 12)

@@ -11,10 +11,12 @@ namespace xsagpt {
 // x + branch (float32; not written without a branch), h = (x_out - mean) * rstd *
 // weight + bias in h's dtype (float32, bf16 or half), and mean, rstd (N) float32.
 // amax: undefined, or one float32 holding 0 (or a lower bound), raised to the
-// largest |h| as stored.
+// largest |h| as stored. rows_in_registers: rows of up to 2560 columns (multiples of
+// 4) are read once into registers instead of three times (the same arithmetic in the
+// same order, so the same results).
 void add_norm_forward_cuda(const at::Tensor& x, const at::Tensor& branch, const at::Tensor& weight,
                            const at::Tensor& bias, double eps, at::Tensor& x_out, at::Tensor& h, at::Tensor& mean,
-                           at::Tensor& rstd, at::Tensor& amax);
+                           at::Tensor& rstd, at::Tensor& amax, bool rows_in_registers);
 
 // Whether the backward kernel takes rows of width d: it keeps each thread's
 // columns of a row in registers, 4096 columns at most (every paper size is at

@@ -36,7 +36,8 @@ void rope_qkv_backward_cuda(const torch::Tensor&, const torch::Tensor&, const to
   not_built();
 }
 void add_norm_forward_cuda(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
-                           double, torch::Tensor&, torch::Tensor&, torch::Tensor&, torch::Tensor&, torch::Tensor&) {
+                           double, torch::Tensor&, torch::Tensor&, torch::Tensor&, torch::Tensor&, torch::Tensor&,
+                           bool) {
   not_built();
 }
 void add_norm_backward_cuda(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,

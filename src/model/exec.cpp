@@ -42,7 +42,8 @@ torch::Tensor Exec::weight(const torch::Tensor& w) {
 
 torch::Tensor Exec::norm(const LayerNorm& ln, const torch::Tensor& x, const torch::Tensor& reader) {
   if (!rt.kernels.norm) return ln->forward(x);
-  return add_layer_norm(x, {}, ln->weight, ln->bias, ln->eps, dtype(x), fp8_amax({}, reader)).second;
+  return add_layer_norm(x, {}, ln->weight, ln->bias, ln->eps, dtype(x), fp8_amax({}, reader), rt.kernels.norm_regs)
+      .second;
 }
 
 torch::Tensor Exec::gelu(const torch::Tensor& pre, GeluKind kind, const torch::Tensor& maker,

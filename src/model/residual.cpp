@@ -9,7 +9,8 @@ torch::Tensor Residual::norm(const LayerNorm& ln, const torch::Tensor& reader) {
   // Which amaxes the norm takes for FP8 products: h's for its reader, the pending
   // branch's gradient for the product that made the branch.
   auto amax = exec_->fp8_amax(pending_maker_, reader);
-  auto [x, h] = add_layer_norm(x_, pending_, ln->weight, ln->bias, ln->eps, exec_->dtype(x_), amax);
+  auto [x, h] =
+      add_layer_norm(x_, pending_, ln->weight, ln->bias, ln->eps, exec_->dtype(x_), amax, exec_->rt.kernels.norm_regs);
   x_ = std::move(x);
   pending_ = pending_maker_ = torch::Tensor();
   return h;

@@ -153,8 +153,10 @@ TEST(RunConfig, KernelNamesParseAndRoundTrip) {
   // What --help and `xsagpt config` say "auto" is on a GPU is that same set.
   EXPECT_THAT(kernels_help(), HasSubstr("\"auto\" (those validated on a GPU: weights,norm,rope,xsa_wide,loss on CUDA"));
   EXPECT_EQ(parse_kernels("aten", true), Kernels{});
-  EXPECT_EQ(parse_kernels("fused", false), (Kernels{true, true, true, true, XsaImpl::kFusedWide, false, /*clip=*/true}));
-  Kernels all_fp8{true, true, true, true, XsaImpl::kFusedWide, /*fp8=*/true, /*clip=*/true};
+  EXPECT_EQ(parse_kernels("fused", false), (Kernels{true, true, true, true, XsaImpl::kFusedWide, false, /*clip=*/true,
+                                                     false, false, /*norm_regs=*/true}));
+  Kernels all_fp8{true, true, true, true, XsaImpl::kFusedWide, /*fp8=*/true, /*clip=*/true, false, false,
+                  /*norm_regs=*/true};
   EXPECT_EQ(parse_kernels("fused,fp8", false), all_fp8);
   EXPECT_EQ(parse_kernels("fp8,fused", true), all_fp8);
   EXPECT_EQ(parse_kernels("auto,fp8", true), (Kernels{true, true, true, true, XsaImpl::kFusedWide, true}));
@@ -166,7 +168,10 @@ TEST(RunConfig, KernelNamesParseAndRoundTrip) {
   // fp8_all is fp8 over every block product: it names both, and describes as itself.
   EXPECT_EQ(describe(parse_kernels("fp8,fp8_all", true)), "fp8_all");
   EXPECT_TRUE(parse_kernels("fp8_all", true).fp8);
-  for (const char* spec : {"weights", "norm", "rope", "xsa", "xsa_wide", "loss", "fp8", "fp8_all", "clip",
+  // norm_regs is the norm kernel with its register forward: the same.
+  EXPECT_EQ(describe(parse_kernels("norm,norm_regs", true)), "norm_regs");
+  EXPECT_TRUE(parse_kernels("norm_regs", true).norm);
+  for (const char* spec : {"weights", "norm", "norm_regs", "rope", "xsa", "xsa_wide", "loss", "fp8", "fp8_all", "clip",
                            "weights,norm,rope,xsa_wide,loss", "weights,norm,rope,xsa_wide,loss,fp8,clip", "norm,xsa"})
     EXPECT_EQ(describe(parse_kernels(spec, true)), spec);
   try {
@@ -182,7 +187,7 @@ TEST(RunConfig, KernelNamesParseAndRoundTrip) {
 // error for an unknown name offers them all.
 TEST(RunConfig, EveryKernelOfTheTableParsesDescribesAndIsDocumented) {
   const auto names = kernel_names();
-  ASSERT_EQ(names.size(), 10u);
+  ASSERT_EQ(names.size(), 11u);
   std::set<std::string> described;
   for (const auto& n : names) {
     const auto k = parse_kernels(n, /*cuda=*/true);

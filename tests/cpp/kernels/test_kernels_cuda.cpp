@@ -96,7 +96,17 @@ TEST(KernelsCuda, AddNormForwardAndBackwardEqualTheAtenTwin) {
         auto x_out = torch::empty_like(x), h = torch::empty({N, d}, f32.dtype(dtype));
         auto mean = torch::empty({N}, f32), rstd = torch::empty({N}, f32);
         auto amax = torch::zeros({}, f32), ramax = torch::zeros({}, f32);
-        add_norm_forward_cuda(x, branch, w, b, 1e-5, x_out, h, mean, rstd, amax);
+        add_norm_forward_cuda(x, branch, w, b, 1e-5, x_out, h, mean, rstd, amax, /*rows_in_registers=*/false);
+        {  // The register forward (norm_regs): the same arithmetic in the same order, bit for bit.
+          auto x_out2 = torch::empty_like(x), h2 = torch::empty_like(h), mean2 = torch::empty_like(mean),
+               rstd2 = torch::empty_like(rstd), amax2 = torch::zeros({}, f32);
+          add_norm_forward_cuda(x, branch, w, b, 1e-5, x_out2, h2, mean2, rstd2, amax2, /*rows_in_registers=*/true);
+          EXPECT_TRUE(torch::equal(h2, h));
+          EXPECT_TRUE(torch::equal(mean2, mean));
+          EXPECT_TRUE(torch::equal(rstd2, rstd));
+          EXPECT_TRUE(torch::equal(amax2, amax));
+          if (branch_on) EXPECT_TRUE(torch::equal(x_out2, x_out));
+        }
         auto rx = torch::empty_like(x), rh = torch::empty_like(h), rm = torch::empty_like(mean),
              rr = torch::empty_like(rstd);
         add_norm_forward_aten(x, branch, w, b, 1e-5, rx, rh, rm, rr, ramax);
@@ -199,11 +209,11 @@ TEST(KernelsCuda, AddNormRejectsAWeightItCannotRead) {
   auto x = torch::randn({N, d}, f32), h = torch::empty({N, d}, f32), none = torch::Tensor();
   auto mean = torch::empty({N}, f32), rstd = torch::empty({N}, f32), x_out = x;
   auto strided = torch::ones({d, 2}, f32).select(1, 0);  // (d), stride 2
-  EXPECT_THROW(add_norm_forward_cuda(x, none, strided, none, 1e-5, x_out, h, mean, rstd, none), c10::Error);
-  EXPECT_THROW(add_norm_forward_cuda(x, none, torch::ones({d}), none, 1e-5, x_out, h, mean, rstd, none), c10::Error);
-  EXPECT_THROW(add_norm_forward_cuda(x, none, torch::ones({d}, f32), torch::zeros({d}), 1e-5, x_out, h, mean, rstd, none),
+  EXPECT_THROW(add_norm_forward_cuda(x, none, strided, none, 1e-5, x_out, h, mean, rstd, none, false), c10::Error);
+  EXPECT_THROW(add_norm_forward_cuda(x, none, torch::ones({d}), none, 1e-5, x_out, h, mean, rstd, none, false), c10::Error);
+  EXPECT_THROW(add_norm_forward_cuda(x, none, torch::ones({d}, f32), torch::zeros({d}), 1e-5, x_out, h, mean, rstd, none, false),
                c10::Error);
-  add_norm_forward_cuda(x, none, torch::ones({d}, f32), none, 1e-5, x_out, h, mean, rstd, none);
+  add_norm_forward_cuda(x, none, torch::ones({d}, f32), none, 1e-5, x_out, h, mean, rstd, none, false);
   auto dx = torch::empty_like(x), dw = torch::empty({d}, f32);
   EXPECT_THROW(add_norm_backward_cuda(h, none, x, mean, rstd, strided, dx, none, dw, none, none), c10::Error);
 }
@@ -237,7 +247,7 @@ TEST(KernelsCuda, AddNormWeightGradientIsTheSameOnEveryRun) {
   auto h = torch::empty({N, d}, f32.dtype(torch::kBFloat16));
   auto mean = torch::empty({N}, f32), rstd = torch::empty({N}, f32), none = torch::Tensor();
   auto x_out = x;
-  add_norm_forward_cuda(x, none, w, none, 1e-5, x_out, h, mean, rstd, none);
+  add_norm_forward_cuda(x, none, w, none, 1e-5, x_out, h, mean, rstd, none, true);
   auto dh = torch::randn({N, d}, f32).to(torch::kBFloat16);
   auto dx = torch::empty_like(x), dw1 = torch::empty_like(w), dw2 = torch::empty_like(w);
   add_norm_backward_cuda(dh, none, x, mean, rstd, w, dx, none, dw1, none, none);

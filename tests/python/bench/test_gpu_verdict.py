@@ -129,9 +129,10 @@ def test_the_kernels_outside_auto_are_timed_in_a_bench_process_of_their_own(brok
     rows = table_rows(proc.stdout)
     assert rows["step-candidates"][1] == "done", rows["step-candidates"]
     step = json.loads((out / "candidates-124m.json").read_text())["step"]
-    assert set(step["results"]) == {"xsa@aten", "xsa@fused", "xsa@clip", "xsa@fused+fp8", "xsa@fused+fp8_all"}
+    assert set(step["results"]) == {"xsa@aten", "xsa@fused", "xsa@norm_regs", "xsa@clip", "xsa@fused+fp8",
+                                    "xsa@fused+fp8_all"}
     assert "The kernels outside \"auto\"" in proc.stdout and "| xsa@fused+fp8 |" in proc.stdout
-    assert "(n=" in rows["fp8"][4] and "(n=" in rows["clip"][4]
+    assert "(n=" in rows["fp8"][4] and "(n=" in rows["clip"][4] and "(n=" in rows["norm_regs"][4]
     assert set(json.loads((out / "candidates-0.7b.json").read_text())["step"]["results"]) == {
         "sa@fused", "sa@fused+fp8", "sa@fused+fp8_all", "xsa@fused", "xsa@fused+fp8", "xsa@fused+fp8_all"}
 
