@@ -4,14 +4,12 @@
 #include "kernels/amax_handoff.h"
 #include "kernels/common.h"
 
-
 namespace xsagpt {
 
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
 
 bool add_norm_kernel_for(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                          c10::ScalarType out) {

@@ -186,15 +186,14 @@ __global__ void __launch_bounds__(kBwdMaxThreads<VEC>)
                              const float* __restrict__ x_out, const float* __restrict__ mean,
                              const float* __restrict__ rstd, const float* __restrict__ weight, float* __restrict__ dx,
                              L* __restrict__ dbranch, float* __restrict__ dw_part, float* __restrict__ db_part,
-                             float* __restrict__ dbranch_amax, int64_t N, int d, float inv_d,
-                             int64_t rows_per_block) {
+                             float* __restrict__ dbranch_amax, int64_t N, int d, float inv_d, int64_t rows_per_block) {
   // Per warp, its share of the row sums (s1, s2); two buffers, so one barrier a row
   // suffices: a warp writes row r + 2's sums into row r's buffer only after the
   // barrier of row r + 1, which every warp passes after reading row r's.
   __shared__ float red[2][2][kBwdMaxThreads<VEC> / kWarp];
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, warps = blockDim.x / kWarp;
   float gw_sum[ITER][VEC] = {}, g_sum[ITER][VEC] = {};  // this thread's columns of the weight and bias gradients
-  float top = 0;  // max |dbranch| of this thread's elements, as stored
+  float top = 0;                                        // max |dbranch| of this thread's elements, as stored
   const int64_t r0 = static_cast<int64_t>(blockIdx.x) * rows_per_block, r1 = min(N, r0 + rows_per_block);
   for (int64_t row = r0; row < r1; ++row) {
     const float mu = mean[row], rs = rstd[row];
@@ -384,8 +383,7 @@ void add_norm_forward_cuda(const at::Tensor& x, const at::Tensor& branch, const 
           weight.const_data_ptr<float>(), bias.defined() ? bias.const_data_ptr<float>() : nullptr,
           branch.defined() ? x_out.mutable_data_ptr<float>() : nullptr, h.mutable_data_ptr<L>(),
           mean.mutable_data_ptr<float>(), rstd.mutable_data_ptr<float>(),
-          amax.defined() ? amax.mutable_data_ptr<float>() : nullptr, N, static_cast<int>(d),
-          static_cast<float>(eps));
+          amax.defined() ? amax.mutable_data_ptr<float>() : nullptr, N, static_cast<int>(d), static_cast<float>(eps));
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     };
     auto run = [&](auto vec_tag, auto branch_tag) {
@@ -426,9 +424,9 @@ void add_norm_backward_cuda(const at::Tensor& dh, const at::Tensor& dx_out, cons
                             const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& weight, at::Tensor& dx,
                             at::Tensor& dbranch, at::Tensor& dweight, at::Tensor& dbias, at::Tensor& dbranch_amax) {
   TORCH_CHECK(x_out.dim() == 2, "add_norm kernel: x_out must be (N, d), got ", x_out.sizes());
-  TORCH_CHECK(!dbranch_amax.defined() || (dbranch.defined() && dbranch_amax.numel() == 1 &&
-                                          dbranch_amax.scalar_type() == at::kFloat &&
-                                          dbranch_amax.device() == x_out.device() && dbranch_amax.is_contiguous()),
+  TORCH_CHECK(!dbranch_amax.defined() ||
+                  (dbranch.defined() && dbranch_amax.numel() == 1 && dbranch_amax.scalar_type() == at::kFloat &&
+                   dbranch_amax.device() == x_out.device() && dbranch_amax.is_contiguous()),
               "add_norm kernel: dbranch_amax needs dbranch, and must be one float32 on ", x_out.device());
   const auto N = x_out.size(0), d = x_out.size(1);
   const auto dev = x_out.device();

@@ -28,9 +28,7 @@ using namespace xsagpt::cuda;
 // top / max(amax, floor), the quotient IEEE float32 division gives: the same as
 // ATen's float32 clamp_min and division of the twin (nvcc's division is exact
 // rounding unless -prec-div=false, which this build does not set).
-__device__ __forceinline__ float fp8_scale(const float* amax, float top) {
-  return top / fmaxf(*amax, kFp8AmaxFloor);
-}
+__device__ __forceinline__ float fp8_scale(const float* amax, float top) { return top / fmaxf(*amax, kFp8AmaxFloor); }
 
 __device__ __forceinline__ void write_inverse(float* inv, float s) {
   if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0 && threadIdx.y == 0) *inv = 1.0f / s;

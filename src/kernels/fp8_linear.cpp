@@ -45,8 +45,7 @@ struct Fp8Linear : torch::autograd::Function<Fp8Linear> {
                                const torch::Tensor& w8, const torch::Tensor& w8t, const torch::Tensor& w_inv,
                                const std::optional<torch::Tensor>& x_amax, int64_t out_dtype) {
     const int64_t rows = x.numel() / x.size(-1);
-    const auto xq =
-        quantize_fp8(pad_rows_fp8(x.reshape({rows, x.size(-1)})), kFp8Forward, /*transposed=*/true,
+    const auto xq = quantize_fp8(pad_rows_fp8(x.reshape({rows, x.size(-1)})), kFp8Forward, /*transposed=*/true,
                                  x_amax.value_or(torch::Tensor()));
     // cuBLASLt's fast (fewer-bit) accumulation in the forward GEMM only, torchao's
     // default: the gradients' errors add up over the steps, and the weight
@@ -70,16 +69,15 @@ struct Fp8Linear : torch::autograd::Function<Fp8Linear> {
     const int64_t rows = gy.numel() / gy.size(-1);
     // The gradient's amax, when the kernel that made gy took it (the norm's backward
     // for a residual branch, the GELU's, RoPE's).
-    const auto gq = quantize_fp8(pad_rows_fp8(gy.reshape({rows, gy.size(-1)})), kFp8Backward, /*transposed=*/true,
-                                 take_amax(gy));
+    const auto gq =
+        quantize_fp8(pad_rows_fp8(gy.reshape({rows, gy.size(-1)})), kFp8Backward, /*transposed=*/true, take_amax(gy));
     const auto x_dtype = static_cast<c10::ScalarType>(ctx->saved_data["x_dtype"].toInt());
     const auto w_dtype = static_cast<c10::ScalarType>(ctx->saved_data["w_dtype"].toInt());
     auto dx = at::_scaled_mm(gq.q, w8t.t(), gq.inv, w_inv, {}, {}, x_dtype);
     auto dw = at::_scaled_mm(gq.qt, x8t.t(), gq.inv, x_inv, {}, {}, w_dtype);
     auto shape = gy.sizes().vec();
     shape.back() = w8t.size(0);
-    return {dx.narrow(0, 0, rows).view(shape), dw, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),
-            torch::Tensor()};
+    return {dx.narrow(0, 0, rows).view(shape), dw, {}, {}, {}, {}, {}};  // nothing for w8, w8t, w_inv, amax
   }
 };
 
@@ -93,9 +91,7 @@ Fp8Tensor quantize_fp8(const torch::Tensor& t, c10::ScalarType fmt, bool transpo
               "quantize_fp8: amax must be one float32 on ", t.device());
   const double top = fp8_max(fmt);
   // amax in float32 (exact: the largest |element|). Nothing leaves the device: no sync.
-  const auto a = amax.defined()
-                     ? amax.reshape({})
-                     : max_abs(t);
+  const auto a = amax.defined() ? amax.reshape({}) : max_abs(t);
   const bool kernel_dtype =
       t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf;
   if (use_cuda_kernel(t) && t.is_contiguous() && kernel_dtype && t.numel() > 0) {

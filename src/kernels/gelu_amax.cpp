@@ -5,7 +5,6 @@
 #include "kernels/common.h"
 #include "kernels/gelu_amax_cuda.h"
 
-
 namespace xsagpt {
 
 namespace {
@@ -17,7 +16,6 @@ bool gelu_kernel_for(const torch::Tensor& x) {
   const auto t = x.scalar_type();
   return use_cuda_kernel(x) && (t == at::kFloat || t == at::kBFloat16 || t == at::kHalf);
 }
-
 
 struct ExactGelu : torch::autograd::Function<ExactGelu> {
   // amax (h's, when asked for) is filled in place: a statistic outside the graph.
@@ -40,8 +38,8 @@ struct ExactGelu : torch::autograd::Function<ExactGelu> {
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto x = ctx->get_saved_variables()[0];
-    auto amax = ctx->saved_data["grad_amax"].toBool() ? torch::zeros({}, x.options().dtype(torch::kFloat))
-                                                      : torch::Tensor();
+    auto amax =
+        ctx->saved_data["grad_amax"].toBool() ? torch::zeros({}, x.options().dtype(torch::kFloat)) : torch::Tensor();
     torch::Tensor dx;
     if (gelu_kernel_for(x)) {
       const auto dy = grad[0].contiguous();

@@ -84,9 +84,9 @@ void launch(const at::Tensor& x, const at::Tensor& dy, at::Tensor& out, at::Tens
 }
 
 void check(const at::Tensor& x, const at::Tensor& t, const char* what) {
-  TORCH_CHECK(t.is_contiguous() && t.sizes() == x.sizes() && t.scalar_type() == x.scalar_type() &&
-                  t.device() == x.device(),
-              "gelu_amax kernel: ", what, " must be contiguous, of x's size, dtype and device");
+  TORCH_CHECK(
+      t.is_contiguous() && t.sizes() == x.sizes() && t.scalar_type() == x.scalar_type() && t.device() == x.device(),
+      "gelu_amax kernel: ", what, " must be contiguous, of x's size, dtype and device");
 }
 
 template <typename Op>

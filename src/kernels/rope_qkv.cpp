@@ -4,7 +4,6 @@
 #include "kernels/common.h"
 #include "kernels/rope_qkv_cuda.h"
 
-
 namespace xsagpt {
 
 namespace {
@@ -55,8 +54,8 @@ struct RopeQKV : torch::autograd::Function<RopeQKV> {
     const auto dq = get(0), dk = get(1), dv = get(2);
     const auto B = like->size(0), T = like->size(1);
     auto dqkv = torch::empty({B, T, 3 * H * D}, like->options());
-    auto amax = ctx->saved_data["grad_amax"].toBool() ? torch::zeros({}, dqkv.options().dtype(torch::kFloat))
-                                                      : torch::Tensor();
+    auto amax =
+        ctx->saved_data["grad_amax"].toBool() ? torch::zeros({}, dqkv.options().dtype(torch::kFloat)) : torch::Tensor();
     if (rope_kernel_for(dq, cos)) {
       rope_qkv_backward_cuda(dq, dk, dv, cos.contiguous(), sin.contiguous(), dqkv, amax);
     } else {

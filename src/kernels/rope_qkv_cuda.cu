@@ -90,8 +90,8 @@ __global__ void rope_qkv_kernel(const T* __restrict__ q_in, const T* __restrict_
   const int n_vec = s.half / VEC;
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   float top = 0;  // max |output| of this thread's elements, as stored
-  if (idx < s.B * s.T * s.H * n_vec) rope_pairs<T, VEC>(q_in, k_in, v_in, qi, ki, vi, q_out, k_out, v_out, qo, ko, vo,
-                                                        cos, sin, s, sign, idx, top);
+  if (idx < s.B * s.T * s.H * n_vec)
+    rope_pairs<T, VEC>(q_in, k_in, v_in, qi, ki, vi, q_out, k_out, v_out, qo, ko, vo, cos, sin, s, sign, idx, top);
   if (amax) {  // every lane of the warp is here, in range or not
     top = warp_max(top);
     if (threadIdx.x % kWarp == 0) atomic_amax(amax, top);

@@ -93,7 +93,6 @@ struct Exec {
   c10::ScalarType dtype(const torch::Tensor& x) const { return rt.bf16 ? c10::kBFloat16 : x.scalar_type(); }
   // Whether products use the cached bf16 weight copies.
   bool copies() const { return rt.bf16 && rt.kernels.weights; }
-
 };
 
 using ExecPtr = std::shared_ptr<Exec>;

@@ -61,7 +61,8 @@ TEST(Fp8Amax, TheNormHandsOverItsOutputsAndItsBranchGradientsAmax) {
   for (bool with_branch : {true, false}) {
     SCOPED_TRACE(with_branch ? "with a branch" : "no branch");
     auto branch = with_branch ? torch::randn({5, 7, d}).to(torch::kBFloat16).requires_grad_(true) : torch::Tensor();
-    const auto [x_out, h] = add_layer_norm(x, branch, w, b, 1e-5, torch::kBFloat16, {.output = true, .input_grad = true});
+    const auto [x_out, h] =
+        add_layer_norm(x, branch, w, b, 1e-5, torch::kBFloat16, {.output = true, .input_grad = true});
     const auto before = amax_handovers_taken();
     const auto amax = take_amax(h);
     ASSERT_TRUE(amax.defined());

@@ -5,8 +5,8 @@
 // or newer and skip elsewhere; the same checks on the CPU are in test_fp8.cpp.
 #include "fp8_reference.h"
 #include "helpers.h"
-#include "kernels/fp8_linear.h"
 #include "kernels/amax_handoff.h"
+#include "kernels/fp8_linear.h"
 #include "kernels/gelu_amax.h"
 #include "model/gpt.h"
 #include "step_rig.h"
@@ -93,7 +93,8 @@ TEST(Fp8LinearCuda, CastWithAGivenAmaxEqualsTheAtenTwin) {
     for (const bool zero : {false, true}) {
       SCOPED_TRACE(std::string(c10::toString(fmt)) + (zero ? ", all zero" : ""));
       torch::manual_seed(7);
-      const auto t = zero ? torch::zeros({96, 80}, torch::kBFloat16) : (torch::randn({96, 80}) * 5).to(torch::kBFloat16);
+      const auto t =
+          zero ? torch::zeros({96, 80}, torch::kBFloat16) : (torch::randn({96, 80}) * 5).to(torch::kBFloat16);
       const auto amax = t.abs().max().to(torch::kFloat);
       for (const bool transposed : {false, true}) {
         const auto got = quantize_fp8(t.to(kFp8Cuda), fmt, transposed, amax.to(kFp8Cuda));
@@ -154,7 +155,8 @@ TEST(Fp8LinearCuda, TheModelsKernelsHandTheirAmaxToTheFp8Products) {
   GPT m(cfg);
   m->to(kFp8Cuda);
   m->set_runtime(test::runtime("none", 0, "fused,fp8", true, /*bf16=*/true));
-  const auto idx = torch::randint(0, cfg.vocab_size, {2, 64}, torch::TensorOptions().device(kFp8Cuda).dtype(torch::kLong));
+  const auto idx =
+      torch::randint(0, cfg.vocab_size, {2, 64}, torch::TensorOptions().device(kFp8Cuda).dtype(torch::kLong));
   const auto before = amax_handovers_taken();
   auto loss = m->forward(idx, idx).loss;
   loss.backward();

@@ -210,9 +210,11 @@ TEST(KernelsCuda, AddNormRejectsAWeightItCannotRead) {
   auto mean = torch::empty({N}, f32), rstd = torch::empty({N}, f32), x_out = x;
   auto strided = torch::ones({d, 2}, f32).select(1, 0);  // (d), stride 2
   EXPECT_THROW(add_norm_forward_cuda(x, none, strided, none, 1e-5, x_out, h, mean, rstd, none, false), c10::Error);
-  EXPECT_THROW(add_norm_forward_cuda(x, none, torch::ones({d}), none, 1e-5, x_out, h, mean, rstd, none, false), c10::Error);
-  EXPECT_THROW(add_norm_forward_cuda(x, none, torch::ones({d}, f32), torch::zeros({d}), 1e-5, x_out, h, mean, rstd, none, false),
+  EXPECT_THROW(add_norm_forward_cuda(x, none, torch::ones({d}), none, 1e-5, x_out, h, mean, rstd, none, false),
                c10::Error);
+  EXPECT_THROW(
+      add_norm_forward_cuda(x, none, torch::ones({d}, f32), torch::zeros({d}), 1e-5, x_out, h, mean, rstd, none, false),
+      c10::Error);
   add_norm_forward_cuda(x, none, torch::ones({d}, f32), none, 1e-5, x_out, h, mean, rstd, none, false);
   auto dx = torch::empty_like(x), dw = torch::empty({d}, f32);
   EXPECT_THROW(add_norm_backward_cuda(h, none, x, mean, rstd, strided, dx, none, dw, none, none), c10::Error);
