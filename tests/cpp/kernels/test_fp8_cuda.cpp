@@ -124,14 +124,19 @@ TEST(Fp8LinearCuda, GeluKernelsAreAtensGeluWithTheAmaxOfWhatTheyWrite) {
       auto xr = x.detach().clone().requires_grad_(true);
       const auto h = exact_gelu(x, {.output = true, .input_grad = true});
       const auto want = torch::gelu(xr);
-      const float tol = dtype == torch::kFloat32 ? 1e-6f : 0.0f;
-      EXPECT_LE((h.to(torch::kFloat) - want.to(torch::kFloat)).abs().max().item<float>(), tol);
+      // ATen's formulas in float32: one rounding of bf16 or half apart at most (a few
+      // float32 ulps in float32), equal when the compilers contract alike, which is not relied on.
+      const double ulp = dtype == torch::kFloat32 ? 5e-7 : dtype == torch::kBFloat16 ? 7.9e-3 : 9.8e-4;
+      const auto within = [&](const torch::Tensor& got, const torch::Tensor& ref) {
+        const auto g = got.to(torch::kFloat), r = ref.to(torch::kFloat);
+        return ((g - r).abs() <= r.abs() * ulp + 1e-30).all().item<bool>();
+      };
+      EXPECT_TRUE(within(h, want));
       EXPECT_TRUE(torch::equal(take_amax(h), h.abs().max().to(torch::kFloat)));
       const auto g = torch::randn({n}, opts).to(dtype);
       h.backward(g);
       want.backward(g);
-      EXPECT_LE((x.grad().to(torch::kFloat) - xr.grad().to(torch::kFloat)).abs().max().item<float>(),
-                dtype == torch::kFloat32 ? 1e-5f : 0.0f);
+      EXPECT_TRUE(within(x.grad(), xr.grad()));
       const auto slot = save_amax_slot();
       restore_amax_slot({});
       ASSERT_TRUE(slot.of.defined());
