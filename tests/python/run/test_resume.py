@@ -281,6 +281,6 @@ def test_a_resume_with_other_kernels_says_so_even_when_the_config_words_match(tm
     # Another train.kernels: the config key's warning and the kernels' own.
     fused = resume("fused", "--set", "train.kernels=fused")
     assert "train.kernels: " in fused
-    assert "computed with aten, this run computes with weights,norm,rope,xsa_wide,loss" in fused
+    assert "computed with aten, this run computes with weights,norm_regs,rope,xsa_wide,loss" in fused
     older = resume("older", kernels_entry=None)
     assert "does not record which kernels its run computed with" in older
