@@ -238,7 +238,8 @@ void print_ladder_estimate(const Sweep& s, int64_t world) {
     total_flops += r.flops();
     std::string time = "-";
     if (const auto rate = basis.rate[p.rung]) {
-      const double secs = basis.overhead_s + flops / *rate;
+      // A rate is one process's: ranks of a data-parallel run share the step's tokens.
+      const double secs = basis.overhead_s + flops / (*rate * static_cast<double>(world));
       total_s += secs;
       time = plan_duration(secs);
     } else {
@@ -250,7 +251,8 @@ void print_ladder_estimate(const Sweep& s, int64_t world) {
   std::cout << fmt::format("total: {} points, {} training FLOPs, {}\n", s.points.size(), si_count(total_flops, true),
                            unknown ? "no time estimate for every point"
                                    : fmt::format("about {} ({:.0f} s)", plan_duration(total_s), total_s));
-  std::cout << fmt::format("the time rests on {}; plus {:g} s per point (start, checkpoints){}{}\n", basis.rests_on,
+  std::cout << fmt::format("the time rests on {}{}; plus {:g} s per point (start, checkpoints){}{}\n", basis.rests_on,
+                           world > 1 ? fmt::format(", times {} ranks (assumed to scale linearly)", world) : "",
                            basis.overhead_s,
                            no_eval ? "; evaluation of the whole val set (eval_tokens 0) not counted"
                                    : "; evaluation counted as forward FLOPs",
