@@ -31,6 +31,9 @@
 // variant's loss counts that multiplier as 0 (its limit: the baseline would need
 // unbounded compute) and leaves that variant's trend out (counted in "left_out").
 // With one seed there is nothing to resample: no interval, and the output says so.
+// With few seeds the percentile interval is too narrow (about 0.83 coverage at 5 seeds,
+// 0.90 at 12: docs/sweeps-and-plots.md), and it carries the seeds' noise, not the power
+// law's own error.
 //
 // The trend: the least-squares slope of log multiplier against log compute over the
 // rungs, with its bootstrap interval. Below 0 the multiplier falls as compute grows: the
