@@ -4,6 +4,7 @@
 // seed without an interval; a baseline that never reaches the variant's loss; the
 // bootstrap interval's coverage over simulated ladders; bad input refused by name.
 #include "helpers.h"
+#include "sweep/chosen_law.h"
 #include "sweep/ladder_analysis.h"
 #include "util/error.h"
 
@@ -14,24 +15,18 @@
 #include <random>
 
 using namespace xsagpt;
+using test::chosen_law;
+using test::ChosenLaw;
 using ::testing::HasSubstr;
 
 namespace {
 
-struct RungLaw {
-  double E, A, alpha;
-  double at(double c) const { return E + A * std::pow(c, -alpha); }
-};
-
-// E plus `excess` at 1e18 FLOPs, falling as C^-alpha.
-RungLaw rung_law(double E, double excess, double alpha) { return {E, excess * std::pow(1e18, alpha), alpha}; }
-
 // The baseline's curve read at k times the compute: L_v(C) = L_b(k C).
-RungLaw shifted_law(const RungLaw& b, double k) { return {b.E, b.A * std::pow(k, -b.alpha), b.alpha}; }
+ChosenLaw shifted_law(const ChosenLaw& b, double k) { return {b.E, b.A * std::pow(k, -b.alpha), b.alpha}; }
 
 // Every variant at every compute (rung i at computes[i]) and seed, the loss its law's
 // plus the seed's offset at that rung, shared by every variant (a seed's data order).
-std::vector<LadderObservation> exact_ladder(const std::vector<std::pair<std::string, RungLaw>>& laws,
+std::vector<LadderObservation> exact_ladder(const std::vector<std::pair<std::string, ChosenLaw>>& laws,
                                             const std::vector<double>& computes,
                                             const std::vector<std::vector<double>>& offsets) {
   std::vector<LadderObservation> obs;
@@ -74,7 +69,7 @@ TEST(LadderAnalysis, ACurveShiftedByKInComputeHasMultiplierOneOverKAtEveryRung) 
   };
   for (const auto& c : {Case{4, 1.8, "free"}, Case{3, 1.8, "shared"}, Case{2, 0.0, "zero"}}) {
     SCOPED_TRACE(c.rule);
-    const auto base = rung_law(c.E, 1.2, 0.3);
+    const auto base = chosen_law(c.E, 1.2, 0.3);
     // xsa gets the baseline's loss with half the compute (k = 2: multiplier 0.5, better);
     // worse with twice it (k = 1/2: multiplier 2).
     const std::vector<double> cs(computes.begin(), computes.begin() + static_cast<std::ptrdiff_t>(c.rungs));
@@ -113,7 +108,7 @@ TEST(LadderAnalysis, ACurveShiftedByKInComputeHasMultiplierOneOverKAtEveryRung) 
 }
 
 TEST(LadderAnalysis, TheERuleCountsRungsAndSaysSo) {
-  const auto base = rung_law(1.8, 1.2, 0.3), xsa = shifted_law(base, 1.5);
+  const auto base = chosen_law(1.8, 1.2, 0.3), xsa = shifted_law(base, 1.5);
   const std::vector<double> computes{1e17, 1e18, 1e19, 1e20, 1e21};
   auto with_rungs = [&](size_t n) {
     const std::vector<double> cs(computes.begin(), computes.begin() + static_cast<std::ptrdiff_t>(n));
@@ -152,7 +147,7 @@ TEST(LadderAnalysis, TheERuleCountsRungsAndSaysSo) {
 TEST(LadderAnalysis, NoMultiplierWhereTheBaselineNeverReachesTheVariantsLoss) {
   // The baseline levels off at 2.0, the variant at 1.0: once the variant is below 2.0
   // no amount of compute brings the baseline there.
-  const auto base = rung_law(2.0, 1.5, 0.3), xsa = rung_law(1.0, 2.5, 0.3);
+  const auto base = chosen_law(2.0, 1.5, 0.3), xsa = chosen_law(1.0, 2.5, 0.3);
   const std::vector<double> computes{1e16, 1e17, 1e18, 1e19, 1e20};
   ASSERT_GT(xsa.at(1e16), 2.0);
   ASSERT_LT(xsa.at(1e20), 2.0);
@@ -173,7 +168,7 @@ TEST(LadderAnalysis, NoMultiplierWhereTheBaselineNeverReachesTheVariantsLoss) {
 }
 
 TEST(LadderAnalysis, BadObservationsAreRefusedByName) {
-  const auto base = rung_law(1.8, 1.2, 0.3);
+  const auto base = chosen_law(1.8, 1.2, 0.3);
   auto obs = exact_ladder({{"sa", base}, {"xsa", base}}, {1e17, 1e18}, {{0.0, 0.0}});
   auto error_with = [&](const std::function<void(std::vector<LadderObservation>&)>& edit) {
     auto bad = obs;
@@ -194,9 +189,9 @@ TEST(LadderAnalysis, BadObservationsAreRefusedByName) {
 }
 
 TEST(LadderAnalysis, TheSameSeedGivesTheSameIntervals) {
-  const auto base = rung_law(1.8, 1.2, 0.3);
+  const auto base = chosen_law(1.8, 1.2, 0.3);
   // Six seeds: 462 distinct resamples, so another RNG seed moves the percentiles.
-  const auto obs = exact_ladder({{"sa", base}, {"xsa", rung_law(1.8, 1.1, 0.32)}}, {1e17, 1e18, 1e19, 1e20},
+  const auto obs = exact_ladder({{"sa", base}, {"xsa", chosen_law(1.8, 1.1, 0.32)}}, {1e17, 1e18, 1e19, 1e20},
                                 {{0.01, -0.02, 0.015, 0.0},
                                  {-0.01, 0.03, -0.005, 0.01},
                                  {0.0, 0.01, -0.02, -0.01},
@@ -220,7 +215,7 @@ TEST(LadderAnalysis, TheSameSeedGivesTheSameIntervals) {
 // shortfall. Each seed shifts every variant alike at a rung (its data order) and each
 // run adds its own noise; E is fitted (4 rungs).
 TEST(LadderAnalysis, BootstrapIntervalsCoverTheTrueMultiplierAboutNinetyFivePercent) {
-  const auto base = rung_law(1.8, 1.2, 0.3), xsa = rung_law(1.8, 1.0, 0.34);  // a win that grows
+  const auto base = chosen_law(1.8, 1.2, 0.3), xsa = chosen_law(1.8, 1.0, 0.34);  // a win that grows
   const std::vector<double> computes{1e17, 1e18, 1e19, 1e20};
   auto true_multiplier = [&](double c) { return c / std::pow(base.A / (xsa.at(c) - base.E), 1 / base.alpha); };
   const double top = true_multiplier(computes.back());

@@ -3,6 +3,7 @@
 // E fitted, E = 0 and one E shared by several curves; E kept >= 0; and the refusals. The
 // check against scipy.optimize.curve_fit on the same points is
 // tests/python/sweep/test_scaling_fit.py.
+#include "sweep/chosen_law.h"
 #include "sweep/scaling_fit.h"
 
 #include <gmock/gmock.h>
@@ -12,17 +13,11 @@
 #include <random>
 
 using namespace xsagpt;
+using test::chosen_law;
+using test::ChosenLaw;
 using ::testing::HasSubstr;
 
 namespace {
-
-struct ChosenLaw {
-  double E, A, alpha;
-  double at(double c) const { return E + A * std::pow(c, -alpha); }
-};
-
-// A at the ladder's scale: the excess loss `excess` at 1e18 FLOPs.
-ChosenLaw chosen_law(double E, double excess, double alpha) { return {E, excess * std::pow(1e18, alpha), alpha}; }
 
 const std::vector<double> kSixComputes{1e17, 4e17, 1.6e18, 6.4e18, 2.56e19, 1.024e20};
 

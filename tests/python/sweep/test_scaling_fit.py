@@ -4,8 +4,6 @@ curves), and the least-squares line of src/analysis/line_fit.h (the dial trend's
 and its t interval) against scipy.stats.linregress. Synthetic ladders with chosen
 parameters and seeded noise; xsagpt's fit needs no starting point, curve_fit is given
 the true parameters as one (so both find the same least-squares minimum)."""
-import json
-import subprocess
 
 import numpy as np
 import pytest
@@ -18,15 +16,8 @@ REF = 1e18  # scipy fits A at 1e18 FLOPs (well conditioned); A itself is A_ref *
 
 
 @pytest.fixture(scope="module")
-def tool(build_dir):
-    path = build_dir / "xsagpt_scaling_fit"
-    if not path.exists():
-        pytest.fail(f"{path} not built: cmake --build {build_dir} --target xsagpt_scaling_fit")
-
-    def run(query):
-        out = subprocess.run([str(path)], input=json.dumps(query), capture_output=True, text=True, check=True)
-        return json.loads(out.stdout)
-    return run
+def tool(json_tool):
+    return json_tool("xsagpt_scaling_fit")
 
 
 def ladder(rng, E, excess, alpha, computes, seeds, noise):
