@@ -58,6 +58,7 @@ Minimum grid_then_golden(const F& f, double lo, double hi, int n, double tol) {
 struct Scaled {
   std::vector<double> log_x, w, m;
   double log_ref = 0, within = 0;
+  mutable std::vector<double> f;  // x^-alpha at the alpha being tried: one buffer for the many tries
 };
 
 Scaled scaled_curve(const CurvePoints& c) {
@@ -80,7 +81,8 @@ struct LinearPart {
 };
 
 LinearPart linear_part(const Scaled& s, double alpha, std::optional<double> fixed_e) {
-  std::vector<double> f(s.log_x.size());
+  auto& f = s.f;
+  f.resize(s.log_x.size());
   double sw = 0, sf = 0, sff = 0, sm = 0, sfm = 0;
   for (size_t i = 0; i < f.size(); ++i) {
     f[i] = std::exp(-alpha * s.log_x[i]);
@@ -99,7 +101,10 @@ LinearPart linear_part(const Scaled& s, double alpha, std::optional<double> fixe
     p.E = fixed_e.value_or(0.0);
     p.A = (sfm - p.E * sf) / sff;
   }
-  for (size_t i = 0; i < f.size(); ++i) p.sse += s.w[i] * std::pow(s.m[i] - p.E - p.A * f[i], 2);
+  for (size_t i = 0; i < f.size(); ++i) {
+    const double r = s.m[i] - p.E - p.A * f[i];
+    p.sse += s.w[i] * r * r;
+  }
   return p;
 }
 
