@@ -77,7 +77,7 @@ def multiplier_panel(ax, ladder: dict, baseline: str, pal: Palette, order: list)
             if not is_number(m.get("multiplier")):
                 continue
             ci = m.get("multiplier_ci95")
-            x = m.get("compute", r["baseline"].get("compute"))
+            x = m.get("compute", (r.get("baseline") or {}).get("compute"))
             x *= 1.04 ** (k - (len(variants) - 1) / 2)  # variants side by side at one rung
             xs.append(x)
             ys.append(m["multiplier"])
@@ -94,7 +94,7 @@ def multiplier_panel(ax, ladder: dict, baseline: str, pal: Palette, order: list)
     ax.set_ylabel(f"compute multiplier vs {baseline}\n(< 1: the variant needs less compute)")
     ax.grid(alpha=0.3, which="both")
     for r in rungs:
-        x = r["baseline"].get("compute")
+        x = (r.get("baseline") or {}).get("compute")  # null: the baseline has no run at this rung
         if is_number(x):
             ax.annotate(names.get(r["rung"], str(r["rung"])), (x, 1), textcoords="offset points", xytext=(0, -12),
                         ha="center", fontsize="x-small", color="0.4")

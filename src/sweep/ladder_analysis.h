@@ -31,6 +31,9 @@
 // variant's loss counts that multiplier as 0 (its limit: the baseline would need
 // unbounded compute) and leaves that variant's trend out (counted in "left_out").
 // With one seed there is nothing to resample: no interval, and the output says so.
+// With few seeds the percentile interval is too narrow (about 0.83 coverage at 5 seeds,
+// 0.90 at 12: docs/sweeps-and-plots.md), and it carries the seeds' noise, not the power
+// law's own error.
 //
 // The trend: the least-squares slope of log multiplier against log compute over the
 // rungs, with its bootstrap interval. Below 0 the multiplier falls as compute grows: the
@@ -75,12 +78,14 @@ struct LadderOptions {
 //  "e_rule": "free" | "shared" | "zero" | null (fewer than two rungs: no fit),
 //  "e_rule_why": the rule and the rung count it read,
 //  "seeds": number of distinct seeds,
-//  "bootstrap": {"replicates", "dropped", "method"} or {"none": "one seed: no interval"},
+//  "bootstrap": {"replicates", "kept", "dropped", "rng_seed", "method", "warning" (past 5%
+//                dropped)} or {"none": why: "one seed: no interval", no fit, 0 replicates},
 //  "fits": {variant (baseline included): {"E", "A", "alpha", "points", "rmse"}
 //           or {"points", "why"} where the curve could not be fitted},
-//  "rungs": [{"rung",
-//             "baseline": {"compute", "loss" (observed mean), "n"},
-//             "variants": {v: {"compute", "loss" (observed mean), "fitted_loss", "n",
+//  "rungs": [{"rung" (every rung of any curve, in order),
+//             "baseline": {"compute", "loss" (observed mean), "n"} (null without results there),
+//             "variants": {v: {"compute", "loss" (observed mean), "fitted_loss", "n", "pairs" (seeds
+//                              in both),
 //                              "difference" (mean paired difference), "difference_ci95" ([lo, hi] or null),
 //                              "multiplier" (or null), "multiplier_ci95" ([lo, hi] or null),
 //                              "why" (when the multiplier is null)}}}],

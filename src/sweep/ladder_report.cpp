@@ -61,8 +61,8 @@ std::vector<std::string> variants_of(const json& summary) {
 }
 
 // The table of rungs: sizes and budgets, the baseline's loss, each variant's loss, difference and multiplier.
-TextTable rung_table(const json& ladder, const std::string& b, const std::vector<std::string>& vs,
-                     std::vector<std::string>& notes) {
+TextTable ladder_rung_table(const json& ladder, const std::string& b, const std::vector<std::string>& vs,
+                            std::vector<std::string>& notes) {
   TextTable t{"", {"rung", "params", "tokens", "FLOPs", b + " loss"}, {}};
   for (const auto& v : vs)
     for (const auto& h : {v + " loss", v + " - " + b + " [95% CI]", v + " multiplier [95% CI]"}) t.head.push_back(h);
@@ -90,7 +90,7 @@ TextTable rung_table(const json& ladder, const std::string& b, const std::vector
   return t;
 }
 
-TextTable fit_table(const json& a) {
+TextTable ladder_fit_table(const json& a) {
   TextTable t{"", {"variant", "E", "A", "alpha", "rmse", "points"}, {}};
   if (!field(a, "fits").is_object()) return t;
   for (const auto& [v, f] : a["fits"].items()) {
@@ -107,7 +107,7 @@ TextTable fit_table(const json& a) {
 }
 
 // Per variant the trend of the multiplier with compute, and the multiplier at each extrapolation target.
-TextTable trend_table(const json& a, const std::vector<std::string>& vs, std::vector<std::string>& notes) {
+TextTable ladder_trend_table(const json& a, const std::vector<std::string>& vs, std::vector<std::string>& notes) {
   TextTable t{"", {"variant", "trend: slope of log multiplier vs log compute [95% CI]"}, {}};
   const json& ex = field(a, "extrapolation");
   if (!vs.empty() && field(ex, vs.front()).is_array())
@@ -133,7 +133,7 @@ TextTable trend_table(const json& a, const std::vector<std::string>& vs, std::ve
 }
 
 // With rate multipliers: per variant and rung the rate it is judged at.
-TextTable rate_table(const json& ladder, std::vector<std::string>& notes) {
+TextTable ladder_rate_table(const json& ladder, std::vector<std::string>& notes) {
   TextTable t{"", {"variant"}, {}};
   for (const auto& r : ladder["rungs"]) t.head.push_back(r["name"].get<std::string>());
   for (const auto& [v, choices] : ladder["lr_choice"].items()) {
@@ -167,7 +167,7 @@ LadderReport build_ladder_report(const json& summary) {
     return rep;
   }
   const auto vs = variants_of(summary);
-  rep.tables.emplace_back("", rung_table(ladder, b, vs, rep.notes));
+  rep.tables.emplace_back("", ladder_rung_table(ladder, b, vs, rep.notes));
   const json& boot = field(a, "bootstrap");
   rep.lines.push_back(fmt::format(
       "E rule: {} ({}). Seeds: {}. Intervals: {}.", field(a, "e_rule").is_string() ? text_of(a, "e_rule") : "none",
@@ -175,13 +175,13 @@ LadderReport build_ladder_report(const json& summary) {
       !text_of(boot, "none").empty() ? "none, " + text_of(boot, "none")
                                      : fmt::format("{} of {} bootstrap replicates kept: {}", field(boot, "kept").dump(),
                                                    field(boot, "replicates").dump(), text_of(boot, "method"))));
-  rep.tables.emplace_back("Fits, L(C) = E + A C^-alpha, C in FLOPs", fit_table(a));
+  rep.tables.emplace_back("Fits, L(C) = E + A C^-alpha, C in FLOPs", ladder_fit_table(a));
   rep.tables.emplace_back(
       "Trend and extrapolation (below 0 / below 1: the variant's gain grows / it needs less compute)",
-      trend_table(a, vs, rep.notes));
+      ladder_trend_table(a, vs, rep.notes));
   if (ladder.contains("lr_choice"))
     rep.tables.emplace_back("Rates each variant is judged at (lowest mean final val loss over seeds)",
-                            rate_table(ladder, rep.notes));
+                            ladder_rate_table(ladder, rep.notes));
   for (const auto& x : ladder["left_out"])
     rep.notes.push_back(
         fmt::format("{} left out of the fit: {}", x["point"].get<std::string>(), x["why"].get<std::string>()));
