@@ -23,11 +23,15 @@ def fitted(fit: dict, compute: np.ndarray) -> np.ndarray | None:
     return fit["E"] + fit["A"] * compute ** (-fit["alpha"])
 
 
-def plain_log_y(ax) -> None:
-    """A log loss or ratio axis labelled with plain numbers (3.4, 0.97), not powers of ten."""
-    ax.set_yscale("log")
+def plain_log_y(ax, values: list) -> None:
+    """A loss or ratio axis on a log scale where the values span a factor of 4 or more, else
+    linear (a log axis over a narrow range has too few ticks to read), labelled with plain
+    numbers (3.4, 0.97), not powers of ten."""
+    vals = [v for v in values if is_number(v) and v > 0]
+    if vals and max(vals) / min(vals) >= 4:
+        ax.set_yscale("log")
+        ax.yaxis.set_minor_formatter(ticker.FuncFormatter(lambda y, _: f"{y:.3g}"))
     ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda y, _: f"{y:.3g}"))
-    ax.yaxis.set_minor_formatter(ticker.FuncFormatter(lambda y, _: f"{y:.3g}"))
 
 
 def loss_panel(ax, ladder: dict, pal: Palette, order: list) -> None:
@@ -56,7 +60,9 @@ def loss_panel(ax, ladder: dict, pal: Palette, order: list) -> None:
         else:
             ax.plot([], [], color=c, marker=pal.marker(var), ls="none", label=f"{label} (no fit)")
     ax.set_xscale("log")
-    plain_log_y(ax)
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda y, _: f"{y:.3g}"))
+    ax.yaxis.set_minor_formatter(ticker.FuncFormatter(lambda y, _: f"{y:.3g}"))
     ax.set_xlabel("training compute C (FLOPs)")
     ax.set_ylabel("final val loss")
     ax.grid(alpha=0.3, which="both")
@@ -69,6 +75,7 @@ def multiplier_panel(ax, ladder: dict, baseline: str, pal: Palette, order: list)
     rungs = ladder["analysis"].get("rungs", [])
     names = {i: r["name"] for i, r in enumerate(ladder["rungs"])}
     drawn = False
+    shown: list = []  # every multiplier and interval end drawn, for the axis's scale
     variants = [v for v in order if v != baseline]
     for k, (var, c) in enumerate(zip(variants, pal.colours(variants))):
         xs, ys, lo, hi = [], [], [], []
@@ -83,20 +90,21 @@ def multiplier_panel(ax, ladder: dict, baseline: str, pal: Palette, order: list)
             ys.append(m["multiplier"])
             lo.append(m["multiplier"] - ci[0] if ci else 0)
             hi.append(ci[1] - m["multiplier"] if ci else 0)
+        shown += ys + [y - d for y, d in zip(ys, lo)] + [y + d for y, d in zip(ys, hi)]
         if xs:
             ax.errorbar(xs, ys, yerr=[lo, hi], color=c, marker=pal.marker(var), capsize=4, lw=1.4,
                         label=f"{tag(var)} / {baseline}")
             drawn = True
     ax.axhline(1, color="0.4", lw=0.8)
     ax.set_xscale("log")
-    plain_log_y(ax)
+    plain_log_y(ax, shown + [1.0])
     ax.set_xlabel("training compute C (FLOPs)")
     ax.set_ylabel(f"compute multiplier vs {baseline}\n(< 1: the variant needs less compute)")
     ax.grid(alpha=0.3, which="both")
     for r in rungs:
         x = (r.get("baseline") or {}).get("compute")  # null: the baseline has no run at this rung
-        if is_number(x):
-            ax.annotate(names.get(r["rung"], str(r["rung"])), (x, 1), textcoords="offset points", xytext=(0, -12),
+        if is_number(x):  # the rung's name along the bottom edge
+            ax.annotate(names.get(r["rung"], str(r["rung"])), (x, 0.02), xycoords=ax.get_xaxis_transform(),
                         ha="center", fontsize="x-small", color="0.4")
     if drawn:
         ax.legend(frameon=False, fontsize="small")

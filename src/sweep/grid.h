@@ -56,7 +56,7 @@ struct Sweep {
   std::string baseline;               // one of variants ("" without)
   std::string variant_key;            // "model.attention" when the grid's attention values are the variants
   std::vector<SweepPoint> points;
-  std::optional<Ladder> ladder;
+  std::optional<SweepLadder> ladder;
 };
 
 // A grid value's text made safe as (part of) one directory name: '/', '%', backslash

@@ -147,7 +147,7 @@ double run_compute(const RunConfig& c) {
          static_cast<double>(c.train.max_steps);
 }
 
-void read_extrapolation(Ladder& l, const json& section, const std::string& path, const std::string& where) {
+void read_extrapolation(SweepLadder& l, const json& section, const std::string& path, const std::string& where) {
   std::vector<fs::path> files;
   if (section.contains("extrapolate_to")) {
     const auto& e = section["extrapolate_to"];
@@ -176,13 +176,14 @@ void read_extrapolation(Ladder& l, const json& section, const std::string& path,
 
 }  // namespace
 
-Ladder read_ladder(const json& section, const std::string& path, const ResolveConfig& resolve, int64_t world_size) {
+SweepLadder read_ladder(const json& section, const std::string& path, const ResolveConfig& resolve,
+                        int64_t world_size) {
   const std::string where = path + ": ladder";
   check_ladder_keys(section, where);
   const auto specs = read_rung_specs(section, where);
   const auto tokens = read_token_rule(section["tokens"], specs.size(), where);
   const auto lr = read_lr_rule(section["lr"], specs.size(), where);
-  Ladder l;
+  SweepLadder l;
   l.lr_multipliers = read_multipliers(section, where);
   if (section.contains("estimate"))
     l.estimate = check_estimate(section["estimate"], where + ".estimate", fs::path(path).parent_path());

@@ -55,7 +55,7 @@ struct LadderRung {
   double flops() const { return flops_per_token * static_cast<double>(tokens()); }
 };
 
-struct Ladder {
+struct SweepLadder {
   std::vector<LadderRung> rungs;
   std::vector<double> lr_multipliers;                          // empty: one rate per rung and no lr_mult axis
   std::string size_rule, token_rule, lr_rule, schedule_rule;   // each rule in words
@@ -71,7 +71,7 @@ const std::vector<std::string>& ladder_keys();
 using ResolveConfig = std::function<RunConfig(const std::vector<std::string>&)>;
 
 // Reads and checks the "ladder" section of the sweep file `path`; every rung resolved.
-Ladder read_ladder(const json& section, const std::string& path, const ResolveConfig& resolve, int64_t world_size);
+SweepLadder read_ladder(const json& section, const std::string& path, const ResolveConfig& resolve, int64_t world_size);
 
 // A rung's rate times a multiplier, as the --set override its points get.
 std::string lr_override(double lr);

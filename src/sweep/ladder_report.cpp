@@ -46,10 +46,15 @@ std::string difference_cell(const json& v) {
   return fmt::format("{:+.4f}{}", v["difference"].get<double>(), ci.empty() ? " (no interval)" : ci);
 }
 
+// A multiplier and its interval: three decimals, or three significant digits for one far
+// from 1 (an extrapolation can reach 1e8), where decimals would only add width.
 std::string multiplier_cell(const json& m, const char* key, const char* ci_key) {
   if (!has_number(m, key)) return "-";
-  const auto ci = ci_text(field(m, ci_key), "{:.3f}");
-  return fmt::format("{:.3f}x{}", m[key].get<double>(), ci.empty() ? " (no interval)" : ci);
+  const double x = m[key].get<double>();
+  const json& ci = field(m, ci_key);
+  const bool far = x >= 100 || (ci.is_array() && ci.size() == 2 && ci[1].is_number() && ci[1].get<double>() >= 100);
+  const auto text = ci_text(ci, far ? "{:.3g}" : "{:.3f}");
+  return fmt::format(fmt::runtime(far ? "{:.3g}x{}" : "{:.3f}x{}"), x, text.empty() ? " (no interval)" : text);
 }
 
 // The variants besides the baseline, in the sweep's order.
@@ -172,9 +177,11 @@ LadderReport build_ladder_report(const json& summary) {
   rep.lines.push_back(fmt::format(
       "E rule: {} ({}). Seeds: {}. Intervals: {}.", field(a, "e_rule").is_string() ? text_of(a, "e_rule") : "none",
       text_of(a, "e_rule_why"), field(a, "seeds").dump(),
-      !text_of(boot, "none").empty() ? "none, " + text_of(boot, "none")
-                                     : fmt::format("{} of {} bootstrap replicates kept: {}", field(boot, "kept").dump(),
-                                                   field(boot, "replicates").dump(), text_of(boot, "method"))));
+      !text_of(boot, "none").empty()
+          ? "none, " + text_of(boot, "none")
+          : fmt::format("{} of {} bootstrap replicates kept: {}{}", field(boot, "kept").dump(),
+                        field(boot, "replicates").dump(), text_of(boot, "method"),
+                        text_of(boot, "warning").empty() ? "" : " (" + text_of(boot, "warning") + ")")));
   rep.tables.emplace_back("Fits, L(C) = E + A C^-alpha, C in FLOPs", ladder_fit_table(a));
   rep.tables.emplace_back(
       "Trend and extrapolation (below 0 / below 1: the variant's gain grows / it needs less compute)",

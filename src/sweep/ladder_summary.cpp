@@ -18,7 +18,7 @@ bool usable_loss(const json& p) {
          std::isfinite(p["final_val_loss"].get<double>());
 }
 
-json rung_rows(const Ladder& l) {
+json rung_rows(const SweepLadder& l) {
   json rows = json::array();
   for (const auto& r : l.rungs) {
     const auto& m = r.config.model;
@@ -41,14 +41,14 @@ json rung_rows(const Ladder& l) {
 // The points of one variant at one rung, by the index of their rate multiplier.
 using ByMultiplier = std::map<size_t, std::vector<size_t>>;
 
-size_t multiplier_index(const Ladder& l, double m) {
+size_t multiplier_index(const SweepLadder& l, double m) {
   for (size_t i = 0; i < l.lr_multipliers.size(); ++i)
     if (l.lr_multipliers[i] == m) return i;
   return 0;
 }
 
 // The multiplier a variant is judged at on one rung (see ladder_summary.h), and the record of the choice.
-std::pair<size_t, json> judged_rate(const Ladder& l, const LadderRung& rung, const ByMultiplier& by,
+std::pair<size_t, json> judged_rate(const SweepLadder& l, const LadderRung& rung, const ByMultiplier& by,
                                     const json& points) {
   json candidates = json::array();
   std::optional<size_t> best;
@@ -91,7 +91,7 @@ std::string why_left_out(const json& p) {
 }  // namespace
 
 json ladder_summary(const Sweep& sweep, const json& points) {
-  const Ladder& l = *sweep.ladder;
+  const SweepLadder& l = *sweep.ladder;
   // (variant, rung) -> multiplier -> points
   std::map<std::pair<std::string, int>, ByMultiplier> groups;
   for (size_t i = 0; i < sweep.points.size(); ++i) {
