@@ -89,7 +89,7 @@ Basis measured_basis(const Sweep& s, int64_t world, std::optional<double> overhe
   const auto& rungs = s.ladder->rungs;
   Basis b;
   b.rate.assign(rungs.size(), std::nullopt);
-  b.overhead_s = overhead_s.value_or(1.0);
+  b.overhead_s = overhead_s.value_or(3.0);
   torch::Device device = torch::kCPU;
   try {
     device = resolve_device(rungs.front().config.train.device, "train.device");
@@ -251,12 +251,12 @@ void print_ladder_estimate(const Sweep& s, int64_t world) {
   std::cout << fmt::format("total: {} points, {} training FLOPs, {}\n", s.points.size(), si_count(total_flops, true),
                            unknown ? "no time estimate for every point"
                                    : fmt::format("about {} ({:.0f} s)", plan_duration(total_s), total_s));
-  std::cout << fmt::format("the time rests on {}{}; plus {:g} s per point (start, checkpoints){}{}\n", basis.rests_on,
-                           world > 1 ? fmt::format(", times {} ranks (assumed to scale linearly)", world) : "",
-                           basis.overhead_s,
-                           no_eval ? "; evaluation of the whole val set (eval_tokens 0) not counted"
-                                   : "; evaluation counted as forward FLOPs",
-                           spent > 1 ? fmt::format(" (measuring took {:.1f} s)", spent) : "");
+  std::cout << fmt::format(
+      "the time rests on {}{}; plus {:g} s per point (start, checkpoints, summary){}{}\n", basis.rests_on,
+      world > 1 ? fmt::format(", times {} ranks (assumed to scale linearly)", world) : "", basis.overhead_s,
+      no_eval ? "; evaluation of the whole val set (eval_tokens 0) not counted"
+              : "; evaluation counted as forward FLOPs",
+      spent > 1 ? fmt::format(" (measuring took {:.1f} s)", spent) : "");
 }
 
 }  // namespace xsagpt

@@ -15,7 +15,9 @@
 //                steps of each rung (the baseline's model, the point's batch), smallest
 //                first, as long as a rung's steps take seconds; larger rungs at the rate
 //                of the last one measured.
-// "overhead_s" sets the time per point (default: 10 s with a GPU, 1 s on a CPU).
+// "overhead_s" sets the time per point (default: 10 s with a GPU, 3 s on a CPU: what the
+// GPU demo and configs/sweeps/ladder-tiny.json spent between their points' training, the
+// model's start, its checkpoints and the summary after each).
 #pragma once
 
 #include "sweep/grid.h"
