@@ -36,8 +36,9 @@ in the run's metrics.jsonl, each with where it came from.
 The checkpoint is checked as xsagpt's own commands check it before anything is
 written: every record of the archive stored, named alike in both places the zip
 format names it, and against its CRC (src/util/zip_check.h's rule), the format, every
-parameter the model config needs present with its shape (and no weight it has no parameter for); weights with NaN
-or inf (or beyond --dtype's range) are refused. An --out that cannot be written
+parameter the model config needs present with its shape (and no weight it has no parameter
+for, by load_export.py's rule for an export's tensors); weights with NaN or inf (or beyond
+--dtype's range) are refused. An --out that cannot be written
 (read-only, full, a file) is a one-line error, and leaves what was there. Files get the
 user's umask, as any other file they write.
 Existing files are replaced only with --force, and only once the new ones are
@@ -54,6 +55,8 @@ import zipfile
 
 import torch
 from safetensors.torch import save_file
+
+from load_export import Conventions, expected_shapes, weight_mismatch  # the loader's rule for an export's tensors
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 DERIVED = ("rope_cos", "rope_sin")  # recomputed from the config
@@ -207,67 +210,22 @@ def load(path: pathlib.Path) -> dict:
             sys.exit(f"{path}: not a readable checkpoint ({e})")
 
 
-def expected_shapes(m: dict, conv: dict) -> dict[str, tuple]:
-    """The parameters the C++ model of this config has (src/model/), by name, with their
-    shapes: the checkpoint must hold each, as `xsagpt sample` and the others require
-    (src/run/from_checkpoint.h). A tied head's lm_head.weight is the embedding."""
-    d, V = int(m.get("d_model", 768)), conv["vocab"]["padded"]
-    inner, hidden = conv["attention"]["n_head"] * conv["attention"]["head_dim"], conv["mlp"]["hidden"]
-    bias = conv["linear_bias"]
-    shapes = {"transformer.wte.weight": (V, d)}
-    if not conv["tied_embeddings"]:
-        shapes["lm_head.weight"] = (V, d)
-    if conv["n_sink"]:
-        shapes["transformer.sink"] = (conv["n_sink"], d)
-
-    def norm(name):
-        shapes[f"{name}.weight"] = (d,)
-        if bias:
-            shapes[f"{name}.bias"] = (d,)
-
-    def linear(name, n_out, n_in):
-        shapes[f"{name}.weight"] = (n_out, n_in)
-        if bias:
-            shapes[f"{name}.bias"] = (n_out,)
-
-    norm("transformer.ln_e")
-    norm("transformer.ln_f")
-    for i in range(int(m.get("n_layer", 12))):
-        p = f"transformer.h.{i}"
-        norm(f"{p}.ln_1")
-        norm(f"{p}.ln_2")
-        linear(f"{p}.attn.c_attn", 3 * inner, d)
-        linear(f"{p}.attn.c_proj", d, inner)
-        linear(f"{p}.mlp.c_fc", hidden, d)
-        linear(f"{p}.mlp.c_proj", d, hidden)
-        n_head = conv["attention"]["n_head"]
-        if i in conv["xsa"]["layers"] and conv["xsa"]["gate"] == "token":
-            shapes[f"{p}.attn.xsa_token_gate"] = (n_head, d)
-            shapes[f"{p}.attn.xsa_token_gate_bias"] = (n_head,)
-        elif i in conv["xsa"]["layers"] and conv["xsa"]["gate"] != "off":
-            shapes[f"{p}.attn.xsa_gate"] = (n_head,)
-        if i in conv.get("out_gate", {}).get("layers", []):
-            shapes[f"{p}.attn.out_gate"] = (inner if conv["out_gate"]["width"] == "elementwise" else n_head, d)
-    return shapes
-
-
 def check_weights(path: pathlib.Path, weights: dict, m: dict, conv: dict) -> None:
-    """Names and shapes against the model config, before anything is written: a missing
-    or misshapen weight would surface only later, as a KeyError or a size-mismatch
-    report in transformers."""
+    """Names and shapes against the model config, before anything is written, by the
+    rule load_export.py applies to what it reads (the tensors a model of these
+    conventions has): a missing or misshapen weight would surface only later, as a
+    KeyError or a size-mismatch report in transformers."""
     if not isinstance(weights, dict) or not all(isinstance(t, torch.Tensor) for t in weights.values()):
         sys.exit(f"{path}: not an xsagpt checkpoint ('model' is not a dict of tensors)")
-    want = expected_shapes(m, conv)
-    for name, shape in want.items():
-        if name not in weights:
-            sys.exit(f"{path}: no weights for parameter {name} (the model config needs it): not exported")
-        if tuple(weights[name].shape) != shape:
-            sys.exit(f"{path}: parameter {name} has shape {list(weights[name].shape)}, the model config expects "
-                     f"{list(shape)}: not exported")
-    extra = sorted(set(weights) - set(want) - set(DERIVED) - {"lm_head.weight"})
-    if extra:
-        sys.exit(f"{path}: weights the model config has no parameter for: {', '.join(extra[:5])}"
-                 f"{' ...' if len(extra) > 5 else ''}: not exported")
+    try:  # the conventions written from a config xsagpt validated hold; a hand-edited one may not
+        want = expected_shapes(Conventions(conv, int(m.get("n_layer", 12))), int(m.get("d_model", 768)))
+    except ValueError as e:
+        sys.exit(f"{path}: its model config gives {e}: not exported")
+    tied = conv["tied_embeddings"]  # the checkpoint holds the tied head under both names
+    stored = {k: t for k, t in weights.items() if k not in DERIVED and not (tied and k == "lm_head.weight")}
+    bad = weight_mismatch(stored, want, "the model config")
+    if bad:
+        sys.exit(f"{path}: {bad}: not exported")
 
 
 def hf_config(config: dict) -> dict:
