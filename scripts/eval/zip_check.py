@@ -164,7 +164,8 @@ def check_record(f: ZipBytes, e: dict) -> str | None:
         return f"record '{shown}': runs past the end of the file (truncated)"
     local = f.read_at(name_at, _u("H", lh, 26))
     if local != e["name"]:
-        return f"record '{shown}': its local header names it '{_shown(local)}' (the two copies of a record's name differ)"
+        return (f"record '{shown}': its local header names it '{_shown(local)}' (the two copies of a record's name "
+                "differ)")
     if e["csize"] > f.size - data_at:
         return f"record '{shown}': runs past the end of the file (truncated)"
     got = f.crc_at(data_at, e["csize"])

@@ -46,7 +46,8 @@ def sa_flops(m: Model, seq_len: int) -> float:
 STEP_MATMUL = {
     "sa": lambda m: 0,  # no step
     "xsa": lambda m: 0,  # z = y - g (y . v^) v^: per-head dot products and a scale, g one number per head
-    "gated": lambda m: (m.n_head * m.head_dim if m.out_gate == "elementwise" else m.n_head) * m.d_model,  # sigmoid(x . w)
+    # sigmoid(x . w), w a row per head (headwise) or per channel (elementwise)
+    "gated": lambda m: (m.n_head * m.head_dim if m.out_gate == "elementwise" else m.n_head) * m.d_model,
     "xsa_token": lambda m: m.n_head * m.d_model + m.n_head,  # tanh(x . w_h + b_h): a linear layer with its bias
 }
 
