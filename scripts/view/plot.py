@@ -54,6 +54,7 @@ from fig_loss import loss_figures  # noqa: E402
 from fig_similarity import similarity_figure, sweep_similarity_figure  # noqa: E402
 from fig_sweep import curves_figure, final_figure  # noqa: E402
 from fig_variants import variants_figure  # noqa: E402
+from out_folder import folder_problem  # noqa: E402
 from plot_inputs import (PlotError, Run, Sweep, classify, load_analysis, load_run, load_sweep,  # noqa: E402
                          unique_labels)
 
@@ -100,11 +101,8 @@ def save(figures: Iterable[tuple[str, Figure | None]], out_dir: pathlib.Path, pr
 def make_folder(out_dir: pathlib.Path) -> None:
     """The figures' folder, made before anything is drawn: one under a file, under /proc or
     in a read-only run is an error naming it."""
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise PlotError(f"{out_dir}: cannot make the figures folder ({e.strerror or e}); "
-                        "name another with --out") from None
+    if why := folder_problem(out_dir, "figures folder"):
+        raise PlotError(f"{why}; name another with --out")
 
 
 def main(argv: list[str] | None = None) -> int:

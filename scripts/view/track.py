@@ -21,8 +21,9 @@ It follows metrics.jsonl by record, not by byte offset: a file replaced by a res
 per tag skips what was seen. A line that is no record (not JSON, a step that is no
 integer, a value that is not what the trainer writes: a loss, a rate or a layer's cos_y_v
 or xsa_gate that is no number, such as true; metrics_record.py, shared with plot.py) is
-skipped and named on stderr with its line number; the count is printed at exit. A metrics.jsonl that is not a file, or a
---tensorboard that names a file, is a one-line error (exit 2).
+skipped and named on stderr with its line number; the count is printed at exit. A metrics.jsonl that is not a file, a
+--tensorboard that names a file, or a TensorBoard folder that cannot be made (under a file, under /proc or /sys, on a
+read-only disk; out_folder.py, shared with plot.py) is a one-line error (exit 2).
 
 Restarting never duplicates a point: TensorBoard's own event files (read back with
 tensorboard's reader) say which steps each tag has; for W&B a small state file in
@@ -43,6 +44,7 @@ import sys
 import time
 
 from metrics_record import is_number, record_problem  # beside this file: the same check as plot.py's
+from out_folder import folder_problem  # plot.py's rule for the folders it writes
 
 TRAIN_TAGS = {"train_loss": "train/loss", "lr": "train/lr", "grad_norm": "train/grad_norm",
               "tokens_per_s": "train/tokens_per_s", "mfu": "train/mfu", "tokens": "train/tokens"}
@@ -124,6 +126,8 @@ class TensorBoardSink:
     def __init__(self, logdir: pathlib.Path, run: Run):
         from torch.utils.tensorboard import SummaryWriter
         self.dir = logdir / run.name
+        if why := folder_problem(self.dir, "TensorBoard folder"):  # a file in its place, say
+            raise TrackError(why)
         run.last.update(last_steps(self.dir))
         fresh = not run.last
         self.writer = SummaryWriter(log_dir=str(self.dir))
@@ -281,6 +285,9 @@ def main(argv=None) -> int:
         ap.error("--interval: must be > 0")
     if args.tensorboard and args.tensorboard.exists() and not args.tensorboard.is_dir():
         ap.error(f"--tensorboard {args.tensorboard}: not a directory (TensorBoard writes a folder of event files)")
+    if args.tensorboard and (why := folder_problem(args.tensorboard, "TensorBoard folder")):
+        print(f"track.py: error: {why}; name another with --tensorboard", file=sys.stderr)
+        return 2
     for p in args.paths:
         if p.exists() and not p.is_dir():
             ap.error(f"{p}: not a run or sweep directory")
