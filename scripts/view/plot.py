@@ -28,10 +28,13 @@ for it, else config.json's "variant" (for older runs its attention keys: sa, xsa
 "xsa gate=sa"); the baseline (the one summary.json names, else the first variant met) is drawn in
 blues, the other variants in oranges, greens, purples, reds, ..., several runs of one variant in
 shades of its colour. Figures go to DIR (default
-<first PATH>/plots); each written path is printed. A PATH that is none of these, a run with no
-metrics yet, or a metrics.jsonl line with a value that is not what the trainer writes (a loss, a
-time or a layer's cos_y_v or xsa_gate that is no number, such as true; metrics_record.py, shared
-with track.py) is an error (exit 2) naming it, and the line and key. So is a figures folder that
+<first PATH>/plots); each written path is printed. Every metrics.jsonl is read by
+metrics_record.py, shared with track.py: a loss the trainer logged as null (not finite: the run
+diverged) is left out of its curve, which ends at its last finite value, with a note on stderr,
+so a diverged sweep point costs the other points none of their figures. A PATH that is none of
+these, a run with no metrics yet, or a metrics.jsonl line with a value that is not what the
+trainer writes (a negative step; a loss, a time or a layer's cos_y_v or xsa_gate that is no number
+or null, such as true) is an error (exit 2) naming it, and the line and key. So is a figures folder that
 cannot be made or written (under a file, under /proc, on a read-only disk), in one line naming
 it; a figure is written whole or not at all (a temporary file renamed over its name).
 """

@@ -19,8 +19,9 @@ before it is mirrored; --once mirrors what is there now and exits.
 It follows metrics.jsonl by record, not by byte offset: a file replaced by a resumed run
 (another inode) or cut shorter is read again from its start, and the last step mirrored
 per tag skips what was seen. A line that is no record (not JSON, a step that is no
-integer, a value that is not what the trainer writes: a loss, a rate or a layer's cos_y_v
-or xsa_gate that is no number, such as true; metrics_record.py, shared with plot.py) is
+integer or is negative, a value that is not what the trainer writes: a loss, a rate or a
+layer's cos_y_v or xsa_gate that is no number or null, such as true; metrics_record.py, the
+reader shared with plot.py) is
 skipped and named on stderr with its line number; the count is printed at exit. A metrics.jsonl that is not a file, a
 --tensorboard that names a file, or a TensorBoard folder that cannot be made (under a file, under /proc or /sys, on a
 read-only disk; out_folder.py, shared with plot.py) is a one-line error (exit 2).
@@ -43,7 +44,7 @@ import socket
 import sys
 import time
 
-from metrics_record import is_number, record_problem  # beside this file: the same check as plot.py's
+from metrics_record import is_number, parse_line  # beside this file: the same reader as plot.py's
 from out_folder import folder_problem  # plot.py's rule for the folders it writes
 
 TRAIN_TAGS = {"train_loss": "train/loss", "lr": "train/lr", "grad_norm": "train/grad_norm",
@@ -109,13 +110,9 @@ class Run:
         out = []
         for line in lines:
             self.lineno += 1
-            try:
-                j = json.loads(line)
-                why = record_problem(j)
-            except ValueError:
-                why = "not JSON (a line cut off by a kill, which the trainer drops on resume, or an edit)"
+            rec, why = parse_line(line)
             if why is None:
-                out.append(j)
+                out.append(rec)
             elif self.damaged.get(self.lineno) != why:
                 self.damaged[self.lineno] = why
                 print(f"[track] {f} line {self.lineno}: {why}; skipped", file=sys.stderr)
@@ -237,7 +234,8 @@ def discover(paths: list[pathlib.Path]) -> tuple[list[tuple[pathlib.Path, str, s
 
 
 def record_values(rec: dict) -> dict:
-    """tag -> value of one metrics line; nulls (not measured) and layers without a gate left out."""
+    """tag -> value of one metrics line; nulls (not measured: on a CPU the MFU, in a diverged
+    run the loss and the similarity bias) and layers without a gate left out."""
     tags = TRAIN_TAGS if "train_loss" in rec else VAL_TAGS
     values = {tag: float(rec[k]) for k, tag in tags.items() if is_number(rec.get(k))}
     if "train_loss" in rec:

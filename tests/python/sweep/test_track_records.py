@@ -97,6 +97,17 @@ def test_values_that_are_no_number_are_refused_and_damaged_lines_named(track, tm
     assert capsys.readouterr().err == ""
 
 
+def test_a_negative_step_is_named_as_damage(track, tmp_path, capsys):
+    f = tmp_path / "metrics.jsonl"
+    f.write_text(line(1, 0.1, train_loss=5.0) + line(-5, 0.2, train_loss=4.0) + line(2, 0.3, train_loss=4.9))
+    run = new_run(track, tmp_path)
+    track.mirror(run)
+    # Before: dropped without a word (no step mirrored is below -1).
+    assert [(tag, s) for tag, s, _ in run.sink.logged if tag == "train/loss"] == [("train/loss", 1), ("train/loss", 2)]
+    assert f"{f} line 2: step is -5; steps count from 0" in capsys.readouterr().err
+    assert sorted(run.damaged) == [2]
+
+
 def test_damaged_diagnostics_are_refused_as_losses_are(track, tmp_path, capsys):
     f = tmp_path / "metrics.jsonl"
     gate = [None, {"mean": 0.5, "min": 0.25, "max": 0.75, "heads": [0.25, 0.75]}]
