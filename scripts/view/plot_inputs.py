@@ -52,7 +52,7 @@ class Run:
     variant: str | None  # config.json's "variant", else its attention keys; None without a model
     train: Series
     val: Series
-    val_records: list[dict] = dataclasses.field(default_factory=list)  # the val lines, as logged
+    val_records: list[dict] = dataclasses.field(default_factory=list)  # the val lines of the curve (read_metrics)
 
 
 @dataclasses.dataclass
