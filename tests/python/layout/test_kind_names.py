@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROW_FILE = "src/model/attention_kinds.cpp"
 EXEMPT = {
-    "scripts/bench/reference/model.py",
+    "scripts/reference/model.py",
     "scripts/eval/export.py", "scripts/eval/load_export.py",
     "scripts/eval/hf/modeling_xsagpt.py", "scripts/eval/hf/configuration_xsagpt.py",
     "scripts/study/study_head.py", "scripts/study/study_muon.py",
