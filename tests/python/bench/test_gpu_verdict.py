@@ -20,14 +20,6 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3] / "scripts/be
 import bench_verdict  # noqa: E402
 import lease as lease_script  # noqa: E402
 
-@pytest.fixture(scope="module")
-def kjv(repo_root):
-    shards = repo_root / "data/kjv/shards"
-    if not (shards / "val_000000.bin").exists():
-        subprocess.run(["bash", str(repo_root / "data/kjv/prepare.sh")], check=True, capture_output=True)
-    return shards
-
-
 def verdict(repo_root, out, *args, env_extra=None):
     env = None
     if env_extra:
