@@ -41,8 +41,12 @@ def table_rows(text: str) -> dict:
 
 def test_no_time_left_starts_nothing(repo_root, tmp_path, kjv, build_dir):
     out = tmp_path / "gpu-dry-run"
-    # Room for preflight and the (already built) build, not for a parity run (~25 s planned).
-    proc = verdict(repo_root, out, "--only", "preflight,build,parity-aten,micro", "--budget", "24")
+    out.mkdir()
+    # An earlier call built; this one has room for the preflight (a few seconds, however
+    # loaded the machine), not for a parity run (~25 s planned).
+    built = {"build": {"status": "done", "reason": "", "at": "2026-01-01T00:00:00"}}
+    (out / "stages.json").write_text(json.dumps(built))
+    proc = verdict(repo_root, out, "--only", "parity-aten,micro", "--budget", "24")
     assert proc.returncode == 3, proc.stdout + proc.stderr  # pending: call again
     rows = table_rows(proc.stdout)
     assert rows["parity-aten"][1] == "pending" and rows["micro"][1] == "pending"
