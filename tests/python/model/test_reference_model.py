@@ -1,4 +1,4 @@
-"""The C++ model against the independent PyTorch reference (scripts/bench/reference/model.py).
+"""The C++ model against the independent PyTorch reference (scripts/reference/model.py).
 
 xsagpt_dump_model builds the C++ GPT from a config and seed and saves one
 forward+backward pass on random tokens; the reference, loaded with the C++ weights,

@@ -1,6 +1,6 @@
 """What training logs at each evaluation beside the val loss (src/train/eval_diagnostics.h):
 the similarity bias cos(y_i, v_i) of every layer, recomputed here for each checkpoint with
-the PyTorch reference model (scripts/bench/reference) on the same sequences and positions,
+the PyTorch reference model (scripts/reference) on the same sequences and positions,
 and the XSA gates, which must be the checkpoint's own tanh(alpha) at that step."""
 import json
 import math
