@@ -29,7 +29,7 @@
 #   step     training-step tokens/s and MFU of gpt2-124m (16x1024) and paper-0.7b (8x2048),
 #            SA and XSA: ATen (@aten, the baseline), the default (auto), fused and fused+fp8
 #   kernels  what each fused kernel is worth alone (gpt2-124m 16x1024)
-#   pytorch  the same steps in PyTorch (scripts/bench/reference/model.py), eager and torch.compile
+#   pytorch  the same steps in PyTorch (scripts/reference/model.py), eager and torch.compile
 #   summary  one table: xsagpt's steps against PyTorch eager and compiled (scripts/bench/bench_compare.py)
 #   train    `xsagpt train` with the shipped paper-0.7b run config (KJV shards) against the
 #            bench step of the same shape: tokens/s of the real loop vs the benchmark

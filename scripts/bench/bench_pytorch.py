@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Training-step throughput of the same architecture in plain PyTorch
-(scripts/bench/reference/model.py), eager and with torch.compile: the baseline xsagpt's
+(scripts/reference/model.py), eager and with torch.compile: the baseline xsagpt's
 own step time (`xsagpt bench`) is compared against, in one session on one GPU.
 
 The step matches xsagpt's trainer: bf16 autocast on CUDA (float32 on CPU), fused
@@ -10,6 +10,7 @@ AdamW (0.9, 0.95, wd 0.1 on matrices), global-norm clip 1.0, TF32 matmuls.
 Prints one JSON line per mode with tokens/s and step time.
 """
 import argparse
+import importlib.util
 import json
 import pathlib
 import sys
@@ -17,12 +18,24 @@ import time
 
 import torch
 
-# reference/ sits beside this script, in the folder Python puts first on sys.path when it
-# runs one: the import needs no path setting, also under a bare machine's system python3
-# (bench_gpu.sh). The tests find it through tests/python/pytest.ini.
-from reference.model import ATTENTION_KINDS, GPT, GPTConfig
-
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def load_reference_package(folder: pathlib.Path) -> None:
+    """Makes `reference` the package in `folder` (scripts/reference/, the PyTorch model
+    the tests check the C++ model against), loaded from its file: scripts/ is no package
+    and this script changes no search path, so the same import works under a bare
+    machine's system python3 (bench_gpu.sh). The tests find it through pytest.ini."""
+    if "reference" in sys.modules:
+        return
+    spec = importlib.util.spec_from_file_location("reference", folder / "__init__.py",
+                                                  submodule_search_locations=[str(folder)])
+    sys.modules["reference"] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sys.modules["reference"])
+
+
+load_reference_package(ROOT / "scripts" / "reference")
+from reference.model import ATTENTION_KINDS, GPT, GPTConfig  # noqa: E402
 
 
 def load_model_config(name: str) -> dict:

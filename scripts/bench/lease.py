@@ -19,11 +19,14 @@ of at most 10. A cold build there takes about 200 s and torch.compile's first co
 
 On the H100 (2026-11-27 timings) the first call brings back the default's table, the
 profile and the candidates' table in about 380 s of its 560, and the PyTorch stages
-in most of the rest. Every stage is one of scripts/bench/bench_verdict.py's, in the
+in most of the rest. Every stage is one of the verdict's (scripts/bench/verdict/), in the
 order its needs allow (order_by_needs), with its state in out/gpu/. A stage that does
 not fit the budget is `pending` and the table names the command that finishes it on
 the warm machine; a failed stage leaves every other row. The budget (default 560 s)
-keeps the command inside the device's 10 minutes with the bundle.
+keeps the command inside the device's 10 minutes with the bundle. Exit code 0 when
+every stage asked for is done, 3 while one is pending, 1 when one failed; a signal
+(`timeout`, Ctrl-C) or kill -9 takes the running stages' processes with it
+(verdict/procs.py).
 
     python3 scripts/bench/lease.py [--budget S] [--only a,b] [--cpu-dry-run] [--retry-failed]
 """
@@ -31,15 +34,17 @@ import argparse
 import glob
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 import threading
 import time
 
-import bench_verdict as bv
+# The verdict's modules, in the package beside this file (verdict/__init__.py lists them).
+from verdict import cli, machine, report
+from verdict.ledger import BIN, ROOT, TESTS, Ledger, StageFailed
+from verdict.procs import Stopped
+from verdict.schedule import Verdict
 
-ROOT = bv.ROOT
 PACK = ROOT / "out/lease"
 # What the pack step lays out, linked into place on the device machine.
 PACKED = ("build", "third_party", "data/kjv/shards")
@@ -90,7 +95,7 @@ def link_pack() -> None:
             dst.symlink_to(src.resolve(), target_is_directory=True)
 
 
-def device_env(v: bv.Verdict) -> None:
+def device_env(v: Ledger) -> None:
     """Points the dynamic loader at the device's torch (its lib/ and the nvidia-* wheels'
     libraries), which the preflight has found importable."""
     import torch
@@ -101,10 +106,10 @@ def device_env(v: bv.Verdict) -> None:
     v.env["LD_LIBRARY_PATH"] = ":".join(libs + [v.env.get("LD_LIBRARY_PATH", "")]).rstrip(":")
     # The test binary was built elsewhere: its fixtures and xsagpt are found here.
     v.env["XSAGPT_SOURCE_DIR"] = str(ROOT)
-    v.env["XSAGPT_BINARY"] = str(bv.BIN)
+    v.env["XSAGPT_BINARY"] = str(BIN)
 
 
-def load_or_build(v: bv.Verdict, timeout: float) -> None:
+def load_or_build(v: Ledger, timeout: float) -> None:
     """The build stage of a lease: the prebuilt binaries if they load and their device
     code runs on this GPU, else a build here (about 200 s on 16 cores)."""
     problem = binaries_problem(v)
@@ -114,20 +119,20 @@ def load_or_build(v: bv.Verdict, timeout: float) -> None:
     print(f"[lease] prebuilt binaries unusable ({problem}): building here", flush=True)
     if (ROOT / "build").is_symlink():
         (ROOT / "build").unlink()
-    v.build(timeout)
+    machine.build(v, timeout)
     if (problem := binaries_problem(v)) is not None:
-        raise bv.StageFailed(f"built, but {problem}")
+        raise StageFailed(f"built, but {problem}")
 
 
-def binaries_problem(v: bv.Verdict) -> str | None:
-    if not bv.BIN.exists() or not bv.TESTS.exists():
+def binaries_problem(v: Ledger) -> str | None:
+    if not BIN.exists() or not TESTS.exists():
         return "no build/xsagpt or build/tests/xsagpt_tests (carry out/lease from `bench_gpu.sh pack`)"
-    checks = [[bv.BIN, "info", "-c", "tiny"], [bv.TESTS, "--gtest_list_tests"]]
+    checks = [[BIN, "info", "-c", "tiny"], [TESTS, "--gtest_list_tests"]]
     if not v.dry:  # device code that does not fit this GPU shows only when a kernel runs
-        checks.append([bv.TESTS, "--gtest_filter=XsaCuda.ForwardMatchesFloat64FormulaInEveryLayout"])
+        checks.append([TESTS, "--gtest_filter=XsaCuda.ForwardMatchesFloat64FormulaInEveryLayout"])
     for cmd in checks:
         try:
-            p = subprocess.run([str(c) for c in cmd], cwd=ROOT, env=v.env, capture_output=True, text=True, timeout=120)
+            p = v.procs.run(cmd, 120, ROOT, v.env)
         except (OSError, subprocess.TimeoutExpired) as e:
             return f"{pathlib.Path(str(cmd[0])).name}: {e}"
         out = p.stdout + p.stderr
@@ -141,7 +146,7 @@ def binaries_problem(v: bv.Verdict) -> str | None:
     return None
 
 
-def warm_up(v: bv.Verdict, deadline: float, wanted) -> list[threading.Thread]:
+def warm_up(v: Ledger, deadline: float, wanted) -> list[threading.Thread]:
     """torch.compile's first compiles, concurrently with phase A, into the Inductor and
     AOTAutograd caches the timed pytorch stages then hit. Two streams on an 80 GB
     GPU, three above it (memory beside the parity runs). Outcomes go to warm.log."""
@@ -165,12 +170,14 @@ def warm_up(v: bv.Verdict, deadline: float, wanted) -> list[threading.Thread]:
                 continue
             t0 = time.monotonic()
             try:
-                p = subprocess.run([v.py, "scripts/bench/bench_pytorch.py", "--config", cfg, "-b", str(b), "-t", str(t),
-                                    "--attention", attention, "--compile-only", "--steps", "1", "--warmup", "1"],
-                                   cwd=ROOT, env=v.env, capture_output=True, text=True, timeout=left)
+                p = v.procs.run([v.py, "scripts/bench/bench_pytorch.py", "--config", cfg, "-b", str(b), "-t", str(t),
+                                 "--attention", attention, "--compile-only", "--steps", "1", "--warmup", "1"],
+                                left, ROOT, v.env)
                 note = f"rc {p.returncode}" + ("" if p.returncode == 0 else f": {p.stderr.strip()[-300:]}")
             except subprocess.TimeoutExpired:
                 note = f"stopped at phase A's end after {left:.0f} s (the timed stage compiles the rest)"
+            except Stopped as e:
+                note = str(e)
             log(f"warm {cfg} {b}x{t} {attention}: {time.monotonic() - t0:.0f} s, {note}\n")
 
     threads = [threading.Thread(target=stream, args=(q,), daemon=True) for q in queues]
@@ -179,7 +186,7 @@ def warm_up(v: bv.Verdict, deadline: float, wanted) -> list[threading.Thread]:
     return threads
 
 
-def lease(v: bv.Verdict, only: list[str], retry_failed: bool, phase_a_seconds: float) -> int:
+def lease(v: Verdict, only: list[str], retry_failed: bool, phase_a_seconds: float) -> int:
     head = {s.name: s for s in v.head()}
     head["build"].run = lambda t: load_or_build(v, t)
     head["build"].estimate = 20
@@ -223,36 +230,22 @@ def lease(v: bv.Verdict, only: list[str], retry_failed: bool, phase_a_seconds: f
     print(f"[lease] phase A over at {v.budget - v.left():.0f} s; phase B: the timed stages, the GPU alone", flush=True)
 
     # Phase B: one stage at a time, in order of what the table needs most.
-    v.save_results(order, only)
+    report.save_results(v, order, only)
     for name in phase_b:
         if wanted(name) and v.run_stage(stages[name], retry_failed) != "pending":
-            v.save_results(order, only)
+            report.save_results(v, order, only)
     return v.finish(order, only)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cpu-dry-run", action="store_true", help="the same phases at tiny sizes on this CPU")
-    ap.add_argument("--budget", type=float,
-                    help="seconds for the stages (default 560: a command of at most 10 minutes with 40 s to bundle; "
-                         f"with --cpu-dry-run {bv.DRY_BUDGET})")
+    cli.arguments(ap, 560, "preflight and build always run")
     ap.add_argument("--phase-a", type=float, help=f"seconds of phase A (default {PHASE_A_SECONDS}; dry run 120)")
-    ap.add_argument("--only", default="", help="comma-separated stage names (preflight and build always run)")
-    ap.add_argument("--retry-failed", action="store_true", help="run stages that failed in an earlier call again")
-    ap.add_argument("--reset", action="store_true", help="forget every earlier stage result first")
-    ap.add_argument("--out", type=pathlib.Path, help="results folder (default out/gpu, or out/gpu-dry-run)")
     args = ap.parse_args()
-    args.sanitizer = False
-    args.budget = args.budget if args.budget is not None else bv.DRY_BUDGET if args.cpu_dry_run else 560
-    v = bv.Verdict(args)
-    if args.reset:
-        shutil.rmtree(v.res, ignore_errors=True)
-        shutil.rmtree(v.scratch, ignore_errors=True)
-        v = bv.Verdict(args)
+    v = cli.open_results(Verdict, args, 560)
     v.command = "bash scripts/bench/bench_gpu.sh lease" + (" --cpu-dry-run" if v.dry else "")
-    only = [s for s in args.only.split(",") if s]
     phase_a = args.phase_a if args.phase_a is not None else 120 if v.dry else PHASE_A_SECONDS
-    sys.exit(lease(v, only, args.retry_failed, phase_a))
+    sys.exit(lease(v, args.only, args.retry_failed, phase_a))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """The verdict table on xsagpt's fused kernels, from whatever the stages of
-scripts/bench/bench_verdict.py have left in its results folder so far.
+the GPU verdict (scripts/bench/verdict/) have left in its results folder so far.
 
 A kernel is default-worthy when every CUDA test that speaks for it passed (none
 skipped), its 200-step run lands within LOSS_TOL of the same run on the ATen path,

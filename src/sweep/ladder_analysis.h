@@ -25,15 +25,16 @@
 // with replacement (std::mt19937_64 seeded by rng_seed: the same inputs give the same
 // intervals); a drawn seed brings all its rungs for every variant, baseline included;
 // every curve is refitted by the same E rule and every figure recomputed; the 95%
-// interval is the 2.5th and 97.5th percentiles of the kept replicates. A replicate in
+// interval is the estimate -/+ t_{0.975, n-1} sqrt(n / (n - 1)) standard deviations of the
+// kept replicates, n the seeds (a multiplier's on the log scale). A replicate in
 // which a fit fails (the baseline's, or one of a variant whose fit on all the data
 // succeeded) is dropped and counted. A replicate in which the baseline never reaches a
 // variant's loss counts that multiplier as 0 (its limit: the baseline would need
-// unbounded compute) and leaves that variant's trend out (counted in "left_out").
-// With one seed there is nothing to resample: no interval, and the output says so.
-// With few seeds the percentile interval is too narrow (about 0.83 coverage at 5 seeds,
-// 0.90 at 12: docs/sweeps-and-plots.md), and it carries the seeds' noise, not the power
-// law's own error.
+// unbounded compute), so that multiplier's interval runs from 0, and leaves that
+// variant's trend out (counted in "left_out"). With one seed there is nothing to
+// resample: no interval, and the output says so. Student's factor is what keeps the
+// intervals honest with the few seeds ladders have (the plain percentile interval covered
+// 0.75 at 3 seeds); they carry the seeds' noise, not the power law's own error.
 //
 // The trend: the least-squares slope of log multiplier against log compute over the
 // rungs, with its bootstrap interval. Below 0 the multiplier falls as compute grows: the

@@ -21,7 +21,8 @@ bool close_to(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.
 
 // The val records a reader of metrics.jsonl ends up with (a step at or below the last
 // one marks a restart, whose records replace what followed), and the lines that are
-// not JSON objects with a step: a kill's torn line, or an edit.
+// not JSON objects with a step of 0 or more: a kill's torn line, or an edit (a negative
+// step is never the trainer's, and read as a restart it would erase the curve).
 struct ValCurve {
   struct Record {
     int64_t line = 0;
@@ -39,7 +40,7 @@ ValCurve read_val_curve(const fs::path& file) {
   for (std::string line; std::getline(in, line);) {
     ++n;
     const json r = json::parse(line, nullptr, false);
-    if (!r.is_object() || !r.value("step", json()).is_number_integer()) {
+    if (!r.is_object() || !r.value("step", json()).is_number_integer() || r["step"].get<int64_t>() < 0) {
       c.damaged.push_back(n);
       continue;
     }

@@ -100,8 +100,8 @@ json seed_groups(const json& points) {
 
 // What a run logged, from its metrics.jsonl: val loss against wall-clock time and
 // tokens, and the train records' time per step. A line that does not parse (a torn
-// last line) is skipped; a step at or below the last of its kind marks a restart, whose
-// records replace what followed.
+// last line) or has a negative step (never the trainer's) is skipped; a step at or below
+// the last of its kind marks a restart, whose records replace what followed.
 struct Curves {
   std::vector<double> time, tokens, loss;  // val records
   std::optional<double> step_time;         // seconds per step between the first and the last train record
@@ -113,7 +113,9 @@ Curves read_curves(const fs::path& file) {
   std::vector<std::array<double, 4>> val, train;  // step, time_s, tokens, val_loss
   for (std::string line; std::getline(in, line);) {
     const json r = json::parse(line, nullptr, false);
-    if (!r.is_object() || !r.value("step", json()).is_number() || !r.value("time_s", json()).is_number()) continue;
+    if (!r.is_object() || !r.value("step", json()).is_number() || r["step"].get<double>() < 0 ||
+        !r.value("time_s", json()).is_number())
+      continue;
     const bool is_val = r.value("val_loss", json()).is_number();
     if (!is_val && !r.value("train_loss", json()).is_number()) continue;
     auto& kind = is_val ? val : train;

@@ -1,6 +1,6 @@
 // xsagpt_dump_model: builds the C++ GPT from a model config and a seed, runs one
 // forward+backward pass on random tokens and writes everything needed to check it
-// against the PyTorch reference (scripts/bench/reference/model.py) to one file.
+// against the PyTorch reference (scripts/reference/model.py) to one file.
 //
 // The weights are redrawn first. At the model's own initialisation every LayerNorm
 // gain is 1, every bias 0 and pre-activations are so small that GELU is nearly

@@ -1,4 +1,4 @@
-"""The GPU verdict (scripts/bench/lease.py over bench_verdict.py's stages) rehearsed on the
+"""The GPU verdict (scripts/bench/lease.py over the stages of scripts/bench/verdict/) rehearsed on the
 CPU: what one call of a lent GPU depends on. A stage broken on purpose leaves the
 others' rows and the table comes back; correctness runs before the timed stages; a
 second call skips what is done; a call with no time left starts nothing and says
@@ -10,23 +10,16 @@ import argparse
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tarfile
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3] / "scripts/bench"))
-import bench_verdict  # noqa: E402
-import lease as lease_script  # noqa: E402
-
-@pytest.fixture(scope="module")
-def kjv(repo_root):
-    shards = repo_root / "data/kjv/shards"
-    if not (shards / "val_000000.bin").exists():
-        subprocess.run(["bash", str(repo_root / "data/kjv/prepare.sh")], check=True, capture_output=True)
-    return shards
-
+import lease as lease_script
+from verdict.correctness import parse_gtest_listing
+from verdict.schedule import Stage, Verdict, order_by_needs
 
 def verdict(repo_root, out, *args, env_extra=None):
     env = None
@@ -48,8 +41,12 @@ def table_rows(text: str) -> dict:
 
 def test_no_time_left_starts_nothing(repo_root, tmp_path, kjv, build_dir):
     out = tmp_path / "gpu-dry-run"
-    # Room for preflight and the (already built) build, not for a parity run (~25 s planned).
-    proc = verdict(repo_root, out, "--only", "preflight,build,parity-aten,micro", "--budget", "24")
+    out.mkdir()
+    # An earlier call built; this one has room for the preflight (a few seconds, however
+    # loaded the machine), not for a parity run (~25 s planned).
+    built = {"build": {"status": "done", "reason": "", "at": "2026-01-01T00:00:00"}}
+    (out / "stages.json").write_text(json.dumps(built))
+    proc = verdict(repo_root, out, "--only", "parity-aten,micro", "--budget", "24")
     assert proc.returncode == 3, proc.stdout + proc.stderr  # pending: call again
     rows = table_rows(proc.stdout)
     assert rows["parity-aten"][1] == "pending" and rows["micro"][1] == "pending"
@@ -185,29 +182,26 @@ def test_a_lease_with_no_time_left_names_what_is_pending(repo_root, tmp_path, kj
 
 
 def test_the_gtest_listing_parser_takes_no_banner_for_a_suite():
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3] / "scripts/bench"))
-    import bench_verdict
     listing = ("Running main() from /usr/src/googletest/googletest/src/gtest_main.cc\n"
                "XsaCuda.\n  ForwardMatchesFloat64FormulaInEveryLayout\n  BackwardMatches\n"
                "Typed/0.  # TypeParam = float\n  Works\n")
-    assert bench_verdict.parse_gtest_listing(listing) == {
+    assert parse_gtest_listing(listing) == {
         "XsaCuda": ["ForwardMatchesFloat64FormulaInEveryLayout", "BackwardMatches"], "Typed/0": ["Works"]}
 
 
-def dry_verdict(out: pathlib.Path) -> bench_verdict.Verdict:
-    return bench_verdict.Verdict(argparse.Namespace(cpu_dry_run=True, out=out, budget=60))
+def dry_verdict(out: pathlib.Path) -> Verdict:
+    return Verdict(argparse.Namespace(cpu_dry_run=True, out=out, budget=60))
 
 
 def test_stages_come_after_what_they_need_in_both_entry_points(tmp_path, build_dir):
     """One rule (order_by_needs) orders the verdict's stages and the lease's: each after
     every stage it needs, a baseline run pulled in just before its kernel (tanh before
     gelu, whatever order the table lists them in); a cycle is refused."""
-    Stage = bench_verdict.Stage
     listed = [Stage("b", None, 1, needs=("a", "outside")), Stage("c", None, 1, needs=("d",)), Stage("a", None, 1),
               Stage("d", None, 1, needs=("a",))]
-    assert [s.name for s in bench_verdict.order_by_needs(listed)] == ["a", "b", "d", "c"]
+    assert [s.name for s in order_by_needs(listed)] == ["a", "b", "d", "c"]
     with pytest.raises(ValueError, match="cycle"):
-        bench_verdict.order_by_needs([Stage("x", None, 1, needs=("y",)), Stage("y", None, 1, needs=("x",))])
+        order_by_needs([Stage("x", None, 1, needs=("y",)), Stage("y", None, 1, needs=("x",))])
     v = dry_verdict(tmp_path / "gpu-dry-run")
     for stages in (v.stages(sanitizer=True), v.stages(sanitizer=False, first=lease_script.ranking(v.plan))):
         names = [s.name for s in stages]
@@ -247,6 +241,8 @@ def test_a_python_without_torch_is_named_in_one_line(repo_root, tmp_path, script
     (tree / "scripts/bench").mkdir(parents=True)
     for name in ("bench_verdict.py", "lease.py", "verdict_table.py"):
         (tree / "scripts/bench" / name).write_text((repo_root / "scripts/bench" / name).read_text())
+    shutil.copytree(repo_root / "scripts/bench/verdict", tree / "scripts/bench/verdict",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     proc = subprocess.run([sys.executable, str(tree / "scripts/bench" / script), "--out", str(tmp_path / "gpu"),
                            "--only", "preflight"], cwd=tree, capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -264,7 +260,7 @@ def test_every_kernel_row_names_cuda_tests_the_test_binary_has(build_dir):
     plan = verdict_table.Plan(verdict_table.config_json(build_dir / "xsagpt"))
     listing = subprocess.run([str(build_dir / "tests/xsagpt_tests"), "--gtest_list_tests"], capture_output=True,
                              text=True, check=True).stdout
-    tests = [f"{suite}.{t}" for suite, names in bench_verdict.parse_gtest_listing(listing).items() for t in names]
+    tests = [f"{suite}.{t}" for suite, names in parse_gtest_listing(listing).items() for t in names]
     assert len(tests) > 100
     for kernel, patterns in plan.tests.items():
         assert patterns, kernel

@@ -5,7 +5,7 @@
   as its tokenizer), including trailing whitespace moved to the continuation and an
   empty context; rolling windows equal the harness's get_rolling_token_windows;
 - log-probabilities equal a float64 computation by the plain-PyTorch reference
-  model (scripts/bench/reference/model.py) on the checkpoint's weights, with the harness's
+  model (scripts/reference/model.py) on the checkpoint's weights, with the harness's
   left truncation, within 1e-5 relative (the C++ model runs in float32 on the CPU);
 - `xsagpt eval` gives the accuracies the reference log-probabilities give under the
   harness's acc / acc_norm definitions (ending joined with the target delimiter " ",

@@ -22,12 +22,12 @@ from pathlib import Path
 
 ROW_FILE = "src/model/attention_kinds.cpp"
 EXEMPT = {
-    "scripts/bench/reference/model.py",
+    "scripts/reference/model.py",
     "scripts/eval/export.py", "scripts/eval/load_export.py",
     "scripts/eval/hf/modeling_xsagpt.py", "scripts/eval/hf/configuration_xsagpt.py",
     "scripts/study/study_head.py", "scripts/study/study_muon.py",
-    "scripts/bench/bench_verdict.py", "scripts/bench/verdict_table.py", "scripts/bench/bench_gpu.sh",
-    "scripts/bench/lease.py",
+    "scripts/bench/verdict/correctness.py", "scripts/bench/verdict/schedule.py", "scripts/bench/verdict/timing.py",
+    "scripts/bench/verdict_table.py", "scripts/bench/bench_gpu.sh", "scripts/bench/lease.py",
 }
 # C++ lines where a kind's name is the value of another key: (file, a substring of the line).
 OTHER_KEYS = [("src/config/model_config.h", "XsaGate::"), ("src/config/runtime.cpp", "Kernels& k")]

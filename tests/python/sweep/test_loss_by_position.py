@@ -3,7 +3,7 @@ buckets' token-weighted mean is the val loss the run itself logged for the same
 checkpoint (the trainer's evaluation, through each LM-head path: whole logits, chunks,
 the fused loss's ATen twin); every bucket, the last one cut at a sequence length that
 is not a power of two, against float64 cross-entropy of the PyTorch reference model
-(scripts/bench/reference) loaded with the checkpoint's weights; the flags' errors; and
+(scripts/reference) loaded with the checkpoint's weights; the flags' errors; and
 scripts/view/plot_positions.py's paired differences, for variant names that are not "sa"
 and "xsa". Which variant has the lower loss is never asserted."""
 import json

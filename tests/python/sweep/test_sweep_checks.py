@@ -193,6 +193,24 @@ def test_short_runs_and_missing_values_are_left_out_with_true_reasons(tmp_path, 
     assert rows.count(",invalid,") == 3
 
 
+def test_a_negative_step_is_a_damaged_line_not_a_restart_that_erases_the_curve(tmp_path, finished, base, xsagpt):
+    spec = copy_of(finished, base, tmp_path)
+    sw = tmp_path / "sw"
+    run = sw / "xsa,train.seed=1"
+    lines = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines()]
+    last_val = [l for l in lines if "val_loss" in l][-1]
+    with (run / "metrics.jsonl").open("a") as f:
+        f.write(json.dumps({**last_val, "step": -5}) + "\n")
+    xsagpt("sweep", "-c", spec, "--no-plot")
+    s = summary(sw)
+    # Before: read as a restart from step -5, the curve was erased and the point left out as
+    # "val curve ends at step -5".
+    assert point(s, "xsa,train.seed=1")["status"] == "done"
+    c = comparison(s)
+    for key in ("minus_baseline", "equal_tokens"):
+        assert c[key]["seeds"] == SEEDS, key
+
+
 def test_a_point_may_not_set_out_dir(tmp_path, base, xsagpt):
     for where, extra in (("variants.xsa", {"variants": {"sa": {}, "xsa": {"model.attention": "xsa",
                                                                         "out_dir": "elsewhere"}}}),
