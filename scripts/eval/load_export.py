@@ -32,7 +32,7 @@ GATE_STARTS = ("off", "sa", "xsa", "token")
 OUT_GATE_WIDTHS = ("headwise", "elementwise")  # conventions.out_gate.width
 
 
-class LayerVariant:
+class LayerAttention:
     """What one attention layer computes, read once from the conventions (which layers
     have XSA's step and how it is gated, which the output gate) and checked against the
     weights: a gate the conventions name must be there, and one they do not must not be."""
@@ -111,7 +111,7 @@ class ExportedGPT(nn.Module):
                    if not 0 <= i < self.n_layer]
         if outside:
             raise ValueError(f"conventions.xsa.layers: {outside} outside the {self.n_layer} layers of the weights")
-        self.layers = [LayerVariant(conv, self.w, i) for i in range(self.n_layer)]
+        self.layers = [LayerAttention(conv, self.w, i) for i in range(self.n_layer)]
 
     def _rope(self, x: torch.Tensor, T: int) -> torch.Tensor:
         cos, sin = self.cos[:T].to(x.dtype), self.sin[:T].to(x.dtype)
