@@ -33,13 +33,15 @@ in the run's metrics.jsonl, each with where it came from.
 
     .venv/bin/python scripts/eval/export.py runs/xsa-1.4b --format hf --out share/xsa-1.4b-hf
 
-The checkpoint is checked as xsagpt's own commands check it before anything is
-written: every record of the archive stored, named alike in both places the zip
-format names it, and against its CRC (src/util/zip_check.h's rule), the format, every
-parameter the model config needs present with its shape (and no weight it has no parameter for); weights with NaN
-or inf (or beyond --dtype's range) are refused. An --out that cannot be written
-(read-only, full, a file) is a one-line error, and leaves what was there. Files get the
-user's umask, as any other file they write.
+The checkpoint gets the verdict xsagpt's own commands give it, in their words, before
+anything is written: a directory or an empty file is refused, and a zip archive is held to
+src/util/zip_check.cpp's rule by its twin zip_check.py (end records that agree, a
+directory where they say, every record stored, named alike in both places the zip format
+names it, and matching its CRC); then the format, and every parameter the model config
+needs present with its shape (and no weight it has no parameter for), by load_export.py's
+rule for an export's tensors; weights with NaN or inf (or beyond --dtype's range) are
+refused. An --out that cannot be written (read-only, full, a file) is a one-line error,
+and leaves what was there. Files get the user's umask, as any other file they write.
 Existing files are replaced only with --force, and only once the new ones are
 complete (written beside them, then renamed).
 """
@@ -50,10 +52,12 @@ import json
 import os
 import pathlib
 import sys
-import zipfile
 
 import torch
 from safetensors.torch import save_file
+
+import zip_check  # beside this file
+from load_export import Conventions, expected_shapes, weight_mismatch  # the loader's rule for an export's tensors
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 DERIVED = ("rope_cos", "rope_sin")  # recomputed from the config
@@ -159,41 +163,45 @@ def _flat(prefix: str, value, out: dict) -> None:
         out[prefix] = value if isinstance(value, str) else json.dumps(value)
 
 
+def checkpoint_step(path: pathlib.Path) -> int:
+    """The step a checkpoint's name gives (step_XXXXXXXX.pt), or -1 for any other name:
+    the names xsagpt's commands take for checkpoints (src/run/checkpoint.cpp)."""
+    digits = path.name[len("step_"):-len(".pt")] if path.name.startswith("step_") and path.name.endswith(".pt") else ""
+    return int(digits) if digits.isascii() and digits.isdigit() and len(digits) <= 18 else -1
+
+
 def find_checkpoint(path: pathlib.Path) -> pathlib.Path:
+    """A checkpoint file as given, or a run directory's newest checkpoint by step number,
+    as `xsagpt sample` and the others pick it (names past step 99999999 no longer sort as text)."""
     if path.is_dir():
-        found = sorted((path / "checkpoints").glob("step_*.pt"))
+        found = [p for p in (path / "checkpoints").glob("step_*.pt") if checkpoint_step(p) >= 0]
         if not found:
             sys.exit(f"{path}: a directory without checkpoints/step_*.pt")
-        return found[-1]
+        return max(found, key=checkpoint_step)
     if not path.is_file():
         sys.exit(f"{path}: no such checkpoint file or run directory")
     return path
 
 
 def check_archive(path: pathlib.Path) -> None:
-    """The rule xsagpt's own commands apply to a checkpoint before reading it
-    (src/util/zip_check.h): every record of the archive (a zip) stored uncompressed,
-    named alike in its local header and the central directory, and its bytes matching
-    its CRC-32. torch.load checks none of these and reads a flipped byte without a word.
-    Files that are not zip archives go to torch.load's messages."""
-    if not zipfile.is_zipfile(path):
-        return
-    also = "; xsagpt's commands refuse it too (they check the same). Use an earlier checkpoint"
+    """The verdict xsagpt's own commands give a checkpoint file before reading it
+    (src/run/checkpoint.cpp), in their words: a directory, an empty file, and a file
+    that breaks the zip rule (zip_check.py, the twin of src/util/zip_check.cpp: end
+    records that agree, a directory where they say, every record stored, named alike
+    twice and matching its CRC) are refused. torch.load checks none of it and reads a
+    flipped byte without a word."""
+    if path.is_dir():
+        sys.exit(f"{path}: is a directory, expected a checkpoint file (a run's checkpoints/step_XXXXXXXX.pt)")
+    also = "; xsagpt's commands refuse it too (they check the same)"
     try:
-        with zipfile.ZipFile(path) as z:
-            for info in z.infolist():
-                if info.compress_type != zipfile.ZIP_STORED:
-                    sys.exit(f"{path}: corrupt checkpoint: record {info.filename!r}: compressed (method "
-                             f"{info.compress_type}), which xsagpt never writes{also}")
-                try:  # zipfile compares the names and, at the end of the record, its CRC-32
-                    with z.open(info) as f:
-                        while f.read(1 << 20):
-                            pass
-                except zipfile.BadZipFile as e:
-                    sys.exit(f"{path}: corrupt checkpoint, its bytes changed since it was written: record "
-                             f"{info.filename!r}: {e}{also}")
-    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, ValueError, NotImplementedError) as e:
-        sys.exit(f"{path}: not a readable checkpoint (its archive is damaged: {e})")
+        if path.stat().st_size == 0:  # torch.load's own word for it is an empty EOFError
+            sys.exit(f"{path}: not a readable checkpoint (an empty file, 0 bytes){also}")
+        damage = zip_check.zip_damage(path)
+    except (zip_check.Unreadable, OSError) as e:
+        sys.exit(f"{path}: not a readable checkpoint: {(e.strerror if isinstance(e, OSError) else None) or e}{also}")
+    if damage:
+        sys.exit(f"{path}: corrupt checkpoint, its bytes changed since it was written: {damage}{also}. Use an "
+                 "earlier checkpoint")
 
 
 def load(path: pathlib.Path) -> dict:
@@ -204,70 +212,25 @@ def load(path: pathlib.Path) -> dict:
         try:
             return torch.load(path, map_location="cpu", weights_only=True)
         except Exception as e:  # noqa: BLE001  any unreadable file gets the same message
-            sys.exit(f"{path}: not a readable checkpoint ({e})")
-
-
-def expected_shapes(m: dict, conv: dict) -> dict[str, tuple]:
-    """The parameters the C++ model of this config has (src/model/), by name, with their
-    shapes: the checkpoint must hold each, as `xsagpt sample` and the others require
-    (src/run/from_checkpoint.h). A tied head's lm_head.weight is the embedding."""
-    d, V = int(m.get("d_model", 768)), conv["vocab"]["padded"]
-    inner, hidden = conv["attention"]["n_head"] * conv["attention"]["head_dim"], conv["mlp"]["hidden"]
-    bias = conv["linear_bias"]
-    shapes = {"transformer.wte.weight": (V, d)}
-    if not conv["tied_embeddings"]:
-        shapes["lm_head.weight"] = (V, d)
-    if conv["n_sink"]:
-        shapes["transformer.sink"] = (conv["n_sink"], d)
-
-    def norm(name):
-        shapes[f"{name}.weight"] = (d,)
-        if bias:
-            shapes[f"{name}.bias"] = (d,)
-
-    def linear(name, n_out, n_in):
-        shapes[f"{name}.weight"] = (n_out, n_in)
-        if bias:
-            shapes[f"{name}.bias"] = (n_out,)
-
-    norm("transformer.ln_e")
-    norm("transformer.ln_f")
-    for i in range(int(m.get("n_layer", 12))):
-        p = f"transformer.h.{i}"
-        norm(f"{p}.ln_1")
-        norm(f"{p}.ln_2")
-        linear(f"{p}.attn.c_attn", 3 * inner, d)
-        linear(f"{p}.attn.c_proj", d, inner)
-        linear(f"{p}.mlp.c_fc", hidden, d)
-        linear(f"{p}.mlp.c_proj", d, hidden)
-        n_head = conv["attention"]["n_head"]
-        if i in conv["xsa"]["layers"] and conv["xsa"]["gate"] == "token":
-            shapes[f"{p}.attn.xsa_token_gate"] = (n_head, d)
-            shapes[f"{p}.attn.xsa_token_gate_bias"] = (n_head,)
-        elif i in conv["xsa"]["layers"] and conv["xsa"]["gate"] != "off":
-            shapes[f"{p}.attn.xsa_gate"] = (n_head,)
-        if i in conv.get("out_gate", {}).get("layers", []):
-            shapes[f"{p}.attn.out_gate"] = (inner if conv["out_gate"]["width"] == "elementwise" else n_head, d)
-    return shapes
+            sys.exit(f"{path}: not a readable checkpoint ({str(e) or type(e).__name__})")
 
 
 def check_weights(path: pathlib.Path, weights: dict, m: dict, conv: dict) -> None:
-    """Names and shapes against the model config, before anything is written: a missing
-    or misshapen weight would surface only later, as a KeyError or a size-mismatch
-    report in transformers."""
+    """Names and shapes against the model config, before anything is written, by the
+    rule load_export.py applies to what it reads (the tensors a model of these
+    conventions has): a missing or misshapen weight would surface only later, as a
+    KeyError or a size-mismatch report in transformers."""
     if not isinstance(weights, dict) or not all(isinstance(t, torch.Tensor) for t in weights.values()):
         sys.exit(f"{path}: not an xsagpt checkpoint ('model' is not a dict of tensors)")
-    want = expected_shapes(m, conv)
-    for name, shape in want.items():
-        if name not in weights:
-            sys.exit(f"{path}: no weights for parameter {name} (the model config needs it): not exported")
-        if tuple(weights[name].shape) != shape:
-            sys.exit(f"{path}: parameter {name} has shape {list(weights[name].shape)}, the model config expects "
-                     f"{list(shape)}: not exported")
-    extra = sorted(set(weights) - set(want) - set(DERIVED) - {"lm_head.weight"})
-    if extra:
-        sys.exit(f"{path}: weights the model config has no parameter for: {', '.join(extra[:5])}"
-                 f"{' ...' if len(extra) > 5 else ''}: not exported")
+    try:  # the conventions written from a config xsagpt validated hold; a hand-edited one may not
+        want = expected_shapes(Conventions(conv, int(m.get("n_layer", 12))), int(m.get("d_model", 768)))
+    except ValueError as e:
+        sys.exit(f"{path}: its model config gives {e}: not exported")
+    tied = conv["tied_embeddings"]  # the checkpoint holds the tied head under both names
+    stored = {k: t for k, t in weights.items() if k not in DERIVED and not (tied and k == "lm_head.weight")}
+    bad = weight_mismatch(stored, want, "the model config")
+    if bad:
+        sys.exit(f"{path}: {bad}: not exported")
 
 
 def hf_config(config: dict) -> dict:

@@ -2,8 +2,10 @@
 """Rebuild an exported xsagpt model (scripts/eval/export.py: model.safetensors + config.json)
 in plain PyTorch, from the export alone: the architecture is read from config.json's
 "conventions", not from this repository's C++ or its tests, so the export can be used
-where xsagpt is not installed. A convention this loader does not implement is refused
-by name rather than guessed.
+where xsagpt is not installed. A convention this loader does not implement, or one
+that does not hold what its key means, is refused naming the key rather than guessed,
+and every tensor's shape is checked against the conventions before the first forward,
+naming the tensor.
 
     from load_export import load_export
     model = load_export("share/xsa-1.4b")                 # nn.Module, float32, eval mode
@@ -17,14 +19,13 @@ from __future__ import annotations
 import json
 import math
 import pathlib
+import re
 import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-SUPPORTED = {("rope", "layout"): ("rotate_half",), ("mlp", "activation"): ("gelu_exact", "gelu_tanh"),
-             ("norm", "type"): ("layernorm",)}
 # conventions.mlp.activation as F.gelu's `approximate`: erf's GELU or GPT-2's tanh approximation.
 GELU_APPROXIMATE = {"gelu_exact": "none", "gelu_tanh": "tanh"}
 # conventions.xsa.gate: no gate, the start of a learned one per head, or one per token
@@ -32,28 +33,90 @@ GATE_STARTS = ("off", "sa", "xsa", "token")
 OUT_GATE_WIDTHS = ("headwise", "elementwise")  # conventions.out_gate.width
 
 
-class LayerAttention:
-    """What one attention layer computes, read once from the conventions (which layers
-    have XSA's step and how it is gated, which the output gate) and checked against the
-    weights: a gate the conventions name must be there, and one they do not must not be."""
+class Conventions:
+    """config.json's "conventions", every one this loader uses read here once, by one
+    checker that names the key it reads (conventions.out_gate.layers, ...) and what it
+    expected, so that a wrong value is refused as that key rather than failing later
+    under another name; the model reads them from here alone. n_layer comes from the
+    weights (the conventions do not record it)."""
 
-    def __init__(self, conv: dict, weights: dict, layer: int):
-        self.xsa = layer in conv["xsa"]["layers"]
-        self.out_gated = layer in conv.get("out_gate", {}).get("layers", [])
+    def __init__(self, conv: dict, n_layer: int):
+        self.raw, self.n_layer = conv, n_layer
+        self.choice(("rotate_half",), "rope", "layout")
+        self.choice(("layernorm",), "norm", "type")
+        self.gelu = GELU_APPROXIMATE[self.choice(tuple(GELU_APPROXIMATE), "mlp", "activation")]
+        self.n_head, self.head_dim = self.count("attention", "n_head"), self.count("attention", "head_dim")
+        if self.head_dim % 2:
+            self.refuse(("attention", "head_dim"), "an even number (RoPE turns pairs of its dimensions)")
+        self.hidden, self.vocab = self.count("mlp", "hidden"), self.count("vocab", "padded")
+        self.block_size, self.n_sink = self.count("block_size"), self.count("n_sink", low=0)
+        self.theta, self.norm_eps = self.number("rope", "theta"), self.number("norm", "eps")
+        self.norm_bias, self.linear_bias = self.flag("norm", "bias"), self.flag("linear_bias")
+        self.tied = self.flag("tied_embeddings")
+        self.xsa_layers, self.xsa_eps = self.layers("xsa"), self.number("xsa", "eps")
+        self.xsa_gate = self.choice(GATE_STARTS, "xsa", "gate")
+        self.out_gate = "out_gate" in conv  # the section is there only for the kind that has the gate
+        self.out_layers = self.layers("out_gate") if self.out_gate else []
+        self.out_width = self.choice(OUT_GATE_WIDTHS, "out_gate", "width") if self.out_gate else None
+
+    def get(self, *path: str):
+        node = self.raw
+        for i, key in enumerate(path):
+            if not isinstance(node, dict) or key not in node:
+                where = "conventions" + "".join(f".{k}" for k in path[:i])
+                raise ValueError(f"conventions.{'.'.join(path)}: missing ({where} has no {key!r}); re-export with "
+                                 "scripts/eval/export.py")
+            node = node[key]
+        return node
+
+    def refuse(self, path: tuple, expected: str):
+        raise ValueError(f"conventions.{'.'.join(path)} = {self.get(*path)!r}: expected {expected}")
+
+    def choice(self, known: tuple, *path: str) -> str:
+        if self.get(*path) not in known:
+            self.refuse(path, f"{' or '.join(map(repr, known))} (what this loader implements)")
+        return self.get(*path)
+
+    def count(self, *path: str, low: int = 1) -> int:
+        v = self.get(*path)
+        if not isinstance(v, int) or isinstance(v, bool) or v < low:
+            self.refuse(path, f"an integer >= {low}")
+        return v
+
+    def number(self, *path: str) -> float:
+        v = self.get(*path)
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0 or not math.isfinite(v):
+            self.refuse(path, "a finite number > 0")
+        return float(v)
+
+    def flag(self, *path: str) -> bool:
+        if not isinstance(self.get(*path), bool):
+            self.refuse(path, "true or false")
+        return self.get(*path)
+
+    def layers(self, section: str) -> list[int]:
+        """conventions.SECTION.layers: the layers that take the section's step, a list of
+        distinct indices of the weights' layers."""
+        v = self.get(section, "layers")
+        if not isinstance(v, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in v) \
+                or len(set(v)) != len(v) or not all(0 <= i < self.n_layer for i in v):
+            self.refuse((section, "layers"), f"a list of distinct layer indices in 0..{self.n_layer - 1} (the "
+                                             f"weights hold {self.n_layer} layers)")
+        return v
+
+
+class LayerStep:
+    """What one attention layer does to attention's output, from the conventions: XSA's
+    step (ungated, gated per head, or per token) and the output gate."""
+
+    def __init__(self, c: Conventions, layer: int):
+        self.xsa = layer in c.xsa_layers
+        self.out_gated = layer in c.out_layers
         p = f"transformer.h.{layer}.attn"
         self.gate_key, self.out_key = f"{p}.xsa_gate", f"{p}.out_gate"
         self.token_keys = (f"{p}.xsa_token_gate", f"{p}.xsa_token_gate_bias")
-        self.gated = self.xsa and conv["xsa"]["gate"] not in ("off", "token")
-        self.token = self.xsa and conv["xsa"]["gate"] == "token"
-        gates = [((self.gate_key,), self.gated, "an XSA gate per head"),
-                 (self.token_keys, self.token, "an XSA gate per token"),
-                 ((self.out_key,), self.out_gated, "an output gate")]
-        for keys, used, what in gates:
-            for key in keys:
-                if used and key not in weights:
-                    raise ValueError(f"conventions: layer {layer} has {what} but the weights have no {key}")
-                if not used and key in weights:
-                    raise ValueError(f"{key}: in the weights, but the conventions give layer {layer} no such gate")
+        self.gated = self.xsa and c.xsa_gate not in ("off", "token")
+        self.token = self.xsa and c.xsa_gate == "token"
 
     def exclude_self(self, y: torch.Tensor, v: torch.Tensor, h: torch.Tensor, eps: float, w: dict) -> torch.Tensor:
         """XSA's step z = y - g (y . v^) v^ per head, in float32 at least (g = 1 without a gate;
@@ -76,6 +139,54 @@ class LayerAttention:
         return (y.to(dt) * g).to(y.dtype)
 
 
+def expected_shapes(c: Conventions, d_model: int) -> dict[str, tuple]:
+    """Every tensor a model of these conventions has, by its exported name, with its
+    shape (the tied head is the embedding, stored once)."""
+    d, inner = d_model, c.n_head * c.head_dim
+    shapes = {"transformer.wte.weight": (c.vocab, d)}
+    if not c.tied:
+        shapes["lm_head.weight"] = (c.vocab, d)
+    if c.n_sink:
+        shapes["transformer.sink"] = (c.n_sink, d)
+
+    def add(name, *shape, bias):
+        shapes[f"{name}.weight"] = shape
+        if bias:
+            shapes[f"{name}.bias"] = shape[:1]
+
+    for name in ("transformer.ln_e", "transformer.ln_f"):
+        add(name, d, bias=c.norm_bias)
+    for i in range(c.n_layer):
+        p, step = f"transformer.h.{i}", LayerStep(c, i)
+        add(f"{p}.ln_1", d, bias=c.norm_bias)
+        add(f"{p}.ln_2", d, bias=c.norm_bias)
+        add(f"{p}.attn.c_attn", 3 * inner, d, bias=c.linear_bias)
+        add(f"{p}.attn.c_proj", d, inner, bias=c.linear_bias)
+        add(f"{p}.mlp.c_fc", c.hidden, d, bias=c.linear_bias)
+        add(f"{p}.mlp.c_proj", d, c.hidden, bias=c.linear_bias)
+        if step.gated:
+            shapes[step.gate_key] = (c.n_head,)
+        if step.token:
+            shapes.update({step.token_keys[0]: (c.n_head, d), step.token_keys[1]: (c.n_head,)})
+        if step.out_gated:
+            shapes[step.out_key] = (inner if c.out_width == "elementwise" else c.n_head, d)
+    return shapes
+
+
+def weight_mismatch(weights: dict[str, torch.Tensor], want: dict[str, tuple], by: str) -> str | None:
+    """The first tensor that is missing, misshapen or not part of the model `by` (what
+    gave the shapes) describes, named; None when every one is as expected."""
+    for name, shape in want.items():
+        if name not in weights:
+            return f"no weights for parameter {name} ({by} needs it)"
+        if tuple(weights[name].shape) != shape:
+            return f"parameter {name} has shape {list(weights[name].shape)}, {by} expects {list(shape)}"
+    extra = sorted(set(weights) - set(want))
+    if extra:
+        return f"weights {by} has no parameter for: {', '.join(extra[:5])}{' ...' if len(extra) > 5 else ''}"
+    return None
+
+
 def _linear(w: dict, name: str, x: torch.Tensor) -> torch.Tensor:
     return F.linear(x, w[f"{name}.weight"], w.get(f"{name}.bias"))
 
@@ -87,31 +198,26 @@ def _norm(w: dict, name: str, x: torch.Tensor, eps: float) -> torch.Tensor:
 class ExportedGPT(nn.Module):
     def __init__(self, conv: dict, weights: dict[str, torch.Tensor]):
         super().__init__()
-        for (section, key), known in SUPPORTED.items():
-            if conv[section][key] not in known:
-                raise ValueError(f"conventions.{section}.{key} = {conv[section][key]!r}: this loader implements "
-                                 f"{' or '.join(map(repr, known))}")
-        if conv["xsa"]["gate"] not in GATE_STARTS:
-            raise ValueError(f"conventions.xsa.gate = {conv['xsa']['gate']!r}: this loader implements {GATE_STARTS}")
-        if "out_gate" in conv and conv["out_gate"]["width"] not in OUT_GATE_WIDTHS:
-            raise ValueError(f"conventions.out_gate.width = {conv['out_gate']['width']!r}: this loader implements "
-                             f"{OUT_GATE_WIDTHS}")
-        self.conv = conv
+        if not isinstance(conv, dict):
+            raise ValueError("conventions: expected an object")
+        wte = weights.get("transformer.wte.weight")
+        if wte is None or wte.dim() != 2:
+            raise ValueError("transformer.wte.weight: missing from the weights or not a matrix (vocab x d_model)")
+        n_layer = 1 + max([int(k.split(".")[2]) for k in weights if re.match(r"transformer\.h\.\d+\.", k)],
+                          default=-1)
+        self.conv = conv  # as read, for callers that rebuild a variant of it
+        self.c = c = Conventions(conv, n_layer)
+        bad = weight_mismatch(weights, expected_shapes(c, wte.size(1)), "the model of these conventions")
+        if bad:  # d_model and the layers are the weights' own: wte's width, the highest block index
+            raise ValueError(f"{bad} (with d_model {wte.size(1)} and {n_layer} layers, as the weights hold)")
         self.w = dict(weights)  # by their exported names; nothing here is trained
-        att, rope = conv["attention"], conv["rope"]
-        self.n_head, self.head_dim = att["n_head"], att["head_dim"]
-        n = conv["n_sink"] + conv["block_size"]
-        inv = rope["theta"] ** (-torch.arange(0, self.head_dim, 2, dtype=torch.float64) / self.head_dim)
+        n = c.n_sink + c.block_size
+        inv = c.theta ** (-torch.arange(0, c.head_dim, 2, dtype=torch.float64) / c.head_dim)
         ang = torch.arange(n, dtype=torch.float64)[:, None] * inv[None, :]
         ang = torch.cat([ang, ang], dim=-1)
         self.register_buffer("cos", ang.cos().float(), persistent=False)
         self.register_buffer("sin", ang.sin().float(), persistent=False)
-        self.n_layer = 1 + max([int(k.split(".")[2]) for k in weights if k.startswith("transformer.h.")], default=-1)
-        outside = [i for i in conv["xsa"]["layers"] + conv.get("out_gate", {}).get("layers", [])
-                   if not 0 <= i < self.n_layer]
-        if outside:
-            raise ValueError(f"conventions.xsa.layers: {outside} outside the {self.n_layer} layers of the weights")
-        self.layers = [LayerAttention(conv, self.w, i) for i in range(self.n_layer)]
+        self.layers = [LayerStep(c, i) for i in range(n_layer)]
 
     def _rope(self, x: torch.Tensor, T: int) -> torch.Tensor:
         cos, sin = self.cos[:T].to(x.dtype), self.sin[:T].to(x.dtype)
@@ -119,32 +225,31 @@ class ExportedGPT(nn.Module):
         return x * cos + torch.cat([-x2, x1], dim=-1) * sin
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        c, w = self.conv, self.w
-        eps = c["norm"]["eps"]
+        c, w = self.c, self.w
+        eps = c.norm_eps
         B, T = idx.shape
-        if T > c["block_size"]:
-            raise ValueError(f"{T} tokens: the model sees at most block_size = {c['block_size']}")
-        S = c["n_sink"]
+        if T > c.block_size:
+            raise ValueError(f"{T} tokens: the model sees at most block_size = {c.block_size}")
+        S = c.n_sink
         x = F.embedding(idx, w["transformer.wte.weight"])
         if S:
             x = torch.cat([w["transformer.sink"].expand(B, S, -1), x], dim=1)
         x = _norm(w, "transformer.ln_e", x, eps)
-        L, H, D = S + T, self.n_head, self.head_dim
-        for i in range(self.n_layer):
+        L, H, D = S + T, c.n_head, c.head_dim
+        for i, step in enumerate(self.layers):
             p = f"transformer.h.{i}"
             h = _norm(w, f"{p}.ln_1", x, eps)
             q, k, v = (t.view(B, L, H, D).transpose(1, 2) for t in _linear(w, f"{p}.attn.c_attn", h).split(H * D, -1))
             q, k = self._rope(q, L), self._rope(k, L)
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1.0 / math.sqrt(D))
-            if self.layers[i].xsa:
-                y = self.layers[i].exclude_self(y, v, h, c["xsa"]["eps"], w)
-            if self.layers[i].out_gated:
-                y = self.layers[i].out_gate(y, h, w)
+            if step.xsa:
+                y = step.exclude_self(y, v, h, c.xsa_eps, w)
+            if step.out_gated:
+                y = step.out_gate(y, h, w)
             x = x + _linear(w, f"{p}.attn.c_proj", y.transpose(1, 2).reshape(B, L, H * D))
             h = _norm(w, f"{p}.ln_2", x, eps)
-            gelu = GELU_APPROXIMATE[c["mlp"]["activation"]]
-            x = x + _linear(w, f"{p}.mlp.c_proj", F.gelu(_linear(w, f"{p}.mlp.c_fc", h), approximate=gelu))
-        head = w["transformer.wte.weight"] if c["tied_embeddings"] else w["lm_head.weight"]
+            x = x + _linear(w, f"{p}.mlp.c_proj", F.gelu(_linear(w, f"{p}.mlp.c_fc", h), approximate=c.gelu))
+        head = w["transformer.wte.weight"] if c.tied else w["lm_head.weight"]
         return F.linear(_norm(w, "transformer.ln_f", x[:, S:], eps), head)
 
 

@@ -28,10 +28,13 @@ for it, else config.json's "variant" (for older runs its attention keys: sa, xsa
 "xsa gate=sa"); the baseline (the one summary.json names, else the first variant met) is drawn in
 blues, the other variants in oranges, greens, purples, reds, ..., several runs of one variant in
 shades of its colour. Figures go to DIR (default
-<first PATH>/plots); each written path is printed. A PATH that is none of these, a run with no
-metrics yet, or a metrics.jsonl line with a value that is not what the trainer writes (a loss, a
-time or a layer's cos_y_v or xsa_gate that is no number, such as true; metrics_record.py, shared
-with track.py) is an error (exit 2) naming it, and the line and key. So is a figures folder that
+<first PATH>/plots); each written path is printed. Every metrics.jsonl is read by
+metrics_record.py, shared with track.py: a loss the trainer logged as null (not finite: the run
+diverged) is left out of its curve, which ends at its last finite value, with a note on stderr,
+so a diverged sweep point costs the other points none of their figures. A PATH that is none of
+these, a run with no metrics yet, or a metrics.jsonl line with a value that is not what the
+trainer writes (a negative step; a loss, a time or a layer's cos_y_v or xsa_gate that is no number
+or null, such as true) is an error (exit 2) naming it, and the line and key. So is a figures folder that
 cannot be made or written (under a file, under /proc, on a read-only disk), in one line naming
 it; a figure is written whole or not at all (a temporary file renamed over its name).
 """
@@ -54,6 +57,7 @@ from fig_loss import loss_figures  # noqa: E402
 from fig_similarity import similarity_figure, sweep_similarity_figure  # noqa: E402
 from fig_sweep import curves_figure, final_figure  # noqa: E402
 from fig_variants import variants_figure  # noqa: E402
+from out_folder import folder_problem  # noqa: E402
 from plot_inputs import (PlotError, Run, Sweep, classify, load_analysis, load_run, load_sweep,  # noqa: E402
                          unique_labels)
 
@@ -100,11 +104,8 @@ def save(figures: Iterable[tuple[str, Figure | None]], out_dir: pathlib.Path, pr
 def make_folder(out_dir: pathlib.Path) -> None:
     """The figures' folder, made before anything is drawn: one under a file, under /proc or
     in a read-only run is an error naming it."""
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise PlotError(f"{out_dir}: cannot make the figures folder ({e.strerror or e}); "
-                        "name another with --out") from None
+    if why := folder_problem(out_dir, "figures folder"):
+        raise PlotError(f"{why}; name another with --out")
 
 
 def main(argv: list[str] | None = None) -> int:

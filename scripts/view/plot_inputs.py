@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from metrics_record import is_number, record_problem
+from metrics_record import MetricsDamage, is_number, read_history
 
 # A run's variant name: config.json's "variant", or for older runs the same rule on the
 # model keys, in one helper beside table2.py (loaded from its file: scripts/ is no package).
@@ -52,7 +52,7 @@ class Run:
     variant: str | None  # config.json's "variant", else its attention keys; None without a model
     train: Series
     val: Series
-    val_records: list[dict] = dataclasses.field(default_factory=list)  # the val lines, as logged
+    val_records: list[dict] = dataclasses.field(default_factory=list)  # the val lines of the curve (read_metrics)
 
 
 @dataclasses.dataclass
@@ -84,41 +84,18 @@ def read_json(path: pathlib.Path) -> dict:
 
 
 def read_metrics(path: pathlib.Path) -> tuple[list[dict], list[dict]]:
-    """Train and val records of a metrics.jsonl, in step order, stale records dropped.
-
-    A run resumed from a checkpoint logs again from the checkpoint's step, so a step that does
-    not exceed the last one of its kind marks a restart: what the crashed process logged from
-    there on is stale and replaced (for the other kind, only what lies strictly after it, since
-    e.g. the val loss at the checkpoint's own step stays valid). A repeated (step, kind) thus
-    keeps its last occurrence. A torn last line (a crash mid-write) is skipped."""
-    records: dict[str, list[dict]] = {"train": [], "val": []}
+    """Train and val records of a metrics.jsonl as metrics_record.read_history reads every
+    history (stale records dropped, losses not measured left out); what it left out is said
+    on stderr, a damaged line is a PlotError naming it."""
     try:
-        lines = path.read_text().splitlines()
+        history = read_history(path)
+    except MetricsDamage as e:
+        raise PlotError(str(e)) from None
     except OSError as e:
         raise PlotError(f"{path}: cannot read ({e.strerror})") from None
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            if lineno == len(lines):
-                print(f"plot.py: {path}:{lineno}: skipping torn last line", file=sys.stderr)
-                continue
-            raise PlotError(f"{path}:{lineno}: not a JSON object") from None
-        if not isinstance(rec, dict):
-            raise PlotError(f"{path}:{lineno}: {record_problem(rec)}")
-        kind = "val" if "val_loss" in rec else "train" if "train_loss" in rec else None
-        if kind is None:
-            continue  # other record kinds are not plotted
-        if why := record_problem(rec, required=("tokens", f"{kind}_loss")):
-            raise PlotError(f"{path}:{lineno}: {why}")
-        step, other = rec["step"], "val" if kind == "train" else "train"
-        if records[kind] and step <= records[kind][-1]["step"]:
-            records[kind] = [r for r in records[kind] if r["step"] < step]
-            records[other] = [r for r in records[other] if r["step"] <= step]
-        records[kind].append(rec)
-    return records["train"], records["val"]
+    for note in history.notes:
+        print(f"plot.py: {note}", file=sys.stderr)
+    return history.train, history.val
 
 
 def series(records: list[dict], key: str) -> Series:

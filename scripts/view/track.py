@@ -19,10 +19,12 @@ before it is mirrored; --once mirrors what is there now and exits.
 It follows metrics.jsonl by record, not by byte offset: a file replaced by a resumed run
 (another inode) or cut shorter is read again from its start, and the last step mirrored
 per tag skips what was seen. A line that is no record (not JSON, a step that is no
-integer, a value that is not what the trainer writes: a loss, a rate or a layer's cos_y_v
-or xsa_gate that is no number, such as true; metrics_record.py, shared with plot.py) is
-skipped and named on stderr with its line number; the count is printed at exit. A metrics.jsonl that is not a file, or a
---tensorboard that names a file, is a one-line error (exit 2).
+integer or is negative, a value that is not what the trainer writes: a loss, a rate or a
+layer's cos_y_v or xsa_gate that is no number or null, such as true; metrics_record.py, the
+reader shared with plot.py) is
+skipped and named on stderr with its line number; the count is printed at exit. A metrics.jsonl that is not a file, a
+--tensorboard that names a file, or a TensorBoard folder that cannot be made (under a file, under /proc or /sys, on a
+read-only disk; out_folder.py, shared with plot.py) is a one-line error (exit 2).
 
 Restarting never duplicates a point: TensorBoard's own event files (read back with
 tensorboard's reader) say which steps each tag has; for W&B a small state file in
@@ -42,7 +44,8 @@ import socket
 import sys
 import time
 
-from metrics_record import is_number, record_problem  # beside this file: the same check as plot.py's
+from metrics_record import is_number, parse_line  # beside this file: the same reader as plot.py's
+from out_folder import folder_problem  # plot.py's rule for the folders it writes
 
 TRAIN_TAGS = {"train_loss": "train/loss", "lr": "train/lr", "grad_norm": "train/grad_norm",
               "tokens_per_s": "train/tokens_per_s", "mfu": "train/mfu", "tokens": "train/tokens"}
@@ -107,13 +110,9 @@ class Run:
         out = []
         for line in lines:
             self.lineno += 1
-            try:
-                j = json.loads(line)
-                why = record_problem(j)
-            except ValueError:
-                why = "not JSON (a line cut off by a kill, which the trainer drops on resume, or an edit)"
+            rec, why = parse_line(line)
             if why is None:
-                out.append(j)
+                out.append(rec)
             elif self.damaged.get(self.lineno) != why:
                 self.damaged[self.lineno] = why
                 print(f"[track] {f} line {self.lineno}: {why}; skipped", file=sys.stderr)
@@ -124,6 +123,8 @@ class TensorBoardSink:
     def __init__(self, logdir: pathlib.Path, run: Run):
         from torch.utils.tensorboard import SummaryWriter
         self.dir = logdir / run.name
+        if why := folder_problem(self.dir, "TensorBoard folder"):  # a file in its place, say
+            raise TrackError(why)
         run.last.update(last_steps(self.dir))
         fresh = not run.last
         self.writer = SummaryWriter(log_dir=str(self.dir))
@@ -233,7 +234,8 @@ def discover(paths: list[pathlib.Path]) -> tuple[list[tuple[pathlib.Path, str, s
 
 
 def record_values(rec: dict) -> dict:
-    """tag -> value of one metrics line; nulls (not measured) and layers without a gate left out."""
+    """tag -> value of one metrics line; nulls (not measured: on a CPU the MFU, in a diverged
+    run the loss and the similarity bias) and layers without a gate left out."""
     tags = TRAIN_TAGS if "train_loss" in rec else VAL_TAGS
     values = {tag: float(rec[k]) for k, tag in tags.items() if is_number(rec.get(k))}
     if "train_loss" in rec:
@@ -281,6 +283,9 @@ def main(argv=None) -> int:
         ap.error("--interval: must be > 0")
     if args.tensorboard and args.tensorboard.exists() and not args.tensorboard.is_dir():
         ap.error(f"--tensorboard {args.tensorboard}: not a directory (TensorBoard writes a folder of event files)")
+    if args.tensorboard and (why := folder_problem(args.tensorboard, "TensorBoard folder")):
+        print(f"track.py: error: {why}; name another with --tensorboard", file=sys.stderr)
+        return 2
     for p in args.paths:
         if p.exists() and not p.is_dir():
             ap.error(f"{p}: not a run or sweep directory")

@@ -29,12 +29,15 @@ HeadStats attention_head_stats(CausalSelfAttentionImpl& attn, const torch::Tenso
   auto y_norm = tokens(y).norm(2, -1);
   // Mean over tokens of cos(x_i, v_i). Where x_i vanishes next to y_i (z_i when y_i
   // lies along v_i, as for a first token that sees only itself) it is orthogonal
-  // to v_i by convention: its direction would be rounding noise.
+  // to v_i by convention: its direction would be rounding noise. Only finite norms can
+  // vanish: a model whose weights went NaN or infinite measured nothing, and its NaN
+  // (null in metrics.jsonl, as its loss) must not read as "orthogonal".
   auto mean_cos_v = [&](const torch::Tensor& x) {
     auto xt = tokens(x), vt = tokens(v);
     auto x_norm = xt.norm(2, -1);
     auto c = (xt * vt).sum(-1) / (x_norm * vt.norm(2, -1)).clamp_min(1e-300);
-    return torch::where(x_norm > 1e-9 * y_norm, c, torch::zeros_like(c)).mean(-1);
+    const auto vanishes = (x_norm <= 1e-9 * y_norm) & torch::isfinite(y_norm);  // false for NaN
+    return torch::where(vanishes, torch::zeros_like(c), c).mean(-1);
   };
   HeadStats s;
   auto v_hat = F::normalize(tokens(v), F::NormalizeFuncOptions().dim(-1));

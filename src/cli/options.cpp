@@ -33,16 +33,13 @@ void add_device_options(cxxopts::Options& opts) {
   // clang-format off
   opts.add_options()
     ("device", "auto, cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("auto"))
-    ("threads", "CPU intra-op threads (0: LibTorch's default, one per physical core)",
+    ("threads", "CPU intra-op threads, at most 1024 (0: LibTorch's default, one per physical core; above the "
+     "machine's logical cores: capped to them)",
      cxxopts::value<int>()->default_value("0"));
   // clang-format on
 }
 
-void setup_threads(const cxxopts::ParseResult& args) {
-  const int threads = args["threads"].as<int>();
-  if (threads < 0) throw ConfigError("--threads: must be >= 0 (0: the default)");
-  setup_cpu_threads(threads);
-}
+void setup_threads(const cxxopts::ParseResult& args) { setup_cpu_threads(args["threads"].as<int>(), "--threads"); }
 
 torch::Device device_option(const cxxopts::ParseResult& args) {
   return resolve_device(args["device"].as<std::string>(), "--device");

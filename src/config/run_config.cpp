@@ -87,7 +87,7 @@ void RunConfig::validate(int64_t world_size) const {
   if (t.keep_checkpoints < 1) fail("train.keep_checkpoints", "must be >= 1");
   parse_precision(t.precision, /*cuda=*/false);
   check_device_spec(t.device, "train.device");
-  if (t.threads < 0) fail("train.threads", "must be >= 0");
+  check_cpu_threads(t.threads, "train.threads");
   if (t.loss_chunk < 0) fail("train.loss_chunk", "must be >= 0 (0: no chunking)");
   check_kernels_fit_model(parse_kernels(t.kernels, /*cuda=*/false), model);
   if (data.train.empty()) fail("data.train", "required: glob pattern of training shards");

@@ -105,7 +105,9 @@ struct TrainConfig {
     v("precision", s.precision, "\"auto\" (bf16 autocast on CUDA, fp32 on CPU), \"bf16\" or \"fp32\"");
     v("device", s.device, "\"auto\" (CUDA if present), \"cpu\", \"cuda\" or \"cuda:N\"");
     v("adamw", s.adamw, "\"auto\" (fused ATen kernel where it runs), \"fused\" or \"torch\" (torch::optim::AdamW)");
-    v("threads", s.threads, "CPU intra-op threads (0: LibTorch's default, one per physical core)");
+    v("threads", s.threads,
+      "CPU intra-op threads, at most 1024 (0: LibTorch's default, one per physical core; above the "
+      "machine's logical cores: capped to them, with a warning)");
     v("activation_checkpointing", s.activation_checkpointing,
       "recompute activations in backward to save memory: \"none\", \"mlp\" (MLP half of each block) or \"block\"");
     v("loss_chunk", s.loss_chunk,

@@ -79,9 +79,12 @@ Checkpoint load_checkpoint(const fs::path& path) {
   if (fs::is_directory(path))
     throw CheckpointError(name + ": is a directory, expected a checkpoint file (a run's checkpoints/step_XXXXXXXX.pt)");
   if (!fs::is_regular_file(path)) throw CheckpointError(name + ": no such checkpoint file");
+  std::error_code size_error;  // a file gone since is named by the read below
+  if (fs::file_size(path, size_error) == 0 && !size_error)
+    throw CheckpointError(name + ": not a readable checkpoint (an empty file, 0 bytes)");
   IValue root;
   try {
-    if (is_torch_archive(path)) verify_archive(path);  // other files get the messages below (truncated, foreign)
+    verify_archive(path);  // every checkpoint is a zip archive: any other file fails the rule
     root = torch_load(path);
   } catch (const c10::Error& e) {
     if (is_torch_archive(path))
@@ -164,7 +167,7 @@ void verify_archive(const fs::path& path) {
   try {
     mismatch = zip_damage(path);
   } catch (const std::exception& e) {
-    throw CheckpointError(fmt::format("{}: {}", path.string(), e.what()));
+    throw CheckpointError(fmt::format("{}: not a readable checkpoint: {}", path.string(), e.what()));
   }
   if (mismatch)
     throw CheckpointError(

@@ -86,9 +86,9 @@ struct Checkpoint {
 std::optional<std::string> first_non_finite(const std::map<std::string, torch::Tensor>& tensors,
                                             const std::string& what);
 
-// Checks a zip archive against util/zip_check.h's rule (every record's name in both
-// places and its bytes against its CRC-32); throws CheckpointError naming the file
-// and the record.
+// Checks a zip archive against util/zip_check.h's rule (its end records and directory
+// consistent, every record's name in both places and its bytes against its CRC-32);
+// throws CheckpointError naming the file and what is damaged.
 void verify_archive(const std::filesystem::path& path);
 
 struct CheckpointError : std::runtime_error {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <vector>
 
 namespace xsagpt {
@@ -184,6 +185,28 @@ std::vector<Table> tables(const json& summary, std::vector<std::string>& notes) 
   return out;
 }
 
+// One row per trend of sweep/dial_trend.h: the difference's slope per doubling of a numeric key.
+std::optional<Table> trend_table(const json& summary) {
+  const auto& trends = summary.value("trends", json::array());
+  if (trends.empty()) return std::nullopt;
+  const std::string b = summary["baseline"].get<std::string>();
+  Table t{"",
+          {"variant", "key", "other keys", "- " + b + " per doubling", "95% CI", "pairs", "mean - " + b + " at each value"},
+          {}};
+  for (const auto& d : trends) {
+    std::string levels;
+    for (const auto& l : d["levels"])
+      levels += fmt::format("{}{}: {}", levels.empty() ? "" : ", ", value_text(l["value"]), fixed4(l["mean"], true));
+    t.rows.push_back({d["variant"].get<std::string>(), d["key"].get<std::string>(),
+                      d["values"].empty() ? "-" : setting(d["values"]), fixed4(d["slope"], true),
+                      d["ci95"].is_array()
+                          ? fmt::format("[{}, {}]", fixed4(d["ci95"][0], true), fixed4(d["ci95"][1], true))
+                          : d.value("why", std::string("-")),
+                      std::to_string(d["n"].get<int64_t>()), levels.empty() ? "-" : levels});
+  }
+  return t;
+}
+
 std::string aligned(const Table& t) {
   std::vector<size_t> w(t.head.size(), 0);
   auto widen = [&](const Row& r) {
@@ -226,6 +249,13 @@ constexpr const char* kHowToRead =
     "target is named in the notes and left out, never extrapolated (\"reached\"); so is a seed whose baseline "
     "never went below its first evaluation, or whose variant starts at the target, in both columns alike.";
 
+constexpr const char* kHowToReadTrend =
+    "Each row: the variant's paired differences (final val loss minus the baseline's, same seed and values) "
+    "against log2 of a numeric grid key, the other keys held; the least-squares slope is the change in the "
+    "difference per doubling of the key (negative: the difference falls along it, a lead that widens or a deficit "
+    "that shrinks), its 95% CI Student's t on "
+    "the residuals (pairs - 2 degrees of freedom).";
+
 }  // namespace
 
 std::string comparison_table(const json& summary) {
@@ -236,6 +266,7 @@ std::string comparison_table(const json& summary) {
     if (i % kTablesPerSetting == 0 && !ts[i].title.empty()) out += "\n" + ts[i].title + ":\n";
     out += "\n" + aligned(ts[i]);
   }
+  if (const auto t = trend_table(summary)) out += "\nTrend along the grid's numeric keys:\n\n" + aligned(*t);
   for (const auto& n : notes) out += "note: " + n + "\n";
   return out;
 }
@@ -256,6 +287,8 @@ std::string sweep_report(const json& summary, const std::filesystem::path& dir) 
     }
     out += markdown(ts[i]);
   }
+  if (const auto t = trend_table(summary))
+    out += fmt::format("\n## Trend along the grid's numeric keys\n\n{}\n\n{}", kHowToReadTrend, markdown(*t));
   if (!notes.empty()) {
     out += "\n## Notes\n\n";
     for (const auto& n : notes) out += "- " + n + "\n";

@@ -6,7 +6,8 @@
 // (each pair at the earlier of its two ends, and the time it was read at); the
 // step-time ratio; the iso-loss multiplier in tokens and in time with its interval
 // (sweep/iso_loss.h); and notes on seeds that could not be paired, comparisons that
-// would have extrapolated and seeds that never reached the baseline's final loss.
+// would have extrapolated and seeds that never reached the baseline's final loss; and,
+// after them, the difference's trend along each numeric grid key (sweep/dial_trend.h).
 #pragma once
 
 #include "config/schema.h"

@@ -2,6 +2,7 @@
 
 #include "analysis/paired.h"
 #include "run/run_paths.h"
+#include "sweep/dial_trend.h"
 #include "sweep/iso_loss.h"
 #include "sweep/point_check.h"
 #include "sweep/report.h"
@@ -344,6 +345,7 @@ json sweep_summary(const Sweep& sweep) {
   }
   json out = {{"keys", sweep.keys}, {"variants", sweep.variants}, {"baseline", sweep.baseline},
               {"points", points},   {"differences", diffs},       {"comparisons", comparisons(sweep, points)}};
+  out["trends"] = dial_trends(out);
   if (std::find(sweep.keys.begin(), sweep.keys.end(), kSeedKey) != sweep.keys.end())
     out["over_seeds"] = seed_groups(points);
   return out;

@@ -25,6 +25,9 @@ namespace xsagpt {
 //             seed, x, baseline_start, variant_start); the iso-loss multiplier in tokens and
 //             in time ("iso_loss": sweep/iso_loss.h); and the ratio of the variant's step time
 //             to the baseline's;
+//   "trends": per variant, numeric grid key (train.seq_len, train.lr, ...) and setting of
+//             the other keys, the slope of "differences" against log2 of the key's value
+//             with its 95% t interval (sweep/dial_trend.h): does the gap grow along it;
 //   "over_seeds" (with train.seed in the grid; and summary_seeds.csv): each variant's
 //             groups of points that differ only in the seed, with their final val losses'
 //             mean, sample standard deviation, min and max.

@@ -74,7 +74,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   RunDir run(cfg, opts.resume, opts.overwrite, dist, opts.same_config);
   if (const auto done = run.close_if_finished())
     return TrainResult{done->step, true, done->final_train_loss, done->final_val_loss};
-  setup_cpu_threads(t.threads);
+  setup_cpu_threads(t.threads, "train.threads");
   // Before the model is built: it might not fit at all.
   const auto memory = check_memory(cfg, rt, world, device.is_cuda(), device_memory(device),
                                    device.is_cuda() ? "this GPU" : "this machine's RAM");

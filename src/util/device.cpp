@@ -3,9 +3,11 @@
 #include "util/error.h"
 
 #include <fmt/format.h>
-
+#include <sched.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 
@@ -98,8 +100,31 @@ void apply_openmp_defaults(char** argv) {
   unsetenv(kMarker);
 }
 
-int setup_cpu_threads(int64_t requested) {
-  if (requested > 0) torch::set_num_threads(static_cast<int>(requested));
+void check_cpu_threads(int64_t requested, const std::string& key) {
+  if (requested < 0) throw ConfigError(key + ": must be >= 0 (0: LibTorch's default, one per physical core)");
+  if (requested > kMaxCpuThreads)
+    throw ConfigError(fmt::format(
+        "{}: must be at most {}, got {} (0: LibTorch's default, one per physical core; a count above the logical "
+        "cores of the machine it runs on, {} here, is capped to them)",
+        key, kMaxCpuThreads, requested, usable_cpu_cores()));
+}
+
+int usable_cpu_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
+int setup_cpu_threads(int64_t requested, const std::string& key) {
+  check_cpu_threads(requested, key);
+  if (requested == 0) return torch::get_num_threads();
+  const int cores = usable_cpu_cores();
+  if (requested > cores)
+    spdlog::warn(
+        "{} = {} is more threads than the {} logical cores this process may use; running with {} (threads "
+        "beyond the cores only wait their turn, and every step pays for the switching)",
+        key, requested, cores, cores);
+  torch::set_num_threads(static_cast<int>(std::min<int64_t>(requested, cores)));
   return torch::get_num_threads();
 }
 
@@ -114,8 +139,7 @@ std::string cpu_threads_description() {
     wait = fmt::format("GOMP_SPINCOUNT={}", s);
   else
     wait = "OpenMP's default wait policy";
-  return fmt::format("{} torch threads of {} hardware threads, {}", torch::get_num_threads(),
-                     sysconf(_SC_NPROCESSORS_ONLN), wait);
+  return fmt::format("{} torch threads of {} hardware threads, {}", torch::get_num_threads(), usable_cpu_cores(), wait);
 }
 
 }  // namespace xsagpt

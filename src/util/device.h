@@ -41,9 +41,27 @@ std::optional<double> device_memory(const torch::Device& device);
 // arguments); it returns when nothing is to be done.
 void apply_openmp_defaults(char** argv);
 
-// LibTorch's intra-op CPU threads: `requested` > 0 sets that many; 0 keeps the
-// default, one per physical core (LibTorch's choice). Returns the count in use.
-int setup_cpu_threads(int64_t requested);
+// The CPU thread counts a config or flag may ask for. A count is checked on its own,
+// by the same rule on every machine, so that a config or sweep written on a laptop for
+// a 64-core node validates on the laptop: above kMaxCpuThreads (more logical cores than
+// a two-socket server of 192-core CPUs has: 768) it can only be a typo,
+// and LibTorch would spend minutes creating the threads. Where it runs, a count above
+// the logical cores this process may use is capped to them with a warning naming `key`:
+// threads beyond the cores only wait their turn, and a step pays for every switch
+// (1,000 threads on 2 cores made a 3 s step take 47 s), while the run computes the same.
+inline constexpr int64_t kMaxCpuThreads = 1024;
+
+// ConfigError naming `key` for a count below 0 or above kMaxCpuThreads.
+void check_cpu_threads(int64_t requested, const std::string& key);
+
+// The logical cores this process may run on (its CPU affinity, as nproc counts them).
+int usable_cpu_cores();
+
+// LibTorch's intra-op CPU threads: `requested` > 0 sets that many, capped to
+// usable_cpu_cores() with a warning naming `key`; 0 keeps the default, one per
+// physical core (LibTorch's choice). Checks the count first (check_cpu_threads).
+// Returns the count in use.
+int setup_cpu_threads(int64_t requested, const std::string& key);
 
 // One line for logs and benchmark records: threads in use, hardware threads and
 // the OpenMP wait settings, e.g. "2 torch threads of 2 hardware threads, OMP_WAIT_POLICY=passive (xsagpt's default)".

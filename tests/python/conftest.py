@@ -2,7 +2,8 @@
 build and GPT-2's vocabulary are; the tiny runs' shards, also ones a test may change;
 a trained GPT-2-vocabulary model; xsagpt processes in the background, also held at a
 test stop point (util/test_stop.h). Helpers that are functions rather than fixtures
-live in the modules beside this file (shardio, tinyrun, gpt2_tiktoken)."""
+live in the modules beside this file (shardio, tinyrun, gpt2_tiktoken; kind_checklist
+and kind_flops, the attention kinds' cases and hand FLOP counts)."""
 import os
 import pathlib
 import shutil

@@ -160,3 +160,24 @@ TEST(Analyze, AveragesOverAllSequencesAndHeads) {
     EXPECT_FALSE(whole[i].cos_z_v.has_value());
   }
 }
+
+// A model whose weights went NaN (a diverged run, evaluated before the trainer stops)
+// measured nothing: NaN, which metrics.jsonl writes as null, as it does the loss. Before,
+// the guard for a vanishing x_i was false for NaN and logged 0.0, "orthogonal", in every layer.
+TEST(Analyze, AModelWhoseWeightsWentNanMeasuresNothingRatherThanOrthogonal) {
+  torch::manual_seed(0);
+  GPT model(small_model("xsa"));
+  auto idx = torch::randint(0, 64, {2, 16}, torch::kLong);
+  for (const auto& l : analyze_attention(model, {idx})) ASSERT_TRUE(std::isfinite(l.cos_y_v));  // finite first
+  {
+    torch::NoGradGuard ng;
+    for (auto& p : model->parameters()) p.fill_(NAN);
+  }
+  const auto layers = analyze_attention(model, {idx});
+  ASSERT_EQ(layers.size(), 2u);
+  for (const auto& l : layers) {
+    EXPECT_TRUE(std::isnan(l.cos_y_v)) << "layer " << l.layer << ": " << l.cos_y_v;
+    ASSERT_TRUE(l.cos_z_v.has_value());
+    EXPECT_TRUE(std::isnan(*l.cos_z_v)) << "layer " << l.layer << ": " << *l.cos_z_v;
+  }
+}

@@ -10,6 +10,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -75,9 +77,45 @@ TEST(Device, CpuNameAndMemoryAreWhatTheKernelReports) {
 
 TEST(Device, ThreadSetupKeepsTheDefaultOrSetsTheCount) {
   const int before = torch::get_num_threads();
-  EXPECT_EQ(setup_cpu_threads(0), before);
-  EXPECT_EQ(setup_cpu_threads(1), 1);
+  EXPECT_EQ(setup_cpu_threads(0, "--threads"), before);
+  EXPECT_EQ(setup_cpu_threads(1, "--threads"), 1);
   EXPECT_EQ(torch::get_num_threads(), 1);
   EXPECT_THAT(cpu_threads_description(), HasSubstr("1 torch threads of "));
-  setup_cpu_threads(before);
+  setup_cpu_threads(before, "--threads");
+}
+
+// The logical cores this process may use, as nproc counts them (its CPU affinity; nproc
+// would also honour OpenMP's thread variables, which the test runner may set).
+TEST(Device, UsableCoresAreTheAffinityNprocCounts) {
+  FILE* p = popen("env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc", "r");
+  ASSERT_NE(p, nullptr);
+  int nproc = 0;
+  ASSERT_EQ(fscanf(p, "%d", &nproc), 1);
+  pclose(p);
+  ASSERT_GE(nproc, 1);
+  EXPECT_EQ(usable_cpu_cores(), nproc);
+}
+
+// A thread count is refused by name past a bound that holds on every machine, so a config
+// written for a bigger one validates anywhere; where it runs, a count past the cores is
+// capped to them. Before: 100000 was accepted, and the run was still creating threads a
+// minute later.
+TEST(Device, ThreadCountsPastTheBoundAreRefusedPastTheCoresCapped) {
+  const int before = torch::get_num_threads(), cores = usable_cpu_cores();
+  for (const auto& [n, key] : {std::pair<int64_t, const char*>{100000, "train.threads"}, {1025, "--threads"}}) {
+    const auto msg = config_error_of([&] { setup_cpu_threads(n, key); });
+    EXPECT_THAT(msg, HasSubstr(std::string(key) + ": must be at most 1024, got " + std::to_string(n)));
+    EXPECT_THAT(msg, HasSubstr(fmt::format("{} here", cores)));
+    EXPECT_EQ(config_error_of([&] { check_cpu_threads(n, key); }), msg);
+  }
+  EXPECT_THAT(config_error_of([] { check_cpu_threads(-1, "train.threads"); }),
+              HasSubstr("train.threads: must be >= 0"));
+  // A refused count changed nothing; the bound itself passes on any machine, whatever its cores.
+  EXPECT_EQ(torch::get_num_threads(), before);
+  EXPECT_NO_THROW(check_cpu_threads(kMaxCpuThreads, "train.threads"));
+  const int64_t over = std::min<int64_t>(cores + 7, kMaxCpuThreads);
+  EXPECT_EQ(setup_cpu_threads(over, "train.threads"), std::min<int64_t>(over, cores));
+  EXPECT_EQ(torch::get_num_threads(), std::min<int64_t>(over, cores));
+  EXPECT_EQ(setup_cpu_threads(cores, "train.threads"), cores);
+  setup_cpu_threads(before, "--threads");
 }

@@ -253,6 +253,23 @@ TEST_F(RunDirFiles, ARecordNamedDifferentlyInItsTwoHeadersIsRefused) {
                         record + "': its local header names it 'archive/eata/0'"));
 }
 
+// PyTorch writes the central directory's size, offset and record count twice, in the
+// end-of-central-directory record and in the zip64 end record, and its reader and
+// Python's zipfile read the zip64 copy: one changed byte in the other copy is a
+// changed file all the same, refused by one rule here and in export.py alike.
+TEST_F(RunDirFiles, AnEndRecordDisagreeingWithItsZip64TwinIsRefused) {
+  const auto path = checkpoint(tmp, 4, 8);
+  std::string bytes = test::slurp(path);
+  const auto eocd = bytes.rfind(std::string("PK\x05\x06", 4));
+  ASSERT_NE(eocd, std::string::npos);
+  ASSERT_NE(bytes.rfind(std::string("PK\x06\x06", 4)), std::string::npos);  // the zip64 end record
+  bytes[eocd + 12] ^= 0x01;                                                 // the directory's size
+  spit(path, bytes);
+  EXPECT_THAT(test::error_of<CheckpointError>([&] { load_checkpoint(path); }),
+              HasSubstr(path.string() + ": corrupt checkpoint, its bytes changed since it was written: the "
+                                        "end-of-central-directory record gives the central directory's size as "));
+}
+
 // ---- starting a run: decided and checked before anything is written ----------
 
 TEST_F(RunDirFiles, AFreshStartNeverReusesADirectoryHoldingARun) {

@@ -4,6 +4,7 @@ a model whose state cannot fit), JSON nested too deep, paths that are not UTF-8,
 inputs of the wrong kind; and model.base can be set on the command line. End to end
 with the real binary."""
 import json
+import os
 
 import pytest
 
@@ -57,6 +58,8 @@ def test_a_model_whose_state_cannot_fit_is_refused_before_it_is_built(tmp_path, 
     # Integers a field's type cannot hold. Before: 4294967298 threads silently became 2,
     # and 64-bit values wrapped around to negative numbers in the messages.
     ("train.threads=4294967298", "train.threads: expected an integer in [-2147483648, 2147483647], got 4294967298"),
+    # Before: accepted, and the run was still creating threads a minute later.
+    ("train.threads=100000", "train.threads: must be at most 1024, got 100000"),
     ("model.block_size=18446744073709551615",
      "model.block_size: expected an integer in [-9223372036854775808, 9223372036854775807], got 18446744073709551615"),
     ("train.max_steps=1e19", "train.max_steps: expected an integer in [-9223372036854775808, 9223372036854775807]"),
@@ -72,6 +75,21 @@ def test_bad_config_exits_nonzero_naming_the_key(tmp_path, shards, xsagpt, overr
     assert proc.returncode == 2
     assert message in proc.stderr + proc.stdout
     assert not (tmp_path / "run").exists(), "nothing may be created before the config is valid"
+
+
+def test_threads_past_the_bound_are_refused_by_flag_past_the_cores_capped(tmp_path, shards, xsagpt):
+    # --threads takes the same rule as train.threads. Before: bench began creating 100000 threads.
+    proc = xsagpt("bench", "--threads", "100000", "--no-block", "--no-step", check=False, timeout=60)
+    assert proc.returncode == 2 and "--threads: must be at most 1024, got 100000" in proc.stderr, proc.stderr
+    # A config written for a bigger machine runs here at this machine's width, saying so.
+    # Before: 1000 threads on 2 cores made a 3 s step take 47 s, without a word.
+    cores = len(os.sched_getaffinity(0))
+    cfg = cpu_config(tmp_path, shards, max_steps=2, eval_interval=0, ckpt_interval=0)
+    proc = xsagpt("train", "-c", cfg, "--set", f"train.threads={4 * cores}", timeout=120)
+    assert (f"train.threads = {4 * cores} is more threads than the {cores} logical cores this process may use; "
+            f"running with {cores}") in proc.stderr, proc.stderr
+    assert f"cpu: {cores} torch threads of {cores} hardware threads" in proc.stderr
+    assert (tmp_path / "run" / "done.json").is_file()
 
 
 def test_a_kernel_row_no_longer_in_the_table_is_refused_naming_the_rows(tmp_path, shards, xsagpt):

@@ -1,5 +1,6 @@
-"""`xsagpt info`: parameter counts match the PyTorch reference model, and the memory
-estimate responds to the memory options the trainer runs with."""
+"""`xsagpt info`: parameter counts match the PyTorch reference model, FLOPs a hand count
+(every attention kind's, by the kind checklist's cases), and the memory estimate responds
+to the memory options the trainer runs with."""
 import collections
 import json
 import pathlib
@@ -8,6 +9,8 @@ import re
 import pytest
 import torch
 
+import kind_flops
+from kind_checklist import info_cases, own_keys, row, shipped, step_layers
 from reference.model import GPT, GPTConfig
 
 
@@ -120,18 +123,44 @@ def test_kernels_a_model_can_run_get_an_estimate(xsagpt):
     assert info(xsagpt, "-c", "tiny", "--set", "model.d_model=128", "--kernels", "fp8")["kernels"] == "fp8"
 
 
-@pytest.mark.parametrize("sets", [{"attention": "gated", "out_gate": "elementwise"},
-                                  {"attention": "xsa_token", "xsa_layers": "last 2"}])
-def test_each_kinds_parameter_count_equals_reference_model(xsagpt, sets):
-    """An attention kind's parameters, set with --set (its own option among them), are
+INFO_CASES = info_cases()  # every kind `xsagpt config --json` lists, by the kind checklist's cases
+
+
+def info_args(sets: dict) -> list[str]:
+    return [a for k, v in sets.items() for a in ("--set", f"model.{k}={v}")]
+
+
+@pytest.mark.parametrize("kind, sets", INFO_CASES.values(), ids=INFO_CASES)
+def test_each_kinds_parameter_count_equals_reference_model(xsagpt, kind, sets):
+    """An attention kind's parameters, set with --set (its own options among them), are
     counted as the PyTorch reference model holds them; its keys on another kind are refused."""
-    args = [a for k, v in sets.items() for a in ("--set", f"model.{k}={v}")]
-    got = info(xsagpt, "-c", "tiny", *args)
+    got = info(xsagpt, "-c", "tiny", *info_args(sets))
     assert all(got["config"][k] == v for k, v in sets.items())
+    plain = info(xsagpt, "-c", "tiny", "--set", "model.attention=sa")
     with torch.device("meta"):
-        ref = GPT(GPTConfig.from_dict(got["config"], "tiny"))
-    plain = info(xsagpt, "-c", "tiny")["params_total"]
-    assert got["params_total"] == sum(p.numel() for p in ref.parameters()) > plain
-    key = next(k for k in sets if k != "attention")
-    proc = xsagpt("info", "-c", "tiny", "--set", f"model.{key}={sets[key]}", check=False)
-    assert proc.returncode != 0 and f"model.{key}: a key of attention=" in proc.stderr
+        ref = dict(GPT(GPTConfig.from_dict(got["config"], "tiny")).named_parameters())
+        sa = dict(GPT(GPTConfig.from_dict(plain["config"], "tiny")).named_parameters())
+    assert got["params_total"] == sum(p.numel() for p in ref.values())
+    # The count says something where the kind has parameters of its own: more than SA's.
+    assert (got["params_total"] > plain["params_total"]) == bool(set(ref) - set(sa)), kind
+    own = [k for k in sets if k != "attention"]
+    if own:
+        other = next(r["name"] for r in shipped() if own[0] not in own_keys(r))
+        proc = xsagpt("info", "-c", "tiny", *info_args({"attention": other, own[0]: sets[own[0]]}), check=False)
+        assert proc.returncode != 0 and f"model.{own[0]}: a key of attention=" in proc.stderr
+
+
+@pytest.mark.parametrize("kind, sets", INFO_CASES.values(), ids=INFO_CASES)
+def test_each_kinds_flops_equal_the_hand_count(xsagpt, kind, sets):
+    """`xsagpt info`'s FLOPs per token against kind_flops' hand count: SA's products
+    plus the kind's own in each layer that takes its step (kind_flops.INFO_COUNTS_STEP_PRODUCTS:
+    the rows' flops hooks count them)."""
+    got = info(xsagpt, "-c", "tiny", *info_args(sets), "-t", "64")
+    sa = info(xsagpt, "-c", "tiny", "--set", "model.attention=sa", "-t", "64")
+    assert got["seq_len"] == 64 and got["config"]["n_layer"] == 4
+    assert sa["flops_per_token"] == kind_flops.sa_flops(kind_flops.Model.from_config(sa["config"]), 64) > 0
+    hand = kind_flops.flops_per_token(kind, got["config"], 64, step_layers(row(kind), got["config"]))
+    own = hand - sa["flops_per_token"]
+    assert own >= 0 and (own > 0) == (kind_flops.STEP_MATMUL[kind](kind_flops.Model.from_config(got["config"])) > 0)
+    want = hand if kind_flops.INFO_COUNTS_STEP_PRODUCTS else sa["flops_per_token"]
+    assert got["flops_per_token"] == want, (kind, own)

@@ -1,6 +1,7 @@
 """scripts/eval/export.py checks a checkpoint as xsagpt's own commands do before it writes
-anything (every archive record's name in both headers and its CRC, every parameter of the
-model config present with its shape), and an --out it cannot write is one line;
+anything (the zip rule: every archive record's name in both headers and its CRC, and more,
+in test_checkpoint_verdict.py; a directory or an empty file; every parameter of the model
+config present with its shape), and an --out it cannot write is one line;
 scripts/eval/load_export.py and the exported transformers model check what they read (the
 folder's files, finite weights) and name what is wrong. A tiny model trained one step (tinyrun.train_tiny) stands in."""
 import json
@@ -59,7 +60,7 @@ def test_a_checkpoint_failing_its_crc_is_not_exported(run, tmp_path, xsagpt):
     # Before: exported, exit 0.
     assert one_line_error(proc), proc.stderr
     assert f"{bad}: corrupt checkpoint, its bytes changed since it was written: record '{info.filename}': " \
-        "Bad CRC-32" in proc.stderr
+        "CRC-32 " in proc.stderr
     assert "xsagpt's commands refuse it too" in proc.stderr
     assert not (tmp_path / "out").exists()
 
@@ -90,6 +91,24 @@ def test_a_record_named_differently_in_its_two_headers_is_refused_by_export_and_
     assert f"{bad}: corrupt checkpoint, its bytes changed since it was written: record '{info.filename}': " \
         in proc.stderr and flipped in proc.stderr and "xsagpt's commands refuse it too" in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_directory_or_an_empty_file_as_newest_checkpoint_is_one_line(run, tmp_path, xsagpt):
+    """A run directory whose newest checkpoint is a directory, or an empty file: export.py
+    refuses it in one line, in the words `xsagpt sample` uses."""
+    copy = pathlib.Path(shutil.copytree(run, tmp_path / "run"))
+    newest = copy / "checkpoints" / "step_00000009.pt"
+    for make, message in ((newest.mkdir, "is a directory, expected a checkpoint file"),
+                          (newest.touch, "not a readable checkpoint (an empty file, 0 bytes)")):
+        make()
+        refused = xsagpt("sample", copy, "--prompt-ids", "1,2", "--ids", "-n", 1, "--device", "cpu", check=False)
+        assert refused.returncode == 1 and f"{newest}: {message}" in refused.stderr, refused.stderr
+        proc = export(copy, "--out", tmp_path / "out")
+        # Before: a traceback (IsADirectoryError), and "not a readable checkpoint ()".
+        assert one_line_error(proc), proc.stderr
+        assert f"{newest}: {message}" in proc.stderr
+        assert not (tmp_path / "out").exists()
+        newest.rmdir() if newest.is_dir() else newest.unlink()
 
 
 @pytest.mark.parametrize("damage, message", [

@@ -1,6 +1,8 @@
-"""scripts/eval/export.py --format hf against the binary: tiny models trained here (SA with an
-untied head; XSA on some layers with a gate, sinks, biases and a tied head; XSA in every
-layer with an untied head and the tanh GELU) are exported and loaded by transformers'
+"""scripts/eval/export.py against the binary, for every attention kind `xsagpt config --json`
+lists, by the export cases the kind checklist holds for it (tests/python/kind_checklist.py:
+SA with an untied head; XSA on some layers with a gate, sinks, biases and a tied head;
+XSA in every layer with an untied head and the tanh GELU; the gated kinds): tiny models
+trained here are exported (--format hf) and loaded by transformers'
 AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True) in a fresh Python
 process that has no xsagpt code on its path. There:
 
@@ -11,6 +13,9 @@ process that has no xsagpt code on its path. There:
 - AutoTokenizer, from the exported GPT-2 files, encodes as xsagpt does;
 - lm-eval's own `hf` model on a local multiple-choice task gives `xsagpt eval`'s acc and
   acc_norm (one variant: it is the slowest part).
+The same checkpoints exported as plain safetensors are read back by load_export.py, whose
+log-likelihoods equal `xsagpt score`'s within 2e-5 (both float32), and which scores
+otherwise when the conventions drop the kind's step.
 Everything runs on the CPU, offline (HF_HUB_OFFLINE).
 """
 import json
@@ -22,6 +27,8 @@ import sys
 import numpy as np
 import pytest
 
+from kind_checklist import named_cases, row
+
 pytest.importorskip("transformers", reason="transformers is not installed (requirements-eval.txt; scripts/setup.sh "
                                            "--eval, which the test command runs)")
 tiktoken = pytest.importorskip("tiktoken")
@@ -30,15 +37,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 TASKS = ROOT / "tests" / "lm_eval_tasks"
 BLOCK = 32  # conftest's TEXT_BLOCK: the models text_run trains
 
-VARIANTS = {
-    "sa-untied": {"attention": "sa"},
-    "xsa-some-gate-sinks-tied": {"attention": "xsa", "xsa_layers": [1], "xsa_gate": "xsa", "n_sink": 2,
-                                 "tie_embeddings": True, "bias": True, "rope_theta": 500.0, "head_dim": 8},
-    "xsa-all-untied-tanh": {"attention": "xsa", "n_sink": 1, "gelu": "tanh"},
-    # The kinds with gates read from the token: generation's cache then feeds them one token at a time.
-    "gated-elementwise-sinks": {"attention": "gated", "out_gate": "elementwise", "n_sink": 1},
-    "xsa_token-layer1": {"attention": "xsa_token", "xsa_layers": [1]},
-}
+CASES = named_cases("export")  # case name -> (kind, model overrides)
+VARIANTS = {name: over for name, (_, over) in CASES.items()}
 
 PAIRS = [
     ("In the beginning God created", " the heaven and the earth."),
@@ -64,9 +64,11 @@ def exports(tmp_path_factory, text_run):
         tmp = tmp_path_factory.mktemp(name)
         # A tied head needs longer before greedy text is more than one token repeated.
         run = text_run(tmp, overrides, steps=40 if overrides.get("tie_embeddings") else 12)
-        subprocess.run([sys.executable, ROOT / "scripts" / "eval" / "export.py", run, "--format", "hf", "--out", tmp / "hf"],
-                       check=True, capture_output=True)
+        for fmt in ("hf", "safetensors"):
+            subprocess.run([sys.executable, ROOT / "scripts" / "eval" / "export.py", run, "--format", fmt, "--out",
+                            tmp / fmt], check=True, capture_output=True)
         out[name] = (run, tmp / "hf")
+        out[name, "safetensors"] = tmp / "safetensors"
     return out
 
 
@@ -125,9 +127,7 @@ def test_transformers_model_matches_the_binary(variant, exports, xsagpt, gpt2_vo
     assert config["hidden_act"] == ("gelu_pytorch_tanh" if tanh else "gelu")
     assert config["conventions"]["mlp"]["activation"] == ("gelu_tanh" if tanh else "gelu_exact")
 
-    lines = "".join(json.dumps({"context": c, "continuation": k}) + "\n" for c, k in PAIRS)
-    scored = [json.loads(line) for line in xsagpt("score", run, "--vocab", gpt2_vocab_dir, "--device", "cpu",
-                                                  "--threads", 1, "--tokens", input=lines).stdout.splitlines()]
+    scored = score(xsagpt, run, gpt2_vocab_dir)
     greedy = [json.loads(xsagpt("sample", run, "--vocab", gpt2_vocab_dir, "--device", "cpu", "--threads", 1,
                                 "--prompt", p, "--ids", "-n", NEW_TOKENS, "--temperature", 0).stdout)
               for p in PROMPTS]
@@ -147,6 +147,35 @@ def test_transformers_model_matches_the_binary(variant, exports, xsagpt, gpt2_vo
     assert hf["encoded"] == [enc.encode(p) for p in PROMPTS]
     assert hf["greedy"] == greedy
     assert len({len(e) for e in hf["encoded"]}) > 1 and hf["batched"] == greedy  # left padding changes nothing
+
+
+def score(xsagpt, run, gpt2_vocab_dir) -> list[dict]:
+    lines = "".join(json.dumps({"context": c, "continuation": k}) + "\n" for c, k in PAIRS)
+    return [json.loads(line) for line in xsagpt("score", run, "--vocab", gpt2_vocab_dir, "--device", "cpu",
+                                                "--threads", 1, "--tokens", input=lines).stdout.splitlines()]
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_load_export_matches_the_binary(variant, exports, xsagpt, gpt2_vocab_dir):
+    """load_export.py (plain PyTorch, from config.json's conventions alone) on the plain
+    export of the same checkpoint; read without the kind's step (no XSA layers, no
+    output gate, no gate weights), the export scores otherwise."""
+    from load_export import ExportedGPT, load_export, logprob
+    kind = CASES[variant][0]
+    model = load_export(exports[variant, "safetensors"])
+    scored = score(xsagpt, exports[variant][0], gpt2_vocab_dir)
+    want = [o["logprob"] for o in scored]
+    got = [logprob(model, o["context_ids"], o["continuation_ids"]) for o in scored]
+    assert len({round(w, 3) for w in want}) == len(PAIRS) - 1  # distinct (the two Paris pairs are one request)
+    assert got == pytest.approx(want, abs=2e-5)
+    if row(kind)["step"]:
+        conv = json.loads(json.dumps(model.conv))
+        conv.pop("out_gate", None)
+        conv["xsa"].update(layers=[], gate="off")
+        plain = {k: v for k, v in model.w.items() if not k.endswith(("gate", "gate_bias"))}
+        stepless = ExportedGPT(conv, plain).eval()
+        diff = max(abs(logprob(stepless, o["context_ids"], o["continuation_ids"]) - w) for o, w in zip(scored, want))
+        assert diff > 1e-3, diff
 
 
 def test_model_card_names_its_sources(exports):

@@ -3,10 +3,12 @@
 xsagpt_dump_model builds the C++ GPT from a config and seed and saves one
 forward+backward pass on random tokens; the reference, loaded with the C++ weights,
 must reproduce the logits, the loss and the gradient of every parameter. The
-configs cover each switch of the architecture: every attention kind (SA, XSA, output-gated
-attention headwise and elementwise, the per-token XSA gate), XSA on some layers only,
-biases, exact or tanh GELU, an untied head, inner width != d_model, mlp_ratio != 4, and an xsa_eps
-large enough that the ||v|| floor is active for some tokens.
+configs cover each switch of the architecture: every attention kind `xsagpt config
+--json` lists, by the cases the kind checklist holds for it (tests/python/kind_checklist.py:
+SA, XSA on every layer or some, its gate, output-gated attention headwise and
+elementwise, the per-token XSA gate), biases, exact or tanh GELU, an untied head, inner
+width != d_model, mlp_ratio != 4, and an xsa_eps large enough that the ||v|| floor is
+active for some tokens.
 """
 import json
 import os
@@ -15,33 +17,30 @@ import subprocess
 import pytest
 import torch
 
+from kind_checklist import named_cases, own_keys, row
 from reference.model import GPT, GPTConfig, apply_rope, exclude_self_value, rope_tables
 
 # Small enough for a fraction of a second per pass; n_head*head_dim = 60 != d_model.
 BASE = dict(vocab_size=96, block_size=32, n_layer=2, d_model=48, n_head=3, head_dim=20, tie_embeddings=True)
 B, T = 3, 24  # T < block_size: the RoPE tables are cut to the sequence
 
-CASES = {
-    "sa": {},
-    "xsa": {"attention": "xsa"},
-    "xsa_layer_list": {"attention": "xsa", "n_layer": 3, "xsa_layers": [0, 2]},
-    "xsa_last_n": {"attention": "xsa", "n_layer": 3, "xsa_layers": "last 1"},
+# The switches besides the kind, each on a kind that shows it.
+SWITCH_CASES = {
     "bias": {"attention": "xsa", "bias": True},
     "untied_head": {"attention": "xsa", "tie_embeddings": False},
     "inner_wider": {"attention": "xsa", "d_model": 32, "n_head": 4, "head_dim": 16},
     "mlp_ratio_theta_eps": {"mlp_ratio": 2.5, "rope_theta": 500.0, "norm_eps": 1e-3},
     "xsa_eps_floor": {"attention": "xsa", "xsa_eps": 4.4},
-    "xsa_gate": {"attention": "xsa", "xsa_gate": "sa"},
     "sinks": {"attention": "xsa", "n_sink": 2},
     "gelu_tanh": {"attention": "xsa", "gelu": "tanh"},
     "gelu_tanh_bias": {"gelu": "tanh", "bias": True},
-    "gated": {"attention": "gated"},
-    "gated_elementwise": {"attention": "gated", "out_gate": "elementwise", "n_sink": 1},
-    "xsa_token": {"attention": "xsa_token"},
-    "xsa_token_layers": {"attention": "xsa_token", "n_layer": 3, "xsa_layers": [1]},
 }
-DOUBLE_CASES = ["xsa_layer_list", "bias", "untied_head", "xsa_gate", "sinks", "gelu_tanh", "gelu_tanh_bias",
-                "gated", "gated_elementwise", "xsa_token", "xsa_token_layers"]
+KIND_CASES = named_cases("reference")  # case name -> (kind, overrides), for every kind the binary lists
+CASES = {**SWITCH_CASES, **{name: over for name, (_, over) in KIND_CASES.items()}}
+DOUBLE_CASES = ["bias", "untied_head", "sinks", "gelu_tanh", "gelu_tanh_bias", *KIND_CASES]
+# Each kind with a step by its first case: the step must change the output.
+FIRST_STEP_CASES = [next(name for name, (k, _) in KIND_CASES.items() if k == kind)
+                    for kind in dict.fromkeys(k for k, _ in KIND_CASES.values()) if row(kind)["step"]]
 
 
 @pytest.fixture(scope="module")
@@ -120,12 +119,17 @@ def test_xsa_and_sa_differ(dump_model):
     assert (sa["logits"] - xsa["logits"]).abs().max() > 1e-3
 
 
-@pytest.mark.parametrize("name", ["gated", "gated_elementwise", "xsa_token"])
-def test_new_kinds_change_the_output(dump_model, name):
+def test_the_cases_cover_every_kind_distinctly():
+    assert len(CASES) == len(SWITCH_CASES) + len(KIND_CASES)  # no kind case shadows a switch case
+    assert FIRST_STEP_CASES and all(CASES[n]["attention"] != "sa" for n in FIRST_STEP_CASES)
+
+
+@pytest.mark.parametrize("name", FIRST_STEP_CASES)
+def test_each_kinds_step_changes_the_output(dump_model, name):
     """Guards the kinds' cases: the step moves the logits far beyond the comparison's
     tolerance (the same weights without it, plain attention in every layer, score
-    otherwise), and each gate's gradient is not zero, so a reference or a C++ model that
-    skipped the step, or a gate that never learns, would fail."""
+    otherwise), and the gradient of each parameter of its own (a gate) is not zero, so a
+    reference or a C++ model that skipped the step, or a gate that never learns, would fail."""
     dump = dump_model(name)
     model = GPT.from_checkpoint_dict(dump)
     with torch.no_grad():
@@ -134,8 +138,12 @@ def test_new_kinds_change_the_output(dump_model, name):
             block.attn.step = None
         plain, _ = model(dump["idx"])
     assert (stepped - plain).abs().max() > 1e-3
-    gates = [k for k in dump["grads"] if k.endswith("gate")]
-    assert gates and all(dump["grads"][k].abs().max() > 0 for k in gates), gates
+    kind = KIND_CASES[name][0]
+    sa = {k: v for k, v in dump["config"].items() if k not in own_keys(row(kind))}
+    with torch.device("meta"):
+        plain_model = GPT(GPTConfig.from_dict({**sa, "attention": "sa"}))
+    own = sorted(set(dump["grads"]) - {n for n, _ in plain_model.named_parameters(remove_duplicate=False)})
+    assert all(dump["grads"][k].abs().max() > 0 for k in own), own
 
 
 def test_tanh_and_exact_gelu_differ(dump_model):

@@ -1,9 +1,13 @@
-"""scripts/view/metrics_record.py, the one check of a metrics.jsonl line that plot.py and
-track.py share: the lines the trainer writes pass, nulls where it measured nothing
-included, and a value of another type is named by its key (and layer)."""
+"""scripts/view/metrics_record.py, the one reader of metrics.jsonl that plot.py and track.py
+share: the lines the trainer writes pass, nulls where it measured nothing included, a value
+of another type or a negative step is named by its key (and layer), and a history's losses
+that were not measured are left out of its curves, said in a note."""
 import pytest
 
-from metrics_record import record_problem
+import json
+import re
+
+from metrics_record import MetricsDamage, read_history, record_problem
 
 
 def test_the_trainers_lines_pass():
@@ -19,6 +23,7 @@ def test_the_trainers_lines_pass():
     ([1, 2], "not a JSON object"),
     ({"step": True}, "step is true, not an integer"),
     ({"step": 2.0}, "step is 2.0, not an integer"),
+    ({"step": -5, "tokens": 8, "train_loss": 3.0}, "step is -5; steps count from 0"),
     ({"step": 1, "tokens": 8}, "train_loss is missing; expected a number"),
     ({"step": 1, "tokens": 8, "train_loss": None}, "train_loss is null; expected a number"),
     ({"step": 1, "tokens": 8, "train_loss": 3.0, "mfu": False}, "mfu is false, not a number"),
@@ -30,3 +35,39 @@ def test_the_trainers_lines_pass():
 ])
 def test_each_damage_is_named(line, why):
     assert record_problem(line, required=("tokens", "train_loss")).startswith(why)
+
+
+def write_lines(path, recs):
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return path
+
+
+def test_losses_not_measured_are_left_out_and_said(tmp_path):
+    # As the trainer ends a run that diverged between its step-4 log and its step-6
+    # evaluation (src/train/progress.cpp): the val line holds null (JSON has no NaN).
+    recs = [{"step": 0, "tokens": 0, "val_loss": 5.5}]
+    recs += [{"step": s, "tokens": 8 * s, "train_loss": 5.0 - 0.1 * s} for s in range(1, 5)]
+    recs += [{"step": 3, "tokens": 24, "val_loss": 5.0}, {"step": 6, "tokens": 48, "val_loss": None,
+                                                          "cos_y_v": [None, None]}]
+    recs.sort(key=lambda r: r["step"])
+    h = read_history(write_lines(tmp_path / "m.jsonl", recs))
+    assert [r["step"] for r in h.train] == [1, 2, 3, 4]
+    assert [(r["step"], r["val_loss"]) for r in h.val] == [(0, 5.5), (3, 5.0)]
+    assert h.notes == [f"{tmp_path / 'm.jsonl'}: val_loss is null (not finite: the run diverged) at step 6; "
+                       "left out of its curve, which ends at step 3"]
+
+
+def test_a_resume_past_a_diverged_evaluation_replaces_it(tmp_path):
+    # The null at step 6 was logged by a process a resume from step 4 replaced: it is stale, not a gap.
+    recs = [{"step": 4, "tokens": 32, "val_loss": 5.0}, {"step": 6, "tokens": 48, "val_loss": None},
+            {"step": 5, "tokens": 40, "train_loss": 4.9}, {"step": 6, "tokens": 48, "val_loss": 4.8}]
+    h = read_history(write_lines(tmp_path / "m.jsonl", recs))
+    assert [(r["step"], r["val_loss"]) for r in h.val] == [(4, 5.0), (6, 4.8)] and h.notes == []
+
+
+def test_a_negative_step_is_damage_not_a_restart(tmp_path):
+    # Before: read as a restart from step -5, erasing every line before it without a word.
+    recs = [{"step": s, "tokens": 8 * s, "train_loss": 5.0 - 0.1 * s} for s in range(1, 5)]
+    m = write_lines(tmp_path / "m.jsonl", recs + [{"step": -5, "tokens": 8, "train_loss": 3.0}])
+    with pytest.raises(MetricsDamage, match="^" + re.escape(f"{m}:5: step is -5; steps count from 0")):
+        read_history(m)

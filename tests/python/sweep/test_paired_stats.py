@@ -2,8 +2,6 @@
 degrees of freedom, the quantile by bisection) against scipy.stats: two-sided p-values
 and 95%/99% critical values over df 1..30 and 100, and the paired statistics (mean,
 sd, 95% t interval, ttest_rel's t and p) of random differences of 2..31 and 101 seeds."""
-import json
-import subprocess
 
 import numpy as np
 import pytest
@@ -14,15 +12,8 @@ DFS = list(range(1, 31)) + [100]
 
 
 @pytest.fixture(scope="module")
-def tool(build_dir):
-    path = build_dir / "xsagpt_paired_stats"
-    if not path.exists():
-        pytest.fail(f"{path} not built: cmake --build {build_dir} --target xsagpt_paired_stats")
-
-    def run(query):
-        out = subprocess.run([str(path)], input=json.dumps(query), capture_output=True, text=True, check=True)
-        return json.loads(out.stdout)
-    return run
+def tool(json_tool):
+    return json_tool("xsagpt_paired_stats")
 
 
 def test_p_values_and_critical_values_match_scipy(tool):

@@ -4,11 +4,13 @@ with a message naming them."""
 import json
 import pathlib
 
+import numpy as np
 import pytest
 
 from fig_similarity import layer_curves
 from plot_inputs import load_run, load_sweep, read_metrics, sweep_variants
 from plotfiles import check_png, plot, plot_ok, write_run
+from tinyrun import cpu_config
 
 
 def write_sweep(d: pathlib.Path) -> None:
@@ -302,6 +304,84 @@ def test_a_damaged_value_in_a_metrics_line_is_named(tmp_path, plot_module, capsy
     assert f"{metrics}:{at + 1}: {next(iter(damage))}" in err and "Traceback" not in err, err
     assert not (tmp_path / "out").exists()
 
+
+
+def test_an_appended_negative_step_is_a_damaged_line_not_a_restart(tmp_path, plot_module, capsys):
+    # Before: read as a restart from step -5, which erased the run's history from the figures (exit 0).
+    write_run(tmp_path / "r", "sa", 3.0, resume_at=None)
+    metrics = tmp_path / "r" / "metrics.jsonl"
+    n = len(metrics.read_text().splitlines())
+    with open(metrics, "a") as f:
+        f.write(json.dumps({"step": -5, "tokens": 512, "time_s": 0.1, "train_loss": 3.5}) + "\n")
+    assert plot_module.main([str(tmp_path / "r"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"plot.py: error: {metrics}:{n + 1}: step is -5; steps count from 0" in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_diverged_point_as_the_trainer_writes_it_keeps_the_sweeps_figures(tmp_path, plot_module):
+    # The history of a point that diverged after its step-20 evaluation, as the trainer ends it
+    # (seen from a real run with lr 1e9): a last val line whose loss and similarity bias are
+    # null (JSON has no NaN) and whose gates are null, then failed.json. Before: plot.py refused
+    # the null, exit 2, and none of the sweep's figures was drawn.
+    write_sweep(tmp_path / "sw")
+    s = json.loads((tmp_path / "sw" / "summary.json").read_text())
+    bad = s["points"][3]
+    bad.update(status="failed", final_val_loss=None, final_train_loss=None,
+               error="loss or gradient norm is not finite at step 22; stopping.")
+    s["differences"] = s["differences"][:1]
+    (tmp_path / "sw" / "summary.json").write_text(json.dumps(s))
+    metrics = tmp_path / "sw" / bad["dir"] / "metrics.jsonl"
+    lines = [json.loads(l) for l in metrics.read_text().splitlines()]
+    lines = [l for l in lines if l["step"] <= 20] + [
+        {"cos_y_v": [None, None], "step": 22, "time_s": 2.2, "tokens": 22 * 512, "val_loss": None,
+         "xsa_gate": [{"heads": [None, None], "max": None, "mean": None, "min": None}, None]}]
+    metrics.write_text("".join(json.dumps(l) + "\n" for l in lines))
+    (tmp_path / "sw" / bad["dir"] / "done.json").unlink()
+    proc = plot(tmp_path / "sw", "--out", tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(pathlib.Path(l).name for l in proc.stdout.split()) == ["sweep_curves.png", "sweep_final.png"]
+    assert (f"{metrics}: val_loss is null (not finite: the run diverged) at step 22; left out of its curve, "
+            "which ends at step 20") in proc.stderr
+    # The diverged val curve ends at its last finite value; the others are whole.
+    curves = dict(plot_module.sweep_figures(load_sweep(tmp_path / "sw"), None, False, None))["sweep_curves.png"]
+    val_ends = {line.get_label(): line.get_xdata()[-1] for ax in curves.axes for line in ax.get_lines()
+                if " val" in line.get_label()}
+    assert val_ends == {"sa val": 40 * 512, "xsa val": 40 * 512, "xsa val (failed)": 20 * 512}, val_ends
+
+
+def diverged_sweep(tmp_path, shards, xsagpt, grid: dict):
+    """A real tiny sweep whose lr 1e9 point diverges in its first steps and is evaluated (every
+    2 steps) before its next log (every 4) stops it, so its history ends as the trainer ends a
+    diverged run: a val line with val_loss null. Drawn by the sweep itself."""
+    base = cpu_config(tmp_path, shards, max_steps=8, log_interval=4, eval_interval=2, ckpt_interval=0, grad_clip=0.0)
+    (tmp_path / "sw.json").write_text(json.dumps({"base": str(base), "grid": grid, "out_dir": str(tmp_path / "sw")}))
+    proc = xsagpt("sweep", "-c", tmp_path / "sw.json", check=False, timeout=300)
+    assert proc.returncode == 1 and "1 of " in proc.stderr and "failed" in proc.stderr, proc.stderr
+    return tmp_path / "sw", proc
+
+
+def test_a_sweep_with_a_diverged_point_draws_the_figures_of_the_others(tmp_path, shards, xsagpt):
+    sw, proc = diverged_sweep(tmp_path, shards, xsagpt, {"train.lr": [1e9, 1e-2, 3e-3]})
+    bad = sw / "train.lr=1000000000.0"
+    lines = [json.loads(l) for l in (bad / "metrics.jsonl").read_text().splitlines()]
+    nulls = [l["step"] for l in lines if "val_loss" in l and l["val_loss"] is None]
+    assert nulls, "the case under test: the trainer logged a diverged evaluation as null"
+    # Before: plot.py refused the null line, and the sweep drew no figure at all.
+    assert "plotting failed" not in proc.stderr, proc.stderr
+    assert f"{bad / 'metrics.jsonl'}: val_loss is null (not finite: the run diverged) at step {nulls[0]}" in proc.stderr
+    for name in ("sweep_final.png", "sweep_curves.png"):
+        check_png(sw / "plots" / name)
+    # The diverged curve ends at its last finite value; the good points are drawn whole.
+    sweep = load_sweep(sw)
+    run = sweep.runs[bad.name]
+    finite = [l["step"] for l in lines if "val_loss" in l and l["val_loss"] is not None]
+    assert run.val.step.tolist() == finite and finite and finite[-1] < nulls[0]
+    assert np.isfinite(run.val.loss).all()
+    for good in ("train.lr=0.01", "train.lr=0.003"):
+        assert sweep.runs[good].val.step.tolist() == [0, 2, 4, 6, 8]
+    statuses = {p["name"]: p["status"] for p in sweep.summary["points"]}
+    assert statuses == {bad.name: "failed", "train.lr=0.01": "done", "train.lr=0.003": "done"}
 
 
 @pytest.mark.parametrize("where", ["under_a_file", "under_proc", "figure_taken_by_a_folder"])

@@ -2,10 +2,12 @@
 of the older form: its attention values are its variants, "sa" the baseline) runs to
 completion, summarises four points and two XSA-SA differences, is skipped on a
 second invocation, survives being killed midway, and plots; seeds in the grid give
-each attention's mean and spread; the shipped sweeps validate; one sweep process owns
+each attention's mean and spread; the gap's trend along seq_len is linregress's; the
+shipped sweeps validate; one sweep process owns
 its directory, and a point another process owns is skipped, never recorded as failed.
 Sweeps with named variants: test_variants.py."""
 import json
+import math
 import os
 import signal
 import statistics
@@ -190,6 +192,38 @@ def test_seeds_in_the_grid_give_each_attentions_mean_and_spread(tmp_path, shards
                        "final_val_loss_min,final_val_loss_max")
     cells = rows[1].split(",")
     assert cells[:3] == ["sa", '"1 2 3"', "3"] and float(cells[3]) == pytest.approx(sa["mean"], abs=1e-12)
+
+
+def test_the_gap_along_seq_len_is_the_slope_of_the_paired_differences(tmp_path, shards, xsagpt):
+    """configs/sweeps/paper-seqlen-1.4b.json in miniature (the older form: model.attention's
+    values are the variants): the trend in summary.json and report.md is
+    scipy.stats.linregress of XSA minus SA, read from the runs' done.json, on log2 seq_len,
+    its interval the slope +- t(0.975, n - 2) stderr."""
+    stats = pytest.importorskip("scipy.stats")
+    lens = [8, 16, 32, 64]
+    base = run_config(tmp_path, shards, max_steps=4, eval_interval=4, ckpt_interval=0)
+    spec = {"base": str(base), "grid": {"train.seq_len": lens, "model.attention": ["sa", "xsa"]},
+            "out_dir": str(tmp_path / "sw")}
+    (tmp_path / "s.json").write_text(json.dumps(spec))
+    out = xsagpt("sweep", "-c", tmp_path / "s.json", "--no-plot").stdout
+    sw = tmp_path / "sw"
+    final = {(a, n): json.loads((sw / f"model.attention={a},train.seq_len={n}" / "done.json").read_text())
+             ["final_val_loss"] for a in ("sa", "xsa") for n in lens}
+    diffs = [final[("xsa", n)] - final[("sa", n)] for n in lens]
+    r = stats.linregress([math.log2(n) for n in lens], diffs)
+    half = stats.t.ppf(0.975, len(lens) - 2) * r.stderr
+    assert r.stderr > 0 and len(set(diffs)) == len(lens)  # a real spread about the line
+    trends = json.loads((sw / "summary.json").read_text())["trends"]
+    assert len(trends) == 1
+    t = trends[0]
+    assert (t["key"], t["variant"], t["values"], t["n"], t["df"]) == ("train.seq_len", "xsa", {}, 4, 2)
+    assert t["slope"] == pytest.approx(r.slope, rel=1e-9)
+    assert t["ci95"] == pytest.approx([r.slope - half, r.slope + half], rel=1e-9)
+    assert [l["value"] for l in t["levels"]] == lens
+    assert [l["mean"] for l in t["levels"]] == pytest.approx(diffs, abs=1e-12)
+    row = f"| xsa | train.seq_len | - | {r.slope:+.4f} | [{r.slope - half:+.4f}, {r.slope + half:+.4f}] | 4 |"
+    assert row in (sw / "report.md").read_text()
+    assert "Trend along the grid's numeric keys" in out
 
 
 def test_shipped_sweeps_validate(xsagpt, repo_root):

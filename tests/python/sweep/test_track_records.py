@@ -97,6 +97,17 @@ def test_values_that_are_no_number_are_refused_and_damaged_lines_named(track, tm
     assert capsys.readouterr().err == ""
 
 
+def test_a_negative_step_is_named_as_damage(track, tmp_path, capsys):
+    f = tmp_path / "metrics.jsonl"
+    f.write_text(line(1, 0.1, train_loss=5.0) + line(-5, 0.2, train_loss=4.0) + line(2, 0.3, train_loss=4.9))
+    run = new_run(track, tmp_path)
+    track.mirror(run)
+    # Before: dropped without a word (no step mirrored is below -1).
+    assert [(tag, s) for tag, s, _ in run.sink.logged if tag == "train/loss"] == [("train/loss", 1), ("train/loss", 2)]
+    assert f"{f} line 2: step is -5; steps count from 0" in capsys.readouterr().err
+    assert sorted(run.damaged) == [2]
+
+
 def test_damaged_diagnostics_are_refused_as_losses_are(track, tmp_path, capsys):
     f = tmp_path / "metrics.jsonl"
     gate = [None, {"mean": 0.5, "min": 0.25, "max": 0.75, "heads": [0.25, 0.75]}]
@@ -133,3 +144,27 @@ def test_misuse_is_a_one_line_error(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert "--tensorboard" in proc.stderr and "not a directory" in proc.stderr
+
+
+@pytest.mark.parametrize("where", ["under_a_file", "under_proc", "under_sys", "run_folder_taken_by_a_file"])
+def test_a_tensorboard_folder_that_cannot_be_made_is_one_line_and_exit_2(tmp_path, where):
+    # As plot.py's figures folder: a folder under a file, under /proc (FileNotFoundError), under
+    # /sys (PermissionError, for root too), and a run's own folder in it taken by a file.
+    pytest.importorskip("tensorboard", reason="tensorboard is not installed (requirements-track.txt)")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text(line(1, 0.1, train_loss=5.0))
+    (run / "config.json").write_text("{}")
+    (tmp_path / "file").write_text("")
+    tb = {"under_a_file": tmp_path / "file" / "tb", "under_proc": pathlib.Path("/proc/xsagpt-tb"),
+          "under_sys": pathlib.Path("/sys/xsagpt-tb"), "run_folder_taken_by_a_file": tmp_path / "tb"}[where]
+    if where == "run_folder_taken_by_a_file":  # the run's events go to tb/run
+        tb.mkdir()
+        (tb / "run").write_text("")
+    proc = subprocess.run([sys.executable, TRACK, run, "--tensorboard", tb, "--once"],
+                          capture_output=True, text=True, timeout=120)
+    # Before: a traceback (NotADirectoryError, FileNotFoundError, PermissionError, FileExistsError).
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    err = [l for l in proc.stderr.splitlines() if l.startswith("track.py: error: ")]
+    folder = tb / "run" if where == "run_folder_taken_by_a_file" else tb
+    assert len(err) == 1 and f"{folder}: cannot make the TensorBoard folder" in err[0], proc.stderr

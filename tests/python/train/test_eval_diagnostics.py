@@ -141,3 +141,22 @@ def test_one_token_sequences_are_refused_while_the_bias_is_on_and_train_with_it_
     assert json.loads((tmp_path / "run" / "done.json").read_text())["step"] == 2
     assert (tmp_path / "run" / "checkpoints" / "step_00000002.pt").exists()
     assert "cos_y_v" not in val_lines(tmp_path / "run")[2]
+
+
+def test_a_diverged_evaluation_logs_no_similarity_rather_than_orthogonal(tmp_path, shards, xsagpt):
+    # lr 1e9 without clipping: the weights go NaN within a few steps, and with a log every 4
+    # steps and an evaluation every 2 the trainer evaluates the NaN model before its next log
+    # stops the run. Before: val_loss was null but cos_y_v was 0.0 in every layer ("orthogonal").
+    cfg = write_run_config(tmp_path / "cfg.json", shards, tmp_path / "run", MODEL, lr=1e9, grad_clip=0.0,
+                           max_steps=8, log_interval=4, eval_interval=2, ckpt_interval=0, seq_len=SEQ,
+                           eval_similarity_sequences=SEQUENCES, eval_similarity_positions=POSITIONS)
+    proc = xsagpt("train", "-c", cfg, check=False)
+    assert proc.returncode == 1 and "not finite" in proc.stderr, proc.stderr
+    lines = val_lines(tmp_path / "run")
+    diverged = [l for l in lines.values() if l["val_loss"] is None]
+    measured = [l for l in lines.values() if l["val_loss"] is not None]
+    assert diverged and measured, lines  # the case under test, and a finite one to compare with
+    for l in measured:
+        assert len(l["cos_y_v"]) == MODEL["n_layer"] and all(isinstance(c, float) for c in l["cos_y_v"])
+    for l in diverged:
+        assert l["cos_y_v"] == [None] * MODEL["n_layer"], l

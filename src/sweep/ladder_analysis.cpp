@@ -1,0 +1,428 @@
+// The analysis across a ladder's rungs (sweep/ladder_analysis.h).
+#include "sweep/ladder_analysis.h"
+
+#include "analysis/line_fit.h"
+#include "analysis/paired.h"
+#include "sweep/scaling_fit.h"
+#include "util/error.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
+
+namespace xsagpt {
+
+using json = nlohmann::json;
+
+namespace {
+
+// A ladder's observations indexed: curve 0 is the baseline, then the variants in the
+// options' order; per curve and rung, its seeds' points and their mean compute.
+struct RungPoint {
+  size_t seed;  // index into Ladder::seeds
+  double compute, loss;
+};
+
+struct Ladder {
+  std::vector<std::string> names;
+  std::vector<int64_t> seeds;  // sorted
+  std::vector<int> rungs;      // sorted, every rung of any curve
+  std::vector<std::map<int, std::vector<RungPoint>>> at;
+  std::vector<std::map<int, double>> compute;
+};
+
+Ladder index_ladder(const std::vector<LadderObservation>& obs, const LadderOptions& opt) {
+  if (opt.baseline.empty()) throw ConfigError("ladder analysis: no baseline named");
+  Ladder l;
+  l.names.push_back(opt.baseline);
+  l.names.insert(l.names.end(), opt.variants.begin(), opt.variants.end());
+  std::map<std::string, size_t> curve_of;
+  for (size_t c = 0; c < l.names.size(); ++c)
+    if (!curve_of.try_emplace(l.names[c], c).second)
+      throw ConfigError(fmt::format("ladder analysis: variant '{}' named twice (or as the baseline too)", l.names[c]));
+  std::set<int64_t> seeds;
+  std::set<int> rungs;
+  for (const auto& o : obs)
+    if (curve_of.count(o.variant)) seeds.insert(o.seed), rungs.insert(o.rung);
+  l.seeds.assign(seeds.begin(), seeds.end());
+  l.rungs.assign(rungs.begin(), rungs.end());
+  l.at.resize(l.names.size());
+  l.compute.resize(l.names.size());
+  for (const auto& o : obs) {
+    const auto c = curve_of.find(o.variant);
+    if (c == curve_of.end()) continue;
+    const auto where = fmt::format("ladder analysis: {} at rung {}, seed {}", o.variant, o.rung, o.seed);
+    if (!(o.compute > 0) || !std::isfinite(o.compute))
+      throw ConfigError(fmt::format("{}: compute must be a positive number of FLOPs, got {}", where, o.compute));
+    if (!std::isfinite(o.loss))
+      throw ConfigError(fmt::format("{}: loss must be a finite number, got {}", where, o.loss));
+    const size_t seed = std::lower_bound(l.seeds.begin(), l.seeds.end(), o.seed) - l.seeds.begin();
+    auto& points = l.at[c->second][o.rung];
+    for (const auto& p : points)
+      if (p.seed == seed) throw ConfigError(fmt::format("{}: observed twice", where));
+    points.push_back({seed, o.compute, o.loss});
+  }
+  for (size_t c = 0; c < l.names.size(); ++c)
+    for (const auto& [rung, points] : l.at[c]) {
+      double sum = 0;
+      for (const auto& p : points) sum += p.compute;
+      l.compute[c][rung] = sum / static_cast<double>(points.size());
+    }
+  return l;
+}
+
+enum class ERule { none, zero, shared, free };
+
+struct Rule {
+  ERule kind = ERule::none;
+  std::string why;
+  std::vector<bool> fitted;  // per curve: results at two rungs or more
+};
+
+Rule e_rule(const Ladder& l) {
+  Rule r;
+  size_t fewest = std::numeric_limits<size_t>::max();
+  std::string who;
+  for (size_t c = 0; c < l.names.size(); ++c) {
+    const size_t k = l.at[c].size();
+    r.fitted.push_back(k >= 2);
+    if (k >= 2 && k < fewest) fewest = k, who = l.names[c];
+  }
+  if (!r.fitted[0]) {
+    r.why =
+        fmt::format("the baseline {} has results at {} rung(s): no curve to compare with", l.names[0], l.at[0].size());
+    return r;
+  }
+  r.kind = fewest >= 4 ? ERule::free : fewest == 3 ? ERule::shared : ERule::zero;
+  const char* how = r.kind == ERule::free
+                        ? "E fitted per variant (4 or more rungs leave residuals after E, A and alpha)"
+                    : r.kind == ERule::shared
+                        ? "one E shared by every variant, fitted jointly with each one's A and alpha (E, A and alpha "
+                          "of one curve would pass through 3 rungs exactly, with nothing left to check them)"
+                        : "E = 0, a pure power law (2 rungs fix two parameters and no more)";
+  r.why = fmt::format("{} rungs, the fewest of any fitted curve ({}): {}", fewest, who, how);
+  return r;
+}
+
+const char* rule_name(ERule k) {
+  return k == ERule::free ? "free" : k == ERule::shared ? "shared" : k == ERule::zero ? "zero" : "";
+}
+
+// Every curve fitted by the rule, each seed counted as often as `weight` says (1 for the
+// data; a bootstrap replicate's draw counts).
+std::vector<PowerLawFit> fit_ladder(const Ladder& l, const Rule& rule, const std::vector<double>& weight) {
+  const size_t n = l.names.size();
+  std::vector<CurvePoints> points(n);
+  for (size_t c = 0; c < n; ++c)
+    for (const auto& [rung, ps] : l.at[c])
+      for (const auto& p : ps) points[c].add(p.compute, p.loss, weight[p.seed]);
+  std::vector<PowerLawFit> fits(n);
+  std::vector<size_t> joint;
+  for (size_t c = 0; c < n; ++c) {
+    if (!rule.fitted[c] || rule.kind == ERule::none) {
+      fits[c].points = points[c].points();
+      fits[c].why = rule.fitted[c] ? rule.why : fmt::format("results at {} rung(s): no curve", l.at[c].size());
+    } else if (rule.kind == ERule::shared) {
+      joint.push_back(c);
+    } else {
+      fits[c] = fit_power_law(points[c], rule.kind == ERule::zero ? std::optional<double>(0.0) : std::nullopt);
+    }
+  }
+  if (!joint.empty()) {
+    std::vector<CurvePoints> curves;
+    for (size_t c : joint) curves.push_back(points[c]);
+    const auto shared = fit_shared_e(curves);
+    for (size_t i = 0; i < joint.size(); ++i) fits[joint[i]] = shared[i];
+  }
+  return fits;
+}
+
+// The baseline's compute to reach the variant's fitted loss at compute C, as the
+// multiplier C / that; 0 where the baseline never reaches it (the limit as its
+// compute grows without bound).
+double multiplier_at(const PowerLaw& base, const PowerLaw& variant, double compute) {
+  const auto needed = base.compute_at(variant.loss(compute));
+  return needed ? compute / *needed : 0.0;
+}
+
+// What one set of fits says, per variant (index c - 1 for curve c): the multiplier at
+// each rung (empty where the variant has no result there), the trend's slope (empty
+// where a multiplier is 0 or fewer than two rungs have one), and the multiplier at each
+// compute of extrapolate_to. Variants without a fit have empty rows.
+struct Figures {
+  std::vector<std::vector<std::optional<double>>> multiplier;
+  std::vector<std::optional<double>> slope;
+  std::vector<std::vector<double>> extrapolated;
+};
+
+Figures figures_of(const Ladder& l, const std::vector<PowerLawFit>& fits, const LadderOptions& opt) {
+  Figures f;
+  const size_t variants = l.names.size() - 1;
+  f.multiplier.resize(variants);
+  f.slope.resize(variants);
+  f.extrapolated.resize(variants);
+  for (size_t v = 0; v < variants; ++v) {
+    const auto& base = fits[0].law;
+    const auto& mine = fits[v + 1].law;
+    if (!base || !mine) continue;
+    std::vector<double> log_c, log_m;
+    bool zero = false;
+    for (int rung : l.rungs) {
+      const auto c = l.compute[v + 1].find(rung);
+      if (c == l.compute[v + 1].end()) {
+        f.multiplier[v].push_back(std::nullopt);
+        continue;
+      }
+      const double m = multiplier_at(*base, *mine, c->second);
+      f.multiplier[v].push_back(m);
+      zero = zero || m == 0;
+      if (m > 0) log_c.push_back(std::log(c->second)), log_m.push_back(std::log(m));
+    }
+    if (const auto line = fit_line(log_c, log_m); line && !zero) f.slope[v] = line->slope;
+    for (const auto& [name, compute] : opt.extrapolate_to)
+      f.extrapolated[v].push_back(multiplier_at(*base, *mine, compute));
+  }
+  return f;
+}
+
+// The bootstrap's replicates of every figure, per variant (and rung, or extrapolation).
+struct Replicates {
+  std::vector<std::vector<std::vector<double>>> multiplier, extrapolated;
+  std::vector<std::vector<double>> slope;
+  std::vector<int64_t> slope_left_out;
+  int64_t kept = 0, dropped = 0;
+};
+
+// An index in [0, n), by rejection so every index is equally likely and the draws are the
+// same with every standard library (uniform_int_distribution's algorithm is the library's).
+size_t ladder_draw(std::mt19937_64& rng, size_t n) {
+  const uint64_t top = std::numeric_limits<uint64_t>::max();
+  const uint64_t limit = top - top % n;
+  uint64_t x = 0;
+  do x = rng();
+  while (x >= limit);
+  return static_cast<size_t>(x % n);
+}
+
+Replicates bootstrap(const Ladder& l, const Rule& rule, const std::vector<PowerLawFit>& fits,
+                     const LadderOptions& opt) {
+  const size_t variants = l.names.size() - 1;
+  Replicates r;
+  r.multiplier.assign(variants, std::vector<std::vector<double>>(l.rungs.size()));
+  r.extrapolated.assign(variants, std::vector<std::vector<double>>(opt.extrapolate_to.size()));
+  r.slope.resize(variants);
+  r.slope_left_out.assign(variants, 0);
+  std::mt19937_64 rng(opt.rng_seed);
+  std::vector<double> weight(l.seeds.size());
+  for (int b = 0; b < opt.bootstrap; ++b) {
+    std::fill(weight.begin(), weight.end(), 0.0);
+    for (size_t i = 0; i < l.seeds.size(); ++i) weight[ladder_draw(rng, l.seeds.size())] += 1;
+    const auto refit = fit_ladder(l, rule, weight);
+    bool failed = false;
+    for (size_t c = 0; c < fits.size(); ++c) failed = failed || (fits[c].law && !refit[c].law);
+    if (failed) {
+      ++r.dropped;
+      continue;
+    }
+    ++r.kept;
+    const auto f = figures_of(l, refit, opt);
+    for (size_t v = 0; v < variants; ++v) {
+      if (!fits[0].law || !fits[v + 1].law) continue;
+      for (size_t i = 0; i < l.rungs.size(); ++i)
+        if (f.multiplier[v][i]) r.multiplier[v][i].push_back(*f.multiplier[v][i]);
+      for (size_t e = 0; e < opt.extrapolate_to.size(); ++e) r.extrapolated[v][e].push_back(f.extrapolated[v][e]);
+      if (f.slope[v])
+        r.slope[v].push_back(*f.slope[v]);
+      else
+        ++r.slope_left_out[v];
+    }
+  }
+  return r;
+}
+
+// The 2.5th and 97.5th percentiles (linear between order statistics, numpy's default); null without replicates.
+json percentile_ci(std::vector<double> xs) {
+  if (xs.empty()) return nullptr;
+  std::sort(xs.begin(), xs.end());
+  auto at = [&](double q) {
+    const double pos = q * static_cast<double>(xs.size() - 1);
+    const size_t i = static_cast<size_t>(pos);
+    return i + 1 < xs.size() ? xs[i] + (pos - static_cast<double>(i)) * (xs[i + 1] - xs[i]) : xs[i];
+  };
+  return json::array({at(0.025), at(0.975)});
+}
+
+json fits_json(const Ladder& l, const std::vector<PowerLawFit>& fits) {
+  json out = json::object();
+  for (size_t c = 0; c < l.names.size(); ++c) {
+    const auto& f = fits[c];
+    const auto points = std::llround(f.points);
+    out[l.names[c]] =
+        f.law ? json{{"E", f.law->E}, {"A", f.law->A}, {"alpha", f.law->alpha}, {"points", points}, {"rmse", f.rmse()}}
+              : json{{"points", points}, {"why", f.why}};
+  }
+  return out;
+}
+
+// Why curve c has no multiplier at `compute` from these fits.
+std::string no_multiplier(const Ladder& l, size_t c, const std::vector<PowerLawFit>& fits, double compute) {
+  if (!fits[0].law) return fmt::format("no curve for the baseline {}: {}", l.names[0], fits[0].why);
+  if (!fits[c].law) return fmt::format("no curve for {}: {}", l.names[c], fits[c].why);
+  return fmt::format("{}'s fitted loss there, {:.6g}, is at or below {}'s E, {:.6g}: the baseline never reaches it",
+                     l.names[c], fits[c].law->loss(compute), l.names[0], fits[0].law->E);
+}
+
+json optional_ci(const std::optional<Replicates>& reps, const std::vector<double>& xs) {
+  return reps ? percentile_ci(xs) : json(nullptr);
+}
+
+// A variant at one rung: what was observed there, paired with the baseline by seed, and
+// what the fits say.
+json rung_variant(const Ladder& l, size_t c, size_t ri, const std::vector<PowerLawFit>& fits, const Figures& f,
+                  const std::optional<Replicates>& reps) {
+  const int rung = l.rungs[ri];
+  const auto& mine = l.at[c].at(rung);
+  const double compute = l.compute[c].at(rung);
+  std::vector<double> diffs;
+  double sum = 0;
+  for (const auto& p : mine) {
+    sum += p.loss;
+    const auto base = l.at[0].find(rung);
+    if (base == l.at[0].end()) continue;
+    for (const auto& q : base->second)
+      if (q.seed == p.seed) diffs.push_back(p.loss - q.loss);
+  }
+  const auto d = paired_stats(diffs);
+  json j = {{"compute", compute},
+            {"loss", sum / static_cast<double>(mine.size())},
+            {"fitted_loss", fits[c].law ? json(fits[c].law->loss(compute)) : json(nullptr)},
+            {"n", mine.size()},
+            {"pairs", d.n},
+            {"difference", d.n > 0 ? json(d.mean) : json(nullptr)},
+            {"difference_ci95", d.ci_low ? json::array({*d.ci_low, *d.ci_high}) : json(nullptr)},
+            {"multiplier", nullptr},
+            {"multiplier_ci95", nullptr}};
+  const auto& m = f.multiplier[c - 1];
+  if (!m.empty() && m[ri] && *m[ri] > 0) j["multiplier"] = *m[ri];
+  if (!m.empty()) j["multiplier_ci95"] = optional_ci(reps, reps ? reps->multiplier[c - 1][ri] : std::vector<double>{});
+  if (j["multiplier"].is_null()) j["why"] = no_multiplier(l, c, fits, compute);
+  return j;
+}
+
+json rungs_json(const Ladder& l, const std::vector<PowerLawFit>& fits, const Figures& f,
+                const std::optional<Replicates>& reps) {
+  json out = json::array();
+  for (size_t ri = 0; ri < l.rungs.size(); ++ri) {
+    const int rung = l.rungs[ri];
+    json r = {{"rung", rung}, {"baseline", nullptr}, {"variants", json::object()}};
+    if (const auto b = l.at[0].find(rung); b != l.at[0].end()) {
+      double sum = 0;
+      for (const auto& p : b->second) sum += p.loss;
+      r["baseline"] = {{"compute", l.compute[0].at(rung)},
+                       {"loss", sum / static_cast<double>(b->second.size())},
+                       {"n", b->second.size()}};
+    }
+    for (size_t c = 1; c < l.names.size(); ++c)
+      if (l.at[c].count(rung)) r["variants"][l.names[c]] = rung_variant(l, c, ri, fits, f, reps);
+    out.push_back(r);
+  }
+  return out;
+}
+
+json trend_json(const Ladder& l, const std::vector<PowerLawFit>& fits, const Figures& f,
+                const std::optional<Replicates>& reps) {
+  json out = json::object();
+  for (size_t c = 1; c < l.names.size(); ++c) {
+    const auto& slope = f.slope[c - 1];
+    if (slope) {
+      out[l.names[c]] = {{"slope", *slope},
+                         {"ci95", optional_ci(reps, reps ? reps->slope[c - 1] : std::vector<double>{})},
+                         {"left_out", reps ? reps->slope_left_out[c - 1] : 0}};
+      continue;
+    }
+    std::string why = "fewer than two rungs with a multiplier";
+    if (!fits[0].law || !fits[c].law) why = no_multiplier(l, c, fits, 0.0);
+    for (size_t ri = 0; ri < f.multiplier[c - 1].size(); ++ri)
+      if (f.multiplier[c - 1][ri] == 0.0)
+        why = fmt::format("at rung {} the baseline never reaches {}'s loss (multiplier 0): log 0 has no slope",
+                          l.rungs[ri], l.names[c]);
+    out[l.names[c]] = {{"slope", nullptr}, {"ci95", nullptr}, {"why", why}};
+  }
+  return out;
+}
+
+json extrapolation_json(const Ladder& l, const std::vector<PowerLawFit>& fits, const Figures& f,
+                        const std::optional<Replicates>& reps, const LadderOptions& opt) {
+  json out = json::object();
+  for (size_t c = 1; c < l.names.size(); ++c) {
+    double low = std::numeric_limits<double>::infinity(), high = 0;
+    for (const auto& [rung, compute] : l.compute[c]) low = std::min(low, compute), high = std::max(high, compute);
+    json list = json::array();
+    for (size_t e = 0; e < opt.extrapolate_to.size(); ++e) {
+      const auto& [name, compute] = opt.extrapolate_to[e];
+      json x = {{"name", name},
+                {"compute", compute},
+                {"multiplier", nullptr},
+                {"ci95", nullptr},
+                {"extrapolation", compute < low * (1 - 1e-12) || compute > high * (1 + 1e-12)}};
+      const auto& m = f.extrapolated[c - 1];
+      if (!m.empty()) {
+        if (m[e] > 0) x["multiplier"] = m[e];
+        x["ci95"] = optional_ci(reps, reps ? reps->extrapolated[c - 1][e] : std::vector<double>{});
+      }
+      if (x["multiplier"].is_null()) x["why"] = no_multiplier(l, c, fits, compute);
+      list.push_back(x);
+    }
+    out[l.names[c]] = list;
+  }
+  return out;
+}
+
+json bootstrap_json(const Ladder& l, const Rule& rule, const std::optional<Replicates>& reps,
+                    const LadderOptions& opt) {
+  if (l.seeds.size() < 2) return {{"none", "one seed: no interval"}};
+  if (rule.kind == ERule::none) return {{"none", "no fit: no interval"}};
+  if (!reps) return {{"none", fmt::format("{} bootstrap replicates asked for: no interval", opt.bootstrap)}};
+  json j = {{"replicates", opt.bootstrap},
+            {"kept", reps->kept},
+            {"dropped", reps->dropped},
+            {"rng_seed", opt.rng_seed},
+            {"method",
+             "paired percentile bootstrap over seeds: each replicate draws as many seeds with replacement, a seed "
+             "bringing all its rungs for every variant; every curve refitted by the same E rule; 95% interval: the "
+             "2.5th and 97.5th percentiles; a replicate whose fit fails is dropped; one where the baseline never "
+             "reaches a variant's loss counts that multiplier as 0"}};
+  if (reps->dropped * 20 > opt.bootstrap)
+    j["warning"] = fmt::format(
+        "{} of {} replicates dropped (a fit failed): the intervals describe the resamples the curves could be fitted "
+        "to",
+        reps->dropped, opt.bootstrap);
+  return j;
+}
+
+}  // namespace
+
+json ladder_analysis(const std::vector<LadderObservation>& obs, const LadderOptions& opt) {
+  const auto l = index_ladder(obs, opt);
+  const auto rule = e_rule(l);
+  const auto fits = fit_ladder(l, rule, std::vector<double>(l.seeds.size(), 1.0));
+  const auto figures = figures_of(l, fits, opt);
+  std::optional<Replicates> reps;
+  if (l.seeds.size() >= 2 && rule.kind != ERule::none && opt.bootstrap > 0) reps = bootstrap(l, rule, fits, opt);
+  return {{"baseline", opt.baseline},
+          {"e_rule", rule.kind == ERule::none ? json(nullptr) : json(rule_name(rule.kind))},
+          {"e_rule_why", rule.why},
+          {"seeds", l.seeds.size()},
+          {"bootstrap", bootstrap_json(l, rule, reps, opt)},
+          {"fits", fits_json(l, fits)},
+          {"rungs", rungs_json(l, fits, figures, reps)},
+          {"trend", trend_json(l, fits, figures, reps)},
+          {"extrapolation", extrapolation_json(l, fits, figures, reps, opt)}};
+}
+
+}  // namespace xsagpt

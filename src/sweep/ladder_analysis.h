@@ -1,0 +1,98 @@
+// Ladders, the analysis across rungs: does a variant's win over the baseline grow with
+// scale? A ladder runs every variant at several sizes (rungs) and seeds; this fits each
+// variant's final val loss against its training compute with a power law
+// (sweep/scaling_fit.h), L(C) = E + A C^-alpha, and turns the gap between the fitted
+// curves into compute: at each rung, the variant's compute over the compute the
+// baseline's curve needs to reach the variant's loss. Comparing curves, not single
+// runs, is what lets the answer be read across sizes and carried past the ladder.
+//
+// The rule for E (the loss no amount of compute removes) counts the ladder's rungs,
+// because a curve with three parameters fitted to three rungs passes through them with
+// nothing left to check it: with 4 or more rungs E is fitted per variant ("free"); with
+// 3, one E is shared by every variant ("shared": a joint fit, one E and per variant A and
+// alpha, so 3 rungs per variant leave a residual); with 2 rungs E = 0 ("zero": a pure
+// power law, the only two-parameter curve the rule can fit). The count is the fewest
+// rungs of any variant with a fit (the baseline and every variant with 2 or more).
+//
+// The variant's loss at a rung is its FITTED loss at its compute there (not the
+// observed mean): smooth across rungs, the same curve that extrapolation reads, and one
+// noisy rung moves the curve rather than the multiplier alone. Below 1 the variant is
+// better (the iso-loss convention of sweep/iso_loss.h). Where the variant's fitted loss
+// is at or below the baseline's E the baseline never reaches it: no multiplier, and
+// "why" says so.
+//
+// Intervals: a paired bootstrap over seeds. A replicate draws as many seeds as there are,
+// with replacement (std::mt19937_64 seeded by rng_seed: the same inputs give the same
+// intervals); a drawn seed brings all its rungs for every variant, baseline included;
+// every curve is refitted by the same E rule and every figure recomputed; the 95%
+// interval is the 2.5th and 97.5th percentiles of the kept replicates. A replicate in
+// which a fit fails (the baseline's, or one of a variant whose fit on all the data
+// succeeded) is dropped and counted. A replicate in which the baseline never reaches a
+// variant's loss counts that multiplier as 0 (its limit: the baseline would need
+// unbounded compute) and leaves that variant's trend out (counted in "left_out").
+// With one seed there is nothing to resample: no interval, and the output says so.
+// With few seeds the percentile interval is too narrow (about 0.83 coverage at 5 seeds,
+// 0.90 at 12: docs/sweeps-and-plots.md), and it carries the seeds' noise, not the power
+// law's own error.
+//
+// The trend: the least-squares slope of log multiplier against log compute over the
+// rungs, with its bootstrap interval. Below 0 the multiplier falls as compute grows: the
+// win grows with scale. 0 is a constant multiplier.
+//
+// Also per rung: the observed paired difference (variant minus baseline final val loss,
+// per seed present in both) with its Student-t 95% interval (analysis/paired.h).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace xsagpt {
+
+// One finished run of a ladder: its variant, rung (any integer; rungs are ordered by
+// it), seed, training compute (FLOPs, > 0) and final val loss.
+struct LadderObservation {
+  std::string variant;
+  int rung;
+  int64_t seed;
+  double compute;
+  double loss;
+};
+
+struct LadderOptions {
+  std::string baseline;
+  std::vector<std::string> variants;                           // non-baseline
+  std::vector<std::pair<std::string, double>> extrapolate_to;  // name, compute (FLOPs)
+  int bootstrap = 2000;                                        // replicates
+  uint64_t rng_seed = 0;
+};
+
+// The analysis as JSON. Observations of variants named nowhere in `opt` are ignored; a
+// compute that is not a positive number, a loss that is not finite, or two observations
+// of one variant, rung and seed throw ConfigError naming them.
+//
+// {"baseline": name,
+//  "e_rule": "free" | "shared" | "zero" | null (fewer than two rungs: no fit),
+//  "e_rule_why": the rule and the rung count it read,
+//  "seeds": number of distinct seeds,
+//  "bootstrap": {"replicates", "kept", "dropped", "rng_seed", "method", "warning" (past 5%
+//                dropped)} or {"none": why: "one seed: no interval", no fit, 0 replicates},
+//  "fits": {variant (baseline included): {"E", "A", "alpha", "points", "rmse"}
+//           or {"points", "why"} where the curve could not be fitted},
+//  "rungs": [{"rung" (every rung of any curve, in order),
+//             "baseline": {"compute", "loss" (observed mean), "n"} (null without results there),
+//             "variants": {v: {"compute", "loss" (observed mean), "fitted_loss", "n", "pairs" (seeds
+//                              in both),
+//                              "difference" (mean paired difference), "difference_ci95" ([lo, hi] or null),
+//                              "multiplier" (or null), "multiplier_ci95" ([lo, hi] or null),
+//                              "why" (when the multiplier is null)}}}],
+//  "trend": {v: {"slope", "ci95", "left_out"} or {"slope": null, "ci95": null, "why"}},
+//  "extrapolation": {v: [{"name", "compute", "multiplier" (or null), "ci95" (or null),
+//                         "extrapolation" (true: beyond the ladder's computes), "why" (when null)}]}}
+// A compute is the mean over a rung's seeds; a variant's multiplier is at its own compute.
+nlohmann::json ladder_analysis(const std::vector<LadderObservation>& obs, const LadderOptions& opt);
+
+}  // namespace xsagpt

@@ -1,0 +1,96 @@
+"""The power-law fit L(C) = E + A C^-alpha of src/sweep/scaling_fit.h against
+scipy.optimize.curve_fit on the same points (E fitted, E = 0, one E shared by three
+curves), and the least-squares line of src/analysis/line_fit.h (the dial trend's slope
+and its t interval) against scipy.stats.linregress. Synthetic ladders with chosen
+parameters and seeded noise; xsagpt's fit needs no starting point, curve_fit is given
+the true parameters as one (so both find the same least-squares minimum)."""
+
+import numpy as np
+import pytest
+
+optimize = pytest.importorskip("scipy.optimize")  # the eval extra (requirements-eval.txt)
+stats = pytest.importorskip("scipy.stats")
+
+COMPUTES = np.array([1e17, 4e17, 1.6e18, 6.4e18, 2.56e19, 1.024e20])
+REF = 1e18  # scipy fits A at 1e18 FLOPs (well conditioned); A itself is A_ref * REF**alpha
+
+
+@pytest.fixture(scope="module")
+def tool(json_tool):
+    return json_tool("xsagpt_scaling_fit")
+
+
+def ladder(rng, E, excess, alpha, computes, seeds, noise):
+    c = np.repeat(computes, seeds)
+    return c, E + excess * (c / REF) ** -alpha + rng.normal(0, noise, c.size)
+
+
+def law(c, E, a, alpha):
+    return E + a * (c / REF) ** -alpha
+
+
+def assert_same_fit(got, E, a_ref, alpha, rel=1e-3):
+    assert "why" not in got, got
+    assert got["alpha"] == pytest.approx(alpha, rel=rel)
+    assert got["E"] == pytest.approx(E, rel=rel, abs=1e-9)
+    assert got["A"] == pytest.approx(a_ref * REF ** alpha, rel=rel)
+
+
+def test_power_law_fits_match_curve_fit(tool):
+    rng = np.random.default_rng(3)
+    cases = []
+    for E, excess, alpha, seeds, noise in [(1.8, 1.2, 0.28, 5, 0.003), (2.4, 0.8, 0.15, 3, 0.002),
+                                           (1.2, 2.0, 0.5, 8, 0.01), (3.1, 0.5, 0.35, 4, 0.001)]:
+        cases.append((E, excess, alpha, *ladder(rng, E, excess, alpha, COMPUTES, seeds, noise)))
+    got = tool({"fits": [{"compute": list(c), "loss": list(y), "e": None} for *_, c, y in cases] +
+                        [{"compute": list(c), "loss": list(y), "e": 0} for *_, c, y in cases]})["fits"]
+    free, zero = got[:len(cases)], got[len(cases):]
+    for (E, excess, alpha, c, y), g, z in zip(cases, free, zero):
+        p, _ = optimize.curve_fit(law, c, y, p0=[E, excess, alpha], bounds=([0, 0, 1e-4], [np.inf, np.inf, 10]),
+                                  xtol=1e-14, ftol=1e-14, gtol=1e-14, max_nfev=100000)
+        assert abs(p[2] / alpha - 1) > 1e-4  # the noise moved the fit off the chosen law: a real comparison
+        assert_same_fit(g, *p)
+        assert g["sse"] <= np.sum((y - law(c, *p)) ** 2) * (1 + 1e-9)  # ours is no worse a minimum
+        q, _ = optimize.curve_fit(lambda c, a, al: law(c, 0.0, a, al), c, y, p0=[E + excess, 0.05],
+                                  bounds=([0, 1e-4], [np.inf, 10]), xtol=1e-14, ftol=1e-14, gtol=1e-14)
+        assert_same_fit(z, 0.0, *q)
+
+
+def test_a_shared_e_matches_curve_fit_on_the_stacked_curves(tool):
+    rng = np.random.default_rng(4)
+    laws = [(1.0, 0.3), (0.9, 0.36), (1.15, 0.25)]
+    curves = [ladder(rng, 1.7, ex, al, COMPUTES[[0, 2, 4]], 4, 0.004) for ex, al in laws]
+    got = tool({"shared": [[{"compute": list(c), "loss": list(y)} for c, y in curves]]})["shared"][0]
+    which = np.concatenate([np.full(c.size, i) for i, (c, _) in enumerate(curves)])
+    cs, ys = np.concatenate([c for c, _ in curves]), np.concatenate([y for _, y in curves])
+
+    def stacked(i_and_c, E, *ps):
+        i, c = i_and_c
+        a, al = np.array(ps[0::2])[i.astype(int)], np.array(ps[1::2])[i.astype(int)]
+        return E + a * (c / REF) ** -al
+
+    p0 = [1.7] + [v for ex_al in laws for v in ex_al]
+    p, _ = optimize.curve_fit(stacked, (which, cs), ys, p0=p0, xtol=1e-14, ftol=1e-14, gtol=1e-14, maxfev=100000)
+    assert abs(p[0] - 1.7) > 1e-4  # not the chosen E again
+    for i, g in enumerate(got):
+        assert_same_fit(g, p[0], p[1 + 2 * i], p[2 + 2 * i])
+
+
+def test_least_squares_line_and_its_interval_match_linregress(tool):
+    rng = np.random.default_rng(5)
+    lines = []
+    for n in [3, 4, 6, 12, 30]:
+        x = np.log2(rng.choice([512, 1024, 2048, 4096, 8192, 16384], n))
+        while len(set(x)) < 2:
+            x = np.log2(rng.choice([512, 1024, 2048, 4096, 8192, 16384], n))
+        lines.append((x, 0.01 - 0.004 * x + rng.normal(0, 0.003, n)))
+    got = tool({"lines": [{"x": list(x), "y": list(y)} for x, y in lines] + [{"x": [1, 1, 1], "y": [1, 2, 3]}]})
+    for (x, y), g in zip(lines, got["lines"]):
+        r = stats.linregress(x, y)
+        half = stats.t.ppf(0.975, len(x) - 2) * r.stderr
+        assert half > 1e-4  # a real spread
+        assert g["slope"] == pytest.approx(r.slope, rel=1e-10)
+        assert g["intercept"] == pytest.approx(r.intercept, rel=1e-10, abs=1e-13)
+        assert g["se"] == pytest.approx(r.stderr, rel=1e-9)
+        assert g["ci"] == pytest.approx([r.slope - half, r.slope + half], rel=1e-9)
+    assert got["lines"][-1] is None  # one value of x: no line
