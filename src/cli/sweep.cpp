@@ -20,7 +20,7 @@ int sweep(int argc, char** argv) {
       "t-test p), also at the baseline's wall-clock time and token count (docs/sweeps-and-plots.md).");
   // clang-format off
   opts.add_options()
-    ("c,config", "sweep file (see configs/sweeps/; variants-tiny.json compares six attention variants on CPU)", cxxopts::value<std::string>())
+    ("c,config", "sweep file (see configs/sweeps/; variants-tiny.json compares attention variants on CPU)", cxxopts::value<std::string>())
     ("dry-run", "print the grid, the resolved runs and each point's memory estimate on the device it would use (marking points that cannot fit), without training")
     ("force", "continue in a sweep directory made from a different sweep file; points whose resolved run "
               "config changed are run again from the start (their old results are discarded)")

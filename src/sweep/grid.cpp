@@ -1,6 +1,7 @@
 #include "sweep/grid.h"
 
 #include "config/attention_kinds.h"
+#include "config/config_diff.h"
 #include "sweep/progress.h"
 #include "util/atomic_file.h"
 
@@ -156,12 +157,16 @@ std::vector<std::string> constant_token_overrides(const RunConfig& base, int64_t
           fmt::format("train.batch_tokens={}", step_tokens)};
 }
 
-// A new point must differ from those before it in name and in resolved config: two
-// grid values can spell one setting (1 and 1.0, 1e-3 and 0.001), and the same run
-// twice would count as two seeds or two learning rates. Each point's resolved config
-// is made once and looked up among those before it (ordered by json's own comparison,
-// so 1 and 1.0 still meet): n log n for a grid of n points, where comparing every
-// pair made a grid of thousands take minutes.
+// A new point must differ from those before it in name and in what its config means
+// (config/config_diff.h: saved_meaning, as a resume and a continued sweep read it): two
+// grid values can spell one setting (1 and 1.0, 1e-3 and 0.001), two variants can
+// spell one model (gated, and gated with model.out_gate at its default "headwise"),
+// and the same run twice would count as two seeds, two learning rates or two arms of
+// a comparison. Refused rather than merged: a variant the user named would otherwise
+// vanish from the tables without a word. Each point's meaning is made once and looked
+// up among those before it (ordered by json's own comparison, so 1 and 1.0 still
+// meet): n log n for a grid of n points, where comparing every pair made a grid of
+// thousands take minutes.
 class DistinctPoints {
  public:
   explicit DistinctPoints(std::string path) : path_(std::move(path)) {}
@@ -171,13 +176,14 @@ class DistinctPoints {
           fmt::format("{}: grid: two points are both named {} (a value listed twice, e.g. 1e-3 "
                       "and 0.001?)",
                       path_, p.name));
-    json resolved = to_json(p.config);
-    resolved.erase("out_dir");
-    const auto [it, added] = configs_.try_emplace(std::move(resolved), p.name);
+    json meaning = saved_meaning(to_json(p.config));
+    meaning.erase("out_dir");
+    meaning.erase("variant");  // the model's name as written: the model itself is compared
+    const auto [it, added] = configs_.try_emplace(std::move(meaning), p.name);
     if (!added)
       throw ConfigError(
           fmt::format("{}: grid: points {} and {} resolve to the same run config (a value listed "
-                      "twice in two spellings?); list each setting once",
+                      "twice in two spellings, or a key set to its default?); list each setting once",
                       path_, it->second, p.name));
   }
 

@@ -10,10 +10,10 @@ products are its step's matrices, in each layer that takes the step.
 """
 import dataclasses
 
-# Whether `xsagpt info` counts a kind's own products (the FLOP hooks of a kind's row).
-# While it does not, every kind's count is SA's; once it does, the count is SA's plus
-# the kind's STEP_MATMUL. The one switch to flip when the binary starts counting them.
-INFO_COUNTS_STEP_PRODUCTS = False
+# Whether `xsagpt info` counts a kind's own products: it does, through the flops hook of
+# each kind's row (src/model/attention_kinds.cpp), so the count is SA's plus the kind's
+# STEP_MATMUL. False would hold it to SA's alone, as before the rows counted them.
+INFO_COUNTS_STEP_PRODUCTS = True
 
 
 @dataclasses.dataclass(frozen=True)
