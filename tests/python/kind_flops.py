@@ -10,12 +10,6 @@ products are its step's matrices, in each layer that takes the step.
 """
 import dataclasses
 
-# Whether `xsagpt info` counts a kind's own products: it does, through the flops hook of
-# each kind's row (src/model/attention_kinds.cpp), so the count is SA's plus the kind's
-# STEP_MATMUL. False would hold it to SA's alone, as before the rows counted them.
-INFO_COUNTS_STEP_PRODUCTS = True
-
-
 @dataclasses.dataclass(frozen=True)
 class Model:
     """The model keys the count reads, with src/config/model_config.h's defaults."""
