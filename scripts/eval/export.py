@@ -68,7 +68,7 @@ HF_CODE = ROOT / "scripts" / "eval" / "hf"  # configuration_xsagpt.py, modeling_
 GPT2_DIR = ROOT / "data" / "gpt2"  # encoder.json, vocab.bpe: transformers' vocab.json and merges.txt
 
 
-# model.attention's values (the rows of src/model/attention_kinds.cpp; `xsagpt config
+# model.attention's values (the rows of src/config/attention_kinds.cpp; `xsagpt config
 # --json` lists them) by the conventions section that describes their step: XSA's step
 # (conventions.xsa, its gate per head or per token) or the output gate
 # (conventions.out_gate). The exporter writes down each kind's formula, so it names the
@@ -93,7 +93,7 @@ def attention_kind(m: dict) -> str:
 
 def step_layer_indices(m: dict, section: str) -> list[int]:
     """The layers whose step conventions[section] describes, resolved once from the model
-    config as ModelConfig::uses_step does: model.attention, then, for a kind that owns it,
+    config as AttentionSpec::uses_step does: model.attention, then, for a kind that owns it,
     model.xsa_layers (null: every layer; "last N"; or a list of indices)."""
     kind = attention_kind(m)
     n_layer = int(m.get("n_layer", 12))

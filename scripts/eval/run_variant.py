@@ -1,6 +1,6 @@
 """A run's variant name, as `xsagpt eval` reports it and the tools label runs by it
 ("sa", "xsa layers=last 3 gate=sa", "sa sinks=1"). xsagpt computes it in one place
-(src/config/model_config.cpp: ModelConfig::variant) and writes it into each run's
+(src/config/attention_spec.cpp: AttentionSpec::name) and writes it into each run's
 config.json as "variant"; a run older than that has only its model keys, and gets
 the same rule here. table2.py imports this module beside it; scripts/view/plot.py
 loads it from this file."""

@@ -74,8 +74,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 @functools.cache
 def variant_keys() -> frozenset[str]:
     """The model keys that make the variant, not the model: attention, n_sink and each
-    attention kind's own keys and options, as `xsagpt config --json` lists them (the
-    kinds' table, src/model/attention_kinds.cpp), so a kind added there is paired
+    attention kind's own keys, as `xsagpt config --json` lists them (the kinds' table,
+    src/config/attention_kinds.cpp), so a kind added there is paired
     here without an edit. Asked only when a variant has several baseline models to
     choose from."""
     binary = pathlib.Path(os.environ.get("XSAGPT_BIN") or ROOT / "build" / "xsagpt")
@@ -85,7 +85,7 @@ def variant_keys() -> frozenset[str]:
                  f"or set XSAGPT_BIN")
     kinds = json.loads(subprocess.run([str(binary), "config", "--json"], check=True, capture_output=True,
                                       text=True).stdout)["attention_kinds"]
-    return frozenset({"attention", "n_sink"} | {k for kind in kinds for k in [*kind["keys"], *kind["options"]]})
+    return frozenset({"attention", "n_sink"} | {k for kind in kinds for k in kind["keys"]})
 
 
 def run_config(checkpoint: str) -> dict | None:

@@ -40,7 +40,7 @@ _JSON_KINDS = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (st
 
 
 # model.attention's values, each with the keys it owns and, for its own options, their
-# values (the first the default): as the rows of src/model/attention_kinds.cpp. The
+# values (the first the default): as the rows of src/config/attention_kinds.cpp. The
 # reference spells them because it is the C++ model's independent twin.
 ATTENTION_KINDS = {
     "sa": {},
@@ -55,7 +55,7 @@ GELU_KINDS = {"exact": "none", "tanh": "tanh"}
 
 
 @dataclasses.dataclass(frozen=True)
-class LayerVariant:
+class LayerStep:
     """What one attention layer computes, resolved once from the config."""
     step: Optional[str] = None  # the kind whose step the layer applies; None: plain attention
     gated: bool = False  # XSA with a learned per-head gate tanh(alpha) on its term
@@ -119,11 +119,11 @@ class GPTConfig:
             return set(range(self.n_layer - int(self.xsa_layers[len("last "):]), self.n_layer))
         return set(self.xsa_layers)
 
-    def layer_variant(self, layer: int) -> LayerVariant:
+    def layer_step(self, layer: int) -> LayerStep:
         if layer not in self.xsa_layer_set():
-            return LayerVariant()
+            return LayerStep()
         width = self.inner_dim if self.out_gate == "elementwise" else self.n_head
-        return LayerVariant(step=self.attention, gated=self.attention == "xsa" and self.xsa_gate != "off",
+        return LayerStep(step=self.attention, gated=self.attention == "xsa" and self.xsa_gate != "off",
                             gate_width=width if self.attention == "gated" else 0)
 
     def validate(self, where: str = "model") -> None:
@@ -196,7 +196,7 @@ def exclude_self_value(y: torch.Tensor, v: torch.Tensor, eps: float,
 
 
 class CausalSelfAttention(nn.Module):
-    def __init__(self, cfg: GPTConfig, variant: LayerVariant):
+    def __init__(self, cfg: GPTConfig, variant: LayerStep):
         super().__init__()
         self.n_head, self.head_dim, self.inner = cfg.n_head, cfg.head_dim, cfg.inner_dim
         self.variant = variant
@@ -246,7 +246,7 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, cfg: GPTConfig, variant: LayerVariant):
+    def __init__(self, cfg: GPTConfig, variant: LayerStep):
         super().__init__()
         self.ln_1 = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps, bias=cfg.bias)
         self.attn = CausalSelfAttention(cfg, variant)
@@ -270,7 +270,7 @@ class GPT(nn.Module):
             wte=nn.Embedding(cfg.vocab_size, cfg.d_model),
             ln_e=nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps, bias=cfg.bias),
             drop=nn.Dropout(cfg.dropout),
-            h=nn.ModuleList(Block(cfg, cfg.layer_variant(i)) for i in range(cfg.n_layer)),
+            h=nn.ModuleList(Block(cfg, cfg.layer_step(i)) for i in range(cfg.n_layer)),
             ln_f=nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps, bias=cfg.bias),
         ))
         if cfg.n_sink:  # StreamingLLM-style learnable sinks, at RoPE positions 0..n_sink-1

@@ -66,7 +66,7 @@ class Sweep:
 class Analysis:
     path: pathlib.Path
     label: str
-    variant: str | None
+    variant: str | None  # the model's variant name, as a Run's; for an older file, its attention kind
     layers: list[dict]
 
 
@@ -156,9 +156,12 @@ def load_analysis(path: pathlib.Path) -> Analysis:
                 raise PlotError(f"{path}: layers[{i}] needs a number for '{key}'")
         if not (layer.get("cos_z_v") is None or is_number(layer["cos_z_v"])):  # null: not XSA
             raise PlotError(f"{path}: layers[{i}] needs a number or null for 'cos_z_v'")
-    att = data.get("attention")
+    # analyze writes the model's variant name under "variant" and its words under
+    # "description"; a file from before that has the words under "variant", and is
+    # labelled by its attention kind, as it always was.
+    name = data.get("variant") if "description" in data else data.get("attention")
     label = path.parent.name if path.name == "analysis.json" else path.stem
-    return Analysis(path, label, att if isinstance(att, str) else None, sorted(layers, key=lambda l: l["layer"]))
+    return Analysis(path, label, name if isinstance(name, str) else None, sorted(layers, key=lambda l: l["layer"]))
 
 
 def classify(path: pathlib.Path) -> list[tuple[str, pathlib.Path]]:

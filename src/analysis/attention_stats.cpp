@@ -92,7 +92,7 @@ std::vector<LayerStats> analyze_attention(GPT& model, const std::vector<torch::T
     auto mean = [&](const torch::Tensor& t) { return t.item<double>() / static_cast<double>(count); };
     LayerStats l{i, mean(sum[i].value_cos_sim), mean(sum[i].attn_diag), mean(sum[i].cos_y_v), std::nullopt};
     if (sum[i].cos_z_v.defined()) l.cos_z_v = mean(sum[i].cos_z_v);
-    l.variant = model->transformer->h[i]->as<Block>()->attn->describe();
+    l.description = model->transformer->h[i]->as<Block>()->attn->describe();
     out.push_back(l);
   }
   return out;

@@ -39,7 +39,7 @@ struct LayerStats {
   int64_t layer = 0;
   double value_cos_sim = 0, attn_diag = 0, cos_y_v = 0;
   std::optional<double> cos_z_v;  // XSA layers only
-  std::string variant;            // what the layer computes (AttentionVariant::describe)
+  std::string description;        // what the layer computes, in words (CausalSelfAttentionImpl::describe)
 };
 
 // Runs the model over `batches` (int64 (B, T) token ids each, on the model's

@@ -62,7 +62,7 @@ Results measure_interleaved(const BenchOptions& o, const std::vector<Case>& case
 }
 
 // Whether XSA's implementations (XsaImpl: the kernel row a kind names sets one) run a kind's step.
-bool served_by_xsa_kernels(const AttentionKindInfo& k) {
+bool served_by_xsa_kernels(const AttentionKind& k) {
   return *k.kernel && parse_kernels(k.kernel, /*cuda=*/true).xsa != XsaImpl::kOps;
 }
 
@@ -108,10 +108,7 @@ BenchVariant parse_bench_variant(const std::string& variant) {
 }
 
 ModelConfig variant_config(ModelConfig c, const std::string& variant) {
-  c.attention = parse_bench_variant(variant).kind;
-  c.kind_options.clear();
-  c.xsa_layers = nullptr;
-  c.xsa_gate = XsaGate::kOff;
+  c.set_attention(parse_bench_variant(variant).kind);  // its keys at their defaults
   c.dropout = 0.0;
   return c;
 }

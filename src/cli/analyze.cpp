@@ -3,17 +3,18 @@
 // attention a token pays itself, and how closely its attention output follows its
 // own value (before and, for XSA, after the exclusive step); see
 // analysis/attention_stats.h. Prints a table and writes analysis.json:
-//   {"attention": model.attention, "variant": the attention in words (ModelConfig::describe_attention),
-//    "checkpoint": path,
+//   {"attention": model.attention, "variant": the model's variant name (AttentionSpec::name),
+//    "description": the attention in words (AttentionSpec::describe), "checkpoint": path,
 //    "layers": [{"layer", "value_cos_sim", "attn_diag", "cos_y_v", "cos_z_v" (null for SA layers),
-//                "variant" (the layer's attention in words)}]}
+//                "description" (the layer's attention in words)}]}
 // which scripts/view/plot.py draws.
 //
 // With --positions, instead: the validation loss by token position in log2 buckets
 // (analysis/position_loss.h), on a fixed token budget, in the run's own runtime, so
 // that the buckets' token-weighted mean is the val loss the run logged for the same
 // batches. Writes loss_by_position.json:
-//   {"checkpoint", "step", "attention", "variant", "config" (the run's), "val", "seq_len", "batch",
+//   {"checkpoint", "step", "attention", "variant", "description" (as analysis.json's), "config" (the run's),
+//    "val", "seq_len", "batch",
 //    "sequences", "runtime", "tokens", "mean_loss",
 //    "buckets": [{"first", "last", "tokens", "mean_loss"}]}
 // which scripts/view/plot_positions.py compares across variants. It is its own mode of
@@ -78,6 +79,93 @@ json positions_json(TrainedModel& trained, const ValidationSet& set, const torch
   return out;
 }
 
+// The model's attention as analyze's outputs name it: its kind, its variant name (as
+// config.json's "variant") and the same in words.
+json attention_names(const ModelConfig& mc) {
+  return {{"attention", mc.attention}, {"variant", mc.spec().name()}, {"description", mc.spec().describe()}};
+}
+
+void write_output(const fs::path& path, const json& out) {
+  if (path.has_parent_path()) fs::create_directories(path.parent_path());
+  write_file_atomic(path, out.dump(2) + "\n");
+  spdlog::info("wrote {}", path.string());
+}
+
+// --positions: the run's own val batches by default, the same sequences in the same
+// batches as the val loss it logged, in the run's runtime; loss_by_position.json.
+int write_positions(TrainedModel& trained, const cxxopts::ParseResult& args, const torch::Device& device,
+                    LoaderOptions lo, const fs::path& out) {
+  const auto& mc = trained.model->cfg;
+  const auto& cfg = trained.config;
+  const auto train = cfg.value("train", json::object());
+  const int64_t T = lo.seq_len;
+  lo.batch_size = args.count("batch") ? args["batch"].as<int64_t>() : train.value("micro_batch", int64_t{4});
+  const int64_t budget =
+      args.count("tokens") ? args["tokens"].as<int64_t>() : train.value("eval_tokens", int64_t{1} << 20);
+  if (budget < T) throw ConfigError(fmt::format("--tokens: {} is less than one sequence of {} tokens", budget, T));
+  ValidationSet set(lo, budget);
+  const auto rt = run_runtime(cfg, device.is_cuda());
+  trained.model->set_runtime(rt);
+  spdlog::info(
+      "{} (step {}): {} layers, attention {}; loss by position on {} sequences of {} tokens from {} "
+      "({}, kernels {}, loss chunk {})",
+      trained.file.string(), trained.step, mc.n_layer, mc.spec().describe(), set.num_sequences(), T, lo.pattern,
+      rt.bf16 ? "bf16" : "fp32", describe(rt.kernels), rt.loss_chunk);
+  json meta = {
+      {"checkpoint", utf8::escape_invalid(trained.file.string())},  // JSON holds UTF-8 only
+      {"step", trained.step},
+      {"config", cfg},
+      {"val", utf8::escape_invalid(lo.pattern)},
+      {"seq_len", T},
+      {"batch", lo.batch_size},
+      {"sequences", set.num_sequences()},
+      {"device", device.str()},
+      {"runtime",
+       {{"precision", rt.bf16 ? "bf16" : "fp32"}, {"kernels", describe(rt.kernels)}, {"loss_chunk", rt.loss_chunk}}}};
+  meta.update(attention_names(mc));
+  write_output(out.empty() ? default_output(trained.file, "loss_by_position.json") : out,
+               positions_json(trained, set, device, meta));
+  return 0;
+}
+
+// The attention statistics of --sequences sequences, printed and written to analysis.json.
+int write_statistics(TrainedModel& trained, const cxxopts::ParseResult& args, const torch::Device& device,
+                     LoaderOptions lo, const fs::path& out_path) {
+  const auto& mc = trained.model->cfg;
+  const int64_t n_seq = args["sequences"].as<int64_t>(), T = lo.seq_len;
+  lo.batch_size = std::min(args.count("batch") ? args["batch"].as<int64_t>() : int64_t{4}, n_seq);
+  ValidationSet set(lo, n_seq * T);
+  if (set.num_batches() == 0)
+    throw ConfigError(
+        fmt::format("{}: holds no full batch of {} sequences of {} tokens", lo.pattern, lo.batch_size, T));
+  std::vector<torch::Tensor> batches;
+  for (int64_t i = 0; i < set.num_batches(); ++i) batches.push_back(set.batch(i).first.to(device));
+  if (set.num_sequences() < n_seq)
+    spdlog::warn("using {} sequences (whole batches of {} that the shards hold), not {}", set.num_sequences(),
+                 lo.batch_size, n_seq);
+  spdlog::info("{} (step {}): {} layers, attention {}; {} sequences of {} tokens from {}", trained.file.string(),
+               trained.step, mc.n_layer, mc.spec().describe(), set.num_sequences(), T, lo.pattern);
+
+  const auto layers = analyze_attention(trained.model, batches);
+  json out = attention_names(mc);
+  out["checkpoint"] = utf8::escape_invalid(trained.file.string());  // JSON holds UTF-8 only
+  out["layers"] = json::array();
+  std::cout << fmt::format("{:>5}  {:>13}  {:>9}  {:>8}  {:>8}\n", "layer", "value_cos_sim", "attn_diag", "cos(y,v)",
+                           "cos(z,v)");
+  for (const auto& l : layers) {
+    out["layers"].push_back({{"layer", l.layer},
+                             {"value_cos_sim", l.value_cos_sim},
+                             {"attn_diag", l.attn_diag},
+                             {"cos_y_v", l.cos_y_v},
+                             {"cos_z_v", l.cos_z_v ? json(*l.cos_z_v) : json(nullptr)},
+                             {"description", l.description}});
+    std::cout << fmt::format("{:>5}  {:>13.4f}  {:>9.4f}  {:>8.4f}  {:>8}\n", l.layer, l.value_cos_sim, l.attn_diag,
+                             l.cos_y_v, l.cos_z_v ? fmt::format("{:.4f}", *l.cos_z_v) : "-");
+  }
+  write_output(out_path.empty() ? default_output(trained.file, "analysis.json") : out_path, out);
+  return 0;
+}
+
 }  // namespace
 
 int analyze(int argc, char** argv) {
@@ -123,83 +211,13 @@ int analyze(int argc, char** argv) {
   if (T < 2 || T > mc.block_size)
     throw ConfigError(fmt::format("--seq-len: expected 2..{} (model.block_size), got {}", mc.block_size, T));
 
-  const auto train = cfg.value("train", json::object());
   LoaderOptions lo;
   lo.pattern = val;
   lo.seq_len = T;
   lo.vocab_size = mc.vocab_size;
-  if (positions) {
-    // The run's own val batches by default: the same sequences, in the same batches,
-    // as the val loss it logged.
-    lo.batch_size = args.count("batch") ? args["batch"].as<int64_t>() : train.value("micro_batch", int64_t{4});
-    const int64_t budget =
-        args.count("tokens") ? args["tokens"].as<int64_t>() : train.value("eval_tokens", int64_t{1} << 20);
-    if (budget < T) throw ConfigError(fmt::format("--tokens: {} is less than one sequence of {} tokens", budget, T));
-    ValidationSet set(lo, budget);
-    const auto rt = run_runtime(cfg, device.is_cuda());
-    trained.model->set_runtime(rt);
-    spdlog::info(
-        "{} (step {}): {} layers, attention {}; loss by position on {} sequences of {} tokens from {} "
-        "({}, kernels {}, loss chunk {})",
-        trained.file.string(), trained.step, mc.n_layer, mc.describe_attention(), set.num_sequences(), T, val,
-        rt.bf16 ? "bf16" : "fp32", describe(rt.kernels), rt.loss_chunk);
-    const json meta = {
-        {"checkpoint", utf8::escape_invalid(trained.file.string())},  // JSON holds UTF-8 only
-        {"step", trained.step},
-        {"attention", mc.attention},
-        {"variant", mc.describe_attention()},
-        {"config", cfg},
-        {"val", utf8::escape_invalid(val)},
-        {"seq_len", T},
-        {"batch", lo.batch_size},
-        {"sequences", set.num_sequences()},
-        {"device", device.str()},
-        {"runtime",
-         {{"precision", rt.bf16 ? "bf16" : "fp32"}, {"kernels", describe(rt.kernels)}, {"loss_chunk", rt.loss_chunk}}}};
-    const auto out = positions_json(trained, set, device, meta);
-    const fs::path path = args.count("out") ? fs::path(args["out"].as<std::string>())
-                                            : default_output(trained.file, "loss_by_position.json");
-    if (path.has_parent_path()) fs::create_directories(path.parent_path());
-    write_file_atomic(path, out.dump(2) + "\n");
-    spdlog::info("wrote {}", path.string());
-    return 0;
-  }
-  lo.batch_size = std::min(args.count("batch") ? args["batch"].as<int64_t>() : int64_t{4}, n_seq);
-  ValidationSet set(lo, n_seq * T);
-  if (set.num_batches() == 0)
-    throw ConfigError(fmt::format("{}: holds no full batch of {} sequences of {} tokens", val, lo.batch_size, T));
-  std::vector<torch::Tensor> batches;
-  for (int64_t i = 0; i < set.num_batches(); ++i) batches.push_back(set.batch(i).first.to(device));
-  if (set.num_sequences() < n_seq)
-    spdlog::warn("using {} sequences (whole batches of {} that the shards hold), not {}", set.num_sequences(),
-                 lo.batch_size, n_seq);
-  spdlog::info("{} (step {}): {} layers, attention {}; {} sequences of {} tokens from {}", trained.file.string(),
-               trained.step, mc.n_layer, mc.describe_attention(), set.num_sequences(), T, val);
-
-  const auto layers = analyze_attention(trained.model, batches);
-
-  json out = {{"attention", mc.attention},
-              {"variant", mc.describe_attention()},
-              {"checkpoint", utf8::escape_invalid(trained.file.string())},  // JSON holds UTF-8 only
-              {"layers", json::array()}};
-  std::cout << fmt::format("{:>5}  {:>13}  {:>9}  {:>8}  {:>8}\n", "layer", "value_cos_sim", "attn_diag", "cos(y,v)",
-                           "cos(z,v)");
-  for (const auto& l : layers) {
-    out["layers"].push_back({{"layer", l.layer},
-                             {"value_cos_sim", l.value_cos_sim},
-                             {"attn_diag", l.attn_diag},
-                             {"cos_y_v", l.cos_y_v},
-                             {"cos_z_v", l.cos_z_v ? json(*l.cos_z_v) : json(nullptr)},
-                             {"variant", l.variant}});
-    std::cout << fmt::format("{:>5}  {:>13.4f}  {:>9.4f}  {:>8.4f}  {:>8}\n", l.layer, l.value_cos_sim, l.attn_diag,
-                             l.cos_y_v, l.cos_z_v ? fmt::format("{:.4f}", *l.cos_z_v) : "-");
-  }
-  const fs::path path =
-      args.count("out") ? fs::path(args["out"].as<std::string>()) : default_output(trained.file, "analysis.json");
-  if (path.has_parent_path()) fs::create_directories(path.parent_path());
-  write_file_atomic(path, out.dump(2) + "\n");
-  spdlog::info("wrote {}", path.string());
-  return 0;
+  const fs::path out = args.count("out") ? fs::path(args["out"].as<std::string>()) : fs::path();
+  if (positions) return write_positions(trained, args, device, lo, out);
+  return write_statistics(trained, args, device, lo, out);
 }
 
 }  // namespace xsagpt::cli

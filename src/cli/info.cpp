@@ -25,6 +25,138 @@ std::string human(double n, const char* unit = "") {
 
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024)); }
 
+const char* key_type_name(KeyType t) {
+  switch (t) {
+    case KeyType::kChoice: return "choice";
+    case KeyType::kLayers: return "layers";
+    case KeyType::kBool: return "bool";
+    case KeyType::kInteger: return "integer";
+    case KeyType::kNumber: return "number";
+  }
+  return "?";
+}
+
+// A kind's row as `config --json` lists it; "not_exportable" only on a row that has a reason.
+json kind_json(const AttentionKind& k) {
+  json keys = json::object();
+  for (const auto& key : k.keys) {
+    keys[key.name] = {{"type", key_type_name(key.type)}, {"default", key.default_value}, {"help", key.help}};
+    if (key.type == KeyType::kChoice) keys[key.name]["choices"] = key.choices;
+  }
+  json out = {{"name", k.name}, {"help", k.help}, {"keys", keys}, {"step", k.step}, {"kernel", k.kernel}};
+  if (*k.not_exportable) out["not_exportable"] = k.not_exportable;
+  return out;
+}
+
+// The model --config names, with --set's model.* keys read through train's own
+// parser, so that a key means here what it means there.
+ModelConfig info_model(const cxxopts::ParseResult& args) {
+  if (!args.count("config")) throw ConfigError("--config: required (e.g. --config paper-0.7b)");
+  auto cfg = load_model_config(args["config"].as<std::string>());
+  if (!args.count("set")) return cfg;
+  json raw = {{"model", to_json(cfg)}};
+  apply_overrides(raw, args["set"].as<std::vector<std::string>>());
+  for (const auto& [section, _] : raw.items())
+    if (section != "model")
+      throw ConfigError("--set: info takes model.* keys; " + section +
+                        " settings are its own options (--micro-batch, --seq-len, --precision, --recompute, "
+                        "--optimizer, --kernels, --loss-chunk, --optimizer-shards)");
+  read_model_section(raw["model"], cfg, "--set model");
+  cfg.validate("--set model");
+  return cfg;
+}
+
+// The run info sizes: the model with the train.* values of info's own options, and
+// the runtime a GPU would build from them, which train's memory check reads.
+struct InfoRun {
+  RunConfig run;
+  Runtime rt;
+  int64_t shards = 1;
+};
+
+InfoRun info_run(const cxxopts::ParseResult& args, const ModelConfig& cfg) {
+  const int64_t T = args.count("seq-len") ? args["seq-len"].as<int64_t>() : cfg.block_size;
+  const int64_t B = args["micro-batch"].as<int64_t>();
+  if (T <= 0 || T > cfg.block_size)
+    throw ConfigError(fmt::format("--seq-len: expected 1..{} (model.block_size), got {}", cfg.block_size, T));
+  if (B <= 0) throw ConfigError("--micro-batch: must be > 0");
+  InfoRun r;
+  r.rt.bf16 = parse_precision(args["precision"].as<std::string>(), /*cuda=*/true, "--precision");
+  r.rt.recompute = parse_recompute(args["recompute"].as<std::string>(), "--recompute");
+  r.rt.loss_chunk = args["loss-chunk"].as<int64_t>();
+  r.rt.kernels = parse_kernels(args["kernels"].as<std::string>(), /*cuda=*/true, "--kernels");
+  r.shards = args["optimizer-shards"].as<int64_t>();
+  if (r.shards < 1) throw ConfigError("--optimizer-shards: must be >= 1");
+  auto& run = r.run;
+  run.model = cfg;
+  run.train.micro_batch = B;
+  run.train.seq_len = T;
+  run.train.optimizer = schema::enum_from_name<Optimizer>(args["optimizer"].as<std::string>(), "--optimizer");
+  run.train.shard_optimizer = r.shards > 1;
+  if (run.train.shard_optimizer && !shardable(run.train.optimizer))
+    throw ConfigError(fmt::format("--optimizer-shards: train.shard_optimizer is not supported with train.optimizer={}",
+                                  name(run.train.optimizer)));
+  if (r.rt.loss_chunk < 0) throw ConfigError("--loss-chunk: must be >= 0");
+  // What train would refuse on a GPU, refused here in train's words: an estimate would
+  // say the run fits when it cannot start.
+  check_runnable(run, r.rt, std::nullopt, "--kernels");
+  return r;
+}
+
+void print_info_json(const InfoRun& r, const ParamCounts& p, double flops, const MemoryEstimate& mem) {
+  const json j = {{"config", to_json(r.run.model)},
+                  {"params_total", p.total},
+                  {"params_non_embedding", p.non_embedding},
+                  {"params_embedding", p.embedding},
+                  {"flops_per_token", flops},
+                  {"seq_len", r.run.train.seq_len},
+                  {"micro_batch", r.run.train.micro_batch},
+                  {"precision", r.rt.bf16 ? "bf16" : "fp32"},
+                  {"recompute", name(r.rt.recompute)},
+                  {"loss_chunk", r.rt.loss_chunk},
+                  {"optimizer", name(r.run.train.optimizer)},
+                  {"optimizer_shards", r.shards},
+                  {"kernels", describe(r.rt.kernels)},
+                  {"memory_bytes",
+                   {{"params", mem.params_bytes},
+                    {"grads", mem.grads_bytes},
+                    {"weight_copies", mem.weight_copies_bytes},
+                    {"optimizer", mem.optimizer_bytes},
+                    {"activations", mem.activations_bytes},
+                    {"logits", mem.logits_bytes},
+                    {"recompute", mem.recompute_bytes},
+                    {"optimizer_step", mem.optimizer_step_bytes},
+                    {"rope_tables", mem.rope_tables_bytes},
+                    {"total", mem.total()}}}};
+  std::cout << j.dump(2) << "\n";
+}
+
+void print_info_table(const InfoRun& r, const ParamCounts& p, double flops, const MemoryEstimate& mem) {
+  const auto& cfg = r.run.model;
+  const auto& rt = r.rt;
+  const int64_t T = r.run.train.seq_len, B = r.run.train.micro_batch;
+  // Which weight copies the estimate holds: bf16 (weights kernel), e4m3 of the blocks' matrices (fp8), or both.
+  const auto& k = rt.kernels;
+  const std::string copies = k.fp8 ? (rt.bf16 && k.weights ? "bf16 + e4m3" : "e4m3") : "bf16";
+  std::cout << fmt::format(
+      "model        {} layers, d_model {}, {} heads x {} (inner {}), mlp {}, vocab {}, attention {}\n"
+      "parameters   {} total, {} non-embedding, {} embedding{}\n"
+      "FLOPs/token  {} (training, seq_len {})\n"
+      "memory       {} estimated at micro-batch {} x {} tokens, {} activations, checkpointing {}, loss chunk {}:\n"
+      "             weights {}{}, grads {}, {} {}{}, RoPE tables {}, activations {}, logits {}{}{}\n",
+      cfg.n_layer, cfg.d_model, cfg.n_head, cfg.head_dim, cfg.inner_dim(), cfg.mlp_dim(), cfg.vocab_size,
+      cfg.spec().describe(), human(p.total), human(p.non_embedding), human(p.embedding),
+      cfg.tie_embeddings ? " (head tied)" : "", human(flops, "FLOP"), T, gib(mem.total()), B, T,
+      rt.bf16 ? "bf16" : "fp32", name(rt.recompute), rt.loss_chunk ? std::to_string(rt.loss_chunk) : "off",
+      gib(mem.params_bytes),
+      mem.weight_copies_bytes > 0 ? fmt::format(" + {} copies {}", copies, gib(mem.weight_copies_bytes)) : "",
+      gib(mem.grads_bytes), r.run.train.optimizer == Optimizer::kMuon ? "Muon + AdamW" : "AdamW",
+      gib(mem.optimizer_bytes), r.shards > 1 ? fmt::format(" (1/{} per rank)", r.shards) : "",
+      gib(mem.rope_tables_bytes), gib(mem.activations_bytes), gib(mem.logits_bytes),
+      mem.recompute_bytes > 0 ? ", one layer recomputed " + gib(mem.recompute_bytes) : "",
+      mem.optimizer_step_bytes > 0 ? ", Muon's step " + gib(mem.optimizer_step_bytes) + " (after backward)" : "");
+}
+
 }  // namespace
 
 int info(int argc, char** argv) {
@@ -46,98 +178,15 @@ int info(int argc, char** argv) {
   const auto parsed = parse_command(opts, argc, argv);
   if (!parsed) return 0;
   const auto& args = *parsed;
-  if (!args.count("config")) throw ConfigError("--config: required (e.g. --config paper-0.7b)");
-  auto cfg = load_model_config(args["config"].as<std::string>());
-  if (args.count("set")) {  // through train's own parser, so a key means here what it means there
-    json raw = {{"model", to_json(cfg)}};
-    apply_overrides(raw, args["set"].as<std::vector<std::string>>());
-    for (const auto& [section, _] : raw.items())
-      if (section != "model")
-        throw ConfigError("--set: info takes model.* keys; " + section +
-                          " settings are its own options (--micro-batch, --seq-len, --precision, --recompute, "
-                          "--optimizer, --kernels, --loss-chunk, --optimizer-shards)");
-    read_model_section(raw["model"], cfg, "--set model");
-    cfg.validate("--set model");
-  }
-  const int64_t T = args.count("seq-len") ? args["seq-len"].as<int64_t>() : cfg.block_size;
-  const int64_t B = args["micro-batch"].as<int64_t>();
-  if (T <= 0 || T > cfg.block_size)
-    throw ConfigError(fmt::format("--seq-len: expected 1..{} (model.block_size), got {}", cfg.block_size, T));
-  if (B <= 0) throw ConfigError("--micro-batch: must be > 0");
-  // The run's runtime as a GPU would build it from these train.* values, and the run
-  // config train's memory check (train/memory_check.h) reads them from.
-  Runtime rt;
-  rt.bf16 = parse_precision(args["precision"].as<std::string>(), /*cuda=*/true, "--precision");
-  rt.recompute = parse_recompute(args["recompute"].as<std::string>(), "--recompute");
-  rt.loss_chunk = args["loss-chunk"].as<int64_t>();
-  rt.kernels = parse_kernels(args["kernels"].as<std::string>(), /*cuda=*/true, "--kernels");
-  const int64_t shards = args["optimizer-shards"].as<int64_t>();
-  if (shards < 1) throw ConfigError("--optimizer-shards: must be >= 1");
-  RunConfig run;
-  run.model = cfg;
-  run.train.micro_batch = B;
-  run.train.seq_len = T;
-  run.train.optimizer = schema::enum_from_name<Optimizer>(args["optimizer"].as<std::string>(), "--optimizer");
-  run.train.shard_optimizer = shards > 1;
-  if (run.train.shard_optimizer && !shardable(run.train.optimizer))
-    throw ConfigError(fmt::format("--optimizer-shards: train.shard_optimizer is not supported with train.optimizer={}",
-                                  name(run.train.optimizer)));
-  if (rt.loss_chunk < 0) throw ConfigError("--loss-chunk: must be >= 0");
-  // What train would refuse on a GPU, refused here in train's words: an estimate would
-  // say the run fits when it cannot start.
-  check_runnable(run, rt, std::nullopt, "--kernels");
-  const std::string precision = rt.bf16 ? "bf16" : "fp32";
-
+  const auto r = info_run(args, info_model(args));
+  const auto& cfg = r.run.model;
   const auto p = count_params(cfg);
-  const double flops = flops_per_token(cfg, T);
-  const auto mem = check_memory(run, rt, shards, /*cuda=*/true, std::nullopt, "").estimate;
-  if (args.count("json")) {
-    json j = {{"config", to_json(cfg)},
-              {"params_total", p.total},
-              {"params_non_embedding", p.non_embedding},
-              {"params_embedding", p.embedding},
-              {"flops_per_token", flops},
-              {"seq_len", T},
-              {"micro_batch", B},
-              {"precision", precision},
-              {"recompute", name(rt.recompute)},
-              {"loss_chunk", rt.loss_chunk},
-              {"optimizer", name(run.train.optimizer)},
-              {"optimizer_shards", shards},
-              {"kernels", describe(rt.kernels)},
-              {"memory_bytes",
-               {{"params", mem.params_bytes},
-                {"grads", mem.grads_bytes},
-                {"weight_copies", mem.weight_copies_bytes},
-                {"optimizer", mem.optimizer_bytes},
-                {"activations", mem.activations_bytes},
-                {"logits", mem.logits_bytes},
-                {"recompute", mem.recompute_bytes},
-                {"optimizer_step", mem.optimizer_step_bytes},
-                {"rope_tables", mem.rope_tables_bytes},
-                {"total", mem.total()}}}};
-    std::cout << j.dump(2) << "\n";
-    return 0;
-  }
-  // Which weight copies the estimate holds: bf16 (weights kernel), e4m3 of the blocks' matrices (fp8), or both.
-  const auto& k = rt.kernels;
-  const std::string copies = k.fp8 ? (rt.bf16 && k.weights ? "bf16 + e4m3" : "e4m3") : "bf16";
-  std::cout << fmt::format(
-      "model        {} layers, d_model {}, {} heads x {} (inner {}), mlp {}, vocab {}, attention {}\n"
-      "parameters   {} total, {} non-embedding, {} embedding{}\n"
-      "FLOPs/token  {} (training, seq_len {})\n"
-      "memory       {} estimated at micro-batch {} x {} tokens, {} activations, checkpointing {}, loss chunk {}:\n"
-      "             weights {}{}, grads {}, {} {}{}, RoPE tables {}, activations {}, logits {}{}{}\n",
-      cfg.n_layer, cfg.d_model, cfg.n_head, cfg.head_dim, cfg.inner_dim(), cfg.mlp_dim(), cfg.vocab_size,
-      cfg.describe_attention(), human(p.total), human(p.non_embedding), human(p.embedding),
-      cfg.tie_embeddings ? " (head tied)" : "", human(flops, "FLOP"), T, gib(mem.total()), B, T, precision,
-      name(rt.recompute), rt.loss_chunk ? std::to_string(rt.loss_chunk) : "off", gib(mem.params_bytes),
-      mem.weight_copies_bytes > 0 ? fmt::format(" + {} copies {}", copies, gib(mem.weight_copies_bytes)) : "",
-      gib(mem.grads_bytes), run.train.optimizer == Optimizer::kMuon ? "Muon + AdamW" : "AdamW",
-      gib(mem.optimizer_bytes), shards > 1 ? fmt::format(" (1/{} per rank)", shards) : "", gib(mem.rope_tables_bytes),
-      gib(mem.activations_bytes), gib(mem.logits_bytes),
-      mem.recompute_bytes > 0 ? ", one layer recomputed " + gib(mem.recompute_bytes) : "",
-      mem.optimizer_step_bytes > 0 ? ", Muon's step " + gib(mem.optimizer_step_bytes) + " (after backward)" : "");
+  const double flops = flops_per_token(cfg, r.run.train.seq_len);
+  const auto mem = check_memory(r.run, r.rt, r.shards, /*cuda=*/true, std::nullopt, "").estimate;
+  if (args.count("json"))
+    print_info_json(r, p, flops, mem);
+  else
+    print_info_table(r, p, flops, mem);
   return 0;
 }
 
@@ -149,10 +198,11 @@ int config_reference(int argc, char** argv) {
       "\"default_model\", \"tests\"}, ...]}, train.kernels' names in order, each with what it fuses, whether "
       "\"auto\" (on CUDA) and \"fused\" take it, whether it runs a model of the model.* defaults (gelu needs "
       "model.gelu \"tanh\") and the CUDA tests that speak for it (gtest filter patterns), and {\"attention_kinds\": "
-      "[{\"name\", \"help\", \"keys\", \"options\", \"step\", \"kernel\", \"export_name\"}, ...]}, model.attention's "
-      "values in order (the first is the default), each with the model.* keys it owns, its own options and their "
-      "values, whether it changes attention's output, the train.kernels row that runs that step (\"\": ATen ops) "
-      "and what an export calls it");
+      "[{\"name\", \"help\", \"keys\", \"step\", \"kernel\", \"not_exportable\"}, ...]}, model.attention's "
+      "values in order (the first is the default), each with the model.* keys it owns ({key: {\"type\", "
+      "\"default\", \"help\", \"choices\"}}: type \"choice\", \"layers\", \"bool\", \"integer\" or \"number\"; "
+      "choices for a choice), whether it changes attention's output, the train.kernels row that runs that step "
+      "(\"\": ATen ops) and, only where an export cannot write it, why (\"not_exportable\")");
   const auto parsed = parse_command(opts, argc, argv);
   if (!parsed) return 0;
   if (parsed->count("json")) {
@@ -174,17 +224,7 @@ int config_reference(int argc, char** argv) {
                          {"tests", k.tests}});
     }
     json kinds = json::array();
-    for (const auto& k : attention_kinds()) {
-      json options = json::object();
-      for (const auto& o : k.options) options[o.name] = {{"help", o.help}, {"choices", o.choices}};
-      kinds.push_back({{"name", k.name},
-                       {"help", k.help},
-                       {"keys", k.fields},
-                       {"options", options},
-                       {"step", k.step},
-                       {"kernel", k.kernel},
-                       {"export_name", k.export_name}});
-    }
+    for (const auto& k : attention_kinds()) kinds.push_back(kind_json(k));
     std::cout << json{{"kernels", kernels}, {"attention_kinds", kinds}}.dump(2) << "\n";
     return 0;
   }

@@ -24,7 +24,7 @@ int sweep(int argc, char** argv) {
       "configs/sweeps/ladder-tiny.json).");
   // clang-format off
   opts.add_options()
-    ("c,config", "sweep file (see configs/sweeps/; variants-tiny.json compares six attention variants on CPU)", cxxopts::value<std::string>())
+    ("c,config", "sweep file (see configs/sweeps/; variants-tiny.json compares attention variants on CPU)", cxxopts::value<std::string>())
     ("dry-run", "print the grid, the resolved runs and each point's memory estimate on the device it would use (marking points that cannot fit), without training; "
                 "a ladder adds each point's parameters, tokens, FLOPs and estimated time, the total, and what the estimate rests on")
     ("force", "continue in a sweep directory made from a different sweep file; points whose resolved run "

@@ -9,9 +9,13 @@
 // A saved config is read for what it means, with the defaults filled in: a key that
 // a later version added (model.gelu, train.eval_similarity_sequences) is missing from
 // the configs of runs made before it, and every key is added with a default that does
-// what those runs did, so its absence means its default. An upgrade therefore keeps
-// its runs and sweeps: a sweep continues its points and a resume its checkpoint, and
-// both read the saved config through saved_meaning, here.
+// what those runs did, so its absence means its default. A model section means the
+// model it builds: an attention kind's key left out and the same key at its default
+// (model.out_gate "headwise" on a gated model), or model.xsa_layers "last N" on an
+// N-layer model and null, are one model (config/attention_spec.h: meaning). An
+// upgrade therefore keeps its runs and sweeps: a sweep continues its points and a
+// resume its checkpoint, and the sweep's points are told apart, all through
+// saved_meaning, here.
 #pragma once
 
 #include "config/run_config.h"
@@ -22,14 +26,15 @@
 namespace xsagpt {
 
 // `saved` with every model, data and train key it lacks set to its default (the
-// schema's); keys it has, sections it lacks and anything not a config stay as they are,
-// so a key of a newer version or a missing section is still a difference.
+// schema's) and its model section as what it means; keys it has, sections it lacks and
+// anything not a config stay as they are, so a key of a newer version or a missing
+// section is still a difference. A resolved config's to_json reads the same way.
 json saved_meaning(const json& saved);
 
 // "model.attention is \"sa\" there, \"xsa\" here" for the first differing key (in
 // section order), or nullopt when the two configs agree on everything but out_dir.
 // `saved` may be anything (an unreadable or foreign file's JSON): it is then named.
-// It is read through saved_meaning: a key it lacks is its default there.
+// Both are read through saved_meaning: a key either lacks is its default there.
 std::optional<std::string> config_difference(const json& saved, const json& wanted);
 
 }  // namespace xsagpt

@@ -17,74 +17,15 @@ namespace xsagpt {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-const AttentionKindInfo& kind_of(const ModelConfig& c, const std::string& where) {
-  const auto* k = find_attention_kind(c.attention);
-  if (!k)
-    throw ConfigError(where + ".attention: expected " + attention_kind_choices() + ", got \"" + c.attention + "\"");
-  return *k;
+const AttentionSpec& ModelConfig::spec() const {
+  if (!spec_.resolved_for(attention, n_layer, n_sink))
+    spec_ = AttentionSpec::resolve(attention, spec_.resolved() ? spec_.written() : json::object(), n_layer, n_sink);
+  return spec_;
 }
 
-bool owns(const std::vector<std::string>& keys, const std::string& key) {
-  return std::find(keys.begin(), keys.end(), key) != keys.end();
-}
-
-// The kinds owning a key, as "attention=\"xsa\"" (or several joined by " or ").
-std::string owners_of(const std::string& key) {
-  std::string out;
-  for (const auto& k : attention_kinds()) {
-    bool mine = owns(k.fields, key);
-    for (const auto& o : k.options) mine = mine || key == o.name;
-    if (mine) out += fmt::format("{}attention=\"{}\"", out.empty() ? "" : " or ", k.name);
-  }
-  return out;
-}
-
-}  // namespace
-
-bool ModelConfig::uses_step(int64_t layer) const {
-  const auto* kind = find_attention_kind(attention);
-  if (!kind || !kind->step) return false;
-  if (xsa_layers.is_null()) return true;
-  if (xsa_layers.is_string()) {  // "last N" (validated)
-    int64_t n = std::stoll(xsa_layers.get<std::string>().substr(5));
-    return layer >= n_layer - n;
-  }
-  for (const auto& l : xsa_layers)
-    if (l.get<int64_t>() == layer) return true;
-  return false;
-}
-
-std::string ModelConfig::kind_option(const std::string& key) const {
-  if (auto it = kind_options.find(key); it != kind_options.end()) return it->second;
-  if (const auto* kind = find_attention_kind(attention))
-    for (const auto& o : kind->options)
-      if (key == o.name) return o.choices.front();
-  return "";
-}
-
-std::string ModelConfig::describe_attention() const {
-  std::string out = attention;
-  std::vector<int64_t> layers;
-  for (int64_t l = 0; l < n_layer; ++l)
-    if (uses_step(l)) layers.push_back(l);
-  if (!layers.empty() && static_cast<int64_t>(layers.size()) < n_layer)
-    out += fmt::format(" in layer{} {}", layers.size() > 1 ? "s" : "", fmt::join(layers, ","));
-  if (xsa_gate != XsaGate::kOff) out += fmt::format(", gated (starts as {})", name(xsa_gate));
-  for (const auto& [k, v] : kind_options) out += fmt::format(", {}={}", k, v);
-  if (n_sink > 0) out += fmt::format(", {} sink{}", n_sink, n_sink > 1 ? "s" : "");
-  return out;
-}
-
-std::string ModelConfig::variant() const {
-  std::string out = attention;
-  if (!xsa_layers.is_null())
-    out += " layers=" + (xsa_layers.is_string() ? xsa_layers.get<std::string>() : xsa_layers.dump());
-  if (xsa_gate != XsaGate::kOff) out += fmt::format(" gate={}", name(xsa_gate));
-  for (const auto& [k, v] : kind_options) out += fmt::format(" {}={}", k, v);
-  if (n_sink > 0) out += fmt::format(" sinks={}", n_sink);
-  return out;
+void ModelConfig::set_attention(const std::string& kind, const json& keys, const std::string& where) {
+  spec_ = AttentionSpec::resolve(kind, keys, n_layer, n_sink, where);
+  attention = kind;
 }
 
 void ModelConfig::validate(const std::string& where) const {
@@ -105,31 +46,11 @@ void ModelConfig::validate(const std::string& where) const {
     throw ConfigError(where + ".head_dim: RoPE rotates pairs, so it must be even, got " + std::to_string(head_dim));
   if (dropout < 0 || dropout >= 1)
     throw ConfigError(where + ".dropout: expected a probability in [0, 1), got " + json(dropout).dump());
-  const std::string xk = where + ".xsa_layers";
-  if (xsa_layers.is_string()) {
-    const auto s = xsa_layers.get<std::string>();
-    bool ok = s.rfind("last ", 0) == 0 && s.size() > 5 && s.find_first_not_of("0123456789", 5) == std::string::npos;
-    if (!ok) throw ConfigError(xk + ": expected \"last N\", a list of layer indices or null, got \"" + s + "\"");
-    auto n = std::stoll(s.substr(5));
-    if (n < 1 || n > n_layer)
-      throw ConfigError(xk + ": \"last N\" needs 1 <= N <= n_layer (" + std::to_string(n_layer) + ")");
-  } else if (xsa_layers.is_array()) {
-    for (const auto& l : xsa_layers) {
-      if (!l.is_number_integer() || l.get<int64_t>() < 0 || l.get<int64_t>() >= n_layer)
-        throw ConfigError(xk + ": layer indices must be integers in [0, " + std::to_string(n_layer) + "), got " +
-                          l.dump());
-    }
-  } else if (!xsa_layers.is_null()) {
-    throw ConfigError(xk + ": expected null, a list of layer indices or \"last N\", got " + xsa_layers.dump());
-  }
-  if (head_init != "zero" && head_init != "normal" && head_init != "zero_norm" && head_init != "scaled")
-    throw ConfigError(where + ".head_init: expected \"normal\", \"zero\", \"zero_norm\" or \"scaled\", got \"" +
-                      head_init + "\"");
-  if (tie_embeddings && head_init == "zero")
+  if (tie_embeddings && head_init == HeadInit::kZero)
     throw ConfigError(where +
                       ".head_init: \"zero\" needs tie_embeddings=false (a zero shared matrix would also "
                       "zero the token embedding); use \"zero_norm\" or \"scaled\" to start a tied head near ln(vocab)");
-  if (!tie_embeddings && head_init == "scaled")
+  if (!tie_embeddings && head_init == HeadInit::kScaled)
     throw ConfigError(where + ".head_init: \"scaled\" shrinks the shared embedding and needs tie_embeddings=true");
   if (n_sink < 0) throw ConfigError(where + ".n_sink: must be >= 0, got " + std::to_string(n_sink));
   // Every query attends to every sink: more sinks than positions is a typo, and a
@@ -152,40 +73,23 @@ void ModelConfig::validate(const std::string& where) const {
                     "give about {:.3g} parameters, more than a 64-bit count can hold; sizes are "
                     "wrong (a typo?)",
                     where, n_layer, d_model, n_head, head_dim, mlp_ratio, vocab_size, bound));
-  // A key a kind owns, set away from its default on a model of another kind, is refused:
-  // the model would silently ignore it. The kinds' table says who owns what.
-  const auto& kind = kind_of(*this, where);
-  const json mine = schema::write(*this), defaults = schema::write(ModelConfig{});
-  for (const auto& other : attention_kinds())
-    for (const auto& key : other.fields)
-      if (!owns(kind.fields, key) && mine.at(key) != defaults.at(key))
-        throw ConfigError(fmt::format("{}.{}: a key of {}, so it needs {} (attention is \"{}\")", where, key,
-                                      owners_of(key), owners_of(key), attention));
-  for (const auto& [key, value] : kind_options) {
-    const auto o = std::find_if(kind.options.begin(), kind.options.end(), [&](const auto& x) { return key == x.name; });
-    if (o == kind.options.end())
-      throw ConfigError(fmt::format("{}.{}: a key of {}, so it needs {} (attention is \"{}\")", where, key,
-                                    owners_of(key), owners_of(key), attention));
-    if (!owns(o->choices, value))
-      throw ConfigError(
-          fmt::format("{}.{}: expected one of \"{}\", got \"{}\"", where, key, fmt::join(o->choices, "\", \""), value));
-  }
+  // The kind and its keys, checked as reading checks them, under this `where`: a config
+  // changed in code since it was read is held to the same rules.
+  AttentionSpec::resolve(attention, spec_.resolved() ? spec_.written() : json::object(), n_layer, n_sink, where);
 }
 
 void read_model_section(const json& j, ModelConfig& c, const std::string& where) {
-  // The kinds' own options are read here, the fields by the schema; a key neither
+  // The kinds' keys are read by the spec, the fields by the schema; a key neither
   // knows is the schema's "unknown key" error, which lists the fields.
-  json fields = j;
+  json fields = j, keys = json::object();
   if (j.is_object())
-    for (const auto& kind : attention_kinds())
-      for (const auto& o : kind.options)
-        if (auto it = j.find(o.name); it != j.end()) {
-          if (!it->is_string())
-            throw ConfigError(fmt::format("{}.{}: expected a string, got {}", where, o.name, it->dump()));
-          c.kind_options[o.name] = it->get<std::string>();
-          fields.erase(o.name);
-        }
+    for (const auto& [k, v] : j.items())
+      if (find_kind_key(k)) {
+        keys[k] = v;
+        fields.erase(k);
+      }
   schema::read(fields, c, where);
+  c.set_attention(c.attention, keys, where);
 }
 
 ModelConfig model_config_from_json(const json& j, const std::string& where) {
@@ -197,7 +101,7 @@ ModelConfig model_config_from_json(const json& j, const std::string& where) {
 
 json to_json(const ModelConfig& c) {
   json j = schema::write(c);
-  for (const auto& [k, v] : c.kind_options) j[k] = v;
+  j.update(c.spec().written());
   return j;
 }
 

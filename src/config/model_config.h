@@ -2,22 +2,14 @@
 // configs/model/). Defaults live in the member initialisers and nowhere else.
 #pragma once
 
-#include "config/attention_kinds.h"
+#include "config/attention_spec.h"
 #include "config/schema.h"
 
 #include <array>
 #include <filesystem>
-#include <map>
 #include <utility>
 
 namespace xsagpt {
-
-// model.xsa_gate: no gate, or a learned per-head gate starting as SA (alpha 0) or as XSA.
-enum class XsaGate { kOff, kSa, kXsa };
-inline constexpr std::array<std::pair<XsaGate, const char*>, 3> kXsaGateNames{
-    {{XsaGate::kOff, "off"}, {XsaGate::kSa, "sa"}, {XsaGate::kXsa, "xsa"}}};
-inline const auto& enum_names(XsaGate) { return kXsaGateNames; }
-inline const char* name(XsaGate g) { return schema::enum_name(g); }
 
 // model.gelu: the MLP's activation. "exact" is nanoGPT's erf GELU, x Phi(x);
 // "tanh" is GPT-2's approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
@@ -30,6 +22,15 @@ inline constexpr std::array<std::pair<GeluKind, const char*>, 2> kGeluKindNames{
 inline const auto& enum_names(GeluKind) { return kGeluKindNames; }
 inline const char* name(GeluKind g) { return schema::enum_name(g); }
 
+// model.head_init: how the LM head starts (docs/lm-head-study.md; ModelConfig below).
+enum class HeadInit { kNormal, kZero, kZeroNorm, kScaled };
+inline constexpr std::array<std::pair<HeadInit, const char*>, 4> kHeadInitNames{{{HeadInit::kNormal, "normal"},
+                                                                                 {HeadInit::kZero, "zero"},
+                                                                                 {HeadInit::kZeroNorm, "zero_norm"},
+                                                                                 {HeadInit::kScaled, "scaled"}}};
+inline const auto& enum_names(HeadInit) { return kHeadInitNames; }
+inline const char* name(HeadInit h) { return schema::enum_name(h); }
+
 struct ModelConfig {
   int64_t vocab_size = 50304;  // GPT-2's 50257 padded to a multiple of 64
   int64_t block_size = 1024;
@@ -39,9 +40,8 @@ struct ModelConfig {
   int64_t head_dim = 64;
   double mlp_ratio = 4.0;
   GeluKind gelu = GeluKind::kExact;
+  // model.attention as written; what it means, with its kind's keys, is spec().
   std::string attention = attention_kinds().front().name;  // the kinds' table's first row
-  json xsa_layers = nullptr;
-  XsaGate xsa_gate = XsaGate::kOff;
   int64_t n_sink = 0;
   double rope_theta = 10000.0;
   bool bias = false;
@@ -54,13 +54,9 @@ struct ModelConfig {
   // d_model 768, 51 at 2560): a fresh tied model is confident that every token repeats.
   // head_init offers the other starts the head study compared (docs/lm-head-study.md).
   bool tie_embeddings = false;
-  std::string head_init = "normal";
+  HeadInit head_init = HeadInit::kNormal;
   double norm_eps = 1e-5;
   double xsa_eps = 1e-6;
-  // The options of the model's kind that it sets (AttentionKindInfo::options), by key:
-  // read and written beside the fields, as model.<key>, only where set.
-  std::map<std::string, std::string> kind_options;
-
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v("vocab_size", s.vocab_size, "vocabulary size (GPT-2's 50257 padded to a multiple of 64)");
@@ -75,14 +71,7 @@ struct ModelConfig {
       "(GPT-2's tanh approximation, which cuBLASLt's GEMM epilogues compute: train.kernels \"gelu\" needs it)");
     v("attention", s.attention,
       "the attention kind: one of the kinds `xsagpt config --json` lists (\"attention_kinds\"; docs/sweeps-and-plots.md"
-      "#attention-kinds), each with the keys it owns");
-    v("xsa_layers", s.xsa_layers,
-      "the layers that apply the kind's step (a kind that owns this key): null for every layer, a list of layer "
-      "indices, or \"last N\"; the others are standard attention");
-    v("xsa_gate", s.xsa_gate,
-      "learnable per-head XSA gate z = y - tanh(alpha) (y.v^) v^ in XSA layers: \"off\", or its start, "
-      "\"sa\" (alpha = 0) or \"xsa\" (alpha = 9.25, tanh = 1 in float32: exactly XSA, but on tanh's flat "
-      "tail, where the gradient is ~4e-8 of the SA start's and AdamW barely moves alpha)");
+      "#attention-kinds), each with the keys it owns (the model.* keys listed after this one)");
     v("n_sink", s.n_sink,
       "learned attention-sink vectors prepended to every sequence (StreamingLLM), at positions "
       "0..n_sink-1 before the tokens; not in the loss or the logits");
@@ -104,21 +93,20 @@ struct ModelConfig {
 
   int64_t inner_dim() const { return n_head * head_dim; }
   int64_t mlp_dim() const { return static_cast<int64_t>(mlp_ratio * static_cast<double>(d_model)); }
-  // Whether layer `i` applies its kind's step (false everywhere for a kind without one).
-  bool uses_step(int64_t layer) const;
-  // The value of the kind's option `key` (its first choice where not set).
-  std::string kind_option(const std::string& key) const;
-  // The model's attention in words, for logs and reports: "sa", "xsa",
-  // "xsa in layers 2,3, gated (starts as sa)", each with ", N sinks" when there are any
-  // and the kind's options as ", key=value".
-  std::string describe_attention() const;
-  // The model's variant name: its attention, then " layers=L" (model.xsa_layers as
-  // written), " gate=G", its options " key=value" and " sinks=N" where set ("xsa layers=last 3 gate=sa"). What
-  // `xsagpt eval` reports for a model without a NAME= and config.json records as
-  // "variant", where the Python tools (plot.py, table2.py) read it.
-  std::string variant() const;
+  // The attention as one value (config/attention_spec.h): its kind, the kind's keys,
+  // the layers that take its step and the sinks. Resolved when the model section is
+  // read; a config changed in code afterwards (model.attention, n_layer or n_sink
+  // assigned, as tests and bench's variants do) is resolved again on the next call,
+  // so the spec always describes the fields beside it.
+  const AttentionSpec& spec() const;
+  // Sets model.attention and its kind's keys as a model section spells them
+  // ({{"xsa_gate", "sa"}}); ConfigError naming `where`.key as reading would.
+  void set_attention(const std::string& kind, const json& keys = json::object(), const std::string& where = "model");
   // Throws ConfigError naming the first impossible value; `where` prefixes keys.
   void validate(const std::string& where = "model") const;
+
+ private:
+  mutable AttentionSpec spec_;
 };
 
 ModelConfig model_config_from_json(const json& j, const std::string& where = "model");

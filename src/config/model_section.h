@@ -1,8 +1,10 @@
-// Reading a `model` section into a ModelConfig without validating it: the fields
-// through the schema (config/schema.h) and, beside them, the options of the attention
-// kinds (config/attention_kinds.h), which the schema's field list does not hold. It is
-// what model_config_from_json does before it validates; run configs, `info --set` and
-// eval's reports read their model sections through it and validate once they are whole.
+// Reading a `model` section into a ModelConfig: the fields through the schema
+// (config/schema.h) and, beside them, the keys of the attention kinds
+// (config/attention_kinds.h), which the schema's field list does not hold, resolved
+// with model.attention into the config's AttentionSpec (a key of another kind or a
+// value of the wrong type is refused here). The rest of the section is validated by
+// model_config_from_json afterwards; run configs, `info --set` and eval's reports read
+// their model sections through it and validate once they are whole.
 #pragma once
 
 #include "config/model_config.h"

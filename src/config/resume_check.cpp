@@ -9,17 +9,24 @@
 namespace xsagpt {
 
 void check_resume_compatible(const RunConfig& cfg, const json& saved_config, const std::string& file) {
-  const json now = to_json(cfg);
   if (!saved_config.is_object() || !saved_config.contains("model") || !saved_config["model"].is_object())
     throw ConfigError(file + ": checkpoint has no model config");
-  const json saved = saved_meaning(saved_config);  // keys newer than the checkpoint take their defaults
-  for (const auto& [k, v] : now["model"].items()) {
-    const json old = saved["model"].value(k, json());
+  // Both read for what they mean: keys newer than the checkpoint take their defaults,
+  // and a kind's key left out is its default, so spelling a default out is no change.
+  const json saved = saved_meaning(saved_config), now = saved_meaning(to_json(cfg));
+  // A value as its config spelled it ("last 2"), else the default that stands in.
+  auto shown = [](const json& raw, const std::string& k, const json& meaning) {
+    return (raw.contains(k) ? raw[k] : meaning).dump();
+  };
+  json keys = now["model"];
+  keys.update(saved["model"]);  // every key either side has, in order
+  for (const auto& [k, _] : keys.items()) {
+    const json old = saved["model"].value(k, json()), v = now["model"].value(k, json());
     if (old != v)
       throw ConfigError(
           fmt::format("{}: model.{} is {} in the checkpoint but {} in this config; a resumed run "
                       "must use the same model",
-                      file, k, old.dump(), v.dump()));
+                      file, k, shown(saved_config["model"], k, old), shown(to_json(cfg)["model"], k, v)));
   }
   for (const char* section : {"train", "data"}) {
     if (!saved.contains(section) || !saved[section].is_object()) continue;

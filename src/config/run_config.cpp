@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 namespace xsagpt {
 
 namespace fs = std::filesystem;
@@ -119,7 +121,7 @@ json to_json(const RunConfig& c) {
           {"data", schema::write(c.data)},
           {"train", schema::write(c.train)},
           {"out_dir", c.out_dir},
-          {"variant", c.model.variant()}};
+          {"variant", c.model.spec().name()}};
 }
 
 RunConfig run_config_from_json(const json& j, const std::string& where) {
@@ -205,15 +207,30 @@ RunConfig load_run_config(const std::string& path, const std::vector<std::string
   return cfg;
 }
 
-std::string config_reference_markdown() {
-  // The attention kinds' own options follow the model's fields: keys only their kind reads.
-  std::string options;
+namespace {
+
+// The attention kinds' keys, a row each (a key several kinds own, once), with the
+// kinds that read it: they follow model.attention.
+std::string kind_key_rows() {
+  std::string rows;
+  std::set<std::string> seen;
   for (const auto& kind : attention_kinds())
-    for (const auto& o : kind.options)
-      options += fmt::format("| `model.{}` | `\"{}\"` | attention=\"{}\" only: {} |\n", o.name, o.choices.front(),
-                             kind.name, o.help);
-  return "| key | default | meaning |\n|---|---|---|\n" + schema::reference_rows<ModelConfig>("model") + options +
-         schema::reference_rows<DataConfig>("data") + schema::reference_rows<TrainConfig>("train") +
+    for (const auto& k : kind.keys)
+      if (seen.insert(k.name).second)
+        rows += fmt::format("| `model.{}` | `{}` | {} only: {} |\n", k.name, k.default_value.dump(),
+                            kind_key_owners(k.name), k.help);
+  return rows;
+}
+
+}  // namespace
+
+std::string config_reference_markdown() {
+  std::string model = schema::reference_rows<ModelConfig>("model");
+  const auto attention = model.find("| `model.attention` |");
+  const auto after = model.find('\n', attention) + 1;
+  model.insert(after, kind_key_rows());
+  return "| key | default | meaning |\n|---|---|---|\n" + model + schema::reference_rows<DataConfig>("data") +
+         schema::reference_rows<TrainConfig>("train") +
          fmt::format("| `out_dir` | `{}` | run directory: config.json, metrics.jsonl, checkpoints/ |\n",
                      json(RunConfig{}.out_dir).dump());
 }

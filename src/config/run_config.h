@@ -138,7 +138,7 @@ struct RunConfig {
 // build theirs here, so `bench` times the step `train` runs.
 Runtime runtime_of(const TrainConfig& train, bool cuda);
 
-// The sections and out_dir, plus "variant" (ModelConfig::variant) for the tools that
+// The sections and out_dir, plus "variant" (the model's AttentionSpec::name) for the tools that
 // read config.json; reading ignores "variant", which the model section determines.
 json to_json(const RunConfig& c);
 // Why `path` cannot be a run's path: its bytes from offset `at` are not UTF-8 (shown

@@ -21,10 +21,8 @@ namespace {
 // The keys that make a variant: the kind, every key a kind owns, and the sinks.
 json without_variant_keys(json model) {
   for (const char* k : {"attention", "n_sink"}) model.erase(k);
-  for (const auto& kind : attention_kinds()) {
-    for (const auto& k : kind.fields) model.erase(k);
-    for (const auto& o : kind.options) model.erase(o.name);
-  }
+  for (const auto& kind : attention_kinds())
+    for (const auto& k : kind.keys) model.erase(k.name);
   return model;
 }
 
@@ -46,7 +44,7 @@ const char* const kMetrics[] = {"acc", "acc_norm"};
 std::string variant_of(const json& model) {
   ModelConfig c;  // absent keys take their defaults, as the checkpoint's model was built
   read_model_section(model, c, "model");
-  return c.variant();
+  return c.spec().name();
 }
 
 json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelEval>& models,

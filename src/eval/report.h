@@ -45,7 +45,7 @@ struct ModelEval {
 json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelEval>& models,
                  const std::string& baseline = "");
 
-// The variant name of a model config without a label: ModelConfig::variant of the
+// The variant name of a model config without a label: AttentionSpec::name of the
 // saved config.model.
 std::string variant_of(const json& model);
 

@@ -7,14 +7,14 @@
 
 namespace xsagpt {
 
-AttentionVariant AttentionVariant::of(const ModelConfig& cfg, int64_t layer) {
-  return {cfg.attention, cfg.uses_step(layer), cfg.n_sink};
+LayerAttention LayerAttention::of(const ModelConfig& cfg, int64_t layer) {
+  return {cfg.attention, cfg.spec().uses_step(layer), cfg.n_sink};
 }
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg, int64_t layer, ExecPtr exec_)
     : n_head(cfg.n_head),
       head_dim(cfg.head_dim),
-      variant(AttentionVariant::of(cfg, layer)),
+      computes(LayerAttention::of(cfg, layer)),
       attn_dropout(cfg.dropout),
       exec(std::move(exec_)) {
   using torch::nn::LinearOptions;
@@ -23,7 +23,7 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg, int64_t
   resid_drop = register_module("resid_drop", torch::nn::Dropout(cfg.dropout));
   // The kind's parameters are registered after the projections, on this module: their
   // names and their place in the parameter order are part of checkpoints.
-  if (variant.step) step = attention_kind_row(cfg.attention).make({cfg, layer, *this, exec});
+  if (computes.step) step = attention_kind_row(cfg.spec()).make({cfg, layer, *this, exec});
 }
 
 torch::Tensor CausalSelfAttentionImpl::apply_step(const torch::Tensor& y, const torch::Tensor& v,
@@ -34,9 +34,9 @@ torch::Tensor CausalSelfAttentionImpl::apply_step(const torch::Tensor& y, const 
 std::string CausalSelfAttentionImpl::describe() const {
   // A layer without its kind's step computes the default kind's attention (the table's first row).
   const std::string plain = attention_kinds().front().name;
-  std::string out = step ? variant.kind + step->describe() : plain;
-  if (!step && variant.kind != plain) out += fmt::format(" ({} model, step not in this layer)", variant.kind);
-  if (variant.n_sink > 0) out += fmt::format(", {} sink{}", variant.n_sink, variant.n_sink > 1 ? "s" : "");
+  std::string out = step ? computes.kind + step->describe() : plain;
+  if (!step && computes.kind != plain) out += fmt::format(" ({} model, step not in this layer)", computes.kind);
+  if (computes.n_sink > 0) out += fmt::format(", {} sink{}", computes.n_sink, computes.n_sink > 1 ? "s" : "");
   return out;
 }
 

@@ -15,15 +15,14 @@
 
 namespace xsagpt {
 
-// What one attention layer computes, resolved from the model config once, when the
-// layer is built: tools (analyze, bench, counts) ask the layer rather than re-reading
-// model.attention and model.xsa_layers themselves.
-struct AttentionVariant {
+// What one attention layer computes, taken from the model's AttentionSpec when the
+// layer is built: tools (analyze, bench) ask the layer rather than the config.
+struct LayerAttention {
   std::string kind;    // the model's model.attention
-  bool step = false;   // this layer applies its kind's step (model.xsa_layers selects the layers)
+  bool step = false;   // this layer applies its kind's step (AttentionSpec::uses_step)
   int64_t n_sink = 0;  // learned sinks in front of the tokens (the model's)
 
-  static AttentionVariant of(const ModelConfig& cfg, int64_t layer);
+  static LayerAttention of(const ModelConfig& cfg, int64_t layer);
 };
 
 struct CausalSelfAttentionImpl : torch::nn::Module {
@@ -44,7 +43,7 @@ struct CausalSelfAttentionImpl : torch::nn::Module {
   torch::nn::Linear c_proj{nullptr};  // output projection
   torch::nn::Dropout resid_drop{nullptr};
   int64_t n_head, head_dim;
-  AttentionVariant variant;
+  LayerAttention computes;
   std::shared_ptr<const AttentionStep> step;  // null where the layer applies none
   double attn_dropout;
   ExecPtr exec;

@@ -1,96 +1,59 @@
+// The kinds' table, the half the model reads (see attention_kinds.h).
 #include "model/attention_kinds.h"
 
-#include "util/error.h"
+#include <fmt/format.h>
 
-#include <algorithm>
-#include <iterator>
+#include <stdexcept>
 
 namespace xsagpt {
 
-// Each kind's file defines these two (kind_<name>.cpp).
+// Each kind's file defines its factory, parameter count and work (kind_<name>.cpp).
 std::unique_ptr<AttentionStep> make_xsa_step(const StepContext& c);
 int64_t xsa_step_params(const ModelConfig& c);
 std::unique_ptr<AttentionStep> make_gated_step(const StepContext& c);
 int64_t gated_step_params(const ModelConfig& c);
+double gated_step_flops(const ModelConfig& c, int64_t seq_len);
+double gated_step_activations(const ModelConfig& c, double a);
 std::unique_ptr<AttentionStep> make_xsa_token_step(const StepContext& c);
 int64_t xsa_token_step_params(const ModelConfig& c);
+double xsa_token_step_flops(const ModelConfig& c, int64_t seq_len);
+double xsa_token_step_activations(const ModelConfig& c, double a);
 
-namespace {
-
-// The kinds, a row each: model.attention's value, its description, the model.* keys
-// it owns, keys of its own, whether it applies a step, the train.kernels row whose
-// fused kernel runs that step, the name a transformers export's model card gives it,
-// and its file's factory and parameter count. A new kind is its file and one row here.
-// A function's static, built on first use: a ModelConfig made while globals are
-// initialised still finds the table (its default kind is the first row).
-std::span<const AttentionKindRow> kind_table() {
+// The kinds, a row each, in the order of config/attention_kinds.cpp: the name of that
+// row, its file's factory and parameter count, the parameters its step registers on a
+// layer (with whether Muon may take each) and its work per token. XSA's step keeps
+// only y and v, which attention keeps anyway, and the output projection reads z
+// instead of the copy of y (model/xsa.h; measured equal): it adds no work to count.
+// A function's static, built on first use, as the config half's.
+std::span<const AttentionKindRow> attention_kind_rows() {
   static const AttentionKindRow table[] = {
-      {{"sa", "standard causal self attention", {}, {}, /*step=*/false, "", "standard causal self attention (SA)"}},
-      {{"xsa",
-        "exclusive self attention: z = y - (y.v^) v^ per head (arXiv 2603.09078)",
-        {"xsa_layers", "xsa_gate"},
-        {},
-        /*step=*/true,
-        "xsa",
-        "exclusive self attention (XSA)"},
-       make_xsa_step,
-       xsa_step_params},
-      {{"gated",
-        "output-gated attention: z = y * sigmoid(x.w) per head or per channel, x the layer's input (arXiv 2505.06708)",
-        {},
-        {{"out_gate",
-          "the gate's width: \"headwise\" (one per head) or \"elementwise\" (one per channel)",
-          {"headwise", "elementwise"}}},
-        /*step=*/true,
-        "",
-        "output-gated attention"},
-       make_gated_step,
-       gated_step_params},
-      {{"xsa_token",
-        "XSA's step scaled by a gate per token and head, g = tanh(x.w + b) from the layer's input (modded-nanogpt)",
-        {"xsa_layers"},
-        {},
-        /*step=*/true,
-        "",
-        "exclusive self attention gated per token"},
+      {"sa"},
+      {"xsa", make_xsa_step, xsa_step_params, {{"xsa_gate"}}},
+      {"gated", make_gated_step, gated_step_params, {{"out_gate"}}, {gated_step_flops, gated_step_activations}},
+      {"xsa_token",
        make_xsa_token_step,
-       xsa_token_step_params},
+       xsa_token_step_params,
+       {{"xsa_token_gate"}, {"xsa_token_gate_bias"}},
+       {xsa_token_step_flops, xsa_token_step_activations}},
   };
   return table;
 }
 
-}  // namespace
-
-std::span<const AttentionKindInfo> attention_kinds() {
-  static const std::vector<AttentionKindInfo> infos = [] {
-    std::vector<AttentionKindInfo> out;
-    for (const auto& row : kind_table()) out.push_back(row.info);
-    return out;
-  }();
-  return infos;
-}
-
-const AttentionKindInfo* find_attention_kind(const std::string& name) {
-  for (const auto& k : attention_kinds())
-    if (name == k.name) return &k;
-  return nullptr;
-}
-
-std::string attention_kind_choices() {
-  std::string out;
+const AttentionKindRow& attention_kind_row(const AttentionSpec& spec) {
   const auto kinds = attention_kinds();
-  for (size_t i = 0; i < kinds.size(); ++i)
-    out += std::string(i == 0 ? "" : i + 1 == kinds.size() ? " or " : ", ") + "\"" + kinds[i].name + "\"";
-  return out;
+  const auto rows = attention_kind_rows();
+  const auto i = static_cast<size_t>(&spec.kind() - kinds.data());
+  if (i >= rows.size() || std::string(rows[i].name) != spec.kind().name)
+    throw std::logic_error(fmt::format("attention \"{}\": the model's half of the kinds' table has no row for it at {}",
+                                       spec.kind().name, i));
+  return rows[i];
 }
 
-const AttentionKindRow& attention_kind_row(const std::string& name) {
-  const auto table = kind_table();
-  const auto row =
-      std::find_if(table.begin(), table.end(), [&](const AttentionKindRow& r) { return name == r.info.name; });
-  if (row == table.end())
-    throw ConfigError("model.attention: expected " + attention_kind_choices() + ", got \"" + name + "\"");
-  return *row;
+const StepParameter* find_step_parameter(const std::string& name) {
+  for (const auto& row : attention_kind_rows())
+    for (const auto& p : row.parameters)
+      if (name == p.name) return &p;
+  return nullptr;
 }
 
 }  // namespace xsagpt

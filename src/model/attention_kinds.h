@@ -1,19 +1,21 @@
 // The attention kinds: what a layer does to attention's output before the output
-// projection. Each kind is one file (kind_*.cpp: its step and its parameters) and one
-// row of the table in attention_kinds.cpp (its name, keys, description, the fused
-// kernel that serves it, its export name). CausalSelfAttention builds its layer's
-// step from the row and calls it; nothing else spells a kind: tools ask the table
-// (config/attention_kinds.h for names and keys) or the layer's step.
+// projection. Each kind is one file (kind_*.cpp: its step, its parameters and its
+// work) and a row in each half of the kinds' table: config/attention_kinds.cpp (its
+// name, keys and description, what a config reads) and attention_kinds.cpp here (its
+// factory and hooks, what the model and the counts need), the two in the same order.
+// CausalSelfAttention builds its layer's step from the row and calls it; nothing else
+// spells a kind: tools ask the table or the layer's step.
 #pragma once
 
-#include "config/attention_kinds.h"
 #include "config/model_config.h"
 #include "model/exec.h"
 
 #include <torch/torch.h>
 
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 namespace xsagpt {
 
@@ -43,14 +45,40 @@ struct StepContext {
   ExecPtr exec;
 };
 
+// A parameter a kind's step registers on its layer, and whether Muon may take it
+// (train.optimizer=muon, optim/muon.h): a matrix of a kind goes to AdamW unless its
+// row says Muon's orthogonalised update suits it.
+struct StepParameter {
+  const char* name;
+  bool muon = false;
+};
+
+// The work one layer's step adds, per token, to what counts (model/counts.h) holds for
+// standard attention.
+struct StepWork {
+  // Training FLOPs (forward and backward) of the step's products, counted as the
+  // blocks' products are: 6 per weight multiplied per token (PaLM's convention,
+  // which counts matrix products only, so XSA's per-head dot products add none).
+  double (*flops)(const ModelConfig&, int64_t seq_len) = nullptr;
+  // Bytes autograd keeps from forward to backward beyond what attention keeps, with
+  // activations of `a` bytes an element (2 in bf16, 4 in float32).
+  double (*activations)(const ModelConfig&, double a) = nullptr;
+};
+
 struct AttentionKindRow {
-  AttentionKindInfo info;
+  const char* name;  // its row's in config/attention_kinds.cpp, at the same place
   // The layer's step (null for a kind without one), and the parameters it adds to a layer.
   std::unique_ptr<AttentionStep> (*make)(const StepContext&) = nullptr;
   int64_t (*params)(const ModelConfig&) = nullptr;
+  std::vector<StepParameter> parameters;
+  StepWork work;
 };
 
-// The row of `name`; ConfigError naming model.attention and the kinds otherwise.
-const AttentionKindRow& attention_kind_row(const std::string& name);
+// The model half of the table, in the config half's order.
+std::span<const AttentionKindRow> attention_kind_rows();
+// The row of the model's kind.
+const AttentionKindRow& attention_kind_row(const AttentionSpec& spec);
+// The row declaring a step parameter named `name` (a layer's own name: "out_gate"), or nullptr.
+const StepParameter* find_step_parameter(const std::string& name);
 
 }  // namespace xsagpt

@@ -9,6 +9,22 @@
 
 namespace xsagpt {
 
+namespace {
+
+int64_t step_layers(const ModelConfig& c) {
+  int64_t n = 0;
+  for (int64_t l = 0; l < c.n_layer; ++l) n += c.spec().uses_step(l) ? 1 : 0;
+  return n;
+}
+
+// The parameters of the kind's step (XSA's gate) in every layer that applies it.
+int64_t step_params(const ModelConfig& c) {
+  const auto params = attention_kind_row(c.spec()).params;
+  return params ? step_layers(c) * params(c) : 0;
+}
+
+}  // namespace
+
 ParamCounts count_params(const ModelConfig& c) {
   const int64_t d = c.d_model, inner = c.inner_dim(), hidden = c.mlp_dim(), V = c.vocab_size;
   const int64_t b = c.bias ? 1 : 0;
@@ -18,9 +34,7 @@ ParamCounts count_params(const ModelConfig& c) {
   const int64_t per_layer = 2 * norm + attn + mlp;
   ParamCounts p;
   p.embedding = V * d * (c.tie_embeddings ? 1 : 2);
-  int64_t steps = 0;  // the parameters of the kind's step (XSA's gate) in each layer that applies it
-  if (const auto count = attention_kind_row(c.attention).params)
-    for (int64_t l = 0; l < c.n_layer; ++l) steps += c.uses_step(l) ? count(c) : 0;
+  const int64_t steps = step_params(c);
   p.non_embedding = 2 * norm + c.n_layer * per_layer + c.n_sink * d + steps;  // ln_e, ln_f, blocks, sinks, steps
   p.total = p.embedding + p.non_embedding;
   p.matmul = c.n_layer * (attn + mlp) + V * d;  // the head is a matmul; the lookup is not
@@ -40,7 +54,9 @@ std::array<BlockProduct, 4> block_products(const ModelConfig& c, const Kernels& 
 
 double flops_per_token(const ModelConfig& c, int64_t seq_len) {
   const double n = static_cast<double>(count_params(c).matmul);
-  return 6.0 * n + 12.0 * c.n_layer * c.inner_dim() * static_cast<double>(seq_len);
+  const auto flops = attention_kind_row(c.spec()).work.flops;
+  const double steps = flops ? static_cast<double>(step_layers(c)) * flops(c, seq_len) : 0.0;
+  return 6.0 * n + 12.0 * c.n_layer * c.inner_dim() * static_cast<double>(seq_len) + steps;
 }
 
 namespace {
@@ -68,6 +84,34 @@ double muon_step_bytes(const ModelConfig& c, double ns_bytes) {
 
 }  // namespace
 
+namespace {
+
+// Per token, what autograd keeps through forward (`kept`) and re-makes for one layer at
+// a time in backward (`replay`), for the blocks. What backward needs of each half of a
+// block: the float32 residual entering its norm and the norm's output; for attention,
+// q/k/v before and after RoPE, the attention output and its (B, T, inner) copy that
+// the output projection reads, and in a layer with its kind's step what the step
+// keeps beyond those (its row's activations: XSA's nothing, a gate's gate); for the
+// MLP, the pre- and post-GELU activations.
+struct BlockActivations {
+  double kept = 0, replay = 0;
+};
+BlockActivations block_activations(const ModelConfig& c, const Runtime& rt, double a) {
+  const double d = static_cast<double>(c.d_model), inner = static_cast<double>(c.inner_dim());
+  const double hidden = static_cast<double>(c.mlp_dim());
+  const double resid = 4 * d;
+  const double attn = resid + a * d + a * 3 * inner + a * 2 * inner + 2 * a * inner;
+  const double mlp = resid + a * d + 2 * a * hidden;
+  const auto step_work = attention_kind_row(c.spec()).work.activations;
+  const double step = step_work ? step_work(c, a) : 0.0;
+  const double L = static_cast<double>(c.n_layer), S = static_cast<double>(step_layers(c));
+  if (rt.recompute == Recompute::kBlock) return {L * resid, attn + (S > 0 ? step : 0.0) + mlp};  // each block's input
+  if (rt.recompute == Recompute::kMlp) return {L * (attn + resid) + S * step, mlp - resid};  // the MLP keeps its input
+  return {L * (attn + mlp) + S * step, 0.0};
+}
+
+}  // namespace
+
 MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq_len,
                                         const MemoryOptions& o) {
   MemoryEstimate m;
@@ -80,28 +124,9 @@ MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batc
   const double tokens = static_cast<double>(micro_batch * seq_len);
   const Runtime& rt = o.rt;
   const double a = rt.bf16 ? 2.0 : 4.0;  // bytes per saved activation element
-  const double d = static_cast<double>(c.d_model), inner = static_cast<double>(c.inner_dim());
-  const double hidden = static_cast<double>(c.mlp_dim());
-  // Per token, what backward needs of each half of a block: the float32 residual
-  // entering its norm and the norm's output; for attention, q/k/v before and after
-  // RoPE, the attention output and its (B, T, inner) copy that the output
-  // projection reads; for the MLP, the pre- and post-GELU activations. XSA adds
-  // nothing: its step keeps y and v, which attention keeps anyway, and the output
-  // projection reads z instead of the copy of y (model/xsa.h; measured equal).
-  const double resid = 4 * d;
-  const double attn = resid + a * d + a * 3 * inner + a * 2 * inner + 2 * a * inner;
-  const double mlp = resid + a * d + 2 * a * hidden;
+  const double d = static_cast<double>(c.d_model), resid = 4 * d;
   const double L = static_cast<double>(c.n_layer);
-  double kept = 0, replay = 0;  // kept through forward; re-made for one layer at a time in backward
-  if (rt.recompute == Recompute::kBlock) {
-    kept = L * resid;  // each block's input
-    replay = attn + mlp;
-  } else if (rt.recompute == Recompute::kMlp) {
-    kept = L * (attn + resid);  // the MLP half keeps only its input
-    replay = mlp - resid;
-  } else {
-    kept = L * (attn + mlp);
-  }
+  const auto [kept, replay] = block_activations(c, rt, a);
   // Around the blocks: ln_e's input and output (float32), ln_f's input and output.
   m.activations_bytes = tokens * (kept + 2 * 4 * d + resid + a * d);
   m.recompute_bytes = tokens * replay;
@@ -117,14 +142,15 @@ MemoryEstimate estimate_training_memory(const ModelConfig& c, int64_t micro_batc
     // rows that exist at once.
     m.logits_bytes = rows * V * (a + 4 + 4);
   }
-  // bf16 copies (weights kernel) of every matrix a product reads, but for the
+  // bf16 copies (weights kernel) of every matrix a product reads, the step's too
+  // (a gate's matrix; XSA's n_head gates, copied too, are a rounding), but for the
   // blocks' matrices fp8 takes, which read e4m3 copies and their transposes (a
   // byte each) and one float32 inverse scale per matrix instead (kernels/fp8_linear.h).
-  const auto counts = count_params(c);
+  const double matrices = static_cast<double>(count_params(c).matmul + step_params(c));
   double fp8_matrices = 0, fp8_scales = 0;
   for (const auto& b : block_products(c, rt.kernels))
     if (b.fp8) fp8_matrices += static_cast<double>(L * b.in * b.out), fp8_scales += 4.0 * L;
-  if (rt.bf16 && rt.kernels.weights) m.weight_copies_bytes = 2 * (static_cast<double>(counts.matmul) - fp8_matrices);
+  if (rt.bf16 && rt.kernels.weights) m.weight_copies_bytes = 2 * (matrices - fp8_matrices);
   m.weight_copies_bytes += 2 * fp8_matrices + fp8_scales;
   if (o.muon) m.optimizer_step_bytes = muon_step_bytes(c, o.cuda ? 2 : 4);
   // cos and sin, each (n_sink + block_size) x head_dim/2 in float32: every position the

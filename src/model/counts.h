@@ -2,10 +2,13 @@
 // model (the 2.7B model would need 11 GB just to be constructed in float32).
 //  - parameters: exact, checked against the built model in the tests;
 //  - FLOPs per token: 6*N_matmul for forward+backward plus the attention term
-//    12 * n_layer * inner_dim * T (PaLM appendix B; the convention MFU uses);
+//    12 * n_layer * inner_dim * T (PaLM appendix B; the convention MFU uses), plus
+//    the products of the attention kind's step in the layers that take it (its
+//    row's work, model/attention_kinds.h: a gate's matrix);
 //  - training memory: weights, grads and optimizer state (AdamW's two moments, or
 //    Muon's one momentum for the block matrices) in float32 plus an estimate
-//    of the activations autograd keeps for one micro-batch, with the memory
+//    of the activations autograd keeps for one micro-batch (the kind's step's
+//    own from its row), with the memory
 //    options (activation checkpointing, chunked loss) the trainer can run with,
 //    or, when larger, Muon's Newton-Schulz work in the optimizer step, plus the
 //    RoPE tables, which grow with model.block_size rather than with the batch.

@@ -59,7 +59,7 @@ void GPTImpl::init_weights() {
   // nanoGPT: N(0, 0.02) everywhere, residual projections scaled by 1/sqrt(2 n_layer)
   // so the residual stream's variance does not grow with depth.
   const double proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(cfg.n_layer));
-  const std::string& init = cfg.head_init;
+  const HeadInit init = cfg.head_init;
   // An attention kind's parameters start as its step says, in their place in the order.
   auto kind_init = [&](const std::string& name, torch::Tensor& p) {
     const std::string prefix = "transformer.h.";
@@ -75,19 +75,19 @@ void GPTImpl::init_weights() {
       continue;
     } else if (name.ends_with(".bias")) {
       p.zero_();
-    } else if (name == "transformer.ln_f.weight" && init == "zero_norm") {
+    } else if (name == "transformer.ln_f.weight" && init == HeadInit::kZeroNorm) {
       p.zero_();  // logits = 0 at the start; the gain's own gradient is not zero, so it grows
     } else if (name.find("ln_") != std::string::npos) {
       p.fill_(1.0);
     } else if (name.ends_with("c_proj.weight")) {
       p.normal_(0.0, proj_std);
     } else if (name == "lm_head.weight" && !cfg.tie_embeddings) {
-      if (init == "zero") {
+      if (init == HeadInit::kZero) {
         p.zero_();  // uniform predictions at the start: loss ln(vocab) at any width
       } else {      // nanoGPT's 0.02, capped so the logits of ln_f's unit-variance output have std <= 0.5
         p.normal_(0.0, std::min(0.02, 0.5 / std::sqrt(static_cast<double>(cfg.d_model))));
       }
-    } else if (name == "transformer.wte.weight" && cfg.tie_embeddings && init == "scaled") {
+    } else if (name == "transformer.wte.weight" && cfg.tie_embeddings && init == HeadInit::kScaled) {
       // Behind ln_e, the embedding's scale matters only to the tied head, where a
       // token's self-logit starts at LN(e).e ~ std * d_model: 0.5 nats here.
       p.normal_(0.0, 0.5 / static_cast<double>(cfg.d_model));

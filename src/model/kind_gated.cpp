@@ -15,8 +15,13 @@
 // model.xsa_gate's XSA start does. The factor 1/2 on every head at step 0 is one the
 // output projection and the residual stream absorb within the first steps.
 //
-// The gate's matrix is "out_gate" on the layer; Muon leaves it to AdamW (optim/muon.h).
-// No fused kernel: the product runs as ATen ops under any train.kernels.
+// The gate's matrix is "out_gate" on the layer; its row leaves it to AdamW under Muon
+// (optim/muon.h). No fused kernel: the product runs as ATen ops under any train.kernels.
+//
+// Its work per token in a layer: the product x W^T, 2 d_model width FLOPs forward and
+// twice that backward (6 d_model width, as every product is counted), and for
+// backward the gate sigmoid(s) in float32 (width numbers), plus under bf16 the float32
+// copy of y that the product y * g keeps (inner numbers); y itself attention keeps.
 #include "model/attention_kinds.h"
 
 namespace xsagpt {
@@ -26,7 +31,7 @@ namespace {
 constexpr const char* kOutGateKey = "out_gate";
 
 int64_t gated_width(const ModelConfig& c) {
-  return c.kind_option(kOutGateKey) == "elementwise" ? c.inner_dim() : c.n_head;
+  return c.spec().option<OutGate>(kOutGateKey) == OutGate::kElementwise ? c.inner_dim() : c.n_head;
 }
 
 class GatedStep : public AttentionStep {
@@ -63,5 +68,11 @@ class GatedStep : public AttentionStep {
 std::unique_ptr<AttentionStep> make_gated_step(const StepContext& c) { return std::make_unique<GatedStep>(c); }
 
 int64_t gated_step_params(const ModelConfig& c) { return gated_width(c) * c.d_model; }
+
+double gated_step_flops(const ModelConfig& c, int64_t) { return 6.0 * static_cast<double>(gated_width(c) * c.d_model); }
+
+double gated_step_activations(const ModelConfig& c, double a) {
+  return 4.0 * static_cast<double>(gated_width(c)) + (a < 4 ? 4.0 * static_cast<double>(c.inner_dim()) : 0.0);
+}
 
 }  // namespace xsagpt

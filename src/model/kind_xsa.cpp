@@ -11,10 +11,12 @@ namespace xsagpt {
 
 namespace {
 
+XsaGate gate_start(const ModelConfig& c) { return c.spec().option<XsaGate>("xsa_gate"); }
+
 class XsaStep : public AttentionStep {
  public:
   explicit XsaStep(const StepContext& c)
-      : exec_(c.exec), eps_(c.cfg.xsa_eps), start_(c.cfg.xsa_gate), n_head_(c.cfg.n_head) {
+      : exec_(c.exec), eps_(c.cfg.xsa_eps), start_(gate_start(c.cfg)), n_head_(c.cfg.n_head) {
     if (start_ != XsaGate::kOff) alpha_ = c.module.register_parameter("xsa_gate", torch::zeros({n_head_}));
   }
 
@@ -62,6 +64,6 @@ class XsaStep : public AttentionStep {
 
 std::unique_ptr<AttentionStep> make_xsa_step(const StepContext& c) { return std::make_unique<XsaStep>(c); }
 
-int64_t xsa_step_params(const ModelConfig& c) { return c.xsa_gate != XsaGate::kOff ? c.n_head : 0; }
+int64_t xsa_step_params(const ModelConfig& c) { return gate_start(c) != XsaGate::kOff ? c.n_head : 0; }
 
 }  // namespace xsagpt

@@ -14,7 +14,12 @@
 // model.xsa_layers selects the layers as for "xsa". The XSA kernels take one gate per
 // head, not per token, so the step is the custom autograd function on ATen ops
 // (exclude_self_value with a (B, H, T, 1) gate) under any train.kernels. The matrix is
-// "xsa_token_gate" on the layer, which Muon leaves to AdamW (optim/muon.h).
+// "xsa_token_gate" on the layer, which its row leaves to AdamW under Muon (optim/muon.h).
+//
+// Its work per token in a layer: the linear layer x W^T + b, 6 (d_model + 1) n_head
+// FLOPs forward and backward as every linear layer is counted, its bias included (XSA's
+// dot products are not products of the convention), and for backward the gate g in
+// float32 (n_head numbers, kept once by tanh and by the XSA step); y and v attention keeps.
 #include "model/attention_kinds.h"
 #include "model/xsa.h"
 
@@ -59,5 +64,11 @@ class TokenGateStep : public AttentionStep {
 std::unique_ptr<AttentionStep> make_xsa_token_step(const StepContext& c) { return std::make_unique<TokenGateStep>(c); }
 
 int64_t xsa_token_step_params(const ModelConfig& c) { return c.n_head * (c.d_model + 1); }
+
+double xsa_token_step_flops(const ModelConfig& c, int64_t) {
+  return 6.0 * static_cast<double>(c.n_head * (c.d_model + 1));
+}
+
+double xsa_token_step_activations(const ModelConfig& c, double) { return 4.0 * static_cast<double>(c.n_head); }
 
 }  // namespace xsagpt

@@ -1,11 +1,19 @@
 #include "optim/muon.h"
 
+#include "model/attention_kinds.h"
+
 #include <cmath>
 
 namespace xsagpt {
 
 bool muon_updates(const std::string& name, const torch::Tensor& p) {
-  return p.dim() == 2 && name.starts_with("transformer.h.") && !name.ends_with("gate");
+  if (p.dim() != 2 || !name.starts_with("transformer.h.")) return false;
+  // A parameter of an attention kind's step, registered on the layer's attention:
+  // Muon's only where the kind's row says so.
+  const auto attn = name.rfind(".attn.");
+  const std::string own = attn == std::string::npos ? "" : name.substr(attn + 6);
+  const auto* step = own.find('.') == std::string::npos ? find_step_parameter(own) : nullptr;
+  return !step || step->muon;
 }
 
 int64_t muon_blocks(const std::string& name) { return name.ends_with(".attn.c_attn.weight") ? 3 : 1; }

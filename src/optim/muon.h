@@ -45,12 +45,14 @@ inline constexpr double kNsA = 3.4445, kNsB = -4.7750, kNsC = 2.0315;
 inline constexpr double kNsEps = 1e-7;  // floor of ||u||_F, as torch's
 
 // Whether Muon updates parameter `name`: a matrix inside a transformer block. The
-// embedding, the head and the sinks are matrices too, but outside the blocks. An
-// attention kind's gate (a parameter whose own name ends in "gate": the gated kind's
-// projection, the per-token XSA gate's) is a matrix in a block but goes to AdamW, as
-// modded-nanogpt moved its gates from Muon to Adam: each row reads one scalar gate per
-// head or channel through a sigmoid or tanh, and orthogonalising would force every
-// row to the same norm, the gates' scale being what they learn.
+// embedding, the head and the sinks are matrices too, but outside the blocks. A
+// parameter of an attention kind's step goes to AdamW unless the kind's row lets Muon
+// take it (model/attention_kinds.h: StepParameter), so a new kind's matrix is never
+// orthogonalised without its row deciding it. The shipped kinds' gates (the gated
+// kind's projection, the per-token XSA gate's) go to AdamW, as modded-nanogpt moved
+// its gates from Muon to Adam: each row reads one scalar gate per head or channel
+// through a sigmoid or tanh, and orthogonalising would force every row to the same
+// norm, the gates' scale being what they learn.
 bool muon_updates(const std::string& name, const torch::Tensor& p);
 // How many matrices Muon sees in it, stacked along dim 0 (3 for the fused q/k/v).
 int64_t muon_blocks(const std::string& name);

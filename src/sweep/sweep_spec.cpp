@@ -1,6 +1,7 @@
 // The sweep file's parts, read and checked (see sweep_spec.h).
 #include "sweep/sweep_spec.h"
 
+#include "config/config_diff.h"
 #include "sweep/ladder.h"
 
 #include <fmt/format.h>
@@ -142,13 +143,14 @@ void DistinctPoints::add(const SweepPoint& p) {
         fmt::format("{}: grid: two points are both named {} (a value listed twice, e.g. 1e-3 "
                     "and 0.001?)",
                     path_, p.name));
-  json resolved = to_json(p.config);
-  resolved.erase("out_dir");
-  const auto [it, added] = configs_.try_emplace(std::move(resolved), p.name);
+  json meaning = saved_meaning(to_json(p.config));
+  meaning.erase("out_dir");
+  meaning.erase("variant");  // the model's name as written: the model itself is compared
+  const auto [it, added] = configs_.try_emplace(std::move(meaning), p.name);
   if (!added)
     throw ConfigError(
         fmt::format("{}: grid: points {} and {} resolve to the same run config (a value listed "
-                    "twice in two spellings?); list each setting once",
+                    "twice in two spellings, or a key set to its default?); list each setting once",
                     path_, it->second, p.name));
 }
 

@@ -40,12 +40,16 @@ std::vector<std::string> fixed_overrides(const json& spec, const std::string& pa
 std::vector<std::string> constant_token_overrides(const RunConfig& base, int64_t T, int64_t world_size,
                                                   const std::string& path);
 
-// A new point must differ from those before it in name and in resolved config: two
-// grid values can spell one setting (1 and 1.0, 1e-3 and 0.001), and the same run
-// twice would count as two seeds or two learning rates. Each point's resolved config
-// is made once and looked up among those before it (ordered by json's own comparison,
-// so 1 and 1.0 still meet): n log n for a grid of n points, where comparing every
-// pair made a grid of thousands take minutes.
+// A new point must differ from those before it in name and in what its config means
+// (config/config_diff.h: saved_meaning, as a resume and a continued sweep read it): two
+// grid values can spell one setting (1 and 1.0, 1e-3 and 0.001), two variants can
+// spell one model (gated, and gated with model.out_gate at its default "headwise"),
+// and the same run twice would count as two seeds, two learning rates or two arms of
+// a comparison. Refused rather than merged: a variant the user named would otherwise
+// vanish from the tables without a word. Each point's meaning is made once and looked
+// up among those before it (ordered by json's own comparison, so 1 and 1.0 still
+// meet): n log n for a grid of n points, where comparing every pair made a grid of
+// thousands take minutes.
 class DistinctPoints {
  public:
   explicit DistinctPoints(std::string path) : path_(std::move(path)) {}
@@ -54,7 +58,7 @@ class DistinctPoints {
  private:
   std::string path_;
   std::set<std::string> names_;
-  std::map<json, std::string> configs_;  // resolved config, out_dir aside -> the point's name
+  std::map<json, std::string> configs_;  // saved meaning, out_dir aside -> the point's name
 };
 
 }  // namespace xsagpt::sweep_spec

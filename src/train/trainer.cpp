@@ -37,8 +37,8 @@ void announce(const RunConfig& cfg, const Runtime& rt, torch::Device device, con
     spdlog::info("attention: SDPA backend {}", backend);
   const auto counts = count_params(cfg.model);
   spdlog::info("model: {} layers, d_model {}, {}x{} heads, attention {}, {:.2f}M parameters ({:.2f}M non-embedding)",
-               cfg.model.n_layer, cfg.model.d_model, cfg.model.n_head, cfg.model.head_dim,
-               cfg.model.describe_attention(), counts.total / 1e6, counts.non_embedding / 1e6);
+               cfg.model.n_layer, cfg.model.d_model, cfg.model.n_head, cfg.model.head_dim, cfg.model.spec().describe(),
+               counts.total / 1e6, counts.non_embedding / 1e6);
   spdlog::info("training: {} steps of {} tokens ({} x {} x {} accumulation x {} rank(s)), {} on {}, AdamW {}",
                t.max_steps, step_tokens, t.micro_batch, t.seq_len, cfg.accumulation_steps(world), world,
                !rt.bf16        ? "fp32"
@@ -47,10 +47,10 @@ void announce(const RunConfig& cfg, const Runtime& rt, torch::Device device, con
                device.str(), s.parts.optimizer->impl());
   spdlog::info("kernels: {}{}", describe(rt.kernels),
                rt.kernels == Kernels{} || device.is_cuda() ? "" : " (their ATen twins: this run is not on CUDA)");
-  // A kind whose step no fused kernel serves still trains under "fused" or "auto": its
-  // step runs as ATen ops beside the other kernels, and the log says so (docs/kernels.md).
-  if (const auto& kind = *find_attention_kind(cfg.model.attention);
-      kind.step && !*kind.kernel && rt.kernels.xsa != XsaImpl::kOps)
+  // A kind whose row names no fused kernel for its step still trains under "fused" or
+  // "auto": its step runs as ATen ops beside the other kernels, and the log says so
+  // (docs/kernels.md).
+  if (const auto& kind = cfg.model.spec().kind(); kind.step && !*kind.kernel && !(rt.kernels == Kernels{}))
     spdlog::info("kernels: attention \"{}\" has no fused kernel: its step runs as ATen ops", kind.name);
   spdlog::info("optimizer: {}", s.parts.optimizer->summary());
   if (!device.is_cuda()) spdlog::info("cpu: {}", cpu_threads_description());

@@ -1,7 +1,7 @@
 """The checklist every attention kind passes, and the one list of kinds its tests take.
 
 The kinds are the rows of `xsagpt config --json`'s "attention_kinds" (the C++ table,
-src/model/attention_kinds.cpp), read from the built binary when the tests are collected.
+src/config/attention_kinds.cpp), read from the built binary when the tests are collected.
 Besides its C++ file and row, each kind needs:
   reference  cases against the PyTorch reference model, in float32 and float64
              (tests/python/model/test_reference_model.py);

@@ -10,12 +10,6 @@ products are its step's matrices, in each layer that takes the step.
 """
 import dataclasses
 
-# Whether `xsagpt info` counts a kind's own products (the FLOP hooks of a kind's row).
-# While it does not, every kind's count is SA's; once it does, the count is SA's plus
-# the kind's STEP_MATMUL. The one switch to flip when the binary starts counting them.
-INFO_COUNTS_STEP_PRODUCTS = False
-
-
 @dataclasses.dataclass(frozen=True)
 class Model:
     """The model keys the count reads, with src/config/model_config.h's defaults."""

@@ -16,7 +16,7 @@ from transformers import PreTrainedConfig
 # What modeling_xsagpt.py implements, as config.json's "conventions" names it.
 IMPLEMENTED = {("rope", "layout"): ("rotate_half",), ("mlp", "activation"): ("gelu_exact", "gelu_tanh"),
                ("norm", "type"): ("layernorm",)}
-# model.attention's values this code implements (the rows of src/model/attention_kinds.cpp
+# model.attention's values this code implements (the rows of src/config/attention_kinds.cpp
 # it has the formula of), and the gates of XSA's step: none, per head (as it starts), per token.
 ATTENTION_KINDS = ("sa", "xsa", "gated", "xsa_token")
 XSA_GATES = ("off", "sa", "xsa", "token")

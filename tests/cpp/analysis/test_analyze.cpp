@@ -98,11 +98,11 @@ void check_layer(const ModelConfig& cfg, double gate_alpha) {
       EXPECT_NEAR(got.value_cos_sim[b][hd].item<double>(), e.value_cos_sim, 1e-5);
       EXPECT_NEAR(got.attn_diag[b][hd].item<double>(), e.attn_diag, 1e-5);
       EXPECT_NEAR(got.cos_y_v[b][hd].item<double>(), e.cos_y_v, 1e-5);
-      if (attn.variant.step) {
+      if (attn.computes.step) {
         EXPECT_NEAR(got.cos_z_v[b][hd].item<double>(), e.cos_z_v, 1e-5);
       }
     }
-  EXPECT_EQ(got.cos_z_v.defined(), attn.variant.step);
+  EXPECT_EQ(got.cos_z_v.defined(), attn.computes.step);
 }
 
 }  // namespace
@@ -130,7 +130,7 @@ TEST(Analyze, SinksAreAttendedButNotMeasured) {
 
 TEST(Analyze, GatedLayersUseTheirGate) {
   auto cfg = small_model("xsa");
-  cfg.xsa_gate = XsaGate::kSa;
+  cfg.set_attention("xsa", {{"xsa_gate", "sa"}});
   check_layer(cfg, 0.7);
 }
 

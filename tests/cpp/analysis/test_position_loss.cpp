@@ -54,7 +54,7 @@ TEST_F(PositionLossTest, MeanOverPositionsIsTheValidationLoss) {
   ASSERT_EQ(set.num_batches(), 3);
   for (const std::string kind : {"sa", "xsa-gated"}) {
     auto cfg = test::small_model(kind == "sa" ? "sa" : "xsa");
-    if (kind != "sa") cfg.xsa_gate = XsaGate::kSa, cfg.xsa_layers = "last 1";
+    if (kind != "sa") cfg.set_attention("xsa", {{"xsa_gate", "sa"}, {"xsa_layers", "last 1"}});
     torch::manual_seed(3);
     GPT model(cfg);
     for (const auto& [name, rt] :

@@ -160,3 +160,58 @@ TEST(ModelConfig, SizesWhoseParameterCountOverflowsAreRefused) {
   EXPECT_EQ(model_error_of({{"n_layer", 96}, {"d_model", 12288}, {"n_head", 96}, {"head_dim", 128}}),
             "(no error)");  // GPT-3
 }
+
+// A kind's key at its default is the same config as the key left out, and the layers
+// of a kind's step mean what they select however spelled: saved_meaning decides, for
+// the sweep's point check (config_difference) and for resume alike.
+namespace {
+RunConfig kind_run(const std::string& kind, const json& keys, int64_t n_layer = 2) {
+  RunConfig c;
+  c.out_dir = "runs/k";
+  c.model.n_layer = n_layer;
+  c.model.set_attention(kind, keys);
+  return c;
+}
+}  // namespace
+
+TEST(ConfigDifference, AKindsKeyAtItsDefaultIsTheKeyLeftOut) {
+  const json saved = to_json(kind_run("gated", json::object()));  // trained without model.out_gate
+  ASSERT_FALSE(saved["model"].contains("out_gate"));
+  const auto spelled = kind_run("gated", {{"out_gate", "headwise"}});  // --set model.out_gate=headwise
+  ASSERT_TRUE(to_json(spelled)["model"].contains("out_gate"));
+  EXPECT_FALSE(config_difference(saved, to_json(spelled)).has_value());  // --force: nothing to run again
+  EXPECT_NO_THROW(check_resume_compatible(spelled, saved, "ck.pt"));
+  // ... and the other way round: saved spelled out, the key left out now.
+  EXPECT_FALSE(config_difference(to_json(spelled), to_json(kind_run("gated", json::object()))).has_value());
+  EXPECT_NO_THROW(check_resume_compatible(kind_run("gated", json::object()), to_json(spelled), "ck.pt"));
+}
+
+TEST(ConfigDifference, AKindsKeyAwayFromItsDefaultIsNamedWhereverItIsLeftOut) {
+  const json elementwise = to_json(kind_run("gated", {{"out_gate", "elementwise"}}));
+  const auto left_out = kind_run("gated", json::object());
+  EXPECT_THAT(test::error_of<ConfigError>([&] { check_resume_compatible(left_out, elementwise, "ck.pt"); }),
+              HasSubstr("ck.pt: model.out_gate is \"elementwise\" in the checkpoint but \"headwise\" in this config"));
+  EXPECT_EQ(config_difference(elementwise, to_json(left_out)).value_or(""),
+            "model.out_gate is \"elementwise\" there, \"headwise\" here");
+  json old = to_json(left_out);
+  EXPECT_EQ(config_difference(old, to_json(kind_run("gated", {{"out_gate", "elementwise"}}))).value_or(""),
+            "model.out_gate is missing there (its default \"headwise\"), \"elementwise\" here");
+}
+
+TEST(ConfigDifference, StepLayersMeanTheLayersTheySelect) {
+  for (const std::string kind : {"xsa", "xsa_token"}) {
+    SCOPED_TRACE(kind);
+    const json every = to_json(kind_run(kind, json::object(), 4));
+    const auto last4 = kind_run(kind, {{"xsa_layers", "last 4"}}, 4);
+    EXPECT_FALSE(config_difference(every, to_json(last4)).has_value());
+    EXPECT_NO_THROW(check_resume_compatible(last4, every, "ck.pt"));
+    EXPECT_NO_THROW(check_resume_compatible(kind_run(kind, json::object(), 4), to_json(last4), "ck.pt"));
+    const auto last2 = kind_run(kind, {{"xsa_layers", "last 2"}}, 4);
+    EXPECT_FALSE(config_difference(to_json(last2), to_json(kind_run(kind, {{"xsa_layers", {3, 2}}}, 4))));
+    // A selection that differs is named as the file spells it.
+    EXPECT_EQ(config_difference(to_json(last2), to_json(last4)).value_or(""),
+              "model.xsa_layers is \"last 2\" there, null here");
+    EXPECT_THAT(test::error_of<ConfigError>([&] { check_resume_compatible(last4, to_json(last2), "ck.pt"); }),
+                HasSubstr("model.xsa_layers is \"last 2\" in the checkpoint but \"last 4\" in this config"));
+  }
+}

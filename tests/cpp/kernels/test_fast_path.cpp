@@ -59,8 +59,7 @@ TEST_P(FastPath, FusedKernelsGiveTheAtenLossAndGradientsInFloat64) {
   cfg.tie_embeddings = c.tie;
   cfg.bias = c.bias;
   cfg.n_sink = c.n_sink;
-  if (c.gate) cfg.xsa_gate = XsaGate::kSa;
-  cfg.xsa_layers = json::array({1});
+  cfg.set_attention("xsa", {{"xsa_gate", c.gate ? "sa" : "off"}, {"xsa_layers", {1}}});
   torch::manual_seed(3);
   auto idx = torch::randint(0, cfg.vocab_size, {2, 17}, torch::kLong);
   auto targets = torch::randint(0, cfg.vocab_size, {2, 17}, torch::kLong);
@@ -180,9 +179,9 @@ struct Trained {
 ModelConfig bf16_model() {
   auto cfg = test::small_model("xsa");
   cfg.d_model = 64;
-  cfg.xsa_gate = XsaGate::kSa;
+  cfg.set_attention("xsa", {{"xsa_gate", "sa"}});
   cfg.n_sink = 1;
-  cfg.head_init = "zero";  // no draws for the head before randomize_head: the trajectory measured below
+  cfg.head_init = HeadInit::kZero;  // no draws for the head before randomize_head: the trajectory measured below
   return cfg;
 }
 

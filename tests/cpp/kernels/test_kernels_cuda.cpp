@@ -369,7 +369,7 @@ TEST(KernelsCuda, WholeModelFusedMatchesAtenInBf16) {
     cfg.head_dim = 64;
     cfg.block_size = 128;
     cfg.n_sink = 2;
-    if (std::string(attention) == "xsa") cfg.xsa_gate = XsaGate::kSa;
+    if (std::string(attention) == "xsa") cfg.set_attention("xsa", {{"xsa_gate", "sa"}});
     auto idx = torch::randint(0, cfg.vocab_size, {4, 128}, torch::TensorOptions().device(kCuda).dtype(torch::kLong));
     auto run = [&](const std::string& kernels, int64_t chunk, const std::string& recompute = "none") {
       torch::manual_seed(6);

@@ -115,7 +115,7 @@ TEST(XsaCuda, ModelWithFusedKernelsMatchesOps) {
     SCOPED_TRACE(kernels);
     auto cfg = test::small_model("xsa");
     cfg.dropout = 0.0;
-    cfg.xsa_gate = XsaGate::kXsa;
+    cfg.set_attention("xsa", {{"xsa_gate", "xsa"}});
     cfg.n_sink = 2;
     torch::manual_seed(2);
     GPT ops(cfg), fused(cfg);

@@ -24,7 +24,7 @@ void copy_shared(GPT& a, GPT& b) {
 
 ModelConfig gated(const std::string& start) {
   auto c = small_model("xsa");
-  c.xsa_gate = schema::enum_from_name<XsaGate>(start, "gate");
+  c.set_attention("xsa", {{"xsa_gate", start}});
   return c;
 }
 
@@ -82,7 +82,7 @@ TEST(Gate, LearnsFromBothEnds) {
 
 TEST(Gate, OnlyInXsaLayersOneDimensionalAndNeverDecayed) {
   auto cfg = gated("sa");
-  cfg.xsa_layers = "last 1";
+  cfg.set_attention("xsa", {{"xsa_gate", "sa"}, {"xsa_layers", "last 1"}});
   GPT model(cfg);
   std::vector<std::string> gates;
   for (const auto& p : model->named_parameters())
@@ -139,8 +139,7 @@ TEST(Gate, GradientsMatchAutogradAndFiniteDifferencesInFloat64) {
 
 TEST(Gate, ConfigIsValidated) {
   auto c = small_model("sa");
-  c.xsa_gate = XsaGate::kXsa;
-  EXPECT_THROW(c.validate(), ConfigError);
+  EXPECT_THROW(c.set_attention("sa", {{"xsa_gate", "xsa"}}), ConfigError);
   try {
     model_config_from_json({{"attention", "xsa"}, {"xsa_gate", "on"}});
     FAIL() << "xsa_gate=on accepted";

@@ -16,7 +16,7 @@ namespace {
 double step0_loss(ModelConfig cfg, bool tie, const std::string& init, const torch::Tensor& idx,
                   const torch::Tensor& targets) {
   cfg.tie_embeddings = tie;
-  cfg.head_init = init;
+  cfg.head_init = schema::enum_from_name<HeadInit>(init, "model.head_init");
   torch::manual_seed(3);
   GPT m(cfg);
   torch::NoGradGuard g;
@@ -65,7 +65,7 @@ TEST(HeadInit, ScaledPassesGradientsEverywhereAndZeroNormToTheFinalGain) {
   for (const std::string init : {"scaled", "zero_norm"}) {
     SCOPED_TRACE(init);
     cfg.tie_embeddings = true;
-    cfg.head_init = init;
+    cfg.head_init = schema::enum_from_name<HeadInit>(init, "model.head_init");
     torch::manual_seed(2);
     GPT m(cfg);
     auto loss = m->forward(idx, idx).loss;
@@ -79,11 +79,8 @@ TEST(HeadInit, ScaledPassesGradientsEverywhereAndZeroNormToTheFinalGain) {
 
 TEST(HeadInit, ImpossibleCombinationsAreRefusedNamingTheKey) {
   auto expect_error = [](bool tie, const std::string& init, const std::string& needle) {
-    ModelConfig c;
-    c.tie_embeddings = tie;
-    c.head_init = init;
     try {
-      c.validate();
+      model_config_from_json({{"tie_embeddings", tie}, {"head_init", init}});
       ADD_FAILURE() << "no error for tie=" << tie << " head_init=" << init;
     } catch (const ConfigError& e) {
       EXPECT_NE(std::string(e.what()).find("model.head_init"), std::string::npos) << e.what();
@@ -97,7 +94,7 @@ TEST(HeadInit, ImpossibleCombinationsAreRefusedNamingTheKey) {
   for (bool tie : {false, true}) {
     ok.tie_embeddings = tie;
     for (const char* init : {"normal", "zero_norm"}) {
-      ok.head_init = init;
+      ok.head_init = schema::enum_from_name<HeadInit>(init, "model.head_init");
       EXPECT_NO_THROW(ok.validate()) << tie << " " << init;
     }
   }

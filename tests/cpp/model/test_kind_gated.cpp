@@ -19,7 +19,7 @@ namespace {
 
 ModelConfig gated_model(const std::string& width) {
   auto c = test::small_model("gated");  // 3 heads of 20 on d_model 48
-  if (!width.empty()) c.kind_options["out_gate"] = width;
+  if (!width.empty()) c.set_attention("gated", {{"out_gate", width}});
   c.validate();
   return c;
 }
@@ -118,17 +118,18 @@ TEST(GatedKind, StartsAsThePaperWithItsParametersCountedAndGrouped) {
 
 TEST(GatedKind, ItsOptionIsReadWrittenAndRefusedElsewhere) {
   const auto c = model_config_from_json({{"attention", "gated"}, {"out_gate", "elementwise"}});
-  EXPECT_EQ(c.kind_option("out_gate"), "elementwise");
+  EXPECT_EQ(c.spec().option<OutGate>("out_gate"), OutGate::kElementwise);
   EXPECT_EQ(to_json(c)["out_gate"], "elementwise");
-  EXPECT_EQ(model_config_from_json(to_json(c)).kind_options, c.kind_options);
-  EXPECT_FALSE(to_json(gated_model("")).contains("out_gate"));  // written only where set
-  EXPECT_EQ(gated_model("").kind_option("out_gate"), "headwise");
+  EXPECT_EQ(to_json(model_config_from_json(to_json(c))), to_json(c));
+  EXPECT_FALSE(to_json(gated_model("")).contains("out_gate"));          // written only where set
+  EXPECT_EQ(to_json(gated_model("headwise"))["out_gate"], "headwise");  // as set, though its default
+  EXPECT_EQ(gated_model("").spec().option<OutGate>("out_gate"), OutGate::kHeadwise);
   auto error_of = [](const json& m) { return test::error_of<ConfigError>([&] { model_config_from_json(m); }); };
   EXPECT_THAT(error_of({{"attention", "xsa"}, {"out_gate", "headwise"}}),
               HasSubstr("model.out_gate: a key of attention=\"gated\", so it needs attention=\"gated\" (attention is "
                         "\"xsa\")"));
   EXPECT_THAT(error_of({{"attention", "gated"}, {"out_gate", "rowwise"}}),
-              HasSubstr("model.out_gate: expected one of \"headwise\", \"elementwise\", got \"rowwise\""));
+              HasSubstr("model.out_gate: expected \"headwise\" or \"elementwise\", got \"rowwise\""));
   EXPECT_THAT(error_of({{"attention", "gated"}, {"xsa_gate", "sa"}}), HasSubstr("model.xsa_gate: a key of"));
   EXPECT_THAT(error_of({{"attention", "gated"}, {"xsa_layers", "last 1"}}), HasSubstr("model.xsa_layers: a key of"));
 }

@@ -88,7 +88,7 @@ TEST(XsaTokenKind, GradientMatchesCentralDifferences) {
 TEST(XsaTokenKind, StartsAsSaWithItsParametersCountedAndGrouped) {
   auto cfg = test::small_model("xsa_token");
   cfg.n_layer = 3;
-  cfg.xsa_layers = "last 2";
+  cfg.set_attention("xsa_token", {{"xsa_layers", "last 2"}});
   GPT model(cfg);
   std::vector<std::string> layers;
   for (const auto& block : *model->transformer->h) layers.push_back(block->as<Block>()->attn->describe());
@@ -101,8 +101,7 @@ TEST(XsaTokenKind, StartsAsSaWithItsParametersCountedAndGrouped) {
   for (const auto& p : model->unique_parameters()) params += p.numel();
   EXPECT_EQ(count_params(cfg).total, params);
   auto plain = cfg;
-  plain.attention = "sa";
-  plain.xsa_layers = nullptr;
+  plain.set_attention("sa");
   EXPECT_EQ(count_params(cfg).non_embedding - count_params(plain).non_embedding, 2 * 3 * (48 + 1));  // two layers
   for (const auto& item : model->named_parameters()) {
     const auto& name = item.key();

@@ -42,11 +42,11 @@ TEST_P(AttentionKinds, SdpaMatchesExplicitMaskedSoftmaxAttention) {
   torch::manual_seed(0);
   auto cfg = small_model(GetParam());
   CausalSelfAttention attn(cfg, 0, std::make_shared<Exec>());
-  ASSERT_EQ(attn->variant.step, GetParam() == "xsa");
+  ASSERT_EQ(attn->computes.step, GetParam() == "xsa");
   auto [cos, sin] = rope_tables(cfg.block_size, cfg.head_dim, cfg.rope_theta);
   auto x = torch::randn({2, 11, cfg.d_model});
   auto got = attn->forward(x, cos.narrow(0, 0, 11), sin.narrow(0, 0, 11));
-  auto want = reference_attention(*attn, x, attn->variant.step);
+  auto want = reference_attention(*attn, x, attn->computes.step);
   EXPECT_TRUE(torch::allclose(got.to(torch::kFloat64), want, 1e-4, 1e-5))
       << "max abs diff " << (got.to(torch::kFloat64) - want).abs().max().item<double>();
 }
@@ -114,15 +114,15 @@ INSTANTIATE_TEST_SUITE_P(Model, AttentionKinds, ::testing::Values("sa", "xsa"));
 TEST(Model, XsaLayersRestrictsTheStep) {
   auto cfg = small_model("xsa");
   cfg.n_layer = 4;
-  cfg.xsa_layers = json::array({1, 3});
+  cfg.set_attention("xsa", {{"xsa_layers", {1, 3}}});
   GPT m(cfg);
   std::vector<bool> got;
-  for (const auto& b : *m->transformer->h) got.push_back(b->as<Block>()->attn->variant.step);
+  for (const auto& b : *m->transformer->h) got.push_back(b->as<Block>()->attn->computes.step);
   EXPECT_EQ(got, (std::vector<bool>{false, true, false, true}));
-  cfg.xsa_layers = "last 1";
+  cfg.set_attention("xsa", {{"xsa_layers", "last 1"}});
   GPT last(cfg);
-  EXPECT_TRUE(last->transformer->h[3]->as<Block>()->attn->variant.step);
-  EXPECT_FALSE(last->transformer->h[2]->as<Block>()->attn->variant.step);
+  EXPECT_TRUE(last->transformer->h[3]->as<Block>()->attn->computes.step);
+  EXPECT_FALSE(last->transformer->h[2]->as<Block>()->attn->computes.step);
 }
 
 TEST(Model, ParameterNamesFollowNanoGPT) {

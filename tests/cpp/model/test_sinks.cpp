@@ -72,7 +72,7 @@ TEST(Sinks, CountedInTheParameterTotalAndDefaultOff) {
   for (int64_t n : {0, 4}) {
     auto cfg = small_model("xsa");
     cfg.n_sink = n;
-    cfg.xsa_gate = XsaGate::kSa;
+    cfg.set_attention("xsa", {{"xsa_gate", "sa"}});
     GPT model(cfg);
     int64_t total = 0;
     for (auto& [name, p] : model->unique_named_parameters()) total += p.numel();

@@ -49,7 +49,7 @@ TEST(Muon, TakesTheBlockMatricesAndNothingElse) {
   cfg.bias = true;
   cfg.tie_embeddings = false;
   cfg.n_sink = 2;
-  cfg.xsa_gate = XsaGate::kSa;
+  cfg.set_attention("xsa", {{"xsa_gate", "sa"}});
   GPT m(cfg);
   TrainConfig t;
   t.optimizer = Optimizer::kMuon;

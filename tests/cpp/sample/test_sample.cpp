@@ -17,7 +17,7 @@ namespace {
 ModelConfig variant(const std::string& name) {
   if (name == "sa") return small_model("sa");
   auto c = small_model("xsa");
-  if (name == "xsa-gate") c.xsa_gate = XsaGate::kSa;
+  if (name == "xsa-gate") c.set_attention("xsa", {{"xsa_gate", "sa"}});
   if (name == "xsa-sinks") c.n_sink = 2;
   if (name == "sa-sinks") c.attention = "sa", c.n_sink = 1;
   return c;

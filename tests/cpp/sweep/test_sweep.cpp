@@ -103,3 +103,28 @@ TEST_F(Sweeps, PointsThatResolveToOneRunAreNamedWhereverTheyAre) {
       load_sweep(spec({{"grid", {{"train.lr", {1e-3, 2e-3}}, {"train.seed", {1, 2, 3}}}}}).string(), 1).points.size(),
       6u);
 }
+
+// Two variants that are one model however they spell it (a kind's key at its default,
+// or the step's layers as "last N" on an N-layer model) would train the same run twice
+// under two names: refused naming both, as two spellings of one grid value are.
+TEST_F(Sweeps, VariantsThatSpellOneModelAreRefused) {
+  auto error_with = [&](const json& other) {
+    return error_of(
+        {{"variants", {{"gated", {{"model.attention", "gated"}}}, {"other", other}}}, {"baseline", "gated"}});
+  };
+  EXPECT_THAT(error_with({{"model.attention", "gated"}, {"model.out_gate", "headwise"}}),
+              HasSubstr("points gated and other resolve to the same run config"));
+  EXPECT_THAT(error_of({{"variants",
+                         {{"xsa", {{"model.attention", "xsa_token"}}},
+                          {"all", {{"model.attention", "xsa_token"}, {"model.xsa_layers", "last 4"}}}}},
+                        {"baseline", "xsa"}}),
+              HasSubstr("points xsa and all resolve to the same run config"));
+  // A value away from the default is another model.
+  const auto s = load_sweep(spec({{"variants",
+                                   {{"gated", {{"model.attention", "gated"}}},
+                                    {"wide", {{"model.attention", "gated"}, {"model.out_gate", "elementwise"}}}}},
+                                  {"baseline", "gated"}})
+                                .string(),
+                            1);
+  EXPECT_EQ(s.points.size(), 2u);
+}

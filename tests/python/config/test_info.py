@@ -153,8 +153,8 @@ def test_each_kinds_parameter_count_equals_reference_model(xsagpt, kind, sets):
 @pytest.mark.parametrize("kind, sets", INFO_CASES.values(), ids=INFO_CASES)
 def test_each_kinds_flops_equal_the_hand_count(xsagpt, kind, sets):
     """`xsagpt info`'s FLOPs per token against kind_flops' hand count: SA's products
-    plus the kind's own in each layer that takes its step, once the binary counts those
-    (kind_flops.INFO_COUNTS_STEP_PRODUCTS); until then, SA's for every kind."""
+    plus the kind's own in each layer that takes its step (the rows' flops hooks count
+    them, src/model/attention_kinds.cpp)."""
     got = info(xsagpt, "-c", "tiny", *info_args(sets), "-t", "64")
     sa = info(xsagpt, "-c", "tiny", "--set", "model.attention=sa", "-t", "64")
     assert got["seq_len"] == 64 and got["config"]["n_layer"] == 4
@@ -162,5 +162,4 @@ def test_each_kinds_flops_equal_the_hand_count(xsagpt, kind, sets):
     hand = kind_flops.flops_per_token(kind, got["config"], 64, step_layers(row(kind), got["config"]))
     own = hand - sa["flops_per_token"]
     assert own >= 0 and (own > 0) == (kind_flops.STEP_MATMUL[kind](kind_flops.Model.from_config(got["config"])) > 0)
-    want = hand if kind_flops.INFO_COUNTS_STEP_PRODUCTS else sa["flops_per_token"]
-    assert got["flops_per_token"] == want, (kind, own)
+    assert got["flops_per_token"] == hand, (kind, own)

@@ -1,6 +1,7 @@
-"""An attention kind's name is spelled in its row (src/model/attention_kinds.cpp) and its
-own file (src/model/kind_*.cpp), and read everywhere else: from the table (config/
-attention_kinds.h in C++, `xsagpt config --json` in the scripts) or from a run's
+"""An attention kind's name is spelled in its rows (src/config/attention_kinds.cpp, and the
+model's half of the table, src/model/attention_kinds.cpp, kept in step with it by a C++
+test) and its own file (src/model/kind_*.cpp), and read everywhere else: from the table
+(config/attention_kinds.h in C++, `xsagpt config --json` in the scripts) or from a run's
 config.json ("variant"). This test fails on a string literal equal to a kind's name
 anywhere else in src/ or scripts/, so that a new kind is one file and one row, not a hunt
 through the tools. Comments and docstrings may name kinds; code may not.
@@ -20,7 +21,8 @@ import re
 import tokenize
 from pathlib import Path
 
-ROW_FILE = "src/model/attention_kinds.cpp"
+ROW_FILE = "src/config/attention_kinds.cpp"
+ROW_FILES = {ROW_FILE, "src/model/attention_kinds.cpp"}
 EXEMPT = {
     "scripts/reference/model.py",
     "scripts/eval/export.py", "scripts/eval/load_export.py",
@@ -30,13 +32,13 @@ EXEMPT = {
     "scripts/bench/verdict_table.py", "scripts/bench/bench_gpu.sh", "scripts/bench/lease.py",
 }
 # C++ lines where a kind's name is the value of another key: (file, a substring of the line).
-OTHER_KEYS = [("src/config/model_config.h", "XsaGate::"), ("src/config/runtime.cpp", "Kernels& k")]
+OTHER_KEYS = [("src/config/attention_kinds.h", "XsaGate::"), ("src/config/runtime.cpp", "Kernels& k")]
 
 
 def kind_names(repo_root: Path) -> list[str]:
-    """The names of the table's rows: each row opens with {{"name", (a kind's options open
-    the same way, nested deeper in their row)."""
-    found = re.findall(r'^(\s*)\{\{"([a-z0-9_]+)"', (repo_root / ROW_FILE).read_text(), re.M)
+    """The names of the table's rows: each row opens with {"name", (a kind's keys open the
+    same way, nested deeper in their row)."""
+    found = re.findall(r'^(\s*)\{"([a-z0-9_]+)",', (repo_root / ROW_FILE).read_text(), re.M)
     depth = min(len(indent) for indent, _ in found)
     return [name for indent, name in found if len(indent) == depth]
 
@@ -70,7 +72,7 @@ def spellings(repo_root: Path, names: set[str]) -> list[str]:
     found = []
     for path in sorted((repo_root / "src").rglob("*")):
         rel = path.relative_to(repo_root).as_posix()
-        if path.suffix in {".h", ".cpp", ".cu", ".cuh"} and rel != ROW_FILE and not path.name.startswith("kind_"):
+        if path.suffix in {".h", ".cpp", ".cu", ".cuh"} and rel not in ROW_FILES and not path.name.startswith("kind_"):
             found += cpp_spellings(path, rel, names)
     for path in sorted((repo_root / "scripts").rglob("*")):
         rel = path.relative_to(repo_root).as_posix()
@@ -111,10 +113,16 @@ def test_config_json_lists_the_rows_each_with_its_docs_line(repo_root, xsagpt):
     import json
     kinds = json.loads(xsagpt("config", "--json").stdout)["attention_kinds"]
     assert [k["name"] for k in kinds] == kind_names(repo_root)
-    assert all(k["help"] and k["export_name"] for k in kinds)
+    assert all(k["help"] for k in kinds)
     assert not kinds[0]["step"] and all(k["step"] for k in kinds[1:])  # the default is plain attention
+    # Every shipped kind is exportable: the mark appears only on a row with a reason.
+    assert not any("not_exportable" in k for k in kinds)
+    for k in kinds:
+        for key, spec in k["keys"].items():
+            assert spec["type"] in {"choice", "layers", "bool", "integer", "number"} and spec["help"], (k["name"], key)
+            assert spec["type"] != "choice" or spec["default"] in spec["choices"], (k["name"], key)
     docs = (repo_root / "docs" / "sweeps-and-plots.md").read_text()
     for k in kinds:
         assert f"| `{k['name']}` |" in docs, k["name"]
-        for key in k["keys"] + list(k["options"]):
+        for key in k["keys"]:
             assert f"`{key}`" in docs, (k["name"], key)

@@ -98,12 +98,15 @@ def test_analyze_matches_a_direct_computation(runs, shards, xsagpt, kind, device
     proc = xsagpt("analyze", run, "--sequences", 6, "--batch", 3, "--device", device, "--threads", 1)
     data = json.loads((run / "analysis.json").read_text())
     ckpt_path = run / "checkpoints" / "step_00000008.pt"
-    assert set(data) == {"attention", "variant", "checkpoint", "layers"}
-    assert data["attention"] == kind and data["variant"] == kind and pathlib.Path(data["checkpoint"]) == ckpt_path
+    assert set(data) == {"attention", "variant", "description", "checkpoint", "layers"}
+    # "variant" is the model's variant name, as the run's config.json names it; the words go to "description".
+    assert data["variant"] == json.loads((run / "config.json").read_text())["variant"] == kind
+    assert data["attention"] == kind and data["description"] == kind
+    assert pathlib.Path(data["checkpoint"]) == ckpt_path
     assert [l["layer"] for l in data["layers"]] == [0, 1]
     for l in data["layers"]:
-        assert set(l) == {"layer", "value_cos_sim", "attn_diag", "cos_y_v", "cos_z_v", "variant"}
-        assert l["variant"] == kind  # every layer computes the model's attention: no xsa_layers, gate or sinks
+        assert set(l) == {"layer", "value_cos_sim", "attn_diag", "cos_y_v", "cos_z_v", "description"}
+        assert l["description"] == kind  # every layer computes the model's attention: no xsa_layers, gate or sinks
         assert 0 < l["attn_diag"] < 1 and -1 <= l["value_cos_sim"] <= 1
         if kind == "sa":
             assert l["cos_z_v"] is None

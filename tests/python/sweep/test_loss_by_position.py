@@ -59,6 +59,8 @@ def test_mean_over_positions_is_the_logged_val_loss(name, runs, xsagpt):
     logged = metrics(run, "val_loss")[STEPS]
     assert j["step"] == STEPS and j["seq_len"] == SEQ and j["batch"] == 4 and j["sequences"] == 12
     assert j["config"]["model"]["attention"] == RUNS[name][0]["attention"]
+    assert j["variant"] == j["config"]["variant"]  # the model's variant name; the words are its description
+    assert j["description"].startswith(j["attention"])
     assert 1.0 < logged < 6.0  # a real loss (ln 256 = 5.5 at the start)
     assert j["mean_loss"] == pytest.approx(logged, abs=1e-5)
     assert j["tokens"] == 12 * SEQ == sum(b["tokens"] for b in j["buckets"])
