@@ -7,7 +7,8 @@
 #
 #   bash scripts/bench/sweep_gpu.sh configs/sweeps/variants-124m.json [BUDGET_SECONDS]
 #
-# BUDGET_SECONDS (default 500) counts from the start of the call, the build included,
+# With out/lease carried (bench_gpu.sh pack) it runs the binaries packed there instead of
+# building. BUDGET_SECONDS (default 500) counts from the start of the call, the build included,
 # and leaves room under the device tool's 600 s for the copy. Exit status: 0 when every
 # point is done, 3 when some are still to run (call again, back to back), else the error.
 set -euo pipefail
@@ -19,6 +20,23 @@ mkdir -p "$out"
 start=$(date +%s)
 say() { echo "[sweep_gpu] $*" >&2; }
 
+# Binaries packed here (`bash scripts/bench/bench_gpu.sh pack`, carried as out/lease) are
+# linked into place as the lease links them (scripts/bench/lease.py), and run against
+# the device's torch: no cold build, so a sweep of about 8 minutes fits one call.
+if [ ! -e build/xsagpt ] && [ -x out/lease/build/xsagpt ]; then
+  for rel in build third_party data/kjv/shards; do
+    if [ -e "out/lease/$rel" ] && [ ! -e "$rel" ]; then
+      [ -L "$rel" ] && rm "$rel"  # left dangling by an earlier call
+      mkdir -p "$(dirname "$rel")"
+      ln -s "$(cd "out/lease/$rel" && pwd)" "$rel"
+    fi
+  done
+  site=$(python3 -c 'import pathlib, torch; print(pathlib.Path(torch.__file__).resolve().parents[1])')
+  libs="$site/torch/lib"
+  for d in "$site"/nvidia/*/lib "$site"/nvidia/*/*/lib; do [ -d "$d" ] && libs="$libs:$d"; done
+  export LD_LIBRARY_PATH="$libs:$PWD/third_party/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  say "using the packed binaries (out/lease) against the device's torch in $site"
+fi
 if [ ! -x build/xsagpt ]; then
   say "building xsagpt (Release; a cold build takes about 200 s on 16 cores)"
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -Wno-dev >"$out/configure.log" 2>&1

@@ -53,6 +53,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 # The modules beside this file: what is read, how it looks, and a module per figure.
 from fig_analysis import analysis_figure  # noqa: E402
+from fig_ladder import ladder_figure  # noqa: E402
 from fig_loss import loss_figures  # noqa: E402
 from fig_similarity import similarity_figure, sweep_similarity_figure  # noqa: E402
 from fig_sweep import curves_figure, final_figure  # noqa: E402
@@ -73,6 +74,7 @@ def run_figures(runs: list[Run], smooth: float | None, logx: bool, ylim) -> Iter
 def sweep_figures(sweep: Sweep, smooth: float | None, logx: bool, ylim) -> Iterator[tuple[str, Figure | None]]:
     """The same for a sweep: its final losses, and once a point has logged, its curves."""
     yield "sweep_final.png", final_figure(sweep)
+    yield "sweep_ladder.png", ladder_figure(sweep)
     if sweep.runs:
         yield "sweep_curves.png", curves_figure(sweep, smooth, logx, ylim)
         if sweep.summary.get("variants"):

@@ -5,7 +5,9 @@ namespace xsagpt::cli {
 const std::vector<Command>& commands() {
   static const std::vector<Command> all{
       {"train", "train a model (SA or XSA) from a run config; resumable", train},
-      {"sweep", "run named variants x a grid; each variant vs the baseline, paired by seed; restartable", sweep},
+      {"sweep",
+       "run named variants x a grid (or a ladder of sizes); each variant vs the baseline, paired by seed; restartable",
+       sweep},
       {"info", "parameter counts, FLOPs per token and a memory estimate for a config", info},
       {"config", "print the configuration reference (every key, default, meaning)", config_reference},
       {"data", "check token shards and print their counts (and first tokens) as JSON", data},

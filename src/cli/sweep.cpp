@@ -17,11 +17,16 @@ int sweep(int argc, char** argv) {
       "Run a grid of training runs (named variants, e.g. sa, xsa, xsa-last3, xsa-gated, x seeds "
       "or learning rates), restartably, and write summary.json, summary.csv and report.md: every "
       "variant against the baseline, paired by seed (mean difference, 95% t interval, paired "
-      "t-test p), also at the baseline's wall-clock time and token count (docs/sweeps-and-plots.md).");
+      "t-test p), also at the baseline's wall-clock time and token count (docs/sweeps-and-plots.md). "
+      "A \"ladder\" section runs the variants at several sizes (depths by a width rule, or model presets), "
+      "each with its token budget and rate by stated rules, and fits each variant's loss against compute: the "
+      "compute multiplier per size with intervals, its trend and extrapolation (docs/ladder-study.md; "
+      "configs/sweeps/ladder-tiny.json).");
   // clang-format off
   opts.add_options()
     ("c,config", "sweep file (see configs/sweeps/; variants-tiny.json compares attention variants on CPU)", cxxopts::value<std::string>())
-    ("dry-run", "print the grid, the resolved runs and each point's memory estimate on the device it would use (marking points that cannot fit), without training")
+    ("dry-run", "print the grid, the resolved runs and each point's memory estimate on the device it would use (marking points that cannot fit), without training; "
+                "a ladder adds each point's parameters, tokens, FLOPs and estimated time, the total, and what the estimate rests on")
     ("force", "continue in a sweep directory made from a different sweep file; points whose resolved run "
               "config changed are run again from the start (their old results are discarded)")
     ("retry-failed", "run the points that failed before again (without it a rerun leaves them failed)")

@@ -15,16 +15,20 @@
 //            tokens per step (train.batch_tokens) fixed by adjusting the
 //            micro-batch and so the accumulation count (the paper's sequence-
 //            length study holds 0.5M tokens per step)
+//   "ladder": the points at several model sizes, each sized, budgeted and given its
+//            rate by stated rules (sweep/ladder.h); needs variants
 //   "out_dir": the sweep directory
 //
 // With variants a point is every variant at every grid setting, in a directory named
 // "<variant>,<key>=<value>,..." (just "<variant>" without a grid). A variant may not set
 // a key the grid sets. A sweep file without "variants" that has model.attention in its
 // grid (the older form) keeps its directory names; its attention values are its variants,
-// with the baseline "sa" (or "baseline", if given).
+// with the baseline "sa" (or "baseline", if given). With a ladder the names are
+// "<variant>,rung=<rung>[,lr_mult=<m>],<key>=<value>,...", rung outermost in the order.
 #pragma once
 
 #include "config/run_config.h"
+#include "sweep/ladder.h"
 
 #include <filesystem>
 #include <optional>
@@ -40,16 +44,19 @@ struct SweepPoint {
   json values;                         // the grid's values: {"train.lr": 0.0006, "train.seed": 1}
   std::vector<std::string> overrides;  // everything --set would receive
   RunConfig config;                    // resolved and validated
+  int rung = -1;                       // its rung in the sweep's ladder; -1 without one
+  double lr_mult = 1;                  // the ladder's multiplier of the rung's rate
 };
 
 struct Sweep {
   json spec;  // the sweep file as read
   std::filesystem::path dir;
-  std::vector<std::string> keys;      // grid keys, sorted
+  std::vector<std::string> keys;      // "rung" (and "lr_mult") with a ladder, then the grid keys, sorted
   std::vector<std::string> variants;  // names, the baseline first; empty: a sweep without variants
   std::string baseline;               // one of variants ("" without)
   std::string variant_key;            // "model.attention" when the grid's attention values are the variants
   std::vector<SweepPoint> points;
+  std::optional<SweepLadder> ladder;
 };
 
 // A grid value's text made safe as (part of) one directory name: '/', '%', backslash

@@ -2,6 +2,8 @@
 #include "sweep/report.h"
 
 #include "sweep/grid.h"
+#include "sweep/ladder_report.h"
+#include "sweep/text_table.h"
 
 #include <fmt/format.h>
 
@@ -14,13 +16,8 @@ namespace xsagpt {
 
 namespace {
 
-using Row = std::vector<std::string>;
-
-struct Table {
-  std::string title;  // the setting of the other keys, or "" for a sweep over variants alone
-  Row head;
-  std::vector<Row> rows;
-};
+using Row = TableRow;
+using Table = TextTable;  // its title: the setting of the other keys, or "" for a sweep over variants alone
 
 constexpr size_t kTablesPerSetting = 3;  // final loss; equal time and tokens; iso-loss multiplier
 
@@ -207,33 +204,6 @@ std::optional<Table> trend_table(const json& summary) {
   return t;
 }
 
-std::string aligned(const Table& t) {
-  std::vector<size_t> w(t.head.size(), 0);
-  auto widen = [&](const Row& r) {
-    for (size_t i = 0; i < r.size(); ++i) w[i] = std::max(w[i], r[i].size());
-  };
-  widen(t.head);
-  for (const auto& r : t.rows) widen(r);
-  std::string out;
-  auto line = [&](const Row& r) {
-    std::string l;
-    for (size_t i = 0; i < r.size(); ++i) l += (i ? "  " : "") + fmt::format("{:<{}}", r[i], w[i]);
-    while (!l.empty() && l.back() == ' ') l.pop_back();
-    out += l + "\n";
-  };
-  line(t.head);
-  for (const auto& r : t.rows) line(r);
-  return out;
-}
-
-std::string markdown(const Table& t) {
-  std::string out = "| " + fmt::format("{}", fmt::join(t.head, " | ")) + " |\n|";
-  for (size_t i = 0; i < t.head.size(); ++i) out += i ? "---:|" : "---|";
-  out += "\n";
-  for (const auto& r : t.rows) out += "| " + fmt::format("{}", fmt::join(r, " | ")) + " |\n";
-  return out;
-}
-
 constexpr const char* kHowToRead =
     "Differences are variant minus baseline, paired by seed (the same seed: the same initial weights and data "
     "order); negative means a lower loss than the baseline. 95% CI: Student's t interval of the mean difference "
@@ -293,6 +263,7 @@ std::string sweep_report(const json& summary, const std::filesystem::path& dir) 
     out += "\n## Notes\n\n";
     for (const auto& n : notes) out += "- " + n + "\n";
   }
+  out += ladder_markdown(summary);
   size_t total = 0, done = 0;
   for (const auto& p : summary["points"]) {
     ++total;

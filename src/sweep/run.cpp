@@ -3,6 +3,8 @@
 
 #include "run/run_dir.h"
 #include "run/run_paths.h"
+#include "sweep/ladder_plan.h"
+#include "sweep/ladder_report.h"
 #include "sweep/point_check.h"
 #include "sweep/progress.h"
 #include "sweep/report.h"
@@ -87,6 +89,7 @@ void print_results(const json& summary) {
                                p["error"].get<std::string>());
   // Every variant against the baseline, paired by seed (sweep/report.h; also report.md).
   if (!summary["comparisons"].empty()) std::cout << comparison_table(summary);
+  std::cout << ladder_table(summary);  // across the rungs of a ladder (sweep/ladder_report.h)
 }
 
 // Draws the sweep's figures with scripts/view/plot.py, run without a shell (the paths
@@ -278,7 +281,9 @@ void report_end(const Sweep& sweep, const Unfinished& u, bool draw, DistContext&
 
 void print_sweep_plan(const Sweep& sweep, int64_t world_size, bool memory) {
   print_points(sweep, world_size);
+  if (sweep.ladder) print_ladder_rungs(sweep);
   if (memory) print_memory(sweep, world_size);
+  if (memory && sweep.ladder) print_ladder_estimate(sweep, world_size);
 }
 
 int run_sweep(const Sweep& sweep, const SweepRunOptions& opts, DistContext& dist) {

@@ -24,8 +24,9 @@ struct SweepRunOptions {
   std::string watch_hint;     // how to watch it live, logged once the sweep owns its directory
 };
 
-// The grid and its resolved runs; with `memory`, each point's memory estimate on the
-// device it would train on (the dry run). Prints to stdout.
+// The grid and its resolved runs (and a ladder's rungs); with `memory` (the dry run),
+// each point's memory estimate on the device it would train on and, in a ladder, each
+// point's FLOPs and estimated time with the total (sweep/ladder_plan.h). Prints to stdout.
 void print_sweep_plan(const Sweep& sweep, int64_t world_size, bool memory);
 
 // Runs the sweep's points and writes its summary. Returns the exit status: 0 when

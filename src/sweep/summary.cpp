@@ -4,6 +4,7 @@
 #include "run/run_paths.h"
 #include "sweep/dial_trend.h"
 #include "sweep/iso_loss.h"
+#include "sweep/ladder_summary.h"
 #include "sweep/point_check.h"
 #include "sweep/report.h"
 #include "util/atomic_file.h"
@@ -350,6 +351,7 @@ json sweep_summary(const Sweep& sweep) {
   out["trends"] = dial_trends(out);
   if (std::find(sweep.keys.begin(), sweep.keys.end(), kSeedKey) != sweep.keys.end())
     out["over_seeds"] = seed_groups(points);
+  if (sweep.ladder) out["ladder"] = ladder_summary(sweep, points);
   return out;
 }
 
@@ -374,7 +376,8 @@ void write_summary(const Sweep& sweep) {
     csv << "\n";
   }
   write_file_atomic(sweep.dir / "summary.csv", csv.str());
-  if (!summary["comparisons"].empty()) write_file_atomic(sweep.dir / "report.md", sweep_report(summary, sweep.dir));
+  if (!summary["comparisons"].empty() || summary.contains("ladder"))
+    write_file_atomic(sweep.dir / "report.md", sweep_report(summary, sweep.dir));
 
   if (!summary.contains("over_seeds")) return;
   // One row per group of seeds: the other keys' values, then the final val loss over the seeds.

@@ -1,0 +1,135 @@
+"""plot.py's figure of a ladder sweep (summary.json's "ladder" section): sweep_ladder.png, the final
+val loss against training compute on log axes, every seed's run and each variant's fitted curve
+L(C) = E + A C^-alpha over the ladder's computes, beside each variant's compute multiplier against
+the baseline at each rung with its 95% bootstrap interval (below 1: the variant needs less compute)."""
+from __future__ import annotations
+
+import sys
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib import ticker
+from matplotlib.figure import Figure
+
+from metrics_record import is_number
+from plot_inputs import Sweep
+from plot_style import Palette, tag
+
+
+def fitted(fit: dict, compute: np.ndarray) -> np.ndarray | None:
+    """The fitted curve at these computes, or None where the variant has no fit."""
+    if not all(is_number(fit.get(k)) for k in ("E", "A", "alpha")):
+        return None
+    return fit["E"] + fit["A"] * compute ** (-fit["alpha"])
+
+
+def plain_log_y(ax, values: list) -> None:
+    """A loss or ratio axis on a log scale where the values span a factor of 4 or more, else
+    linear (a log axis over a narrow range has too few ticks to read), labelled with plain
+    numbers (3.4, 0.97), not powers of ten."""
+    vals = [v for v in values if is_number(v) and v > 0]
+    if vals and max(vals) / min(vals) >= 4:
+        ax.set_yscale("log")
+        ax.yaxis.set_minor_formatter(ticker.FuncFormatter(lambda y, _: f"{y:.3g}"))
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda y, _: f"{y:.3g}"))
+
+
+def loss_panel(ax, ladder: dict, pal: Palette, order: list) -> None:
+    obs = ladder.get("observations", [])
+    fits = ladder["analysis"].get("fits", {})
+    computes = [o["compute"] for o in obs]
+    grid = np.geomspace(min(computes) / 1.3, max(computes) * 1.3, 100)
+    for var, c in zip(order, pal.colours(order)):
+        mine = [o for o in obs if o["variant"] == var]
+        if not mine:
+            continue
+        ax.plot([o["compute"] for o in mine], [o["loss"] for o in mine], ls="none", marker=pal.marker(var),
+                color=c, alpha=0.35, ms=4)
+        by_rung: dict[str, list] = {}
+        for o in mine:
+            by_rung.setdefault(o["rung"], []).append(o)
+        ax.plot([np.mean([o["compute"] for o in os]) for os in by_rung.values()],
+                [np.mean([o["loss"] for o in os]) for os in by_rung.values()], ls="none",
+                marker=pal.marker(var), color=c, ms=8, mec="white")  # the mean over seeds
+        f = fits.get(var, {})
+        curve = fitted(f, grid)
+        label = tag(var) if curve is None else (
+            f"{tag(var)}: {f['E']:.3f} + {f['A']:.3g} C^-{f['alpha']:.3f}")
+        if curve is not None:
+            ax.plot(grid, curve, color=c, lw=1.8, label=label)
+        else:
+            ax.plot([], [], color=c, marker=pal.marker(var), ls="none", label=f"{label} (no fit)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda y, _: f"{y:.3g}"))
+    ax.yaxis.set_minor_formatter(ticker.FuncFormatter(lambda y, _: f"{y:.3g}"))
+    ax.set_xlabel("training compute C (FLOPs)")
+    ax.set_ylabel("final val loss")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(frameon=False, fontsize="small")
+    rule = ladder["analysis"].get("e_rule")
+    ax.set_title(f"each seed's run and the fitted curves (E rule: {rule})", fontsize="medium")
+
+
+def multiplier_panel(ax, ladder: dict, baseline: str, pal: Palette, order: list) -> None:
+    rungs = ladder["analysis"].get("rungs", [])
+    names = {i: r["name"] for i, r in enumerate(ladder["rungs"])}
+    drawn = False
+    shown: list = []  # every multiplier and interval end drawn, for the axis's scale
+    variants = [v for v in order if v != baseline]
+    for k, (var, c) in enumerate(zip(variants, pal.colours(variants))):
+        xs, ys, lo, hi = [], [], [], []
+        for r in rungs:
+            m = r.get("variants", {}).get(var, {})
+            if not is_number(m.get("multiplier")):
+                continue
+            ci = m.get("multiplier_ci95")
+            x = m.get("compute", (r.get("baseline") or {}).get("compute"))
+            x *= 1.04 ** (k - (len(variants) - 1) / 2)  # variants side by side at one rung
+            xs.append(x)
+            ys.append(m["multiplier"])
+            lo.append(m["multiplier"] - ci[0] if ci else 0)
+            hi.append(ci[1] - m["multiplier"] if ci else 0)
+        shown += ys + [y - d for y, d in zip(ys, lo)] + [y + d for y, d in zip(ys, hi)]
+        if xs:
+            ax.errorbar(xs, ys, yerr=[lo, hi], color=c, marker=pal.marker(var), capsize=4, lw=1.4,
+                        label=f"{tag(var)} / {baseline}")
+            drawn = True
+    ax.axhline(1, color="0.4", lw=0.8)
+    ax.set_xscale("log")
+    plain_log_y(ax, shown + [1.0])
+    ax.set_xlabel("training compute C (FLOPs)")
+    ax.set_ylabel(f"compute multiplier vs {baseline}\n(< 1: the variant needs less compute)")
+    ax.grid(alpha=0.3, which="both")
+    for r in rungs:
+        x = (r.get("baseline") or {}).get("compute")  # null: the baseline has no run at this rung
+        if is_number(x):  # the rung's name along the bottom edge
+            ax.annotate(names.get(r["rung"], str(r["rung"])), (x, 0.02), xycoords=ax.get_xaxis_transform(),
+                        ha="center", fontsize="x-small", color="0.4")
+    if drawn:
+        ax.legend(frameon=False, fontsize="small")
+    else:
+        ax.text(0.5, 0.5, "no multiplier yet", ha="center", va="center", transform=ax.transAxes)
+    ax.set_title("multiplier at each rung, 95% bootstrap interval over seeds", fontsize="medium")
+
+
+def ladder_figure(sweep: Sweep) -> Figure | None:
+    """The ladder's two panels, or None (with a line on stderr) before any rung has a finished run."""
+    ladder = sweep.summary.get("ladder")
+    if not ladder:
+        return None
+    if not ladder.get("observations") or "error" in ladder.get("analysis", {}):
+        why = ladder.get("analysis", {}).get("error", "no finished run")
+        print(f"plot.py: {sweep.path}: ladder: {why}; no ladder figure", file=sys.stderr)
+        return None
+    baseline = sweep.summary.get("baseline")
+    order = list(sweep.summary.get("variants") or [])
+    pal = Palette(order, baseline)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5.2), layout="constrained")
+    loss_panel(left, ladder, pal, order)
+    multiplier_panel(right, ladder, baseline, pal, order)
+    left_out = len(ladder.get("left_out", []))
+    fig.suptitle(f"Ladder {sweep.path.resolve().name}: {len(ladder['rungs'])} rungs, "
+                 f"{len(ladder['observations'])} runs in the fit"
+                 + (f", {left_out} left out (report.md says why)" if left_out else ""))
+    return fig

@@ -1,0 +1,242 @@
+// The ladder's rules read from the sweep file, and its rungs sized by them (see ladder.h).
+#include "sweep/ladder.h"
+
+#include "model/counts.h"
+#include "sweep/ladder_plan.h"
+#include "sweep/ladder_rules.h"
+#include "util/paths.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <tuple>
+
+namespace xsagpt {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& ladder_keys() {
+  static const std::vector<std::string> keys{
+      "model.n_layer", "model.d_model",   "model.n_head",       "model.head_dim",      "model.base",
+      "train.lr",      "train.max_steps", "train.warmup_steps", "train.eval_interval", "train.ckpt_interval"};
+  return keys;
+}
+
+std::string lr_override(double lr) { return "train.lr=" + json(lr).dump(); }
+
+namespace {
+
+struct RungSpec {
+  std::string name, preset;
+  int64_t depth = 0;
+  std::vector<std::string> set;  // the rung's own overrides
+};
+
+void check_ladder_keys(const json& section, const std::string& where) {
+  static const std::set<std::string> known{"rungs", "aspect",         "head_dim", "tokens",
+                                           "lr",    "lr_multipliers", "estimate", "extrapolate_to"};
+  if (!section.is_object()) schema::bad(where, "an object with rungs, tokens and lr", section);
+  for (const auto& [k, v] : section.items())
+    if (!known.count(k))
+      throw ConfigError(fmt::format("{}: unknown key '{}' (known: {})", where, k, fmt::join(known, ", ")));
+  for (const char* k : {"rungs", "tokens", "lr"})
+    if (!section.contains(k)) throw ConfigError(fmt::format("{}.{}: required", where, k));
+}
+
+// A rung's own "set": overrides of that rung alone, never of what the ladder sets.
+std::vector<std::string> rung_set(const json& set, const std::string& where) {
+  if (!set.is_object()) schema::bad(where, "an object of \"section.key\": value", set);
+  std::vector<std::string> out;
+  for (const auto& [key, value] : set.items()) {
+    const auto& owned = ladder_keys();
+    if (key == "out_dir" || std::find(owned.begin(), owned.end(), key) != owned.end())
+      throw ConfigError(fmt::format("{}: {} is set by the ladder itself (or the sweep's out_dir)", where, key));
+    out.push_back(key + "=" + value.dump());
+  }
+  return out;
+}
+
+std::vector<RungSpec> read_rung_specs(const json& section, const std::string& where) {
+  const auto& rs = section["rungs"];
+  if (!rs.is_array() || rs.size() < 2)
+    schema::bad(where + ".rungs", "a list of at least 2 sizes (depths or model presets), smallest first", rs);
+  std::vector<RungSpec> out;
+  std::set<std::string> names;
+  for (size_t i = 0; i < rs.size(); ++i) {
+    const std::string at = fmt::format("{}.rungs[{}]", where, i);
+    json r = rs[i];
+    RungSpec spec;
+    if (r.is_object()) {
+      for (const auto& [k, v] : r.items())
+        if (k != "depth" && k != "preset" && k != "set")
+          throw ConfigError(fmt::format("{}: unknown key '{}' (known: depth or preset, set)", at, k));
+      if (r.contains("set")) spec.set = rung_set(r["set"], at + ".set");
+      if (r.contains("depth") == r.contains("preset")) schema::bad(at, "one of \"depth\" or \"preset\"", r);
+      r = r.contains("depth") ? r["depth"] : r["preset"];
+    }
+    if (r.is_string()) {
+      spec.preset = spec.name = r.get<std::string>();
+    } else {
+      spec.depth = schema::read_integer<int64_t>(r, at);
+      if (spec.depth < 1) schema::bad(at, "a depth (model.n_layer) >= 1", r);
+      spec.name = fmt::format("d{}", spec.depth);
+    }
+    if (!names.insert(spec.name).second) throw ConfigError(fmt::format("{}: rung {} is listed twice", at, spec.name));
+    out.push_back(std::move(spec));
+  }
+  return out;
+}
+
+// Size overrides of a rung: a depth by the width rule, or the preset's own sizes (set
+// after model.base, so that a base config that sizes its model cannot resize the rung).
+std::vector<std::string> size_overrides(const RungSpec& r, const json& section, const std::string& where) {
+  int64_t L = r.depth, d = 0, hd = 0;
+  if (!r.preset.empty()) {
+    ModelConfig m;
+    try {
+      m = load_model_config(r.preset);
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("{}.rungs: preset {}: {}", where, r.preset, e.what()));
+    }
+    return {"model.base=" + json(r.preset).dump(), fmt::format("model.n_layer={}", m.n_layer),
+            fmt::format("model.d_model={}", m.d_model), fmt::format("model.n_head={}", m.n_head),
+            fmt::format("model.head_dim={}", m.head_dim)};
+  }
+  for (const char* k : {"aspect", "head_dim"})
+    if (!section.contains(k))
+      throw ConfigError(
+          fmt::format("{}.{}: required with depth rungs (d_model = n_layer x aspect, n_head = "
+                      "d_model / head_dim)",
+                      where, k));
+  const auto aspect = schema::read_integer<int64_t>(section["aspect"], where + ".aspect");
+  hd = schema::read_integer<int64_t>(section["head_dim"], where + ".head_dim");
+  if (aspect < 1) schema::bad(where + ".aspect", "an integer >= 1", section["aspect"]);
+  if (hd < 1) schema::bad(where + ".head_dim", "an integer >= 1", section["head_dim"]);
+  d = L * aspect;
+  if (d % hd != 0)
+    throw ConfigError(
+        fmt::format("{}.rungs: depth {} gives d_model {} x {} = {}, not a multiple of head_dim {} "
+                    "(n_head would be {:.4g}); choose an aspect or head_dim that divides",
+                    where, L, L, aspect, d, hd, static_cast<double>(d) / static_cast<double>(hd)));
+  return {fmt::format("model.n_layer={}", L), fmt::format("model.d_model={}", d),
+          fmt::format("model.n_head={}", d / hd), fmt::format("model.head_dim={}", hd)};
+}
+
+// The base's interval over its max_steps, as the same fraction of a rung's steps: 0
+// stays 0 (never, or only at the end), anything else at least 1 step.
+int64_t stretched(int64_t interval, int64_t base_steps, int64_t steps) {
+  if (interval <= 0) return 0;
+  const double frac = static_cast<double>(interval) / static_cast<double>(base_steps);
+  return std::max<int64_t>(1, std::llround(frac * static_cast<double>(steps)));
+}
+
+std::vector<std::string> schedule_overrides(const TrainConfig& base, int64_t steps) {
+  return {fmt::format("train.max_steps={}", steps),
+          fmt::format("train.warmup_steps={}", std::min(steps, stretched(base.warmup_steps, base.max_steps, steps))),
+          fmt::format("train.eval_interval={}", stretched(base.eval_interval, base.max_steps, steps)),
+          fmt::format("train.ckpt_interval={}", stretched(base.ckpt_interval, base.max_steps, steps))};
+}
+
+// The training compute of a run config: flops_per_token x every token of its steps.
+double run_compute(const RunConfig& c) {
+  const int64_t per_step = c.train.batch_tokens > 0 ? c.train.batch_tokens : c.tokens_per_micro_step(1);
+  return flops_per_token(c.model, c.train.seq_len) * static_cast<double>(per_step) *
+         static_cast<double>(c.train.max_steps);
+}
+
+void read_extrapolation(SweepLadder& l, const json& section, const std::string& path, const std::string& where) {
+  std::vector<fs::path> files;
+  if (section.contains("extrapolate_to")) {
+    const auto& e = section["extrapolate_to"];
+    if (!e.is_array()) schema::bad(where + ".extrapolate_to", "a list of run config paths", e);
+    for (const auto& f : e) {
+      if (!f.is_string()) schema::bad(where + ".extrapolate_to", "a list of run config paths", e);
+      fs::path p = f.get<std::string>();
+      if (!fs::exists(p) && fs::exists(fs::path(path).parent_path() / p)) p = fs::path(path).parent_path() / p;
+      files.push_back(p);
+    }
+    if (files.empty()) l.extrapolate_note = "extrapolate_to is empty";
+  } else if (const auto root = project_root()) {
+    for (const char* size : {"0.7b", "1.4b", "2.7b"})
+      files.push_back(*root / "configs" / "runs" / fmt::format("paper-{}.json", size));
+  } else {
+    l.extrapolate_note = "the paper's run configs (configs/runs/paper-*.json) were not found beside the program";
+  }
+  for (const auto& f : files) {
+    try {
+      l.extrapolate_to.emplace_back(f.stem().string(), run_compute(load_run_config(f.string())));
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("{}.extrapolate_to: {}", where, e.what()));
+    }
+  }
+}
+
+}  // namespace
+
+SweepLadder read_ladder(const json& section, const std::string& path, const ResolveConfig& resolve,
+                        int64_t world_size) {
+  const std::string where = path + ": ladder";
+  check_ladder_keys(section, where);
+  const auto specs = read_rung_specs(section, where);
+  const auto tokens = read_token_rule(section["tokens"], specs.size(), where);
+  const auto lr = read_lr_rule(section["lr"], specs.size(), where);
+  SweepLadder l;
+  l.lr_multipliers = read_multipliers(section, where);
+  if (section.contains("estimate"))
+    l.estimate = check_estimate(section["estimate"], where + ".estimate", fs::path(path).parent_path());
+  const auto base = resolve({}).train;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const auto& s = specs[i];
+    const std::string at = fmt::format("{}.rungs[{}] ({})", where, i, s.name);
+    LadderRung r;
+    r.name = s.name;
+    r.overrides = size_overrides(s, section, where);
+    r.overrides.insert(r.overrides.end(), s.set.begin(), s.set.end());
+    try {
+      r.config = resolve(r.overrides);
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("{}: {}", at, e.what()));
+    }
+    r.step_tokens =
+        r.config.train.batch_tokens > 0 ? r.config.train.batch_tokens : r.config.tokens_per_micro_step(world_size);
+    std::tie(r.budget_tokens, r.budget_params) = tokens(i, r.config.model, r.config.train.seq_len);
+    if (r.budget_tokens < static_cast<double>(r.step_tokens))
+      throw ConfigError(fmt::format("{}: its budget is {:.0f} tokens ({}), less than one step of {} tokens", at,
+                                    r.budget_tokens, tokens.words, r.step_tokens));
+    const auto steps = std::llround(r.budget_tokens / static_cast<double>(r.step_tokens));
+    for (auto& o : schedule_overrides(base, steps)) r.overrides.push_back(o);
+    r.lr = lr(i, r.config.model.d_model);
+    try {
+      auto with_rate = r.overrides;
+      with_rate.push_back(lr_override(r.lr));
+      r.config = resolve(with_rate);
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("{}: {}", at, e.what()));
+    }
+    r.params = count_params(r.config.model).total;
+    r.flops_per_token = flops_per_token(r.config.model, r.config.train.seq_len);
+    if (!l.rungs.empty() && r.params <= l.rungs.back().params)
+      throw ConfigError(
+          fmt::format("{}: {} parameters, not more than rung {} before it ({}); list the rungs "
+                      "smallest first, each larger",
+                      at, r.params, l.rungs.back().name, l.rungs.back().params));
+    l.rungs.push_back(std::move(r));
+  }
+  const bool depths = std::any_of(specs.begin(), specs.end(), [](const RungSpec& s) { return s.depth > 0; });
+  l.size_rule = depths ? fmt::format("depth rungs: d_model = {} x n_layer, n_head = d_model / {}",
+                                     section["aspect"].dump(), section["head_dim"].dump())
+                       : "model presets";
+  l.token_rule = tokens.words;
+  l.lr_rule = lr.words;
+  l.schedule_rule = fmt::format(
+      "the base's schedule stretched to each rung's steps (warmup {}, evaluation every {}, checkpoint every {} of "
+      "its {} steps)",
+      base.warmup_steps, base.eval_interval, base.ckpt_interval, base.max_steps);
+  read_extrapolation(l, section, path, where);
+  return l;
+}
+
+}  // namespace xsagpt

@@ -1,0 +1,79 @@
+// Sweeps, the ladder: the sweep's points at several model sizes (rungs), each sized,
+// budgeted and given its learning rate by rules the sweep file states, so that a
+// variant's gain can be read across scale (sweep/ladder_analysis.h fits it). Every
+// rung is an ordinary set of overrides: a ladder's point is a normal run in the sweep
+// directory, named "<variant>,rung=<rung>[,lr_mult=<m>],<grid values>".
+//
+// The sweep file's "ladder" section:
+//   "rungs":  the sizes, smallest first (at least 2): a depth (an integer: model.n_layer,
+//             with d_model = n_layer * "aspect" and n_head = d_model / "head_dim", as
+//             nanochat's --depth), a model preset's name ("gpt2-124m", configs/model/),
+//             or either as {"depth": 4, "set": {...}} / {"preset": NAME, "set": {...}}
+//             with overrides of that rung alone (memory options: micro_batch, checkpointing)
+//   "aspect", "head_dim": the width rule of depth rungs (required with them)
+//   "tokens": the budget of each rung: {"per_param": r, "params": "total" |
+//             "non_embedding"} (tokens = r x parameters; Chinchilla: r = 20 of all
+//             parameters) or {"flops": F} / {"flops": [F per rung]} (tokens = F /
+//             flops_per_token, model/counts.h). Steps = tokens / tokens per step, rounded;
+//             a budget under one step is refused
+//   "lr":     the peak rate of each rung: {"per_rung": [rate per rung]} or a power law in
+//             width {"width_exponent": k, "anchor": {"d_model": d0, "lr": lr0}}:
+//             lr = lr0 * (d_model / d0)^k
+//   "lr_multipliers": optional, e.g. [0.5, 1, 2]: every rung at each multiple of its rate
+//             (an axis "lr_mult"); each variant is then judged at its own best rate per rung
+//   "estimate": optional, what the dry run's time estimate rests on (sweep/ladder_plan.h)
+//   "extrapolate_to": optional run configs whose training compute the analysis
+//             extrapolates to (default: the paper's configs/runs/paper-{0.7b,1.4b,2.7b}.json)
+// The schedule follows each rung's steps: warmup, evaluations and checkpoints keep the
+// fractions of the run that the base config (with "set") gives them (its warmup_steps,
+// eval_interval and ckpt_interval over its max_steps; an interval of 0 stays 0). The
+// ladder owns the keys it sets (ladder_keys()): the variants and the grid may not set
+// them, nor may "set" set the size keys or train.lr (its schedule keys are the shape).
+#pragma once
+
+#include "config/run_config.h"
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace xsagpt {
+
+struct LadderRung {
+  std::string name;                    // "d4" (depth 4 by the width rule) or the preset's name
+  RunConfig config;                    // the base at this size and schedule, with the rung's rate
+  int64_t params = 0;                  // every parameter (count_params().total)
+  int64_t budget_params = 0;           // the parameters the token rule counted
+  double budget_tokens = 0;            // what the rule asked for; tokens() is whole steps of it
+  double flops_per_token = 0;          // model/counts.h at the rung's seq_len
+  int64_t step_tokens = 0;             // tokens per optimizer step
+  double lr = 0;                       // the rate rule's, before any multiplier
+  std::vector<std::string> overrides;  // size, per-rung set and schedule: everything but the rate
+  int64_t steps() const { return config.train.max_steps; }
+  int64_t tokens() const { return steps() * step_tokens; }
+  double flops() const { return flops_per_token * static_cast<double>(tokens()); }
+};
+
+struct SweepLadder {
+  std::vector<LadderRung> rungs;
+  std::vector<double> lr_multipliers;                          // empty: one rate per rung and no lr_mult axis
+  std::string size_rule, token_rule, lr_rule, schedule_rule;   // each rule in words
+  json estimate;                                               // the section's "estimate" (null when absent)
+  std::vector<std::pair<std::string, double>> extrapolate_to;  // name, training compute (FLOPs)
+  std::string extrapolate_note;                                // why there is none, when empty
+};
+
+// The keys every ladder point gets from its rung: model size and schedule, and the rate.
+const std::vector<std::string>& ladder_keys();
+
+// A run config resolved from the base with these overrides after the sweep's "set".
+using ResolveConfig = std::function<RunConfig(const std::vector<std::string>&)>;
+
+// Reads and checks the "ladder" section of the sweep file `path`; every rung resolved.
+SweepLadder read_ladder(const json& section, const std::string& path, const ResolveConfig& resolve, int64_t world_size);
+
+// A rung's rate times a multiplier, as the --set override its points get.
+std::string lr_override(double lr);
+
+}  // namespace xsagpt

@@ -1,0 +1,262 @@
+// The ladder's plan and the dry run's time estimate (see ladder_plan.h).
+#include "sweep/ladder_plan.h"
+
+#include "bench/block_bench.h"
+#include "model/counts.h"
+#include "train/mfu.h"
+#include "util/device.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+namespace xsagpt {
+
+namespace {
+
+// A count in engineering units: 3.2M, 41.0K, 2.1e+13 for FLOPs (si_count(x, true)).
+std::string si_count(double x, bool exponent = false) {
+  if (exponent) return fmt::format("{:.2e}", x);
+  if (x >= 1e9) return fmt::format("{:.2f}B", x / 1e9);
+  if (x >= 1e6) return fmt::format("{:.2f}M", x / 1e6);
+  if (x >= 1e3) return fmt::format("{:.1f}K", x / 1e3);
+  return fmt::format("{:.0f}", x);
+}
+
+std::string plan_duration(double s) {
+  if (s < 60) return fmt::format("{:.1f} s", s);
+  if (s < 3600) return fmt::format("{:.0f} min {:02.0f} s", std::floor(s / 60), std::fmod(s, 60));
+  if (s < 86400 * 3) return fmt::format("{:.1f} h", s / 3600);
+  return fmt::format("{:.1f} days", s / 86400);
+}
+
+// The FLOP rate each rung trains at, and what it rests on.
+struct Basis {
+  std::vector<std::optional<double>> rate;  // FLOP/s per rung; empty: no estimate for it
+  std::string rests_on;
+  double overhead_s = 0;
+};
+
+// The FLOP rate `xsagpt bench --json` measured for its training step.
+double bench_rate(const json& e, std::string& says) {
+  const std::string file = e["bench"].get<std::string>();
+  std::ifstream in(file);
+  if (!in) throw ConfigError(fmt::format("ladder.estimate.bench: cannot read {}", file));
+  const json b = json::parse(in, nullptr, false);
+  const json step = b.is_object() ? b.value("step", json()) : json();
+  if (!step.is_object() || !step.value("results", json()).is_object() || step["results"].empty() ||
+      !step.value("flops_per_token", json()).is_number())
+    throw ConfigError(
+        fmt::format("ladder.estimate.bench: {} is not a JSON file `xsagpt bench --json` wrote with "
+                    "a training step (\"step\": results, flops_per_token)",
+                    file));
+  const std::string v = e.value("bench_variant", step["results"].begin().key());
+  const json r = step["results"].value(v, json());
+  if (!r.is_object() || !r.value("tokens_per_s", json()).is_number())
+    throw ConfigError(fmt::format("ladder.estimate.bench_variant: {} has no training step of variant '{}'", file, v));
+  const double tok_s = r["tokens_per_s"].get<double>(), fpt = step["flops_per_token"].get<double>();
+  says = fmt::format(
+      "measured: `xsagpt bench` in {} ({}, {}): {} {}x{} {} at {:.0f} tokens/s = {:.3g} TFLOP/s achieved{}, "
+      "applied to every rung by its FLOPs",
+      file, b.value("machine", "machine not recorded"), b.value("date", "undated"), step.value("config", "?"),
+      step.value("micro_batch", json()).dump(), step.value("seq_len", json()).dump(), v, tok_s, tok_s * fpt / 1e12,
+      r.value("mfu", json()).is_number() ? fmt::format(" (MFU {:.1f}%)", 100 * r["mfu"].get<double>()) : "");
+  return tok_s * fpt;
+}
+
+// Times a few training steps of rung i's baseline point on its device: FLOP/s.
+double measure_rung(const SweepPoint& p, const torch::Device& device, int64_t world) {
+  BenchOptions o;
+  o.device = device;
+  o.train = p.config.train;
+  o.runtime = runtime_of(p.config.train, device.is_cuda());
+  o.warmup = 1;
+  o.iters = 2;
+  o.accumulation = p.config.accumulation_steps(world);
+  o.variants = {p.config.model.attention};
+  const auto r = bench_train_step(o, p.config.model, p.config.train.micro_batch, p.config.train.seq_len);
+  const double tokens = static_cast<double>(p.config.train.micro_batch * p.config.train.seq_len * o.accumulation);
+  return tokens / (r.begin()->second.median_ms / 1e3) * flops_per_token(p.config.model, p.config.train.seq_len);
+}
+
+// Measured here: each rung's steps timed while they take seconds (a first step under
+// kFirstStepFlops, each later one predicted from the last rate under kMeasureSeconds);
+// larger rungs at the last rate measured.
+Basis measured_basis(const Sweep& s, int64_t world, std::optional<double> overhead_s) {
+  const auto& rungs = s.ladder->rungs;
+  Basis b;
+  b.rate.assign(rungs.size(), std::nullopt);
+  b.overhead_s = overhead_s.value_or(3.0);
+  torch::Device device = torch::kCPU;
+  try {
+    device = resolve_device(rungs.front().config.train.device, "train.device");
+  } catch (const ConfigError& e) {
+    b.rests_on = fmt::format("nothing: {}; name a GPU in ladder.estimate (\"device\" and \"mfu\")", e.what());
+    return b;
+  }
+  if (device.is_cuda()) b.overhead_s = overhead_s.value_or(10.0);
+  const double first_cap = device.is_cuda() ? 1e14 : 2e11;  // FLOPs of one step: seconds on either
+  constexpr double kMeasureSeconds = 20;
+  std::optional<double> last;
+  size_t measured = 0;
+  for (size_t i = 0; i < rungs.size(); ++i) {
+    const auto& r = rungs[i];
+    const double step_flops = r.flops_per_token * static_cast<double>(r.step_tokens);
+    const bool quick = last ? 4 * step_flops / *last < kMeasureSeconds : step_flops < first_cap;
+    if (quick) {
+      const auto it = std::find_if(s.points.begin(), s.points.end(), [&](const SweepPoint& p) {
+        return p.rung == static_cast<int>(i) && p.variant == s.points.front().variant;
+      });
+      last = measure_rung(*it, device, world);
+      ++measured;
+    }
+    b.rate[i] = last;
+  }
+  if (!measured) {
+    b.rests_on = fmt::format(
+        "nothing: one step of the smallest rung is {:.2g} FLOPs, too long to time on {}; name a GPU in "
+        "ladder.estimate (\"device\" and \"mfu\") or a bench file (\"bench\")",
+        rungs.front().flops_per_token * static_cast<double>(rungs.front().step_tokens), device_name(device));
+    return b;
+  }
+  b.rests_on = fmt::format(
+      "measured here: 3 training steps of each rung's {} model on {} ({}){}; every variant at that rate",
+      s.points.front().variant, device_name(device), device.is_cuda() ? "GPU" : cpu_threads_description(),
+      measured < rungs.size() ? fmt::format(", the {} largest rung(s) at the rate of the last one measured (their "
+                                            "steps would take too long to time here)",
+                                            rungs.size() - measured)
+                              : "");
+  return b;
+}
+
+Basis estimate_basis(const Sweep& s, int64_t world) {
+  const json& e = s.ladder->estimate;
+  const auto overhead =
+      e.is_object() && e.contains("overhead_s") ? std::optional(e["overhead_s"].get<double>()) : std::nullopt;
+  if (!(e.is_object() && (e.contains("device") || e.contains("bench")))) return measured_basis(s, world, overhead);
+  Basis b;
+  b.overhead_s = overhead.value_or(10.0);
+  double rate = 0;
+  if (e.contains("bench")) {
+    rate = bench_rate(e, b.rests_on);
+  } else {
+    const auto name = e["device"].get<std::string>();
+    const bool bf16 = parse_precision(s.ladder->rungs.front().config.train.precision, /*cuda=*/true);
+    const double peak = *gpu_peak_flops(name, bf16);  // check_estimate made sure the name is known
+    const double mfu = e["mfu"].get<double>();
+    rate = peak * mfu;
+    b.rests_on = fmt::format(
+        "assumed: one {} at MFU {:.0f}% of its dense {} peak {:.0f} TFLOP/s = {:.0f} TFLOP/s (ladder.estimate; "
+        "measured MFU of the default kernels on one H100: 38-40% at 124M, 48-49% at 0.7B, docs/benchmarks.md)",
+        name, 100 * mfu, bf16 ? "bf16" : "TF32", peak / 1e12, rate / 1e12);
+  }
+  b.rate.assign(s.ladder->rungs.size(), rate);
+  return b;
+}
+
+// Evaluation's FLOPs in a point's run: forward only (a third of training's per token)
+// over the val tokens at every evaluation (step 0, each interval, the end); nullopt when
+// train.eval_tokens is 0 (the whole val set, whose size the plan does not read).
+std::optional<double> eval_flops(const SweepPoint& p, const LadderRung& r, int64_t world) {
+  const auto& t = p.config.train;
+  if (t.eval_tokens == 0) return std::nullopt;
+  const int64_t batch = p.config.tokens_per_micro_step(world);
+  const double tokens = static_cast<double>(t.eval_tokens / batch * batch);
+  const int64_t evals =
+      t.eval_interval > 0 ? 1 + t.max_steps / t.eval_interval + (t.max_steps % t.eval_interval != 0) : 1;
+  return static_cast<double>(evals) * tokens * r.flops_per_token / 3;
+}
+
+}  // namespace
+
+json check_estimate(json e, const std::string& where, const std::filesystem::path& sweep_dir) {
+  if (!e.is_object()) schema::bad(where, "an object: {\"device\": GPU, \"mfu\": m} or {\"bench\": FILE}", e);
+  for (const auto& [k, v] : e.items())
+    if (k != "device" && k != "mfu" && k != "bench" && k != "bench_variant" && k != "overhead_s")
+      throw ConfigError(
+          fmt::format("{}: unknown key '{}' (known: device, mfu, bench, bench_variant, overhead_s)", where, k));
+  if (e.contains("device") && e.contains("bench"))
+    throw ConfigError(where + ": device (an assumed MFU) or bench (a measured rate), not both");
+  if (e.contains("device")) {
+    if (!e["device"].is_string() || !gpu_peak_flops(e["device"].get<std::string>(), true))
+      schema::bad(where + ".device", "a GPU whose peak train/mfu.h knows (H100, H200, A100, B200, L40S, ...)",
+                  e["device"]);
+    if (!e.contains("mfu"))
+      throw ConfigError(where +
+                        ".mfu: required with device: the share of the GPU's peak a step achieves (measured "
+                        "with the default kernels on one H100: 0.38-0.40 at 124M, 0.48-0.49 at 0.7B)");
+  }
+  if (e.contains("mfu") && !e.contains("device")) throw ConfigError(where + ".mfu: an MFU needs a device to be of");
+  if (e.contains("mfu") && !(e["mfu"].is_number() && e["mfu"].get<double>() > 0 && e["mfu"].get<double>() <= 1))
+    schema::bad(where + ".mfu", "a number in (0, 1]", e["mfu"]);
+  if (e.contains("bench") && !e["bench"].is_string()) schema::bad(where + ".bench", "a file path", e["bench"]);
+  if (e.contains("bench_variant") && !(e.contains("bench") && e["bench_variant"].is_string()))
+    throw ConfigError(where + ".bench_variant: names a variant of the bench file's step (with bench)");
+  if (e.contains("overhead_s") && !(e["overhead_s"].is_number() && e["overhead_s"].get<double>() >= 0))
+    schema::bad(where + ".overhead_s", "seconds >= 0", e["overhead_s"]);
+  if (e.contains("bench")) {  // as given, or beside the sweep file; read now, so a bad one stops nothing midway
+    const std::filesystem::path given = e["bench"].get<std::string>();
+    if (!std::filesystem::exists(given) && std::filesystem::exists(sweep_dir / given))
+      e["bench"] = (sweep_dir / given).string();
+    std::string unused;
+    bench_rate(e, unused);
+  }
+  return e;
+}
+
+void print_ladder_rungs(const Sweep& s) {
+  const auto& l = *s.ladder;
+  std::cout << fmt::format(
+      "ladder: {} rungs; {}; {}; {}{}; {}\n", l.rungs.size(), l.size_rule, l.token_rule, l.lr_rule,
+      l.lr_multipliers.empty() ? "" : fmt::format(" times each of {}", json(l.lr_multipliers).dump()), l.schedule_rule);
+  std::cout << fmt::format("  {:<12} {:>7} {:>7} {:>6} {:>12} {:>14} {:>9} {:>7} {:>10} {:>10}\n", "rung", "n_layer",
+                           "d_model", "n_head", "params", "tokens", "steps", "warmup", "lr", "FLOPs");
+  for (const auto& r : l.rungs) {
+    const auto& m = r.config.model;
+    std::cout << fmt::format("  {:<12} {:>7} {:>7} {:>6} {:>12} {:>14} {:>9} {:>7} {:>10.4g} {:>10}\n", r.name,
+                             m.n_layer, m.d_model, m.n_head, r.params, r.tokens(), r.steps(),
+                             r.config.train.warmup_steps, r.lr, si_count(r.flops(), true));
+  }
+}
+
+void print_ladder_estimate(const Sweep& s, int64_t world) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto basis = estimate_basis(s, world);
+  const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::cout << fmt::format("time, as each point would train (estimate):\n  {:<48} {:>9} {:>10} {:>10} {:>10}\n",
+                           "point", "params", "tokens", "FLOPs", "time");
+  double total_flops = 0, total_s = 0;
+  bool unknown = false, no_eval = false;
+  for (const auto& p : s.points) {
+    const auto& r = s.ladder->rungs[p.rung];
+    const auto ev = eval_flops(p, r, world);
+    no_eval |= !ev;
+    const double flops = r.flops() + ev.value_or(0);
+    total_flops += r.flops();
+    std::string time = "-";
+    if (const auto rate = basis.rate[p.rung]) {
+      // A rate is one process's: ranks of a data-parallel run share the step's tokens.
+      const double secs = basis.overhead_s + flops / (*rate * static_cast<double>(world));
+      total_s += secs;
+      time = plan_duration(secs);
+    } else {
+      unknown = true;
+    }
+    std::cout << fmt::format("  {:<48} {:>9} {:>10} {:>10} {:>10}\n", p.name, si_count(static_cast<double>(r.params)),
+                             si_count(static_cast<double>(r.tokens())), si_count(r.flops(), true), time);
+  }
+  std::cout << fmt::format("total: {} points, {} training FLOPs, {}\n", s.points.size(), si_count(total_flops, true),
+                           unknown ? "no time estimate for every point"
+                                   : fmt::format("about {} ({:.0f} s)", plan_duration(total_s), total_s));
+  std::cout << fmt::format(
+      "the time rests on {}{}; plus {:g} s per point (start, checkpoints, summary){}{}\n", basis.rests_on,
+      world > 1 ? fmt::format(", times {} ranks (assumed to scale linearly)", world) : "", basis.overhead_s,
+      no_eval ? "; evaluation of the whole val set (eval_tokens 0) not counted"
+              : "; evaluation counted as forward FLOPs",
+      spent > 1 ? fmt::format(" (measuring took {:.1f} s)", spent) : "");
+}
+
+}  // namespace xsagpt

@@ -1,0 +1,41 @@
+// Sweeps, the ladder's plan: what each rung and point of a ladder (sweep/ladder.h) will
+// cost before anything trains: parameters, tokens, steps, rate and training FLOPs per
+// rung, and with --dry-run each point's time and the total, with what the time rests on.
+//
+// A point's time is its FLOPs (training: flops_per_token x tokens; evaluation: a third
+// of that per token, forward only, times the evaluations' tokens) over a FLOP rate, plus
+// a fixed time per point (start, checkpoints). The rate comes from, in this order:
+//   "estimate": {"bench": FILE}   the training step's tokens/s that `xsagpt bench --json
+//                FILE` measured ("bench_variant", default its first), times that model's
+//                flops_per_token: the FLOP rate achieved there, applied to every rung;
+//   "estimate": {"device": NAME, "mfu": m}   a GPU by name (train/mfu.h's peaks: "H100",
+//                "H200", "A100", ...) at an assumed MFU m: peak x m. So a GPU ladder is
+//                costed from a machine without the GPU, on the stated assumption;
+//   neither:     measured here, on the device the points would train on: a few training
+//                steps of each rung (the baseline's model, the point's batch), smallest
+//                first, as long as a rung's steps take seconds; larger rungs at the rate
+//                of the last one measured.
+// "overhead_s" sets the time per point (default: 10 s with a GPU, 3 s on a CPU: what the
+// GPU demo and configs/sweeps/ladder-tiny.json spent between their points' training, the
+// model's start, its checkpoints and the summary after each).
+#pragma once
+
+#include "sweep/grid.h"
+
+#include <filesystem>
+#include <string>
+
+namespace xsagpt {
+
+// Checks a ladder's "estimate" section (`where` names it in errors) and returns it with
+// its bench file found (as given, or beside the sweep file in `sweep_dir`) and read.
+json check_estimate(json estimate, const std::string& where, const std::filesystem::path& sweep_dir);
+
+// The rules and the rungs as a table; every ladder sweep prints it before it runs.
+void print_ladder_rungs(const Sweep& sweep);
+
+// The dry run's part: per point its parameters, tokens, FLOPs and estimated time, the
+// totals, and what the estimate rests on.
+void print_ladder_estimate(const Sweep& sweep, int64_t world_size);
+
+}  // namespace xsagpt

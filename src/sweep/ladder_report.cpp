@@ -1,0 +1,234 @@
+// The ladder's tables, as text and as markdown (see ladder_report.h).
+#include "sweep/ladder_report.h"
+
+#include "sweep/text_table.h"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+namespace xsagpt {
+
+namespace {
+
+struct LadderReport {
+  std::vector<std::string> lines;  // sentences before the tables
+  std::vector<std::pair<std::string, TextTable>> tables;
+  std::vector<std::string> notes;
+};
+
+// j[k], or null where j is no object or lacks k: the analysis leaves out what it cannot compute.
+const json& field(const json& j, const std::string& k) {
+  static const json none;
+  return j.is_object() && j.contains(k) ? j[k] : none;
+}
+
+bool has_number(const json& j, const char* k) { return field(j, k).is_number(); }
+
+std::string text_of(const json& j, const char* k) {
+  return field(j, k).is_string() ? field(j, k).get<std::string>() : "";
+}
+
+std::string loss_cell(const json& j) {
+  if (!has_number(j, "loss")) return "-";
+  return fmt::format("{:.4f} (n={})", j["loss"].get<double>(),
+                     field(j, "n").is_number() ? field(j, "n").get<int64_t>() : 0);
+}
+
+std::string ci_text(const json& ci, const char* f) {
+  if (!ci.is_array() || ci.size() != 2 || !ci[0].is_number() || !ci[1].is_number()) return "";
+  return fmt::format(fmt::runtime(std::string(" [") + f + ", " + f + "]"), ci[0].get<double>(), ci[1].get<double>());
+}
+
+std::string difference_cell(const json& v) {
+  if (!has_number(v, "difference")) return "-";
+  const auto ci = ci_text(field(v, "difference_ci95"), "{:+.4f}");
+  return fmt::format("{:+.4f}{}", v["difference"].get<double>(), ci.empty() ? " (no interval)" : ci);
+}
+
+// A multiplier and its interval: three decimals, or three significant digits for one far
+// from 1 (an extrapolation can reach 1e8), where decimals would only add width.
+std::string multiplier_cell(const json& m, const char* key, const char* ci_key) {
+  if (!has_number(m, key)) return "-";
+  const double x = m[key].get<double>();
+  const json& ci = field(m, ci_key);
+  const bool far = x >= 100 || (ci.is_array() && ci.size() == 2 && ci[1].is_number() && ci[1].get<double>() >= 100);
+  const auto text = ci_text(ci, far ? "{:.3g}" : "{:.3f}");
+  return fmt::format(fmt::runtime(far ? "{:.3g}x{}" : "{:.3f}x{}"), x, text.empty() ? " (no interval)" : text);
+}
+
+// The variants besides the baseline, in the sweep's order.
+std::vector<std::string> variants_of(const json& summary) {
+  std::vector<std::string> out;
+  for (const auto& v : summary["variants"])
+    if (v != summary["baseline"]) out.push_back(v.get<std::string>());
+  return out;
+}
+
+// The table of rungs: sizes and budgets, the baseline's loss, each variant's loss, difference and multiplier.
+TextTable ladder_rung_table(const json& ladder, const std::string& b, const std::vector<std::string>& vs,
+                            std::vector<std::string>& notes) {
+  TextTable t{"", {"rung", "params", "tokens", "FLOPs", b + " loss"}, {}};
+  for (const auto& v : vs)
+    for (const auto& h : {v + " loss", v + " - " + b + " [95% CI]", v + " multiplier [95% CI]"}) t.head.push_back(h);
+  const json& a = ladder["analysis"];
+  for (size_t i = 0; i < ladder["rungs"].size(); ++i) {
+    const auto& r = ladder["rungs"][i];
+    json row_fit;
+    if (a.contains("rungs"))
+      for (const auto& x : a["rungs"])
+        if (field(x, "rung") == json(i)) row_fit = x;
+    const std::string name = r["name"].get<std::string>();
+    TableRow row{name, fmt::format("{:.3g}", r["params"].get<double>()),
+                 fmt::format("{:.3g}", r["tokens"].get<double>()), fmt::format("{:.3g}", r["flops"].get<double>()),
+                 loss_cell(field(row_fit, "baseline"))};
+    for (const auto& v : vs) {
+      const json& cell = field(field(row_fit, "variants"), v);
+      row.push_back(loss_cell(cell));
+      row.push_back(difference_cell(cell));
+      row.push_back(multiplier_cell(cell, "multiplier", "multiplier_ci95"));
+      if (!text_of(cell, "why").empty())
+        notes.push_back(fmt::format("{} at {}: no multiplier: {}", v, name, text_of(cell, "why")));
+    }
+    t.rows.push_back(row);
+  }
+  return t;
+}
+
+TextTable ladder_fit_table(const json& a) {
+  TextTable t{"", {"variant", "E", "A", "alpha", "rmse", "points"}, {}};
+  if (!field(a, "fits").is_object()) return t;
+  for (const auto& [v, f] : a["fits"].items()) {
+    if (!has_number(f, "alpha")) {
+      t.rows.push_back({v, "-", "-", "-", "-", field(f, "points").dump() + ": " + text_of(f, "why")});
+      continue;
+    }
+    t.rows.push_back({v, fmt::format("{:.4f}", f["E"].get<double>()), fmt::format("{:.4g}", f["A"].get<double>()),
+                      fmt::format("{:.4f}", f["alpha"].get<double>()),
+                      has_number(f, "rmse") ? fmt::format("{:.4f}", f["rmse"].get<double>()) : "-",
+                      field(f, "points").dump()});
+  }
+  return t;
+}
+
+// Per variant the trend of the multiplier with compute, and the multiplier at each extrapolation target.
+TextTable ladder_trend_table(const json& a, const std::vector<std::string>& vs, std::vector<std::string>& notes) {
+  TextTable t{"", {"variant", "trend: slope of log multiplier vs log compute [95% CI]"}, {}};
+  const json& ex = field(a, "extrapolation");
+  if (!vs.empty() && field(ex, vs.front()).is_array())
+    for (const auto& target : ex[vs.front()])
+      t.head.push_back(
+          fmt::format("{} at {} FLOPs (extrapolation)", text_of(target, "name"),
+                      has_number(target, "compute") ? fmt::format("{:.3g}", target["compute"].get<double>()) : "?"));
+  for (const auto& v : vs) {
+    const json& tr = field(field(a, "trend"), v);
+    TableRow row{v, has_number(tr, "slope")
+                        ? fmt::format("{:+.4f}{}", tr["slope"].get<double>(), ci_text(field(tr, "ci95"), "{:+.4f}"))
+                        : "-"};
+    if (!text_of(tr, "why").empty()) notes.push_back(fmt::format("{}: no trend: {}", v, text_of(tr, "why")));
+    if (field(ex, v).is_array())
+      for (const auto& target : ex[v]) {
+        row.push_back(multiplier_cell(target, "multiplier", "ci95"));
+        if (!text_of(target, "why").empty())
+          notes.push_back(fmt::format("{} at {}: {}", v, text_of(target, "name"), text_of(target, "why")));
+      }
+    t.rows.push_back(row);
+  }
+  return t;
+}
+
+// With rate multipliers: per variant and rung the rate it is judged at.
+TextTable ladder_rate_table(const json& ladder, std::vector<std::string>& notes) {
+  TextTable t{"", {"variant"}, {}};
+  for (const auto& r : ladder["rungs"]) t.head.push_back(r["name"].get<std::string>());
+  for (const auto& [v, choices] : ladder["lr_choice"].items()) {
+    TableRow row{v};
+    for (const auto& c : choices) {
+      const bool edge = field(c, "at_edge") == json(true);
+      row.push_back(
+          fmt::format("{:.3g} (x{:g}){}", c["lr"].get<double>(), c["lr_mult"].get<double>(), edge ? " *" : ""));
+      if (edge)
+        notes.push_back(
+            fmt::format("{} at {}: its best rate is at the edge of the multipliers swept; its optimum may "
+                        "lie beyond them",
+                        v, c["rung"].get<std::string>()));
+    }
+    t.rows.push_back(row);
+  }
+  return t;
+}
+
+LadderReport build_ladder_report(const json& summary) {
+  LadderReport rep;
+  const json& ladder = summary["ladder"];
+  const json& a = ladder["analysis"];
+  const auto b = summary["baseline"].get<std::string>();
+  const auto& rules = ladder["rules"];
+  rep.lines.push_back(fmt::format("Rules: {}; {}; {}; {}.", rules["size"].get<std::string>(),
+                                  rules["tokens"].get<std::string>(), rules["lr"].get<std::string>(),
+                                  rules["schedule"].get<std::string>()));
+  if (!text_of(a, "error").empty()) {
+    rep.lines.push_back("No fit: " + text_of(a, "error"));
+    return rep;
+  }
+  const auto vs = variants_of(summary);
+  rep.tables.emplace_back("", ladder_rung_table(ladder, b, vs, rep.notes));
+  const json& boot = field(a, "bootstrap");
+  rep.lines.push_back(fmt::format(
+      "E rule: {} ({}). Seeds: {}. Intervals: {}.", field(a, "e_rule").is_string() ? text_of(a, "e_rule") : "none",
+      text_of(a, "e_rule_why"), field(a, "seeds").dump(),
+      !text_of(boot, "none").empty()
+          ? "none, " + text_of(boot, "none")
+          : fmt::format("{} of {} bootstrap replicates kept: {}{}", field(boot, "kept").dump(),
+                        field(boot, "replicates").dump(), text_of(boot, "method"),
+                        text_of(boot, "warning").empty() ? "" : " (" + text_of(boot, "warning") + ")")));
+  rep.tables.emplace_back("Fits, L(C) = E + A C^-alpha, C in FLOPs", ladder_fit_table(a));
+  rep.tables.emplace_back(
+      "Trend and extrapolation (below 0 / below 1: the variant's gain grows / it needs less compute)",
+      ladder_trend_table(a, vs, rep.notes));
+  if (ladder.contains("lr_choice"))
+    rep.tables.emplace_back("Rates each variant is judged at (lowest mean final val loss over seeds)",
+                            ladder_rate_table(ladder, rep.notes));
+  for (const auto& x : ladder["left_out"])
+    rep.notes.push_back(
+        fmt::format("{} left out of the fit: {}", x["point"].get<std::string>(), x["why"].get<std::string>()));
+  if (ladder.contains("extrapolation_note"))
+    rep.notes.push_back("no extrapolation: " + ladder["extrapolation_note"].get<std::string>());
+  return rep;
+}
+
+constexpr const char* kLadderHowToRead =
+    "Compute is flops_per_token x tokens (model/counts.h: 6 x the matmul parameters plus attention). Loss: final "
+    "val loss, mean over seeds (n). Difference: variant minus baseline paired by seed, Student's t 95% interval. "
+    "Multiplier: the variant's compute over the compute the baseline's fitted curve needs to reach the variant's "
+    "fitted loss at that rung; below 1 the variant needs less. Its interval and the trend's are a paired bootstrap "
+    "over seeds. Extrapolation reads the fitted curves beyond the ladder's computes: a projection, not a measurement.";
+
+}  // namespace
+
+std::string ladder_table(const json& summary) {
+  if (!summary.contains("ladder")) return "";
+  const auto rep = build_ladder_report(summary);
+  std::string out =
+      fmt::format("\nladder: every variant against {} across its rungs\n", summary["baseline"].get<std::string>());
+  for (const auto& l : rep.lines) out += l + "\n";
+  for (const auto& [title, t] : rep.tables) out += "\n" + (title.empty() ? "" : title + ":\n") + aligned(t);
+  for (const auto& n : rep.notes) out += "note: " + n + "\n";
+  return out;
+}
+
+std::string ladder_markdown(const json& summary) {
+  if (!summary.contains("ladder")) return "";
+  const auto rep = build_ladder_report(summary);
+  std::string out = fmt::format("\n## Ladder: every variant against {} across sizes\n\n{}\n\n",
+                                summary["baseline"].get<std::string>(), kLadderHowToRead);
+  for (const auto& l : rep.lines) out += l + "\n\n";
+  for (const auto& [title, t] : rep.tables) out += (title.empty() ? "" : "### " + title + "\n\n") + markdown(t) + "\n";
+  if (!rep.notes.empty()) {
+    out += "### Ladder notes\n\n";
+    for (const auto& n : rep.notes) out += "- " + n + "\n";
+  }
+  return out;
+}
+
+}  // namespace xsagpt

@@ -1,0 +1,38 @@
+// Sweeps, the ladder's rules read from its section (sweep/ladder.h): the token budget
+// of each rung, the rate of each rung, and the rate multipliers swept.
+#pragma once
+
+#include "config/model_config.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace xsagpt {
+
+// tokens = r x parameters (total or non-embedding), or a FLOP budget / flops_per_token.
+struct LadderTokenRule {
+  double per_param = 0;
+  bool non_embedding = false;
+  std::vector<double> flops;
+  std::string words;
+  // The tokens rung i asks for, and the parameters it counted (0 for a FLOP budget).
+  std::pair<double, int64_t> operator()(size_t i, const ModelConfig& m, int64_t seq_len) const;
+};
+
+LadderTokenRule read_token_rule(const json& tokens, size_t n_rungs, const std::string& where);
+
+// A table of rates, or a power law in width anchored at one size: lr0 (d_model / d0)^k.
+struct LadderLrRule {
+  std::vector<double> table;
+  double exponent = 0, anchor_d = 0, anchor_lr = 0;
+  std::string words;
+  double operator()(size_t i, int64_t d_model) const;  // rung i's rate
+};
+
+LadderLrRule read_lr_rule(const json& lr, size_t n_rungs, const std::string& where);
+
+// "lr_multipliers": positive and distinct; empty when the section has none.
+std::vector<double> read_multipliers(const json& section, const std::string& where);
+
+}  // namespace xsagpt

@@ -1,0 +1,157 @@
+// The sweep file's parts, read and checked (see sweep_spec.h).
+#include "sweep/sweep_spec.h"
+
+#include "config/config_diff.h"
+#include "sweep/ladder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace xsagpt::sweep_spec {
+
+void check_spec(const json& spec, const std::string& path) {
+  if (!spec.is_object()) schema::bad(path, "a JSON object", spec);
+  for (const auto& [k, v] : spec.items())
+    if (k != "base" && k != "set" && k != "grid" && k != "variants" && k != "baseline" &&
+        k != "constant_batch_tokens" && k != "ladder" && k != "out_dir")
+      throw ConfigError(path + ": unknown key '" + k +
+                        "' (known: base, set, variants, baseline, grid, ladder, constant_batch_tokens, out_dir)");
+  if (!spec.contains("base") || !spec["base"].is_string())
+    throw ConfigError(path + ": base: expected a run config path");
+  if (!spec.contains("out_dir") || !spec["out_dir"].is_string())
+    throw ConfigError(path + ": out_dir: expected a directory");
+  const bool variants = spec.contains("variants");
+  if (!variants && (!spec.contains("grid") || !spec["grid"].is_object() || spec["grid"].empty()))
+    throw ConfigError(path + ": grid: expected an object of key -> list of values (or \"variants\")");
+  if (variants && spec.contains("grid") && !spec["grid"].is_object())
+    throw ConfigError(path + ": grid: expected an object of key -> list of values");
+  if (spec.contains("ladder") && !variants)
+    throw ConfigError(path + ": ladder: needs \"variants\" and a \"baseline\" (the ladder compares them size by size)");
+  if (spec.contains("ladder") && spec.value("constant_batch_tokens", json(false)) == json(true))
+    throw ConfigError(path +
+                      ": constant_batch_tokens: not with a ladder, whose rungs' steps are sized by the base's "
+                      "tokens per step");
+}
+
+void refuse_point_out_dir(const std::string& key, const std::string& where) {
+  if (key == "out_dir" || key.starts_with("out_dir="))
+    throw ConfigError(where +
+                      ": out_dir: a point's run directory is the sweep's out_dir/<point name>; set the "
+                      "sweep's \"out_dir\" instead");
+}
+
+void refuse_ladder_key(const std::string& key_or_override, const std::string& where) {
+  const std::string key = key_or_override.substr(0, key_or_override.find('='));
+  const auto& owned = ladder_keys();
+  if (std::find(owned.begin(), owned.end(), key) != owned.end())
+    throw ConfigError(
+        fmt::format("{}: {} is set by the ladder on every point (its size, schedule and rate rules); "
+                    "a ladder rung's own \"set\" takes other keys",
+                    where, key));
+  if (key == "train.seq_len" || key == "train.micro_batch" || key == "train.batch_tokens")
+    throw ConfigError(
+        fmt::format("{}: {}: the ladder sizes each rung's steps by its tokens per step; set it in "
+                    "\"set\" (every point) or a rung's own \"set\"",
+                    where, key));
+}
+
+namespace {
+
+// A variant's name is a directory name and a label in tables and figures.
+void check_variant_name(const std::string& name, const std::string& path) {
+  const bool ok = !name.empty() && name.size() <= 64 && name[0] != '.' &&
+                  std::all_of(name.begin(), name.end(), [](unsigned char c) {
+                    return std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '+';
+                  });
+  if (!ok)
+    throw ConfigError(
+        fmt::format("{}: variants: name '{}': expected 1-64 letters, digits, '-', '_', '+' or '.' "
+                    "(not first), as it names directories",
+                    path, name));
+}
+
+}  // namespace
+
+Variants read_variants(const json& spec, const std::string& path, const std::string& base,
+                       const std::vector<std::string>& fixed, int64_t world_size) {
+  const auto& vs = spec["variants"];
+  if (!vs.is_object() || vs.empty())
+    throw ConfigError(path + ": variants: expected an object of name -> {\"section.key\": value}, with at least one");
+  Variants out;
+  for (const auto& [name, settings] : vs.items()) {
+    check_variant_name(name, path);
+    const std::string where = path + ": variants." + name;
+    if (!settings.is_object()) schema::bad(where, "an object of \"section.key\": value", settings);
+    std::vector<std::string> overrides;
+    for (const auto& [key, value] : settings.items()) {
+      refuse_point_out_dir(key, where);
+      if (spec.contains("ladder")) refuse_ladder_key(key, where);
+      if (spec.contains("grid") && spec["grid"].contains(key))
+        throw ConfigError(
+            fmt::format("{}: {} is also in the grid; set it in the variants or the grid, not both", where, key));
+      overrides.push_back(key + "=" + value.dump());
+    }
+    auto all = fixed;
+    all.insert(all.end(), overrides.begin(), overrides.end());
+    try {
+      load_run_config(base, all, world_size);
+    } catch (const ConfigError& e) {
+      throw ConfigError(where + ": " + e.what());
+    }
+    out.emplace_back(name, std::move(overrides));
+  }
+  return out;
+}
+
+std::vector<std::string> fixed_overrides(const json& spec, const std::string& path) {
+  std::vector<std::string> fixed;
+  if (!spec.contains("set")) return fixed;
+  if (!spec["set"].is_array()) throw ConfigError(path + ": set: expected a list of \"section.key=value\"");
+  for (const auto& o : spec["set"]) {
+    if (!o.is_string()) schema::bad(path + ": set", "a list of \"section.key=value\" strings", o);
+    refuse_point_out_dir(o.get<std::string>(), path + ": set");
+    // The base's schedule keys in "set" are the shape the ladder stretches to each
+    // rung's steps (sweep/ladder.h); its size and rate would be replaced without a word.
+    const auto key = o.get<std::string>().substr(0, o.get<std::string>().find('='));
+    if (spec.contains("ladder") && (key.starts_with("model.") || key == "train.lr")) {
+      const auto& owned = ladder_keys();
+      if (std::find(owned.begin(), owned.end(), key) != owned.end()) refuse_ladder_key(key, path + ": set");
+    }
+    fixed.push_back(o.get<std::string>());
+  }
+  return fixed;
+}
+
+std::vector<std::string> constant_token_overrides(const RunConfig& base, int64_t T, int64_t world_size,
+                                                  const std::string& path) {
+  const int64_t micro_tokens = base.train.micro_batch * base.train.seq_len;
+  const int64_t step_tokens = base.train.batch_tokens > 0 ? base.train.batch_tokens : micro_tokens * world_size;
+  if (micro_tokens % T != 0 && T < micro_tokens)
+    throw ConfigError(
+        fmt::format("{}: constant_batch_tokens: seq_len {} does not divide the base's "
+                    "{} tokens per micro-batch",
+                    path, T, micro_tokens));
+  return {fmt::format("train.micro_batch={}", std::max<int64_t>(1, micro_tokens / T)),
+          fmt::format("train.batch_tokens={}", step_tokens)};
+}
+
+void DistinctPoints::add(const SweepPoint& p) {
+  if (!names_.insert(p.name).second)
+    throw ConfigError(
+        fmt::format("{}: grid: two points are both named {} (a value listed twice, e.g. 1e-3 "
+                    "and 0.001?)",
+                    path_, p.name));
+  json meaning = saved_meaning(to_json(p.config));
+  meaning.erase("out_dir");
+  meaning.erase("variant");  // the model's name as written: the model itself is compared
+  const auto [it, added] = configs_.try_emplace(std::move(meaning), p.name);
+  if (!added)
+    throw ConfigError(
+        fmt::format("{}: grid: points {} and {} resolve to the same run config (a value listed "
+                    "twice in two spellings, or a key set to its default?); list each setting once",
+                    path_, it->second, p.name));
+}
+
+}  // namespace xsagpt::sweep_spec

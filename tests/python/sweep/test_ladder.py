@@ -1,0 +1,177 @@
+"""Ladder sweeps end to end on the CPU (sweep/ladder.h): the dry run sizes each rung by the
+stated rules, checked here against the reference formulas (a GPT's parameters and FLOPs per
+token written out below, not read from the program); a 2-rung ladder of 2-step runs trains,
+writes summary.json's ladder section, report.md's table and the figure; a rung that fails and
+a rung that diverges are named and left out of the fit; with rate multipliers every variant is
+judged at its own best rate per rung; a named GPU's estimate is the stated arithmetic; bad
+ladder specs are refused by name with nothing created."""
+import json
+import math
+import re
+
+import pytest
+
+from tinyrun import write_run_config
+
+VOCAB, T, MICRO = 256, 32, 4  # tinyrun's model and batch
+STEP_TOKENS = T * MICRO
+
+
+def params(L: int, d: int, vocab: int = VOCAB) -> int:
+    """A GPT's parameters: untied embedding and head, per layer 12 d^2 (q, k, v, o and the 4d MLP)
+    and two norm gains, and the two outer norms (no biases)."""
+    return 2 * vocab * d + L * (12 * d * d + 2 * d) + 2 * d
+
+
+def flops_per_token(L: int, d: int, seq_len: int = T, vocab: int = VOCAB) -> float:
+    """6 x the matmul parameters (blocks and LM head) + 12 L d T for attention (PaLM appendix B)."""
+    return 6.0 * (L * 12 * d * d + vocab * d) + 12.0 * L * d * seq_len
+
+
+def ladder_spec(tmp_path, shards, rungs=(1, 2), steps=2, lr=None, seeds=(1, 2), **extra):
+    """A ladder of depths `rungs` (d_model 32 L, heads of 16) whose FLOP budget is `steps` steps."""
+    base = write_run_config(tmp_path / "base.json", shards, tmp_path / "unused", max_steps=12, warmup_steps=2,
+                            eval_interval=4, ckpt_interval=4, log_interval=1)
+    flops = [steps * STEP_TOKENS * flops_per_token(L, 32 * L) for L in rungs]
+    ladder = {"rungs": list(rungs), "aspect": 32, "head_dim": 16, "tokens": {"flops": flops},
+              "lr": lr or {"width_exponent": -1, "anchor": {"d_model": 64, "lr": 1e-2}}}
+    ladder.update(extra.pop("ladder", {}))
+    spec = {"base": str(base), "variants": {"sa": {"model.attention": "sa"}, "xsa": {"model.attention": "xsa"}},
+            "baseline": "sa", "grid": {"train.seed": list(seeds)}, "ladder": ladder,
+            "out_dir": str(tmp_path / "sweep"), **extra}
+    path = tmp_path / "ladder.json"
+    path.write_text(json.dumps(spec))
+    return path
+
+
+def rung_rows(stdout: str) -> dict:
+    """The dry run's rung table: name -> (n_layer, d_model, n_head, params, tokens, steps, lr)."""
+    rows = {}
+    for line in stdout.splitlines():
+        m = re.match(r"\s+(d\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+\d+\s+(\S+)\s+\S+$", line)
+        if m:
+            rows[m.group(1)] = tuple(int(x) for x in m.groups()[1:7]) + (float(m.group(8)),)
+    return rows
+
+
+def test_ladder_sizes_trains_and_fits(tmp_path, shards, xsagpt):
+    spec = ladder_spec(tmp_path, shards)
+    dry = xsagpt("sweep", "-c", spec, "--dry-run")
+    assert not (tmp_path / "sweep").exists()
+    rows = rung_rows(dry.stdout)
+    assert set(rows) == {"d1", "d2"}
+    for L in (1, 2):
+        d = 32 * L
+        assert rows[f"d{L}"] == (L, d, d // 16, params(L, d), 2 * STEP_TOKENS, 2, pytest.approx(1e-2 * 64 / d, rel=1e-3))
+    assert dry.stdout.count(",rung=d") >= 8 and "time rests on measured here" in dry.stdout
+    assert re.search(r"total: 8 points, .* about .* \(\d+ s\)", dry.stdout)
+
+    run = xsagpt("sweep", "-c", spec)
+    summary = json.loads((tmp_path / "sweep" / "summary.json").read_text())
+    ladder = summary["ladder"]
+    assert [r["name"] for r in ladder["rungs"]] == ["d1", "d2"]
+    for L, r in zip((1, 2), ladder["rungs"]):
+        assert (r["params"], r["tokens"], r["steps"]) == (params(L, 32 * L), 2 * STEP_TOKENS, 2)
+        assert r["flops"] == pytest.approx(flops_per_token(L, 32 * L) * 2 * STEP_TOKENS, rel=1e-12)
+    # Every finished run is an observation: its own final loss, its compute from its tokens.
+    finals = {p["name"]: p["final_val_loss"] for p in summary["points"]}
+    assert len(ladder["observations"]) == 8 and not ladder["left_out"]
+    for o in ladder["observations"]:
+        L = int(o["rung"][1:])
+        assert o["loss"] == finals[o["point"]]
+        assert o["compute"] == pytest.approx(flops_per_token(L, 32 * L) * 2 * STEP_TOKENS, rel=1e-12)
+    analysis = ladder["analysis"]
+    assert analysis["baseline"] == "sa" and set(analysis["fits"]) == {"sa", "xsa"}
+    assert [r["rung"] for r in analysis["rungs"]] == [0, 1]
+    assert "ladder: every variant against sa" in run.stdout and "multiplier [95% CI]" in run.stdout
+    assert "paper-1.4b at" in run.stdout  # the extrapolation, named as one
+    assert "## Ladder" in (tmp_path / "sweep" / "report.md").read_text()
+    png = tmp_path / "sweep" / "plots" / "sweep_ladder.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10000
+
+
+def test_failed_and_diverged_rungs_are_named_and_left_out(tmp_path, shards, xsagpt):
+    # d3 cannot read its data (fails at its start); d4 trains at a rate that blows up.
+    spec = ladder_spec(tmp_path, shards, rungs=(1, 2, 3, 4), seeds=(1,),
+                       lr={"per_rung": [1e-2, 1e-2, 1e-2, 1e30]})
+    data = json.loads(spec.read_text())
+    data["ladder"]["rungs"][2] = {"depth": 3, "set": {"data.train": str(tmp_path / "missing" / "train_*.bin")}}
+    spec.write_text(json.dumps(data))
+    run = xsagpt("sweep", "-c", spec, "--no-plot", check=False)
+    assert run.returncode == 1  # points failed
+    ladder = json.loads((tmp_path / "sweep" / "summary.json").read_text())["ladder"]
+    left = {x["point"]: x["why"] for x in ladder["left_out"]}
+    assert set(left) == {f"{v},rung={r},train.seed=1" for v in ("sa", "xsa") for r in ("d3", "d4")}
+    assert all(w.startswith("failed: ") for w in left.values())
+    assert any("not finite" in w for p, w in left.items() if "d4" in p)
+    assert {o["rung"] for o in ladder["observations"]} == {"d1", "d2"}
+    assert [r["rung"] for r in ladder["analysis"]["rungs"]] == [0, 1]  # the fit saw two rungs
+    for p in left:
+        assert f"{p} left out of the fit" in run.stdout
+
+
+def test_each_variant_is_judged_at_its_own_best_rate(tmp_path, shards, xsagpt):
+    spec = ladder_spec(tmp_path, shards, ladder={"lr_multipliers": [0.1, 1, 10]})
+    run = xsagpt("sweep", "-c", spec, "--no-plot")
+    summary = json.loads((tmp_path / "sweep" / "summary.json").read_text())
+    ladder = summary["ladder"]
+    means = {}
+    for p in summary["points"]:
+        key = (p["variant"], p["values"]["rung"], p["values"]["lr_mult"])
+        means.setdefault(key, []).append(p["final_val_loss"])
+    picked = set()
+    for v in ("sa", "xsa"):
+        assert [c["rung"] for c in ladder["lr_choice"][v]] == ["d1", "d2"]
+        for c in ladder["lr_choice"][v]:
+            cands = {m: sum(means[(v, c["rung"], m)]) / 2 for m in (0.1, 1, 10)}
+            assert len(set(cands.values())) == 3  # the rates give different losses: a choice to make
+            best = min(cands, key=cands.get)
+            assert c["lr_mult"] == best and c["mean_final_val_loss"] == pytest.approx(cands[best])
+            assert c["at_edge"] == (best != 1)
+            picked.add((v, c["rung"], best))
+    # The fit sees exactly the points at each variant's own best rate.
+    assert {(o["variant"], o["rung"], o["lr_mult"]) for o in ladder["observations"]} == picked
+    assert len(ladder["observations"]) == 8
+    assert "Rates each variant is judged at" in run.stdout
+
+
+def test_named_gpu_estimate_is_the_stated_arithmetic(tmp_path, shards, xsagpt):
+    """Preset rungs costed on an H100 at an assumed MFU, from this machine: each point's time is
+    overhead + (training + evaluation FLOPs) / (989 TFLOP/s x MFU)."""
+    spec = ladder_spec(tmp_path, shards, ladder={"rungs": ["gpt2-124m", "gpt2-350m"], "tokens": {"per_param": 20},
+                                                 "estimate": {"device": "H100", "mfu": 0.4, "overhead_s": 5}})
+    dry = xsagpt("sweep", "-c", spec, "--dry-run").stdout
+    total = 0.0
+    for L, d in ((12, 768), (24, 1024)):
+        steps = math.floor(20 * params(L, d) / STEP_TOKENS + 0.5)  # rounded half up, as llround
+        fpt = flops_per_token(L, d)
+        eval_interval = max(1, math.floor(steps * 4 / 12 + 0.5))
+        evals = 1 + steps // eval_interval + (steps % eval_interval != 0)
+        flops = fpt * steps * STEP_TOKENS + evals * 512 * fpt / 3
+        total += 4 * (5 + flops / (989e12 * 0.4))  # two variants x two seeds
+    assert total > 1000  # hours of work, so the check is of the arithmetic, not of the overhead
+    got = float(re.search(r"total: 8 points, .* \((\d+) s\)", dry).group(1))
+    assert got == pytest.approx(total, abs=1)
+    assert "assumed: one H100 at MFU 40% of its dense bf16 peak 989 TFLOP/s" in dry
+
+
+BAD = [
+    ({"rungs": [2]}, "ladder.rungs: expected a list of at least 2 sizes"),
+    ({"rungs": [2, 3], "head_dim": 64, "tokens": {"per_param": 0.01}}, "depth 3 gives d_model 3 x 32 = 96, not a multiple of head_dim 64"),
+    ({"tokens": {"per_param": 1e-5}}, "less than one step of 128 tokens"),
+    ({"lr": {"width_exponent": -1}}, "ladder.lr.anchor: required with width_exponent"),
+    ({"rungs": [2, 1], "tokens": {"per_param": 0.01}}, "not more than rung d2 before it"),
+    ({"lr": {"per_rung": [1e-3]}}, "1 values for 2 rungs"),
+    ({"estimate": {"device": "H100"}}, "ladder.estimate.mfu: required with device"),
+    ({"lr_multipliers": [1, 1]}, "ladder.lr_multipliers: 1 is listed twice"),
+    ({"rungs": [1, {"depth": 2, "set": {"train.lr": 1}}]}, "train.lr is set by the ladder itself"),
+]
+
+
+@pytest.mark.parametrize("change,message", BAD, ids=[b[1][:40] for b in BAD])
+def test_bad_ladder_specs_are_refused_by_name(tmp_path, shards, xsagpt, change, message):
+    spec = ladder_spec(tmp_path, shards, ladder=change)
+    for args in (("--dry-run",), ()):
+        proc = xsagpt("sweep", "-c", spec, *args, check=False)
+        assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+        assert not (tmp_path / "sweep").exists()
