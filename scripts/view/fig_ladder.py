@@ -26,11 +26,15 @@ def fitted(fit: dict, compute: np.ndarray) -> np.ndarray | None:
 def plain_log_y(ax, values: list) -> None:
     """A loss or ratio axis on a log scale where the values span a factor of 4 or more, else
     linear (a log axis over a narrow range has too few ticks to read), labelled with plain
-    numbers (3.4, 0.97), not powers of ten."""
+    numbers (3.4, 0.97), not powers of ten. The minor ticks (2, 3, ... 9 within a decade) are
+    labelled only within less than a decade, where they are the only labels; over several
+    decades their labels run into each other."""
     vals = [v for v in values if is_number(v) and v > 0]
     if vals and max(vals) / min(vals) >= 4:
         ax.set_yscale("log")
-        ax.yaxis.set_minor_formatter(ticker.FuncFormatter(lambda y, _: f"{y:.3g}"))
+        minor = (ticker.FuncFormatter(lambda y, _: f"{y:.3g}") if max(vals) / min(vals) < 10
+                 else ticker.NullFormatter())
+        ax.yaxis.set_minor_formatter(minor)
     ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda y, _: f"{y:.3g}"))
 
 
