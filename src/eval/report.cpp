@@ -47,78 +47,74 @@ std::string variant_of(const json& model) {
   return c.spec().name();
 }
 
-json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelEval>& models,
-                 const std::string& baseline_name) {
-  json report = {
-      {"tasks", tasks}, {"models", json::array()}, {"differences", json::array()}, {"comparisons", json::array()}};
-  for (const auto& m : models) {
-    json results = json::object();
-    for (size_t t = 0; t < tasks.size(); ++t) {
-      const auto& r = m.results.at(t);
-      json o = {{"acc", r.acc}, {"acc_stderr", number(r.acc_stderr)}};
-      if (r.has_norm) {
-        o["acc_norm"] = r.acc_norm;
-        o["acc_norm_stderr"] = number(r.acc_norm_stderr);
-      }
-      if (r.has_perplexity) o["perplexity"] = r.perplexity;
-      o["n"] = r.n;
-      results[tasks[t]] = o;
+namespace {
+
+// One model's entry: each task's accuracies with their standard errors, and the paper's
+// unweighted mean over tasks (acc_norm over the tasks that have it), whose standard
+// error treats the tasks as independent samples.
+json model_entry(const std::vector<std::string>& tasks, const ModelEval& m) {
+  json results = json::object();
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    const auto& r = m.results.at(t);
+    json o = {{"acc", r.acc}, {"acc_stderr", number(r.acc_stderr)}};
+    if (r.has_norm) {
+      o["acc_norm"] = r.acc_norm;
+      o["acc_norm_stderr"] = number(r.acc_norm_stderr);
     }
-    // The paper's unweighted mean over tasks (acc_norm over the tasks that have it);
-    // its standard error treats the tasks as independent samples.
-    json average = json::object();
-    for (const char* k : kMetrics) {
-      double sum = 0;
-      std::vector<double> se;
-      for (const auto& t : tasks)
-        if (results[t].contains(k)) {
-          sum += results[t][k].get<double>();
-          se.push_back(value(results[t][std::string(k) + "_stderr"]));
-        }
-      if (se.empty()) continue;
-      const auto n = static_cast<double>(se.size());
-      average[k] = sum / n;
-      average[std::string(k) + "_stderr"] = number(combined(se) / n);
-    }
-    report["models"].push_back({{"checkpoint", m.checkpoint},
-                                {"file", m.file},
-                                {"step", m.step},
-                                {"variant", m.label.empty() ? variant_of(m.model) : m.label},
-                                {"attention", m.model.value("attention", std::string(attention_kinds().front().name))},
-                                {"model", m.model},
-                                {"seed", m.seed},
-                                {"results", results},
-                                {"average", average}});
+    if (r.has_perplexity) o["perplexity"] = r.perplexity;
+    o["n"] = r.n;
+    results[tasks[t]] = o;
   }
+  json average = json::object();
+  for (const char* k : kMetrics) {
+    double sum = 0;
+    std::vector<double> se;
+    for (const auto& t : tasks)
+      if (results[t].contains(k)) {
+        sum += results[t][k].get<double>();
+        se.push_back(value(results[t][std::string(k) + "_stderr"]));
+      }
+    if (se.empty()) continue;
+    const auto n = static_cast<double>(se.size());
+    average[k] = sum / n;
+    average[std::string(k) + "_stderr"] = number(combined(se) / n);
+  }
+  return {{"checkpoint", m.checkpoint},
+          {"file", m.file},
+          {"step", m.step},
+          {"variant", m.label.empty() ? variant_of(m.model) : m.label},
+          {"attention", m.model.value("attention", std::string(attention_kinds().front().name))},
+          {"model", m.model},
+          {"seed", m.seed},
+          {"results", results},
+          {"average", average}};
+}
+
+// Model minus its baseline model, with the standard error of a difference of
+// independent estimates (an upper bound for the paired one on the same items).
+json difference(const json& a, const json& b) {
+  json d = json::object();
+  for (const char* k : kMetrics) {
+    if (!a.contains(k) || !b.contains(k)) continue;
+    const std::string se = std::string(k) + "_stderr";
+    d[k] = b[k].get<double>() - a[k].get<double>();
+    d[se] = number(combined({value(a[se]), value(b[se])}));
+  }
+  return d;
+}
+
+using Pairs = std::map<std::string, std::vector<std::pair<size_t, size_t>>>;  // variant -> (baseline, model)
+
+// Each model that is not the baseline, paired with a baseline model of the same config:
+// the one of its seed, else one not yet used, else the first; a lone baseline model
+// stands for every config. report["differences"] gets each pair's differences.
+Pairs pair_with_baseline(json& report, const std::vector<std::string>& tasks, const std::string& baseline) {
   const auto& ms = report["models"];
-  if (ms.empty()) return report;
-  std::vector<std::string> variants;  // in the order given
-  for (const auto& m : ms)            // as a string: g++ 13 finds std::string == json ambiguous
-    if (const auto v = m["variant"].get<std::string>();
-        std::find(variants.begin(), variants.end(), v) == variants.end())
-      variants.push_back(v);
-  const std::string baseline = baseline_name.empty() ? variants.front() : baseline_name;
-  if (std::find(variants.begin(), variants.end(), baseline) == variants.end())
-    throw ConfigError(
-        fmt::format("--baseline: '{}' is none of the models' variants ({})", baseline, fmt::join(variants, ", ")));
-  report["baseline"] = baseline;
   std::vector<size_t> base;
   for (size_t i = 0; i < ms.size(); ++i)
     if (ms[i]["variant"] == baseline) base.push_back(i);
-  // Model minus its baseline model, with the standard error of a difference of
-  // independent estimates (an upper bound for the paired one on the same items).
-  auto difference = [](const json& a, const json& b) {
-    json d = json::object();
-    for (const char* k : kMetrics) {
-      if (!a.contains(k) || !b.contains(k)) continue;
-      const std::string se = std::string(k) + "_stderr";
-      d[k] = b[k].get<double>() - a[k].get<double>();
-      d[se] = number(combined({value(a[se]), value(b[se])}));
-    }
-    return d;
-  };
   std::set<size_t> used;
-  std::map<std::string, std::vector<std::pair<size_t, size_t>>> pairs;
+  Pairs pairs;
   for (size_t j = 0; j < ms.size(); ++j) {
     if (ms[j]["variant"] == baseline) continue;
     std::vector<size_t> alike;  // baseline models of the same config: seeds of one model
@@ -139,34 +135,59 @@ json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelE
     d["average"] = difference(ms[*partner]["average"], ms[j]["average"]);
     report["differences"].push_back(d);
   }
-  // Over a variant's pairs (its seeds): the paired statistics of each metric's differences.
-  auto over_pairs = [&](const std::vector<std::pair<size_t, size_t>>& ps, auto&& of) {
-    json out = json::object();
-    for (const char* k : kMetrics) {
-      std::vector<double> d;
-      for (const auto& [i, j] : ps)
-        if (of(ms[i]).contains(k) && of(ms[j]).contains(k))
-          d.push_back(of(ms[j])[k].template get<double>() - of(ms[i])[k].template get<double>());
-      if (d.empty()) continue;
-      const auto s = paired_stats(d);
-      out[k] = {{"n", s.n},
-                {"mean", s.mean},
-                {"sd", s.sd ? json(*s.sd) : json(nullptr)},
-                {"df", s.n - 1},
-                {"ci95", s.ci_low ? json::array({*s.ci_low, *s.ci_high}) : json(nullptr)},
-                {"t", s.t ? json(*s.t) : json(nullptr)},
-                {"p", s.p ? json(*s.p) : json(nullptr)}};
-    }
-    return out;
-  };
+  return pairs;
+}
+
+// Over a variant's pairs (its seeds): the paired statistics of each metric's differences.
+template <typename Of>
+json over_pairs(const json& ms, const std::vector<std::pair<size_t, size_t>>& ps, Of&& of) {
+  json out = json::object();
+  for (const char* k : kMetrics) {
+    std::vector<double> d;
+    for (const auto& [i, j] : ps)
+      if (of(ms[i]).contains(k) && of(ms[j]).contains(k))
+        d.push_back(of(ms[j])[k].template get<double>() - of(ms[i])[k].template get<double>());
+    if (d.empty()) continue;
+    const auto s = paired_stats(d);
+    out[k] = {{"n", s.n},
+              {"mean", s.mean},
+              {"sd", s.sd ? json(*s.sd) : json(nullptr)},
+              {"df", s.n - 1},
+              {"ci95", s.ci_low ? json::array({*s.ci_low, *s.ci_high}) : json(nullptr)},
+              {"t", s.t ? json(*s.t) : json(nullptr)},
+              {"p", s.p ? json(*s.p) : json(nullptr)}};
+  }
+  return out;
+}
+
+}  // namespace
+
+json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelEval>& models,
+                 const std::string& baseline_name) {
+  json report = {
+      {"tasks", tasks}, {"models", json::array()}, {"differences", json::array()}, {"comparisons", json::array()}};
+  for (const auto& m : models) report["models"].push_back(model_entry(tasks, m));
+  const auto& ms = report["models"];
+  if (ms.empty()) return report;
+  std::vector<std::string> variants;  // in the order given
+  for (const auto& m : ms)            // as a string: g++ 13 finds std::string == json ambiguous
+    if (const auto v = m["variant"].get<std::string>();
+        std::find(variants.begin(), variants.end(), v) == variants.end())
+      variants.push_back(v);
+  const std::string baseline = baseline_name.empty() ? variants.front() : baseline_name;
+  if (std::find(variants.begin(), variants.end(), baseline) == variants.end())
+    throw ConfigError(
+        fmt::format("--baseline: '{}' is none of the models' variants ({})", baseline, fmt::join(variants, ", ")));
+  report["baseline"] = baseline;
+  Pairs pairs = pair_with_baseline(report, tasks, baseline);
   for (const auto& v : variants) {
     if (v == baseline || !pairs.count(v)) continue;
     const auto& ps = pairs[v];
     json c = {{"variant", v}, {"baseline", baseline}, {"pairs", json::array()}, {"results", json::object()}};
     for (const auto& [i, j] : ps) c["pairs"].push_back({i, j});
     for (const auto& t : tasks)
-      c["results"][t] = over_pairs(ps, [&](const json& m) -> const json& { return m["results"][t]; });
-    c["average"] = over_pairs(ps, [](const json& m) -> const json& { return m["average"]; });
+      c["results"][t] = over_pairs(ms, ps, [&](const json& m) -> const json& { return m["results"][t]; });
+    c["average"] = over_pairs(ms, ps, [](const json& m) -> const json& { return m["average"]; });
     report["comparisons"].push_back(c);
   }
   return report;

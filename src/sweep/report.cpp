@@ -52,9 +52,8 @@ Row iso_cells(const json& m) {
   const std::string mult = fmt::format("{:.3f}x", m["multiplier"].get<double>());
   if (n < 2) return {mult, "no interval (one seed)", "-", reached};
   return {mult,
-          m["ci95"].is_array()
-              ? fmt::format("[{:.3f}, {:.3f}]", m["ci95"][0].get<double>(), m["ci95"][1].get<double>())
-              : "-",
+          m["ci95"].is_array() ? fmt::format("[{:.3f}, {:.3f}]", m["ci95"][0].get<double>(), m["ci95"][1].get<double>())
+                               : "-",
           m["p"].is_number() ? fmt::format("{:.3g}", m["p"].get<double>()) : "- (no spread)", reached};
 }
 
@@ -64,7 +63,9 @@ std::string read_at(const json& eq, const std::string& variant, const std::strin
   for (const auto& a : eq["at"]) {
     const auto whose = a["end_of"].get<std::string>();
     out += fmt::format("{}{:.4g} s ({})", out.empty() ? "" : ", ", a["x"].get<double>(),
-                       whose == "variant" ? variant : whose == "baseline" ? baseline : "both");
+                       whose == "variant"    ? variant
+                       : whose == "baseline" ? baseline
+                                             : "both");
   }
   return out.empty() ? "-" : out;
 }
@@ -73,6 +74,49 @@ std::string setting(const json& values) {
   std::string out;
   for (const auto& [k, v] : values.items()) out += (out.empty() ? "" : ", ") + k + "=" + value_text(v);
   return out;
+}
+
+// What a comparison left out, and why, as the lines under the tables: seeds not
+// paired, pairs read at the variant's own end, multipliers not computed.
+void comparison_notes(const json& c, const std::string& who, const std::string& b, std::vector<std::string>& notes) {
+  for (const auto& d : c["minus_baseline"]["dropped"])
+    notes.push_back(fmt::format("{}: seed {} not paired: {}", who, value_text(d["seed"]), d["why"].get<std::string>()));
+  for (const char* k : {"equal_time", "equal_tokens"})
+    for (const auto& x : c[k]["extrapolation_refused"])
+      notes.push_back(fmt::format(
+          "{}: seed {} left out of the equal-{} comparison: one curve starts (variant {:.4g}, {} {:.4g}) after "
+          "the other ends ({:.4g}); reading it there would extrapolate",
+          who, value_text(x["seed"]), std::string(k) == "equal_time" ? "time" : "token",
+          x["variant_start"].get<double>(), b, x["baseline_start"].get<double>(), x["x"].get<double>()));
+  for (const auto& a : c["equal_tokens"]["at"])
+    if (a["end_of"] == "variant")
+      notes.push_back(fmt::format("{}: seed {} saw fewer tokens than {}: compared at its own end, {:.0f} tokens", who,
+                                  value_text(a["seed"]), b, a["x"].get<double>()));
+  for (const char* k : {"tokens", "time"}) {
+    const auto& m = c["iso_loss"][k];
+    const bool time = std::string(k) == "time";
+    for (const auto& x : m["not_reached"])
+      notes.push_back(
+          fmt::format("{}: seed {} never reached {}'s final val loss {:.4f} (its best: {:.4f}, by {}): no iso-loss "
+                      "multiplier in {} for it, none extrapolated",
+                      who, value_text(x["seed"]), b, x["target"].get<double>(), x["variant_best"].get<double>(),
+                      time ? fmt::format("{:.4g} s", x["variant_end"].get<double>())
+                           : fmt::format("{:.0f} tokens", x["variant_end"].get<double>()),
+                      k));
+  }
+  // A seed without a ratio: named once where both axes leave it out for one reason
+  // (sweep/iso_loss.h decides on the losses alone, so they do unless a curve is empty).
+  const auto& by_tokens = c["iso_loss"]["tokens"]["skipped"];
+  const auto& by_time = c["iso_loss"]["time"]["skipped"];
+  for (const auto& x : by_tokens)
+    notes.push_back(
+        fmt::format("{}: seed {}: no iso-loss multiplier in {}: {}", who, value_text(x["seed"]),
+                    std::find(by_time.begin(), by_time.end(), x) != by_time.end() ? "tokens or time" : "tokens",
+                    x["why"].get<std::string>()));
+  for (const auto& x : by_time)
+    if (std::find(by_tokens.begin(), by_tokens.end(), x) == by_tokens.end())
+      notes.push_back(fmt::format("{}: seed {}: no iso-loss multiplier in time: {}", who, value_text(x["seed"]),
+                                  x["why"].get<std::string>()));
 }
 
 // Three tables (final loss; equal time and tokens; the iso-loss multiplier) per setting of the other keys, and
@@ -134,46 +178,7 @@ std::vector<Table> tables(const json& summary, std::vector<std::string>& notes) 
         for (auto& cell : iso_cells(c["iso_loss"][k])) m.push_back(cell);
       iso.rows.push_back(m);
 
-      const std::string who = v + (where.empty() ? "" : " (" + where + ")");
-      for (const auto& d : c["minus_baseline"]["dropped"])
-        notes.push_back(
-            fmt::format("{}: seed {} not paired: {}", who, value_text(d["seed"]), d["why"].get<std::string>()));
-      for (const char* k : {"equal_time", "equal_tokens"})
-        for (const auto& x : c[k]["extrapolation_refused"])
-          notes.push_back(fmt::format(
-              "{}: seed {} left out of the equal-{} comparison: one curve starts (variant {:.4g}, {} {:.4g}) after "
-              "the other ends ({:.4g}); reading it there would extrapolate",
-              who, value_text(x["seed"]), std::string(k) == "equal_time" ? "time" : "token",
-              x["variant_start"].get<double>(), b, x["baseline_start"].get<double>(), x["x"].get<double>()));
-      for (const auto& a : c["equal_tokens"]["at"])
-        if (a["end_of"] == "variant")
-          notes.push_back(fmt::format("{}: seed {} saw fewer tokens than {}: compared at its own end, {:.0f} tokens",
-                                      who, value_text(a["seed"]), b, a["x"].get<double>()));
-      for (const char* k : {"tokens", "time"}) {
-        const auto& m = c["iso_loss"][k];
-        const bool time = std::string(k) == "time";
-        for (const auto& x : m["not_reached"])
-          notes.push_back(
-              fmt::format("{}: seed {} never reached {}'s final val loss {:.4f} (its best: {:.4f}, by {}): no iso-loss "
-                          "multiplier in {} for it, none extrapolated",
-                          who, value_text(x["seed"]), b, x["target"].get<double>(), x["variant_best"].get<double>(),
-                          time ? fmt::format("{:.4g} s", x["variant_end"].get<double>())
-                               : fmt::format("{:.0f} tokens", x["variant_end"].get<double>()),
-                          k));
-      }
-      // A seed without a ratio: named once where both axes leave it out for one reason
-      // (sweep/iso_loss.h decides on the losses alone, so they do unless a curve is empty).
-      const auto& by_tokens = c["iso_loss"]["tokens"]["skipped"];
-      const auto& by_time = c["iso_loss"]["time"]["skipped"];
-      for (const auto& x : by_tokens)
-        notes.push_back(
-            fmt::format("{}: seed {}: no iso-loss multiplier in {}: {}", who, value_text(x["seed"]),
-                        std::find(by_time.begin(), by_time.end(), x) != by_time.end() ? "tokens or time" : "tokens",
-                        x["why"].get<std::string>()));
-      for (const auto& x : by_time)
-        if (std::find(by_tokens.begin(), by_tokens.end(), x) == by_tokens.end())
-          notes.push_back(fmt::format("{}: seed {}: no iso-loss multiplier in time: {}", who, value_text(x["seed"]),
-                                      x["why"].get<std::string>()));
+      comparison_notes(c, v + (where.empty() ? "" : " (" + where + ")"), b, notes);
     }
     out.push_back(std::move(fin));
     out.push_back(std::move(eq));
@@ -187,9 +192,10 @@ std::optional<Table> trend_table(const json& summary) {
   const auto& trends = summary.value("trends", json::array());
   if (trends.empty()) return std::nullopt;
   const std::string b = summary["baseline"].get<std::string>();
-  Table t{"",
-          {"variant", "key", "other keys", "- " + b + " per doubling", "95% CI", "pairs", "mean - " + b + " at each value"},
-          {}};
+  Table t{
+      "",
+      {"variant", "key", "other keys", "- " + b + " per doubling", "95% CI", "pairs", "mean - " + b + " at each value"},
+      {}};
   for (const auto& d : trends) {
     std::string levels;
     for (const auto& l : d["levels"])

@@ -15,6 +15,7 @@
 #include <array>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -187,102 +188,122 @@ void at_earlier_end(AtEnd& out, const std::vector<double>& xs, const std::vector
   }
 }
 
-// Every variant against the baseline at each setting of the other keys, paired by seed
-// (the resolved train.seed: same initial weights and data order): final val loss; val
-// loss at equal wall-clock time and at equal tokens, each pair at the earlier of its
-// two ends; the iso-loss multiplier on both axes (sweep/iso_loss.h); and the
-// step-time ratio.
+// The settings of the other keys (the seed and the variant aside) in point order, each
+// with its points: one pass through an index, so a large grid costs n log n, not a scan
+// of every point per setting.
+struct Settings {
+  std::vector<json> values;
+  std::vector<std::vector<size_t>> members;
+};
+
+Settings group_by_setting(const Sweep& sweep, const json& points) {
+  Settings out;
+  std::map<json, size_t> index;
+  for (size_t i = 0; i < points.size(); ++i) {
+    json rest = without(points[i]["values"], kSeedKey);
+    if (!sweep.variant_key.empty()) rest.erase(sweep.variant_key);
+    const auto [it, added] = index.try_emplace(std::move(rest), out.values.size());
+    if (added) {
+      out.values.push_back(it->first);
+      out.members.emplace_back();
+    }
+    out.members[it->second].push_back(i);
+  }
+  return out;
+}
+
+bool finished(const json& p) { return p["status"] == "done" && p.value("final_val_loss", json()).is_number(); }
+
+using BySeed = std::map<int64_t, size_t>;  // seed -> index into the points
+
+// Why a seed's pair was left out: the side (or both) that has no finished point.
+std::string why_dropped(const json& points, const BySeed& base, const BySeed& mine, int64_t seed,
+                        const std::string& baseline, const std::string& variant) {
+  const auto b = base.find(seed), m = mine.find(seed);
+  auto state = [&](const auto& it, const BySeed& map, const std::string& who) {
+    if (it == map.end()) return who + " has no point";
+    const auto& p = points[it->second];
+    return who + " " + p["status"].template get<std::string>() +
+           (p["status"] == "invalid" ? ": " + p["error"].template get<std::string>() : "");
+  };
+  if (b != base.end() && finished(points[b->second])) return state(m, mine, variant);
+  if (m != mine.end() && finished(points[m->second])) return state(b, base, baseline);
+  return state(b, base, baseline) + ", " + state(m, mine, variant);
+}
+
+std::vector<double> final_losses(const json& points, const BySeed& runs) {
+  std::vector<double> out;
+  for (const auto& [seed, i] : runs)
+    if (finished(points[i])) out.push_back(points[i]["final_val_loss"].get<double>());
+  return out;
+}
+
+// One variant against the baseline at one setting, paired by seed (the resolved
+// train.seed: same initial weights and data order): final val loss; val loss at equal
+// wall-clock time and at equal tokens, each pair at the earlier of its two ends; the
+// iso-loss multiplier on both axes (sweep/iso_loss.h); and the step-time ratio.
+json compare_variant(const Sweep& sweep, const json& points, const BySeed& base, const BySeed& mine,
+                     const std::string& v, const std::function<const Curves&(size_t)>& curve) {
+  std::vector<double> d_final, ratios;
+  json seeds = json::array(), dropped = json::array();
+  AtEnd equal_time, equal_tokens;
+  IsoLoss iso_tokens, iso_time;
+  std::set<int64_t> all;
+  for (const auto& [seed, i] : base) all.insert(seed);
+  for (const auto& [seed, i] : mine) all.insert(seed);
+  for (int64_t seed : all) {
+    const auto b = base.find(seed), m = mine.find(seed);
+    if (b == base.end() || m == mine.end() || !finished(points[b->second]) || !finished(points[m->second])) {
+      dropped.push_back({{"seed", seed}, {"why", why_dropped(points, base, mine, seed, sweep.baseline, v)}});
+      continue;
+    }
+    const double lb = points[b->second]["final_val_loss"].get<double>();
+    d_final.push_back(points[m->second]["final_val_loss"].get<double>() - lb);
+    seeds.push_back(seed);
+    const auto& cb = curve(b->second);
+    const auto& cm = curve(m->second);
+    if (cb.time.empty() || cm.time.empty()) continue;
+    at_earlier_end(equal_time, cm.time, cm.loss, cb.time, cb.loss, seed);
+    at_earlier_end(equal_tokens, cm.tokens, cm.loss, cb.tokens, cb.loss, seed);
+    iso_tokens.add(seed, lb, cb.tokens, cb.loss, cm.tokens, cm.loss);
+    iso_time.add(seed, lb, cb.time, cb.loss, cm.time, cm.loss);
+    if (cb.step_time && cm.step_time && *cb.step_time > 0) ratios.push_back(*cm.step_time / *cb.step_time);
+  }
+  json c = {{"variant", v},
+            {"baseline", sweep.baseline},
+            {"final_val_loss", spread(final_losses(points, mine))},
+            {"baseline_final_val_loss", spread(final_losses(points, base))},
+            {"minus_baseline", paired_json(d_final, seeds)}};
+  c["minus_baseline"]["dropped"] = dropped;
+  for (const auto& [key, e] : {std::pair{"equal_time", &equal_time}, std::pair{"equal_tokens", &equal_tokens}}) {
+    c[key] = paired_json(e->diffs, e->seeds);
+    c[key]["at"] = e->at;
+    c[key]["extrapolation_refused"] = e->refused;
+  }
+  c["iso_loss"] = {{"tokens", iso_tokens.to_json()}, {"time", iso_time.to_json()}};
+  c["step_time_ratio"] = spread(ratios);
+  return c;
+}
+
+// Every variant against the baseline at each setting of the other keys.
 json comparisons(const Sweep& sweep, const json& points) {
   json out = json::array();
   if (sweep.variants.size() < 2) return out;
-  auto rest_of = [&](const json& values) {
-    json r = without(values, kSeedKey);
-    if (!sweep.variant_key.empty()) r.erase(sweep.variant_key);
-    return r;
-  };
-  // The settings of the other keys in point order, each with its points: one pass
-  // through an index, so a large grid costs n log n, not a scan of every point per setting.
-  std::vector<json> settings;
-  std::vector<std::vector<size_t>> members;
-  std::map<json, size_t> index;
-  for (size_t i = 0; i < points.size(); ++i) {
-    const auto [it, added] = index.try_emplace(rest_of(points[i]["values"]), settings.size());
-    if (added) {
-      settings.push_back(it->first);
-      members.emplace_back();
-    }
-    members[it->second].push_back(i);
-  }
-  auto finished = [](const json& p) { return p["status"] == "done" && p.value("final_val_loss", json()).is_number(); };
-  for (size_t k = 0; k < settings.size(); ++k) {
-    const auto& rest = settings[k];
-    // seed -> index into points, per variant
-    std::map<std::string, std::map<int64_t, size_t>> by_variant;
-    for (size_t i : members[k])
+  const Settings settings = group_by_setting(sweep, points);
+  for (size_t k = 0; k < settings.values.size(); ++k) {
+    std::map<std::string, BySeed> by_variant;
+    for (size_t i : settings.members[k])
       by_variant[points[i]["variant"].get<std::string>()][sweep.points[i].config.train.seed] = i;
-    const auto& base = by_variant[sweep.baseline];
-    std::map<size_t, Curves> curves;
-    auto curve = [&](size_t i) -> const Curves& {
+    std::map<size_t, Curves> curves;  // each point's metrics read once per setting
+    const std::function<const Curves&(size_t)> curve = [&](size_t i) -> const Curves& {
       if (!curves.count(i)) curves[i] = read_curves(RunPaths(sweep.points[i].config.out_dir).metrics);
       return curves[i];
     };
     for (const auto& v : sweep.variants) {
       if (v == sweep.baseline) continue;
-      const auto& mine = by_variant[v];
-      std::vector<double> finals, base_finals, d_final, ratios;
-      json seeds = json::array(), dropped = json::array();
-      AtEnd equal_time, equal_tokens;
-      IsoLoss iso_tokens, iso_time;
-      std::set<int64_t> all;
-      for (const auto& [seed, i] : base) all.insert(seed);
-      for (const auto& [seed, i] : mine) all.insert(seed);
-      for (const auto& [seed, i] : mine)
-        if (finished(points[i])) finals.push_back(points[i]["final_val_loss"].get<double>());
-      for (const auto& [seed, i] : base)
-        if (finished(points[i])) base_finals.push_back(points[i]["final_val_loss"].get<double>());
-      for (int64_t seed : all) {
-        const auto b = base.find(seed), m = mine.find(seed);
-        auto state = [&](const auto& it, const auto& map, const std::string& who) {
-          if (it == map.end()) return who + " has no point";
-          const auto& p = points[it->second];
-          return who + " " + p["status"].template get<std::string>() +
-                 (p["status"] == "invalid" ? ": " + p["error"].template get<std::string>() : "");
-        };
-        if (b == base.end() || m == mine.end() || !finished(points[b->second]) || !finished(points[m->second])) {
-          std::string why = (b != base.end() && finished(points[b->second])) ? state(m, mine, v)
-                            : (m != mine.end() && finished(points[m->second]))
-                                ? state(b, base, sweep.baseline)
-                                : state(b, base, sweep.baseline) + ", " + state(m, mine, v);
-          dropped.push_back({{"seed", seed}, {"why", why}});
-          continue;
-        }
-        const double lb = points[b->second]["final_val_loss"].get<double>();
-        d_final.push_back(points[m->second]["final_val_loss"].get<double>() - lb);
-        seeds.push_back(seed);
-        const auto& cb = curve(b->second);
-        const auto& cm = curve(m->second);
-        if (cb.time.empty() || cm.time.empty()) continue;
-        at_earlier_end(equal_time, cm.time, cm.loss, cb.time, cb.loss, seed);
-        at_earlier_end(equal_tokens, cm.tokens, cm.loss, cb.tokens, cb.loss, seed);
-        iso_tokens.add(seed, lb, cb.tokens, cb.loss, cm.tokens, cm.loss);
-        iso_time.add(seed, lb, cb.time, cb.loss, cm.time, cm.loss);
-        if (cb.step_time && cm.step_time && *cb.step_time > 0) ratios.push_back(*cm.step_time / *cb.step_time);
-      }
-      json c = {{"values", rest},
-                {"variant", v},
-                {"baseline", sweep.baseline},
-                {"final_val_loss", spread(finals)},
-                {"baseline_final_val_loss", spread(base_finals)},
-                {"minus_baseline", paired_json(d_final, seeds)}};
-      c["minus_baseline"]["dropped"] = dropped;
-      for (const auto& [key, e] : {std::pair{"equal_time", &equal_time}, std::pair{"equal_tokens", &equal_tokens}}) {
-        c[key] = paired_json(e->diffs, e->seeds);
-        c[key]["at"] = e->at;
-        c[key]["extrapolation_refused"] = e->refused;
-      }
-      c["iso_loss"] = {{"tokens", iso_tokens.to_json()}, {"time", iso_time.to_json()}};
-      c["step_time_ratio"] = spread(ratios);
-      out.push_back(c);
+      json c = compare_variant(sweep, points, by_variant[sweep.baseline], by_variant[v], v, curve);
+      c["values"] = settings.values[k];
+      out.push_back(std::move(c));
     }
   }
   return out;
