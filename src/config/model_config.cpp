@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <set>
 
 namespace xsagpt {
@@ -134,6 +135,10 @@ json read_json_file(const fs::path& path) {
   } catch (const ConfigError&) {
     throw;
   } catch (const json::parse_error& e) {
+    // A literal NaN or Infinity is named as such (util/json_read.h): the rule, not the parser's syntax error.
+    std::ifstream again(path);
+    const std::string text{std::istreambuf_iterator<char>(again), std::istreambuf_iterator<char>()};
+    if (const auto line = nonfinite_literal_line(text)) throw ConfigError(nonfinite_literal_message(path.string(), *line));
     throw ConfigError(path.string() + ": not valid JSON (" + e.what() + ")");
   } catch (const std::exception& e) {  // a read error of the stream itself
     throw ConfigError(path.string() + ": cannot read: " + e.what());

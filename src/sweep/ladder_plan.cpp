@@ -5,12 +5,15 @@
 #include "model/counts.h"
 #include "train/mfu.h"
 #include "util/device.h"
+#include "util/json_read.h"
 
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <optional>
 
 namespace xsagpt {
@@ -19,7 +22,7 @@ namespace {
 
 // A count in engineering units: 3.2M, 41.0K, 2.1e+13 for FLOPs (si_count(x, true)).
 std::string si_count(double x, bool exponent = false) {
-  if (exponent) return fmt::format("{:.2e}", x);
+  if (exponent || x >= 1e12) return fmt::format("{:.2e}", x);
   if (x >= 1e9) return fmt::format("{:.2f}B", x / 1e9);
   if (x >= 1e6) return fmt::format("{:.2f}M", x / 1e6);
   if (x >= 1e3) return fmt::format("{:.1f}K", x / 1e3);
@@ -30,7 +33,8 @@ std::string plan_duration(double s) {
   if (s < 60) return fmt::format("{:.1f} s", s);
   if (s < 3600) return fmt::format("{:.0f} min {:02.0f} s", std::floor(s / 60), std::fmod(s, 60));
   if (s < 86400 * 3) return fmt::format("{:.1f} h", s / 3600);
-  return fmt::format("{:.1f} days", s / 86400);
+  if (s < 86400 * 1e4) return fmt::format("{:.1f} days", s / 86400);
+  return fmt::format("{:.2e} days", s / 86400);  // an assumed MFU of 1e-300 must not print 300 digits
 }
 
 // The FLOP rate each rung trains at, and what it rests on.
@@ -45,7 +49,10 @@ double bench_rate(const json& e, std::string& says) {
   const std::string file = e["bench"].get<std::string>();
   std::ifstream in(file);
   if (!in) throw ConfigError(fmt::format("ladder.estimate.bench: cannot read {}", file));
-  const json b = json::parse(in, nullptr, false);
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const json b = parse_json_or_discarded(text);
+  if (const auto line = b.is_discarded() ? nonfinite_literal_line(text) : std::nullopt)
+    throw ConfigError("ladder.estimate.bench: " + nonfinite_literal_message(file, *line));
   const json step = b.is_object() ? b.value("step", json()) : json();
   if (!step.is_object() || !step.value("results", json()).is_object() || step["results"].empty() ||
       !step.value("flops_per_token", json()).is_number())
@@ -58,6 +65,10 @@ double bench_rate(const json& e, std::string& says) {
   if (!r.is_object() || !r.value("tokens_per_s", json()).is_number())
     throw ConfigError(fmt::format("ladder.estimate.bench_variant: {} has no training step of variant '{}'", file, v));
   const double tok_s = r["tokens_per_s"].get<double>(), fpt = step["flops_per_token"].get<double>();
+  if (!(tok_s > 0 && fpt > 0 && std::isfinite(tok_s * fpt)))
+    throw ConfigError(fmt::format("ladder.estimate.bench: {}: tokens_per_s {} and flops_per_token {} give no finite "
+                                  "positive FLOP rate",
+                                  file, tok_s, fpt));
   says = fmt::format(
       "measured: `xsagpt bench` in {} ({}, {}): {} {}x{} {} at {:.0f} tokens/s = {:.3g} TFLOP/s achieved{}, "
       "applied to every rung by its FLOPs",

@@ -3,6 +3,7 @@
 
 #include "config/config_diff.h"
 #include "run/run_paths.h"
+#include "util/json_read.h"
 
 #include <fmt/format.h>
 
@@ -22,7 +23,10 @@ bool close_to(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.
 // The val records a reader of metrics.jsonl ends up with (a step at or below the last
 // one marks a restart, whose records replace what followed), and the lines that are
 // not JSON objects with a step of 0 or more: a kill's torn line, or an edit (a negative
-// step is never the trainer's, and read as a restart it would erase the curve).
+// step is never the trainer's, and read as a restart it would erase the curve). A line
+// with a literal NaN or Infinity is damaged too, but by the rule of util/json_read.h it
+// makes the run unusable, as the trainer's null for the same number does, rather than
+// being skipped as a torn line is: skipped, it would leave a diverged run compared.
 struct ValCurve {
   struct Record {
     int64_t line = 0;
@@ -31,6 +35,7 @@ struct ValCurve {
   };
   std::vector<Record> records;
   std::vector<int64_t> damaged;
+  std::optional<int64_t> nonfinite;  // the first line with a non-finite literal
 };
 
 ValCurve read_val_curve(const fs::path& file) {
@@ -39,8 +44,9 @@ ValCurve read_val_curve(const fs::path& file) {
   int64_t n = 0;
   for (std::string line; std::getline(in, line);) {
     ++n;
-    const json r = json::parse(line, nullptr, false);
+    const json r = parse_json_or_discarded(line);
     if (!r.is_object() || !r.value("step", json()).is_number_integer() || r["step"].get<int64_t>() < 0) {
+      if (r.is_discarded() && !c.nonfinite && nonfinite_literal_line(line)) c.nonfinite = n;
       c.damaged.push_back(n);
       continue;
     }
@@ -80,7 +86,15 @@ std::optional<std::string> unusable_run(const SweepPoint& p, const json& done) {
   if (auto foreign = foreign_run(p)) return foreign;
   const RunPaths run(p.config.out_dir);
   const std::string done_name = run.done.filename().string(), metrics_name = run.metrics.filename().string();
-  if (!done.is_object()) return done_name + " is not a JSON object";
+  if (!done.is_object()) {
+    // Why, in read_json_file's words where it refuses the file (a non-finite literal among them).
+    try {
+      (void)read_json_file(run.done);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return done_name + " is not a JSON object";
+  }
   const auto step = done.value("step", json());
   if (!step.is_number_integer()) return fmt::format("{}'s step is {}, not an integer", done_name, step.dump());
   if (step.get<int64_t>() != p.config.train.max_steps)
@@ -91,6 +105,7 @@ std::optional<std::string> unusable_run(const SweepPoint& p, const json& done) {
       return fmt::format("{}'s {} is {}, not a finite number", done_name, k, done.value(k, json()).dump());
   if (!fs::is_regular_file(run.metrics)) return fmt::format("it has no {} (its curves are gone)", metrics_name);
   const auto curve = read_val_curve(run.metrics);
+  if (curve.nonfinite) return nonfinite_literal_message(run.metrics.string(), *curve.nonfinite);
   const auto extra = damaged_note(curve);
   for (const auto& r : curve.records)
     if (!finite_number(r.loss))

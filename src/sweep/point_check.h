@@ -18,10 +18,12 @@ namespace xsagpt {
 // when the directory holds no config.json yet, or p's.
 std::optional<std::string> foreign_run(const SweepPoint& p);
 
-// Why a finished run (its done.json as read) cannot be compared: foreign_run; a step
-// other than train.max_steps; a final loss that is not a finite number; a
-// metrics.jsonl whose val curve does not end at done.json's step, tokens and val
-// loss, or holds a val loss that is not a finite number. nullopt: every check holds,
+// Why a finished run (its done.json as read) cannot be compared: foreign_run; a
+// done.json that is no JSON object (named by line where it holds a literal NaN or
+// Infinity, util/json_read.h); a step other than train.max_steps; a final loss that is
+// not a finite number; a metrics.jsonl with a line holding a literal NaN or Infinity
+// (the trainer writes null), or whose val curve does not end at done.json's step,
+// tokens and val loss, or holds a val loss that is not a finite number. nullopt: every check holds,
 // so equal-time and equal-token readings of its curve reach its end.
 std::optional<std::string> unusable_run(const SweepPoint& p, const json& done);
 

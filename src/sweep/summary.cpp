@@ -100,8 +100,9 @@ json seed_groups(const json& points) {
 }
 
 // What a run logged, from its metrics.jsonl: val loss against wall-clock time and
-// tokens, and the train records' time per step. A line that does not parse (a torn
-// last line) or has a negative step (never the trainer's) is skipped; a step at or below
+// tokens, and the train records' time per step. Only a run point_check.h found usable is
+// read, so a line with a literal NaN or Infinity has already left it out; a line that does
+// not parse (a torn last line) or has a negative step (never the trainer's) is skipped; a step at or below
 // the last of its kind marks a restart, whose records replace what followed.
 struct Curves {
   std::vector<double> time, tokens, loss;  // val records

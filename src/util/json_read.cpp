@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 namespace xsagpt {
 
 namespace {
@@ -60,6 +62,43 @@ json parse_json_or_discarded(const std::string& text) {
   } catch (const ConfigError&) {  // too deep, or a number out of range
   }
   return json(json::value_t::discarded);
+}
+
+std::optional<int64_t> nonfinite_literal_line(std::string_view text) {
+  int64_t line = 1;
+  bool in_string = false, escaped = false;
+  auto starts = [&](size_t i, std::string_view word) {
+    if (text.size() - i < word.size()) return false;
+    for (size_t k = 0; k < word.size(); ++k)
+      if (std::tolower(static_cast<unsigned char>(text[i + k])) != word[k]) return false;
+    return true;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') ++line;
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      continue;
+    }
+    // A word begins here (nothing alphanumeric before it): NaN, Infinity, and their kin.
+    const bool word_start = i == 0 || !std::isalnum(static_cast<unsigned char>(text[i - 1]));
+    if (word_start && (starts(i, "nan") || starts(i, "inf"))) return line;
+  }
+  return std::nullopt;
+}
+
+std::string nonfinite_literal_message(const std::string& file, int64_t line) {
+  return fmt::format("{}:{}: a non-finite literal (NaN/Infinity) is not valid JSON; the trainer writes null", file,
+                     line);
 }
 
 }  // namespace xsagpt

@@ -9,8 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <istream>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace xsagpt {
 
@@ -33,5 +36,17 @@ nlohmann::json parse_json(std::istream& in, const std::string& where,
 // For text that may be anything (a damaged log line): its value, or a discarded
 // value when it is not JSON or nests deeper than the limit.
 nlohmann::json parse_json_or_discarded(const std::string& text);
+
+// Non-finite numbers, one rule for every file the program writes and reads back: the
+// trainer writes null for a number that is NaN or infinite (nlohmann's dump does), and
+// a literal NaN, Infinity or -Infinity (Python's json.dumps writes them) is not JSON,
+// so a line holding one is a damaged line, refused by name, never skipped as a torn
+// line would be. The Python readers (scripts/view/metrics_record.py) word it the same.
+//
+// The 1-based line of `text`'s first non-finite literal outside a string (NaN,
+// Infinity, -Infinity; nan and inf in any case too); nullopt when it has none.
+std::optional<int64_t> nonfinite_literal_line(std::string_view text);
+// "<file>:<line>: a non-finite literal (NaN/Infinity) is not valid JSON; the trainer writes null"
+std::string nonfinite_literal_message(const std::string& file, int64_t line);
 
 }  // namespace xsagpt

@@ -82,6 +82,25 @@ TEST_F(JsonRead, NestingDeeperThanTheLimitIsRefusedWhileReading) {
               HasSubstr(f.string() + ": JSON nested more than 64 levels deep"));
 }
 
+// A literal NaN or Infinity (Python's json.dumps writes them) is a damaged line named by
+// file and line, not a syntax error; inside a string it is only text.
+TEST_F(JsonRead, ANonFiniteLiteralIsNamedByFileAndLine) {
+  EXPECT_EQ(nonfinite_literal_line("{\"a\": NaN}"), 1);
+  EXPECT_EQ(nonfinite_literal_line("{\"a\": 1,\n \"b\": -Infinity}"), 2);
+  EXPECT_EQ(nonfinite_literal_line("[1,\n2,\n Infinity]"), 3);
+  EXPECT_EQ(nonfinite_literal_line("{\"a\": inf}"), 1);
+  EXPECT_EQ(nonfinite_literal_line("{\"NaN\": \"Infinity \\\" NaN\"}"), std::nullopt);  // strings, escapes too
+  EXPECT_EQ(nonfinite_literal_line("{\"a\": null, \"b\": 1e308}"), std::nullopt);
+  EXPECT_EQ(nonfinite_literal_message("m.jsonl", 7),
+            "m.jsonl:7: a non-finite literal (NaN/Infinity) is not valid JSON; the trainer writes null");
+  const auto f = tmp / "done.json";
+  std::ofstream(f) << "{\n  \"step\": 8,\n  \"final_val_loss\": Infinity\n}\n";
+  // Before: "not valid JSON (... syntax error ...)", naming no line or rule.
+  EXPECT_EQ(test::error_of<ConfigError>([&] { read_json_file(f); }), nonfinite_literal_message(f.string(), 3));
+  std::ofstream(f) << "{\"step\": 8,";  // a torn file stays a syntax error
+  EXPECT_THAT(test::error_of<ConfigError>([&] { read_json_file(f); }), HasSubstr("not valid JSON"));
+}
+
 // A number no double holds is valid JSON text; nlohmann refused it naming neither the
 // source nor the key.
 TEST(JsonReadNumbers, ANumberOutOfRangeNamesTheSourceAndTheKey) {

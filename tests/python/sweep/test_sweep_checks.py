@@ -193,6 +193,39 @@ def test_short_runs_and_missing_values_are_left_out_with_true_reasons(tmp_path, 
     assert rows.count(",invalid,") == 3
 
 
+def test_a_non_finite_literal_is_a_damaged_line_named_by_file_and_line(tmp_path, finished, base, xsagpt):
+    spec = copy_of(finished, base, tmp_path)
+    sw = tmp_path / "sw"
+    run = sw / "xsa,train.seed=2"  # a val loss mid-curve as Python's json.dumps writes NaN
+    lines = (run / "metrics.jsonl").read_text().splitlines()
+    mid_val = min(i for i, l in enumerate(lines) if "val_loss" in l and json.loads(l)["step"] > 0)
+    lines[mid_val] = json.dumps({**json.loads(lines[mid_val]), "val_loss": float("nan")})
+    assert "NaN" in lines[mid_val]
+    (run / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    done = sw / "xsa,train.seed=3" / "done.json"
+    done.write_text(json.dumps({**json.loads(done.read_text()), "final_train_loss": float("-inf")}, indent=1))
+    xsagpt("sweep", "-c", spec, "--no-plot")
+    s = summary(sw)
+    rule = "a non-finite literal (NaN/Infinity) is not valid JSON; the trainer writes null"
+    # Before: seed 2 stayed done, compared and fitted (its NaN line skipped as if torn); seed 3
+    # was "done.json is not a JSON object".
+    assert point(s, "xsa,train.seed=2")["status"] == "invalid"
+    assert point(s, "xsa,train.seed=2")["error"] == f"{run / 'metrics.jsonl'}:{mid_val + 1}: {rule}"
+    done_line = next(i for i, l in enumerate(done.read_text().splitlines()) if "Infinity" in l) + 1
+    assert point(s, "xsa,train.seed=3")["error"] == f"{done}:{done_line}: {rule}"
+    assert comparison(s)["minus_baseline"]["seeds"] == [1]
+
+
+def test_a_loss_of_1e308_prints_in_scientific_notation(tmp_path, finished, base, xsagpt):
+    spec = copy_of(finished, base, tmp_path)
+    sw = tmp_path / "sw"
+    edit_json(sw / "xsa,train.seed=1" / "done.json", final_val_loss=1e308)
+    printed = xsagpt("sweep", "-c", spec, "--no-plot").stdout
+    row = next(l for l in printed.splitlines() if l.startswith("xsa,train.seed=1 "))
+    # Before: 309 digits in the val column.
+    assert "1.000e+308" in row and len(row) < 120, row
+
+
 def test_a_negative_step_is_a_damaged_line_not_a_restart_that_erases_the_curve(tmp_path, finished, base, xsagpt):
     spec = copy_of(finished, base, tmp_path)
     sw = tmp_path / "sw"
