@@ -62,6 +62,7 @@ ModelConfig info_model(const cxxopts::ParseResult& args) {
                         " settings are its own options (--micro-batch, --seq-len, --precision, --recompute, "
                         "--optimizer, --kernels, --loss-chunk, --optimizer-shards)");
   read_model_section(raw["model"], cfg, "--set model");
+  check_kind_overrides(cfg, args["set"].as<std::vector<std::string>>(), "--set model");
   cfg.validate("--set model");
   return cfg;
 }

@@ -74,6 +74,17 @@ bool kind_owns_key(const AttentionKind& kind, const std::string& key) {
 
 }  // namespace
 
+void refuse_foreign_kind_key(const AttentionKind& kind, const std::string& name, const json& value, bool from_file,
+                             const std::string& where) {
+  if (kind_owns_key(kind, name)) return;
+  const auto* key = find_kind_key(name);
+  if (!key) throw ConfigError(fmt::format("{}: {} is not a key of any attention kind", where, name));
+  if (from_file && key->always_written && value == key->default_value) return;  // the saved spelling
+  throw ConfigError(fmt::format("{}.{}: a key of {}, so it needs {} (attention is \"{}\"); a key of another kind is "
+                                "refused whatever its value",
+                                where, name, kind_key_owners(name), kind_key_owners(name), kind.name));
+}
+
 AttentionSpec AttentionSpec::resolve(const std::string& kind, const json& keys, int64_t n_layer, int64_t n_sink,
                                      const std::string& where) {
   return resolve(attention_kind(kind, where), keys, n_layer, n_sink, where);
@@ -85,16 +96,8 @@ AttentionSpec AttentionSpec::resolve(const AttentionKind& kind, const json& keys
   s.kind_ = &kind;
   s.n_layer_ = n_layer, s.n_sink_ = n_sink;
   if (!keys.is_object()) schema::bad(where, "an object of the attention kinds' keys", keys);
-  // A key of another kind is refused: the model would silently ignore it. A key every
-  // config carries (xsa_gate) is let through at its default, as configs write it.
-  for (const auto& [name, value] : keys.items()) {
-    if (kind_owns_key(kind, name)) continue;
-    const auto* key = find_kind_key(name);
-    if (!key) throw ConfigError(fmt::format("{}: {} is not a key of any attention kind", where, name));
-    if (!(key->always_written && value == key->default_value))
-      throw ConfigError(fmt::format("{}.{}: a key of {}, so it needs {} (attention is \"{}\")", where, name,
-                                    kind_key_owners(name), kind_key_owners(name), kind.name));
-  }
+  // A key of another kind, by the rule of refuse_foreign_kind_key: keys here are a config's.
+  for (const auto& [name, value] : keys.items()) refuse_foreign_kind_key(kind, name, value, /*from_file=*/true, where);
   for (const auto& k : kind.keys) {
     const auto it = keys.find(k.name);
     const bool set = it != keys.end();

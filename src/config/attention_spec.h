@@ -93,6 +93,18 @@ class AttentionSpec {
   int64_t n_layer_ = 0, n_sink_ = 0;
 };
 
+// The one rule for a key of an attention kind that `kind` does not own (model.xsa_gate on
+// an sa model, model.out_gate on an xsa one): it is refused whatever its value, naming
+// the kind that owns it, since the model would ignore it and a person who set it meant
+// another model. The one spelling let through is the saved one: every config.json the
+// program writes carries xsa_layers and xsa_gate at their defaults whatever the kind
+// (AttentionSpec::written), so in a config file (`from_file`) those keys at their
+// defaults are read as left out, and saved configs and checkpoints keep loading. An
+// override (--set, and a sweep's "set", variants, grid and rungs, which are --set) is
+// what someone asked for, and is refused at any value. ConfigError naming `where`.name.
+void refuse_foreign_kind_key(const AttentionKind& kind, const std::string& name, const json& value, bool from_file,
+                             const std::string& where = "model");
+
 template <class T>
 T AttentionSpec::option(std::string_view key) const {
   const auto& e = entry(key);

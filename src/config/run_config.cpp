@@ -193,6 +193,14 @@ void apply_overrides(json& raw, const std::vector<std::string>& overrides) {
   }
 }
 
+void check_kind_overrides(const ModelConfig& m, const std::vector<std::string>& overrides, const std::string& where) {
+  for (const auto& o : overrides) {
+    const auto key = o.substr(0, o.find('='));
+    if (key.starts_with("model.") && find_kind_key(key.substr(6)))
+      refuse_foreign_kind_key(m.spec().kind(), key.substr(6), json(), /*from_file=*/false, where);
+  }
+}
+
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides, int64_t world_size) {
   json raw = read_json_file(path);
   if (!raw.is_object()) schema::bad(path, "a JSON object", raw);
@@ -203,6 +211,7 @@ RunConfig load_run_config(const std::string& path, const std::vector<std::string
   if (raw.contains("model")) raw["model"] = expand_model_section(raw["model"], fs::path(path).parent_path(), path);
   const std::string where = overrides.empty() ? path : path + " (with --set)";
   auto cfg = run_config_from_json(raw, where);
+  check_kind_overrides(cfg.model, overrides, where + ": model");
   cfg.validate(world_size);
   return cfg;
 }

@@ -148,6 +148,12 @@ std::string not_utf8(const std::string& path, size_t at);
 RunConfig run_config_from_json(const json& j, const std::string& where);
 // Applies "section.key=value" overrides (value parsed as JSON, else taken as a string).
 void apply_overrides(json& raw, const std::vector<std::string>& overrides);
+
+// The overrides' keys of an attention kind the model they made is not, refused whatever
+// their value (the rule of config/attention_spec.h: refuse_foreign_kind_key); a
+// config file's own keys are checked as a file's when its model section is read.
+// load_run_config and info's --set call it.
+void check_kind_overrides(const ModelConfig& m, const std::vector<std::string>& overrides, const std::string& where);
 // File -> model reference resolved -> overrides -> typed config, validated.
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides = {},
                           int64_t world_size = 1);

@@ -204,3 +204,28 @@ TEST(RunConfig, EveryKernelOfTheTableParsesDescribesAndIsDocumented) {
     for (const auto& n : names) EXPECT_THAT(e.what(), HasSubstr(n)) << n;
   }
 }
+
+// One rule for a key of another attention kind: refused whatever its value, naming the
+// kind that owns it. Only the spelling every saved config.json has (xsa_layers and
+// xsa_gate at their defaults, in a file) is read as the key left out.
+TEST(RunConfig, AKeyOfAnotherKindIsRefusedWhateverItsValue) {
+  json sa = kBase;
+  sa["model"] = {{"base", "tiny"}, {"attention", "sa"}};
+  // Before: xsa_gate at its default trained while out_gate at its default was refused.
+  for (const auto& set : {"model.xsa_gate=off", "model.out_gate=headwise", "model.xsa_layers=null"})
+    EXPECT_THAT(run_error_of(sa, {set}), HasSubstr("a key of another kind is refused whatever its value")) << set;
+  EXPECT_THAT(run_error_of(sa, {"model.xsa_gate=off"}),
+              HasSubstr("model.xsa_gate: a key of attention=\"xsa\", so it needs attention=\"xsa\" (attention is "
+                        "\"sa\")"));
+  EXPECT_THAT(run_error_of(sa, {"model.attention=xsa", "model.out_gate=headwise"}),
+              HasSubstr("model.out_gate: a key of attention=\"gated\""));
+  // A kind's own keys, and another kind's keys once the override makes the model that kind.
+  EXPECT_NO_THROW(load_run_config(write_tmp("sa.json", sa).string(), {"model.attention=xsa", "model.xsa_gate=off"}));
+  EXPECT_NO_THROW(load_run_config(write_tmp("sa.json", sa).string(), {"model.attention=gated", "model.out_gate=headwise"}));
+  // A saved config.json's spelling still loads; a file's other-kind key away from the saved one does not.
+  json saved = sa;
+  saved["model"].update({{"xsa_gate", "off"}, {"xsa_layers", nullptr}});
+  EXPECT_EQ(load_run_config(write_tmp("saved.json", saved).string()).model.attention, "sa");
+  saved["model"]["out_gate"] = "headwise";
+  EXPECT_THAT(run_error_of(saved), HasSubstr("model.out_gate: a key of attention=\"gated\""));
+}
