@@ -189,8 +189,14 @@ SweepPoint make_point(const Sweep& s, const PointInputs& in, const LadderStep& s
   return p;
 }
 
-// The ladder's rungs (sweep/ladder.h), each resolved from the base with "set" and its own overrides.
+// The ladder's rungs (sweep/ladder.h), each resolved from the base with "set" and its own
+// overrides, which may not touch what the variants and the grid set.
 void read_sweep_ladder(Sweep& s, const PointInputs& in) {
+  PointKeys others;
+  for (const auto& [name, settings] : s.spec["variants"].items())
+    for (const auto& [key, value] : settings.items()) others[key].push_back("variant " + name);
+  if (s.spec.contains("grid"))
+    for (const auto& [key, values] : s.spec["grid"].items()) others[key].push_back("the grid");
   s.ladder = read_ladder(
       s.spec["ladder"], in.path,
       [&](const std::vector<std::string>& more) {
@@ -198,7 +204,7 @@ void read_sweep_ladder(Sweep& s, const PointInputs& in) {
         all.insert(all.end(), more.begin(), more.end());
         return load_run_config(in.base, all, in.world_size);
       },
-      in.world_size);
+      in.world_size, others);
   // The ladder's axes come first in every point's values, name and the summary's columns.
   std::vector<std::string> keys{"rung"};
   if (!s.ladder->lr_multipliers.empty()) keys.push_back("lr_mult");
@@ -247,6 +253,10 @@ Sweep load_sweep(const std::string& path, int64_t world_size) {
       if (a == 0) break;
     }
   }
+  std::vector<std::string> rung_names;
+  if (s.ladder)
+    for (const auto& r : s.ladder->rungs) rung_names.push_back(r.name);
+  distinct.finish(rung_names);
   return s;
 }
 

@@ -1,6 +1,7 @@
 // The ladder's rules read from the sweep file, and its rungs sized by them (see ladder.h).
 #include "sweep/ladder.h"
 
+#include "config/attention_kinds.h"
 #include "model/counts.h"
 #include "sweep/ladder_plan.h"
 #include "sweep/ladder_rules.h"
@@ -46,20 +47,36 @@ void check_ladder_keys(const json& section, const std::string& where) {
     if (!section.contains(k)) throw ConfigError(fmt::format("{}.{}: required", where, k));
 }
 
-// A rung's own "set": overrides of that rung alone, never of what the ladder sets.
-std::vector<std::string> rung_set(const json& set, const std::string& where) {
+// Who besides the rung sets `key` on its points, in words; "" when nobody does.
+std::string others_setting(const std::string& key, const PointKeys& others) {
+  std::vector<std::string> who;
+  if (const auto it = others.find(key); it != others.end()) who = it->second;
+  const bool kind_key = key == "model.attention" || (key.starts_with("model.") && find_kind_key(key.substr(6)));
+  if (kind_key && who.empty()) who.push_back("the variants (what each variant is)");
+  return fmt::format("{}", fmt::join(who, ", "));
+}
+
+// A rung's own "set": overrides of that rung alone, never of what the ladder, the
+// variants or the grid set (PointKeys in ladder.h).
+std::vector<std::string> rung_set(const json& set, const std::string& where, const PointKeys& others) {
   if (!set.is_object()) schema::bad(where, "an object of \"section.key\": value", set);
   std::vector<std::string> out;
   for (const auto& [key, value] : set.items()) {
     const auto& owned = ladder_keys();
     if (key == "out_dir" || std::find(owned.begin(), owned.end(), key) != owned.end())
       throw ConfigError(fmt::format("{}: {} is set by the ladder itself (or the sweep's out_dir)", where, key));
+    if (const auto who = others_setting(key, others); !who.empty())
+      throw ConfigError(fmt::format(
+          "{}: {} is set by {}; a rung's own \"set\" may not change it, or that rung's points would train "
+          "something else under the same name (a rung's own set is for what trains the same model the same "
+          "way: micro_batch, checkpointing, data paths)",
+          where, key, who));
     out.push_back(key + "=" + value.dump());
   }
   return out;
 }
 
-std::vector<RungSpec> read_rung_specs(const json& section, const std::string& where) {
+std::vector<RungSpec> read_rung_specs(const json& section, const std::string& where, const PointKeys& others) {
   const auto& rs = section["rungs"];
   if (!rs.is_array() || rs.size() < 2)
     schema::bad(where + ".rungs", "a list of at least 2 sizes (depths or model presets), smallest first", rs);
@@ -73,7 +90,7 @@ std::vector<RungSpec> read_rung_specs(const json& section, const std::string& wh
       for (const auto& [k, v] : r.items())
         if (k != "depth" && k != "preset" && k != "set")
           throw ConfigError(fmt::format("{}: unknown key '{}' (known: depth or preset, set)", at, k));
-      if (r.contains("set")) spec.set = rung_set(r["set"], at + ".set");
+      if (r.contains("set")) spec.set = rung_set(r["set"], at + ".set", others);
       if (r.contains("depth") == r.contains("preset")) schema::bad(at, "one of \"depth\" or \"preset\"", r);
       r = r.contains("depth") ? r["depth"] : r["preset"];
     }
@@ -174,13 +191,40 @@ void read_extrapolation(SweepLadder& l, const json& section, const std::string& 
   }
 }
 
+// A rule's budget, before it becomes steps: a run counts its tokens in 64 bits, and a
+// budget past that would wrap into a negative step count that a key the user never set
+// (train.warmup_steps) would be blamed for.
+void check_budget(double budget, const std::string& rule, const std::string& at) {
+  constexpr double kMostTokens = 4611686018427387904.0;  // 2^62: steps x tokens per step, with room to spare
+  if (!std::isfinite(budget) || budget > kMostTokens)
+    throw ConfigError(fmt::format("{}: the token rule ({}) gives {:.3g} tokens, past 2^62 (4.6e18), the most a run "
+                                  "counts; choose a smaller budget",
+                                  at, rule, budget));
+}
+
+// A rule's rate, and each multiple of it swept, before it becomes train.lr: a power
+// law in width can overflow to inf (or underflow to 0), which JSON writes as null.
+void check_rate(double lr, const std::vector<double>& multipliers, const std::string& rule, int64_t d_model,
+                const std::string& at) {
+  auto bad = [](double x) { return !(std::isfinite(x) && x > 0); };
+  if (bad(lr))
+    throw ConfigError(fmt::format("{}: the rate rule ({}) gives {} at d_model {}, not a finite positive rate; choose "
+                                  "an anchor and width_exponent that stay in range",
+                                  at, rule, lr, d_model));
+  for (double m : multipliers)
+    if (bad(lr * m))
+      throw ConfigError(fmt::format("{}: the rate rule's {:g} times lr_multipliers' {:g} gives {}, not a finite "
+                                    "positive rate",
+                                    at, lr, m, lr * m));
+}
+
 }  // namespace
 
 SweepLadder read_ladder(const json& section, const std::string& path, const ResolveConfig& resolve,
-                        int64_t world_size) {
+                        int64_t world_size, const PointKeys& others) {
   const std::string where = path + ": ladder";
   check_ladder_keys(section, where);
-  const auto specs = read_rung_specs(section, where);
+  const auto specs = read_rung_specs(section, where, others);
   const auto tokens = read_token_rule(section["tokens"], specs.size(), where);
   const auto lr = read_lr_rule(section["lr"], specs.size(), where);
   SweepLadder l;
@@ -203,12 +247,14 @@ SweepLadder read_ladder(const json& section, const std::string& path, const Reso
     r.step_tokens =
         r.config.train.batch_tokens > 0 ? r.config.train.batch_tokens : r.config.tokens_per_micro_step(world_size);
     std::tie(r.budget_tokens, r.budget_params) = tokens(i, r.config.model, r.config.train.seq_len);
+    check_budget(r.budget_tokens, tokens.words, at);
     if (r.budget_tokens < static_cast<double>(r.step_tokens))
       throw ConfigError(fmt::format("{}: its budget is {:.0f} tokens ({}), less than one step of {} tokens", at,
                                     r.budget_tokens, tokens.words, r.step_tokens));
     const auto steps = std::llround(r.budget_tokens / static_cast<double>(r.step_tokens));
     for (auto& o : schedule_overrides(base, steps)) r.overrides.push_back(o);
     r.lr = lr(i, r.config.model.d_model);
+    check_rate(r.lr, l.lr_multipliers, lr.words, r.config.model.d_model, at);
     try {
       auto with_rate = r.overrides;
       with_rate.push_back(lr_override(r.lr));

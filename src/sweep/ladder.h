@@ -34,6 +34,7 @@
 #include "config/run_config.h"
 
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -70,8 +71,20 @@ const std::vector<std::string>& ladder_keys();
 // A run config resolved from the base with these overrides after the sweep's "set".
 using ResolveConfig = std::function<RunConfig(const std::vector<std::string>&)>;
 
+// The keys the rest of the sweep sets on a ladder's points, each with who sets it
+// ("variant xsa", "the grid"). A rung's own "set" may set none of them, nor
+// model.attention or a key of an attention kind (what a variant is): it would change
+// one rung's points alone, silently, under the variant's name; a grid's seed would be
+// overridden at one rung. Refused naming the rung, the key and who else sets it.
+using PointKeys = std::map<std::string, std::vector<std::string>>;
+
 // Reads and checks the "ladder" section of the sweep file `path`; every rung resolved.
-SweepLadder read_ladder(const json& section, const std::string& path, const ResolveConfig& resolve, int64_t world_size);
+// Every value a rule computes is range-checked before it becomes an override: a token
+// budget past 2^62 tokens (a run counts them in 64 bits), a rate that is not a finite
+// positive number (a width law whose power overflows or underflows), each refused
+// naming the rule and the rung.
+SweepLadder read_ladder(const json& section, const std::string& path, const ResolveConfig& resolve, int64_t world_size,
+                        const PointKeys& others = {});
 
 // A rung's rate times a multiplier, as the --set override its points get.
 std::string lr_override(double lr);

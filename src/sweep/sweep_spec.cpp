@@ -146,12 +146,38 @@ void DistinctPoints::add(const SweepPoint& p) {
   json meaning = saved_meaning(to_json(p.config));
   meaning.erase("out_dir");
   meaning.erase("variant");  // the model's name as written: the model itself is compared
-  const auto [it, added] = configs_.try_emplace(std::move(meaning), p.name);
-  if (!added)
-    throw ConfigError(
-        fmt::format("{}: grid: points {} and {} resolve to the same run config (a value listed "
-                    "twice in two spellings, or a key set to its default?); list each setting once",
-                    path_, it->second, p.name));
+  json values = p.values;
+  values.erase("rung");
+  values.erase("lr_mult");
+  const std::string pair = p.variant + " " + values.dump();
+  const auto [it, added] = configs_.try_emplace(std::move(meaning), Seen{p.name, pair});
+  if (added) return;
+  if (p.rung >= 0) {
+    clashes_.push_back({p.rung, it->second.name, p.name, it->second.pair + " = " + pair});
+    return;
+  }
+  throw ConfigError(
+      fmt::format("{}: grid: points {} and {} resolve to the same run config (a value listed "
+                  "twice in two spellings, or a key set to its default?); list each setting once",
+                  path_, it->second.name, p.name));
+}
+
+void DistinctPoints::finish(const std::vector<std::string>& rungs) const {
+  if (clashes_.empty()) return;
+  std::map<std::string, std::set<int>> at;  // each clashing pair -> the rungs it clashes at
+  for (const auto& c : clashes_) at[c.pair].insert(c.rung);
+  for (const auto& c : clashes_) {
+    if (at[c.pair].size() < rungs.size())
+      throw ConfigError(fmt::format(
+          "{}: ladder rung {}: points {} and {} resolve to the same run config at this rung, though they differ at "
+          "others (the rung's size or its own \"set\" makes them one run); change the rung or the variants",
+          path_, rungs.at(static_cast<size_t>(c.rung)), c.first, c.second));
+  }
+  const auto& c = clashes_.front();
+  throw ConfigError(
+      fmt::format("{}: grid: points {} and {} resolve to the same run config (a value listed "
+                  "twice in two spellings, or a key set to its default?); list each setting once",
+                  path_, c.first, c.second));
 }
 
 }  // namespace xsagpt::sweep_spec

@@ -50,15 +50,32 @@ std::vector<std::string> constant_token_overrides(const RunConfig& base, int64_t
 // up among those before it (ordered by json's own comparison, so 1 and 1.0 still
 // meet): n log n for a grid of n points, where comparing every pair made a grid of
 // thousands take minutes.
+//
+// In a ladder, two points can be one run at some rungs only: a rung's size (a
+// variant's "last 3" layers are all of a 3-layer rung's) or its own "set" makes them
+// one. Such a refusal names the rung, not the grid, so the clashes of a ladder's points
+// are gathered and judged once every point is made (finish): a pair that is one run at
+// every rung is the grid's or the variants' doing; one that is one run at some rungs
+// only is those rungs'.
 class DistinctPoints {
  public:
   explicit DistinctPoints(std::string path) : path_(std::move(path)) {}
   void add(const SweepPoint& p);
+  // Throws for the clashes add() gathered among a ladder's points; rungs: the rungs' names.
+  void finish(const std::vector<std::string>& rungs) const;
 
  private:
+  struct Seen {
+    std::string name, pair;  // the point's name; its variant and values but the ladder's
+  };
+  struct Clash {
+    int rung;
+    std::string first, second, pair;
+  };
   std::string path_;
   std::set<std::string> names_;
-  std::map<json, std::string> configs_;  // saved meaning, out_dir aside -> the point's name
+  std::map<json, Seen> configs_;  // saved meaning, out_dir aside -> the point
+  std::vector<Clash> clashes_;
 };
 
 }  // namespace xsagpt::sweep_spec
