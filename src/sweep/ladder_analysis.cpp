@@ -278,14 +278,48 @@ json bootstrap_ci(const std::optional<Replicates>& reps, const std::vector<doubl
   return json::array({std::exp(centre - half), std::exp(centre + half)});
 }
 
-json fits_json(const Ladder& l, const std::vector<PowerLawFit>& fits) {
+// What a fitted curve had left to check it: its distinct computes (rungs) against the
+// parameters fitted to them. Seeds at one compute measure the noise there, not the
+// curve's shape, so a curve through as many computes as it has parameters passes
+// through their means exactly (E = 0 through 2 rungs: rmse 1e-12 with one seed) and
+// nothing in the data tests it. A shared E is one fit of every curve in it: their
+// computes against 2 per curve plus the one E.
+struct Freedom {
+  size_t computes = 0, parameters = 0;
+  std::string of;
+  bool residual() const { return computes > parameters; }
+};
+
+Freedom freedom_of(const Ladder& l, const Rule& rule, size_t c) {
+  Freedom f{l.at[c].size(), rule.kind == ERule::free ? 3u : 2u, "this curve"};
+  if (rule.kind != ERule::shared) return f;
+  f.computes = 0, f.parameters = 1;
+  size_t curves = 0;
+  for (size_t k = 0; k < l.names.size(); ++k)
+    if (rule.fitted[k]) f.computes += l.at[k].size(), f.parameters += 2, ++curves;
+  f.of = fmt::format("the joint fit of {} curves with one E", curves);
+  return f;
+}
+
+json fits_json(const Ladder& l, const Rule& rule, const std::vector<PowerLawFit>& fits) {
   json out = json::object();
   for (size_t c = 0; c < l.names.size(); ++c) {
     const auto& f = fits[c];
     const auto points = std::llround(f.points);
-    out[l.names[c]] =
-        f.law ? json{{"E", f.law->E}, {"A", f.law->A}, {"alpha", f.law->alpha}, {"points", points}, {"rmse", f.rmse()}}
-              : json{{"points", points}, {"why", f.why}};
+    if (!f.law) {
+      out[l.names[c]] = {{"points", points}, {"why", f.why}};
+      continue;
+    }
+    const auto fr = freedom_of(l, rule, c);
+    out[l.names[c]] = {{"E", f.law->E},
+                       {"A", f.law->A},
+                       {"alpha", f.law->alpha},
+                       {"points", points},
+                       {"rmse", f.rmse()},
+                       {"computes", fr.computes},
+                       {"parameters", fr.parameters},
+                       {"parameters_of", fr.of},
+                       {"residual_freedom", fr.residual()}};
   }
   return out;
 }
@@ -374,20 +408,34 @@ json trend_json(const Ladder& l, const std::vector<PowerLawFit>& fits, const Fig
   return out;
 }
 
-json extrapolation_json(const Ladder& l, const std::vector<PowerLawFit>& fits, const Figures& f,
+// How far `compute` lies outside [low, high], in decades: past the largest for one above,
+// short of the smallest for one below; 0 within.
+double decades_outside(double compute, double low, double high) {
+  if (compute > high) return std::log10(compute / high);
+  if (compute < low) return std::log10(low / compute);
+  return 0.0;
+}
+
+json extrapolation_json(const Ladder& l, const Rule& rule, const std::vector<PowerLawFit>& fits, const Figures& f,
                         const std::optional<Replicates>& reps, const LadderOptions& opt) {
   json out = json::object();
   for (size_t c = 1; c < l.names.size(); ++c) {
     double low = std::numeric_limits<double>::infinity(), high = 0;
     for (const auto& [rung, compute] : l.compute[c]) low = std::min(low, compute), high = std::max(high, compute);
+    // A value read off two curves is checked by the data only where both fits had freedom left.
+    const bool fitted = fits[0].law && fits[c].law;
+    const bool freedom = fitted && freedom_of(l, rule, 0).residual() && freedom_of(l, rule, c).residual();
     json list = json::array();
     for (size_t e = 0; e < opt.extrapolate_to.size(); ++e) {
       const auto& [name, compute] = opt.extrapolate_to[e];
+      const bool beyond = compute < low * (1 - 1e-12) || compute > high * (1 + 1e-12);
       json x = {{"name", name},
                 {"compute", compute},
                 {"multiplier", nullptr},
                 {"ci95", nullptr},
-                {"extrapolation", compute < low * (1 - 1e-12) || compute > high * (1 + 1e-12)}};
+                {"extrapolation", beyond},
+                {"decades_past_ladder", l.compute[c].empty() || !beyond ? 0.0 : decades_outside(compute, low, high)},
+                {"residual_freedom", fitted ? json(freedom) : json(nullptr)}};
       const auto& m = f.extrapolated[c - 1];
       if (!m.empty()) {
         if (m[e] > 0) {
@@ -405,6 +453,7 @@ json extrapolation_json(const Ladder& l, const std::vector<PowerLawFit>& fits, c
 
 json bootstrap_json(const Ladder& l, const Rule& rule, const std::optional<Replicates>& reps,
                     const LadderOptions& opt) {
+  if (l.seeds.empty()) return {{"none", "no finished point: no interval"}};
   if (l.seeds.size() < 2) return {{"none", "one seed: no interval"}};
   if (rule.kind == ERule::none) return {{"none", "no fit: no interval"}};
   if (!reps) return {{"none", fmt::format("{} bootstrap replicates asked for: no interval", opt.bootstrap)}};
@@ -441,10 +490,10 @@ json ladder_analysis(const std::vector<LadderObservation>& obs, const LadderOpti
           {"e_rule_why", rule.why},
           {"seeds", l.seeds.size()},
           {"bootstrap", bootstrap_json(l, rule, reps, opt)},
-          {"fits", fits_json(l, fits)},
+          {"fits", fits_json(l, rule, fits)},
           {"rungs", rungs_json(l, fits, figures, reps)},
           {"trend", trend_json(l, fits, figures, reps)},
-          {"extrapolation", extrapolation_json(l, fits, figures, reps, opt)}};
+          {"extrapolation", extrapolation_json(l, rule, fits, figures, reps, opt)}};
 }
 
 }  // namespace xsagpt

@@ -81,7 +81,11 @@ struct LadderOptions {
 //  "seeds": number of distinct seeds,
 //  "bootstrap": {"replicates", "kept", "dropped", "rng_seed", "method", "warning" (past 5%
 //                dropped)} or {"none": why: "one seed: no interval", no fit, 0 replicates},
-//  "fits": {variant (baseline included): {"E", "A", "alpha", "points", "rmse"}
+//  "fits": {variant (baseline included): {"E", "A", "alpha", "points", "rmse", "computes" (distinct
+//           computes: rungs), "parameters" (fitted to them), "parameters_of" ("this curve", or the
+//           joint fit a shared E makes, whose computes and parameters these then are),
+//           "residual_freedom" (computes > parameters: false means the curve passes through its
+//           rungs' means exactly, whatever the seeds, and nothing in the data checks it)}
 //           or {"points", "why"} where the curve could not be fitted},
 //  "rungs": [{"rung" (every rung of any curve, in order),
 //             "baseline": {"compute", "loss" (observed mean), "n"} (null without results there),
@@ -92,7 +96,10 @@ struct LadderOptions {
 //                              "why" (when the multiplier is null)}}}],
 //  "trend": {v: {"slope", "ci95", "left_out"} or {"slope": null, "ci95": null, "why"}},
 //  "extrapolation": {v: [{"name", "compute", "multiplier" (or null), "ci95" (or null),
-//                         "extrapolation" (true: beyond the ladder's computes), "why" (when null)}]}}
+//                         "extrapolation" (true: beyond the ladder's computes),
+//                         "decades_past_ladder" (log10 of how far beyond: past the largest rung, or
+//                         short of the smallest; 0 within), "residual_freedom" (both curves' fits
+//                         had it; null without both fits), "why" (when null)}]}}
 // A compute is the mean over a rung's seeds; a variant's multiplier is at its own compute.
 nlohmann::json ladder_analysis(const std::vector<LadderObservation>& obs, const LadderOptions& opt);
 

@@ -31,19 +31,23 @@ std::string text_of(const json& j, const char* k) {
 
 std::string loss_cell(const json& j) {
   if (!has_number(j, "loss")) return "-";
-  return fmt::format("{:.4f} (n={})", j["loss"].get<double>(),
+  return fmt::format("{} (n={})", bounded_fixed(j["loss"].get<double>(), 4),
                      field(j, "n").is_number() ? field(j, "n").get<int64_t>() : 0);
 }
 
-std::string ci_text(const json& ci, const char* f) {
+// An interval's text: " [lo, hi]" with each end as `cell` writes it; "" without one.
+template <class Cell>
+std::string ci_text(const json& ci, Cell cell) {
   if (!ci.is_array() || ci.size() != 2 || !ci[0].is_number() || !ci[1].is_number()) return "";
-  return fmt::format(fmt::runtime(std::string(" [") + f + ", " + f + "]"), ci[0].get<double>(), ci[1].get<double>());
+  return fmt::format(" [{}, {}]", cell(ci[0].get<double>()), cell(ci[1].get<double>()));
 }
+
+std::string signed4(double x) { return bounded_fixed(x, 4, true); }
 
 std::string difference_cell(const json& v) {
   if (!has_number(v, "difference")) return "-";
-  const auto ci = ci_text(field(v, "difference_ci95"), "{:+.4f}");
-  return fmt::format("{:+.4f}{}", v["difference"].get<double>(), ci.empty() ? " (no interval)" : ci);
+  const auto ci = ci_text(field(v, "difference_ci95"), signed4);
+  return fmt::format("{}{}", bounded_fixed(v["difference"].get<double>(), 4, true), ci.empty() ? " (no interval)" : ci);
 }
 
 // A multiplier and its interval: three decimals, or three significant digits for one far
@@ -53,8 +57,9 @@ std::string multiplier_cell(const json& m, const char* key, const char* ci_key) 
   const double x = m[key].get<double>();
   const json& ci = field(m, ci_key);
   const bool far = x >= 100 || (ci.is_array() && ci.size() == 2 && ci[1].is_number() && ci[1].get<double>() >= 100);
-  const auto text = ci_text(ci, far ? "{:.3g}" : "{:.3f}");
-  return fmt::format(fmt::runtime(far ? "{:.3g}x{}" : "{:.3f}x{}"), x, text.empty() ? " (no interval)" : text);
+  auto cell = [far](double y) { return far ? fmt::format("{:.3g}", y) : fmt::format("{:.3f}", y); };
+  const auto text = ci_text(ci, cell);
+  return fmt::format("{}x{}", cell(x), text.empty() ? " (no interval)" : text);
 }
 
 // The variants besides the baseline, in the sweep's order.
@@ -95,20 +100,41 @@ TextTable ladder_rung_table(const json& ladder, const std::string& b, const std:
   return t;
 }
 
+// The fit's computes over its parameters: "2 - 2 = 0 (exact)"; the joint fit's for a shared E.
+std::string freedom_cell(const json& f) {
+  if (!has_number(f, "computes") || !has_number(f, "parameters")) return "-";
+  const auto n = f["computes"].get<int64_t>(), k = f["parameters"].get<int64_t>();
+  return fmt::format("{} - {} = {}{}{}", n, k, n - k, n > k ? "" : " (exact)",
+                     text_of(f, "parameters_of") == "this curve" ? "" : " (" + text_of(f, "parameters_of") + ")");
+}
+
 TextTable ladder_fit_table(const json& a) {
-  TextTable t{"", {"variant", "E", "A", "alpha", "rmse", "points"}, {}};
+  TextTable t{"", {"variant", "E", "A", "alpha", "rmse", "points", "rungs - parameters"}, {}};
   if (!field(a, "fits").is_object()) return t;
   for (const auto& [v, f] : a["fits"].items()) {
     if (!has_number(f, "alpha")) {
-      t.rows.push_back({v, "-", "-", "-", "-", field(f, "points").dump() + ": " + text_of(f, "why")});
+      t.rows.push_back({v, "-", "-", "-", "-", field(f, "points").dump() + ": " + text_of(f, "why"), "-"});
       continue;
     }
-    t.rows.push_back({v, fmt::format("{:.4f}", f["E"].get<double>()), fmt::format("{:.4g}", f["A"].get<double>()),
-                      fmt::format("{:.4f}", f["alpha"].get<double>()),
-                      has_number(f, "rmse") ? fmt::format("{:.4f}", f["rmse"].get<double>()) : "-",
-                      field(f, "points").dump()});
+    t.rows.push_back({v, bounded_fixed(f["E"].get<double>(), 4), fmt::format("{:.4g}", f["A"].get<double>()),
+                      bounded_fixed(f["alpha"].get<double>(), 4),
+                      has_number(f, "rmse") ? bounded_fixed(f["rmse"].get<double>(), 4) : "-",
+                      field(f, "points").dump(), freedom_cell(f)});
   }
   return t;
+}
+
+// Beside an extrapolated multiplier, how far it reaches and whether anything checked the
+// curves it is read from: "; 10.6 decades past the ladder, exact fits (no residual freedom)".
+std::string extrapolation_words(const json& target) {
+  if (!has_number(target, "multiplier") || field(target, "extrapolation") != json(true)) return "";
+  std::string out;
+  if (has_number(target, "decades_past_ladder"))
+    out = fmt::format("; {:.1f} decades past the ladder", target["decades_past_ladder"].get<double>());
+  const json& freedom = field(target, "residual_freedom");
+  if (freedom.is_boolean())
+    out += freedom.get<bool>() ? ", fits with residual freedom" : ", exact fits (no residual freedom)";
+  return out;
 }
 
 // Per variant the trend of the multiplier with compute, and the multiplier at each extrapolation target.
@@ -123,12 +149,12 @@ TextTable ladder_trend_table(const json& a, const std::vector<std::string>& vs, 
   for (const auto& v : vs) {
     const json& tr = field(field(a, "trend"), v);
     TableRow row{v, has_number(tr, "slope")
-                        ? fmt::format("{:+.4f}{}", tr["slope"].get<double>(), ci_text(field(tr, "ci95"), "{:+.4f}"))
+                        ? signed4(tr["slope"].get<double>()) + ci_text(field(tr, "ci95"), signed4)
                         : "-"};
     if (!text_of(tr, "why").empty()) notes.push_back(fmt::format("{}: no trend: {}", v, text_of(tr, "why")));
     if (field(ex, v).is_array())
       for (const auto& target : ex[v]) {
-        row.push_back(multiplier_cell(target, "multiplier", "ci95"));
+        row.push_back(multiplier_cell(target, "multiplier", "ci95") + extrapolation_words(target));
         if (!text_of(target, "why").empty())
           notes.push_back(fmt::format("{} at {}: {}", v, text_of(target, "name"), text_of(target, "why")));
       }
@@ -158,6 +184,12 @@ TextTable ladder_rate_table(const json& ladder, std::vector<std::string>& notes)
   return t;
 }
 
+void add_left_out(const json& ladder, std::vector<std::string>& notes) {
+  for (const auto& x : ladder["left_out"])
+    notes.push_back(
+        fmt::format("{} left out of the fit: {}", x["point"].get<std::string>(), x["why"].get<std::string>()));
+}
+
 LadderReport build_ladder_report(const json& summary) {
   LadderReport rep;
   const json& ladder = summary["ladder"];
@@ -173,6 +205,12 @@ LadderReport build_ladder_report(const json& summary) {
   }
   const auto vs = variants_of(summary);
   rep.tables.emplace_back("", ladder_rung_table(ladder, b, vs, rep.notes));
+  if (field(a, "seeds") == json(0)) {  // words, not a fit table of dashes and "Seeds: 0"
+    rep.lines.push_back("No point of the ladder finished with a usable result: nothing to fit or compare (each point "
+                        "left out is named below).");
+    add_left_out(ladder, rep.notes);
+    return rep;
+  }
   const json& boot = field(a, "bootstrap");
   rep.lines.push_back(fmt::format(
       "E rule: {} ({}). Seeds: {}. Intervals: {}.", field(a, "e_rule").is_string() ? text_of(a, "e_rule") : "none",
@@ -189,9 +227,7 @@ LadderReport build_ladder_report(const json& summary) {
   if (ladder.contains("lr_choice"))
     rep.tables.emplace_back("Rates each variant is judged at (lowest mean final val loss over seeds)",
                             ladder_rate_table(ladder, rep.notes));
-  for (const auto& x : ladder["left_out"])
-    rep.notes.push_back(
-        fmt::format("{} left out of the fit: {}", x["point"].get<std::string>(), x["why"].get<std::string>()));
+  add_left_out(ladder, rep.notes);
   if (ladder.contains("extrapolation_note"))
     rep.notes.push_back("no extrapolation: " + ladder["extrapolation_note"].get<std::string>());
   return rep;
@@ -202,7 +238,10 @@ constexpr const char* kLadderHowToRead =
     "val loss, mean over seeds (n). Difference: variant minus baseline paired by seed, Student's t 95% interval. "
     "Multiplier: the variant's compute over the compute the baseline's fitted curve needs to reach the variant's "
     "fitted loss at that rung; below 1 the variant needs less. Its interval and the trend's are a paired bootstrap "
-    "over seeds. Extrapolation reads the fitted curves beyond the ladder's computes: a projection, not a measurement.";
+    "over seeds. Extrapolation reads the fitted curves beyond the ladder's computes: a projection, not a measurement; "
+    "beside each value, how many decades of compute it lies past the ladder, and whether both fits had residual "
+    "freedom (more rungs than parameters; without it a curve passes through its rungs exactly and nothing checks "
+    "it).";
 
 }  // namespace
 

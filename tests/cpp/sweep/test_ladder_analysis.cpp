@@ -6,8 +6,11 @@
 #include "helpers.h"
 #include "sweep/chosen_law.h"
 #include "sweep/ladder_analysis.h"
+#include "sweep/ladder_report.h"
+#include "sweep/text_table.h"
 #include "util/error.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -262,3 +265,80 @@ TEST_P(LadderCoverage, BootstrapIntervalsCoverTheTrueMultiplierAboutNinetyFivePe
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, LadderCoverage, ::testing::Values(3, 5, 12));
+
+namespace {
+
+// summary.json as the report reads it, around an analysis: rungs named d1, d2, ...
+nlohmann::json summary_around(const nlohmann::json& analysis, size_t rungs) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (size_t i = 0; i < rungs; ++i)
+    rows.push_back({{"name", fmt::format("d{}", i + 1)}, {"params", 1e6}, {"tokens", 1e7}, {"flops", 1e17}});
+  return {{"baseline", "sa"},
+          {"variants", {"sa", "xsa"}},
+          {"ladder",
+           {{"rules", {{"size", "s"}, {"tokens", "t"}, {"lr", "l"}, {"schedule", "sc"}}},
+            {"rungs", rows},
+            {"left_out", nlohmann::json::array()},
+            {"analysis", analysis}}}};
+}
+
+}  // namespace
+
+// Beside every extrapolated value: how many decades of compute past the ladder it lies,
+// and whether the fits it is read from had residual freedom (more rungs than parameters).
+TEST(LadderAnalysis, ExtrapolationsSayHowFarPastTheLadderAndWhetherTheFitsHadFreedom) {
+  const auto base = chosen_law(1.8, 1.2, 0.3), xsa = shifted_law(base, 1.5);
+  const std::vector<double> computes{1e17, 1e18, 1e19, 1e20};
+  struct Case {
+    size_t rungs, parameters, computes;
+    bool freedom;
+    const char* of;
+  };
+  for (const auto& c : {Case{2, 2, 2, false, "this curve"}, Case{3, 5, 6, true, "the joint fit of 2 curves with one E"},
+                        Case{4, 3, 4, true, "this curve"}}) {
+    SCOPED_TRACE(c.rungs);
+    const std::vector<double> cs(computes.begin(), computes.begin() + static_cast<std::ptrdiff_t>(c.rungs));
+    const auto a = ladder_analysis(exact_ladder({{"sa", base}, {"xsa", xsa}}, cs, {std::vector<double>(c.rungs, 0.0)}),
+                                   ladder_options({"xsa"}));
+    for (const char* v : {"sa", "xsa"}) {
+      const auto& f = a["fits"][v];
+      EXPECT_EQ(f["computes"], c.computes);
+      EXPECT_EQ(f["parameters"], c.parameters);
+      EXPECT_EQ(f["parameters_of"], c.of);
+      EXPECT_EQ(f["residual_freedom"], c.freedom);
+    }
+    const auto& beyond = a["extrapolation"]["xsa"][0];
+    ASSERT_TRUE(beyond["multiplier"].is_number());  // what the words go beside
+    EXPECT_NEAR(beyond["decades_past_ladder"].get<double>(), std::log10(1e22 / cs.back()), 1e-12);
+    EXPECT_EQ(beyond["residual_freedom"], c.freedom);
+    EXPECT_EQ(a["extrapolation"]["xsa"][1]["decades_past_ladder"], 0.0);  // 3e17 lies within every ladder here
+    // The console's table and report.md say both beside the value.
+    const auto words = fmt::format("{:.1f} decades past the ladder, {}", std::log10(1e22 / cs.back()),
+                                   c.freedom ? "fits with residual freedom" : "exact fits (no residual freedom)");
+    const auto summary = summary_around(a, c.rungs);
+    EXPECT_THAT(ladder_table(summary), HasSubstr(words));
+    EXPECT_THAT(ladder_markdown(summary), HasSubstr(words));
+  }
+}
+
+// A ladder whose every point failed says so in words, not "Seeds: 0" and "one seed".
+TEST(LadderAnalysis, ALadderWithNoResultSaysSoInWords) {
+  const auto a = ladder_analysis({}, ladder_options({"xsa"}));
+  EXPECT_EQ(a["seeds"], 0);
+  EXPECT_EQ(a["bootstrap"], nlohmann::json({{"none", "no finished point: no interval"}}));
+  const auto text = ladder_table(summary_around(a, 2));
+  EXPECT_THAT(text, HasSubstr("No point of the ladder finished with a usable result: nothing to fit or compare"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("Seeds: 0")));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("one seed")));
+}
+
+// Fixed point only where a number is bounded: a diverged loss of 1e308 is not 309 digits.
+TEST(LadderReport, NumbersAreFixedPointOnlyWhileBounded) {
+  EXPECT_EQ(bounded_fixed(2.5, 4), "2.5000");
+  EXPECT_EQ(bounded_fixed(-0.01, 4, true), "-0.0100");
+  EXPECT_EQ(bounded_fixed(0.01, 4, true), "+0.0100");
+  EXPECT_EQ(bounded_fixed(999999.0, 1), "999999.0");
+  EXPECT_EQ(bounded_fixed(1e308, 4), "1.000e+308");
+  EXPECT_EQ(bounded_fixed(-3e7, 4, true), "-3.000e+07");
+  EXPECT_EQ(bounded_fixed(std::nan(""), 4), "nan");
+}
