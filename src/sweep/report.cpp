@@ -23,7 +23,7 @@ constexpr size_t kTablesPerSetting = 3;  // final loss; equal time and tokens; i
 
 std::string fixed4(const json& v, bool sign = false) {
   if (!v.is_number()) return "-";
-  return sign ? fmt::format("{:+.4f}", v.get<double>()) : fmt::format("{:.4f}", v.get<double>());
+  return bounded_fixed(v.get<double>(), 4, sign);
 }
 
 std::string mean_sd(const json& s) {
@@ -49,10 +49,11 @@ Row iso_cells(const json& m) {
   const auto total = n + m["not_reached"].size() + m["skipped"].size();
   const std::string reached = fmt::format("{} of {}", n, total);
   if (n == 0) return {"-", "-", "-", reached};
-  const std::string mult = fmt::format("{:.3f}x", m["multiplier"].get<double>());
+  const std::string mult = bounded_fixed(m["multiplier"].get<double>(), 3) + "x";
   if (n < 2) return {mult, "no interval (one seed)", "-", reached};
   return {mult,
-          m["ci95"].is_array() ? fmt::format("[{:.3f}, {:.3f}]", m["ci95"][0].get<double>(), m["ci95"][1].get<double>())
+          m["ci95"].is_array() ? fmt::format("[{}, {}]", bounded_fixed(m["ci95"][0].get<double>(), 3),
+                                             bounded_fixed(m["ci95"][1].get<double>(), 3))
                                : "-",
           m["p"].is_number() ? fmt::format("{:.3g}", m["p"].get<double>()) : "- (no spread)", reached};
 }
@@ -97,9 +98,10 @@ void comparison_notes(const json& c, const std::string& who, const std::string& 
     const bool time = std::string(k) == "time";
     for (const auto& x : m["not_reached"])
       notes.push_back(
-          fmt::format("{}: seed {} never reached {}'s final val loss {:.4f} (its best: {:.4f}, by {}): no iso-loss "
+          fmt::format("{}: seed {} never reached {}'s final val loss {} (its best: {}, by {}): no iso-loss "
                       "multiplier in {} for it, none extrapolated",
-                      who, value_text(x["seed"]), b, x["target"].get<double>(), x["variant_best"].get<double>(),
+                      who, value_text(x["seed"]), b, bounded_fixed(x["target"].get<double>(), 4),
+                      bounded_fixed(x["variant_best"].get<double>(), 4),
                       time ? fmt::format("{:.4g} s", x["variant_end"].get<double>())
                            : fmt::format("{:.0f} tokens", x["variant_end"].get<double>()),
                       k));
@@ -166,7 +168,7 @@ std::vector<Table> tables(const json& summary, std::vector<std::string>& notes) 
       fin.rows.push_back(r);
 
       const auto& ratio = c["step_time_ratio"];
-      Row e{v, ratio["mean"].is_number() ? fmt::format("{:.3f}", ratio["mean"].get<double>()) : "-"};
+      Row e{v, ratio["mean"].is_number() ? bounded_fixed(ratio["mean"].get<double>(), 3) : "-"};
       for (const char* k : {"equal_time", "equal_tokens"}) {
         for (auto& cell : paired_cells(c[k])) e.push_back(cell);
         e.push_back(std::to_string(c[k]["n"].get<int64_t>()));

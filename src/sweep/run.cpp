@@ -9,6 +9,7 @@
 #include "sweep/progress.h"
 #include "sweep/report.h"
 #include "sweep/summary.h"
+#include "sweep/text_table.h"
 #include "train/memory_check.h"
 #include "train/run_check.h"
 #include "train/trainer.h"
@@ -76,7 +77,7 @@ void print_memory(const Sweep& s, int64_t world) {
 
 void print_results(const json& summary) {
   auto num = [](const json& p, const char* k) {
-    return p.value(k, json()).is_number() ? fmt::format("{:.4f}", p[k].get<double>()) : std::string("-");
+    return p.value(k, json()).is_number() ? bounded_fixed(p[k].get<double>(), 4) : std::string("-");
   };
   std::cout << fmt::format("\n{:<48} {:>8} {:>10} {:>10}\n", "point", "status", "train", "val");
   for (const auto& p : summary["points"])

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace xsagpt {
 
@@ -33,6 +34,12 @@ std::string markdown(const TextTable& t) {
   out += "\n";
   for (const auto& r : t.rows) out += "| " + fmt::format("{}", fmt::join(r, " | ")) + " |\n";
   return out;
+}
+
+std::string bounded_fixed(double x, int decimals, bool sign) {
+  const bool bounded = !std::isfinite(x) || std::abs(x) < 1e6;
+  if (bounded) return sign ? fmt::format("{:+.{}f}", x, decimals) : fmt::format("{:.{}f}", x, decimals);
+  return sign ? fmt::format("{:+.3e}", x) : fmt::format("{:.3e}", x);
 }
 
 }  // namespace xsagpt

@@ -18,4 +18,11 @@ struct TextTable {
 std::string aligned(const TextTable& t);
 std::string markdown(const TextTable& t);
 
+// A number for a table or a note: fixed point with `decimals` decimals (and a sign when
+// `sign`) while it is bounded (|x| < 1e6, where fixed point is at most a few characters
+// wider), scientific beyond, so a diverged loss of 1e308 is "1.000e+308", not 309
+// digits; "nan" and "inf" as fmt writes them. Every loss, difference and ratio the
+// sweep's reports print goes through this.
+std::string bounded_fixed(double x, int decimals, bool sign = false);
+
 }  // namespace xsagpt
