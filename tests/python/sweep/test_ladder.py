@@ -165,13 +165,86 @@ BAD = [
     ({"estimate": {"device": "H100"}}, "ladder.estimate.mfu: required with device"),
     ({"lr_multipliers": [1, 1]}, "ladder.lr_multipliers: 1 is listed twice"),
     ({"rungs": [1, {"depth": 2, "set": {"train.lr": 1}}]}, "train.lr is set by the ladder itself"),
+    # A rung may not change what a variant is, nor the grid's seeds, naming who sets the key.
+    ({"rungs": [1, {"depth": 2, "set": {"model.attention": "gated"}}]},
+     "ladder.rungs[1].set: model.attention is set by variant sa, variant xsa; a rung's own \"set\" may not change it"),
+    ({"rungs": [1, {"depth": 2, "set": {"train.seed": 7}}]}, "ladder.rungs[1].set: train.seed is set by the grid"),
+    ({"rungs": [1, {"depth": 2, "set": {"model.xsa_gate": "sa"}}]},
+     "model.xsa_gate is set by the variants (what each variant is)"),
+    # The rules' values range-checked before they become overrides, naming the rule and the rung.
+    ({"tokens": {"per_param": 1e300}}, "ladder.rungs[0] (d1): the token rule (tokens = 1e+300 x parameters (total)) "
+                                       f"gives {1e300 * params(1, 32):.3g} tokens, past 2^62"),
+    ({"lr": {"width_exponent": 400, "anchor": {"d_model": 1, "lr": 1}}},
+     "ladder.rungs[0] (d1): the rate rule (lr = 1 x (d_model / 1)^400) gives inf at d_model 32, not a finite"),
 ]
 
 
-@pytest.mark.parametrize("change,message", BAD, ids=[b[1][:40] for b in BAD])
+@pytest.mark.parametrize("change,message", BAD, ids=[b[1][:60] for b in BAD])
 def test_bad_ladder_specs_are_refused_by_name(tmp_path, shards, xsagpt, change, message):
     spec = ladder_spec(tmp_path, shards, ladder=change)
     for args in (("--dry-run",), ()):
         proc = xsagpt("sweep", "-c", spec, *args, check=False)
         assert proc.returncode == 2 and message in proc.stderr, proc.stderr
         assert not (tmp_path / "sweep").exists()
+
+
+def test_a_rung_that_makes_two_points_one_run_is_named(tmp_path, shards, xsagpt):
+    # "last 2" of a 2-layer rung is every layer: at d2 the two variants are one run, at d3 they differ.
+    spec = ladder_spec(tmp_path, shards, rungs=(2, 3), baseline="xsa",
+                       variants={"xsa": {"model.attention": "xsa"},
+                                 "xsa-last2": {"model.attention": "xsa", "model.xsa_layers": "last 2"}})
+    proc = xsagpt("sweep", "-c", spec, "--dry-run", check=False)
+    # Before: "grid: points xsa,rung=d2,train.seed=1 and xsa-last2,... resolve to the same run config".
+    assert proc.returncode == 2
+    assert "ladder rung d2: points xsa,rung=d2,train.seed=1 and xsa-last2,rung=d2,train.seed=1 resolve to the same " \
+           "run config at this rung, though they differ at others" in proc.stderr, proc.stderr
+    assert "grid:" not in proc.stderr
+
+
+def test_a_dry_run_at_an_absurd_mfu_prints_times_of_bounded_width(tmp_path, shards, xsagpt):
+    spec = ladder_spec(tmp_path, shards, ladder={"estimate": {"device": "H100", "mfu": 1e-300}})
+    dry = xsagpt("sweep", "-c", spec, "--dry-run").stdout
+    # Before: every time in fixed point, 300-digit day counts on 650-character lines.
+    assert "e+" in dry and " days" in dry
+    assert max(len(line) for line in dry.splitlines()) < 300, max(dry.splitlines(), key=len)
+
+
+def test_a_ladder_whose_every_point_failed_says_so_in_words(tmp_path, shards, xsagpt):
+    spec = ladder_spec(tmp_path, shards, seeds=(1,))
+    data = json.loads(spec.read_text())
+    data["set"] = [f"data.train={tmp_path / 'missing' / 'train_*.bin'}"]
+    spec.write_text(json.dumps(data))
+    run = xsagpt("sweep", "-c", spec, "--no-plot", check=False)
+    assert run.returncode == 1
+    ladder = json.loads((tmp_path / "sweep" / "summary.json").read_text())["ladder"]
+    assert len(ladder["left_out"]) == 4 and not ladder["observations"]
+    assert ladder["analysis"]["bootstrap"] == {"none": "no finished point: no interval"}
+    # Before: "E rule: none (...). Seeds: 0. Intervals: none, one seed: no interval." and a table of dashes.
+    assert "No point of the ladder finished with a usable result: nothing to fit or compare" in run.stdout
+    assert "Seeds: 0" not in run.stdout and "one seed" not in run.stdout
+    report = (tmp_path / "sweep" / "report.md").read_text()
+    assert "No point of the ladder finished" in report and "Seeds: 0" not in report
+
+
+def test_each_extrapolation_says_how_far_and_whether_its_fits_had_freedom(tmp_path, shards, xsagpt):
+    spec = ladder_spec(tmp_path, shards)  # 2 rungs: E = 0, two parameters through two computes
+    run = xsagpt("sweep", "-c", spec, "--no-plot")
+    analysis = json.loads((tmp_path / "sweep" / "summary.json").read_text())["ladder"]["analysis"]
+    # Two-step runs need not fall with compute, so a fit may fail; each one made says it had no freedom.
+    fitted = all("alpha" in f for f in analysis["fits"].values())
+    for f in analysis["fits"].values():
+        if "alpha" in f:
+            assert (f["computes"], f["parameters"], f["residual_freedom"]) == (2, 2, False)
+    top = analysis["rungs"][1]["variants"]["xsa"]["compute"]
+    targets = analysis["extrapolation"]["xsa"]
+    assert [t["name"] for t in targets] == ["paper-0.7b", "paper-1.4b", "paper-2.7b"]
+    for t in targets:
+        # Before: neither field existed.
+        assert t["decades_past_ladder"] == pytest.approx(math.log10(t["compute"] / top), rel=1e-9)
+        assert t["decades_past_ladder"] > 5 and t["residual_freedom"] is (False if fitted else None)
+        if t["multiplier"] is not None:
+            words = f"{t['decades_past_ladder']:.1f} decades past the ladder, exact fits (no residual freedom)"
+            assert words in run.stdout
+            assert words in (tmp_path / "sweep" / "report.md").read_text()
+    if fitted:
+        assert "2 - 2 = 0 (exact)" in run.stdout
