@@ -52,10 +52,11 @@ class PlainTicks(ticker.Formatter):
 
 def plain_log_y(ax, values: list) -> None:
     """A loss or ratio axis on a log scale where the values span a factor of 4 or more, else
-    linear (a log axis over a narrow range has too few ticks to read), labelled by PlainTicks. The minor ticks (2, 3, ... 9 within a decade, or the linear
-    ticks matplotlib puts in a range narrower than that) are labelled within less than a
-    decade, where they are the only labels; over two decades at most, those at 2 and 5;
-    over more, none, where their labels would run into each other."""
+    linear (a log axis over a narrow range has too few ticks to read), labelled by
+    PlainTicks. The minor ticks (2, 3, ... 9 within a decade, or the linear ticks matplotlib
+    puts in a range narrower than that) are labelled within less than a decade, where they
+    are the only labels; over two decades at most, those at 2 and 5; over more, none, where
+    their labels would run into each other."""
     vals = [v for v in values if is_number(v) and v > 0]
     span = max(vals) / min(vals) if vals else 1.0
     if span >= 4:
