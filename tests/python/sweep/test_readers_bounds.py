@@ -8,6 +8,8 @@ track.py skips it and names it, mirroring the rest."""
 import importlib.util
 import json
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -114,6 +116,18 @@ def test_plot_refuses_a_summary_point_of_another_shape(tmp_path, plot_module, ca
     # Before: a TypeError and an AttributeError traceback.
     assert plot_module.main([str(sweep), "--out", str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err == f"plot.py: error: {sweep / 'summary.json'}: {why}\n"
+
+
+def test_plot_positions_refuses_a_non_finite_literal_by_file_and_line(tmp_path):
+    for name, loss in (("a", "3.0"), ("b", "NaN")):  # as analyze --positions writes them, one loss a literal
+        (tmp_path / f"{name}.json").write_text('{"seq_len": 4, "config": {"train": {"seed": 1}}, "buckets": [\n'
+                                               f'{{"first": 1, "last": 1, "mean_loss": {loss}}}]}}')
+    proc = subprocess.run([sys.executable, ROOT / "scripts" / "view" / "plot_positions.py", f"a={tmp_path / 'a.json'}",
+                           f"b={tmp_path / 'b.json'}", "--baseline", "a", "--out", tmp_path / "pos.png"],
+                          capture_output=True, text=True, timeout=120)
+    # Before: exit 0, the NaN drawn and printed as the variant's difference.
+    assert proc.returncode == 2 and proc.stderr == f"plot_positions.py: {tmp_path / 'b.json'}:2: {NON_FINITE}\n"
+    assert not (tmp_path / "pos.png").exists()
 
 
 @pytest.fixture(scope="module")
