@@ -261,7 +261,9 @@ void print_ladder_estimate(const Sweep& s, int64_t world) {
   }
   std::cout << fmt::format("total: {} points, {} training FLOPs, {}\n", s.points.size(), si_count(total_flops, true),
                            unknown ? "no time estimate for every point"
-                                   : fmt::format("about {} ({:.0f} s)", plan_duration(total_s), total_s));
+                                   : fmt::format("about {} ({} s)", plan_duration(total_s),
+                                                 total_s < 1e12 ? fmt::format("{:.0f}", total_s)
+                                                                : fmt::format("{:.3g}", total_s)));
   std::cout << fmt::format(
       "the time rests on {}{}; plus {:g} s per point (start, checkpoints, summary){}{}\n", basis.rests_on,
       world > 1 ? fmt::format(", times {} ranks (assumed to scale linearly)", world) : "", basis.overhead_s,
