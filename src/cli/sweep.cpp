@@ -4,7 +4,7 @@
 // options; sweep/run.h runs the points.
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 #include "sweep/run.h"
 #include "train/signals.h"
 

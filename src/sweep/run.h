@@ -10,7 +10,7 @@
 // its failed.json and the queue goes on.
 #pragma once
 
-#include "dist/context.h"
+#include "distributed/context.h"
 #include "sweep/grid.h"
 
 #include <string>
