@@ -13,11 +13,13 @@ naming the tensor.
 
     .venv/bin/python scripts/eval/load_export.py share/xsa-1.4b "In the beginning" " God"
     # log p(" God" | "In the beginning") with tiktoken's GPT-2 split, as `xsagpt score` computes it
+    # downloads nothing: GPT-2's vocabulary from $XSAGPT_GPT2_VOCAB, else the repository's data/gpt2/
 """
 from __future__ import annotations
 
 import json
 import math
+import os
 import pathlib
 import re
 import sys
@@ -31,6 +33,10 @@ GELU_APPROXIMATE = {"gelu_exact": "none", "gelu_tanh": "tanh"}
 # conventions.xsa.gate: no gate, the start of a learned one per head, or one per token
 GATE_STARTS = ("off", "sa", "xsa", "token")
 OUT_GATE_WIDTHS = ("headwise", "elementwise")  # conventions.out_gate.width
+# GPT-2's vocabulary, shipped in data/gpt2/, and the sha256 tiktoken's `gpt2` encoding checks (as data/prepare.py).
+GPT2_FILES = {"vocab.bpe": "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
+              "encoder.json": "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783"}
+SHIPPED_VOCAB = pathlib.Path(__file__).resolve().parents[2] / "data" / "gpt2"
 
 
 class Conventions:
@@ -262,6 +268,7 @@ def check_finite(weights: dict[str, torch.Tensor], where: str) -> None:
 
 
 def load_export(folder: str | pathlib.Path, dtype: torch.dtype = torch.float32) -> ExportedGPT:
+    from safetensors import SafetensorError
     from safetensors.torch import load_file
     folder = pathlib.Path(folder)
     if not folder.is_dir():
@@ -277,7 +284,11 @@ def load_export(folder: str | pathlib.Path, dtype: torch.dtype = torch.float32) 
     if not isinstance(config, dict) or config.get("format") != "xsagpt-safetensors" or "conventions" not in config:
         raise ValueError(f"{folder / 'config.json'}: not an xsagpt export with conventions (re-export it with "
                          "scripts/eval/export.py)")
-    raw = load_file(str(folder / "model.safetensors"))
+    try:
+        raw = load_file(str(folder / "model.safetensors"))
+    except SafetensorError as e:  # a file cut short, or not safetensors at all
+        raise ValueError(f"{folder / 'model.safetensors'}: not a whole safetensors file ({e}); re-export the "
+                         "checkpoint with scripts/eval/export.py") from None
     check_finite(raw, str(folder / "model.safetensors"))
     weights = {k: v.to(dtype) for k, v in raw.items()}
     return ExportedGPT(config["conventions"], weights).eval()
@@ -292,13 +303,35 @@ def logprob(model: ExportedGPT, context_ids: list[int], continuation_ids: list[i
     return lp.gather(1, torch.tensor(continuation_ids)[:, None]).sum().item()
 
 
+def gpt2_encoding():
+    """tiktoken's `gpt2` encoding built from local files ($XSAGPT_GPT2_VOCAB, else the shipped
+    data/gpt2/), never downloaded; ValueError naming where it looked when neither holds them."""
+    import tiktoken
+    from tiktoken.load import data_gym_to_mergeable_bpe_ranks
+    from tiktoken_ext.openai_public import ENDOFTEXT, r50k_pat_str  # tiktoken's own gpt2 definition
+    env = os.environ.get("XSAGPT_GPT2_VOCAB")
+    folder = pathlib.Path(env) if env else SHIPPED_VOCAB
+    where = f"XSAGPT_GPT2_VOCAB={env}" if env else str(SHIPPED_VOCAB)
+    if missing := [name for name in GPT2_FILES if not (folder / name).is_file()]:
+        raise ValueError(f"{where}: no {' or '.join(missing)}; this command downloads nothing: point "
+                         "XSAGPT_GPT2_VOCAB at a folder with GPT-2's encoder.json and vocab.bpe (the xsagpt "
+                         "repository ships them in data/gpt2/)")
+    try:
+        ranks = data_gym_to_mergeable_bpe_ranks(
+            vocab_bpe_file=str(folder / "vocab.bpe"), encoder_json_file=str(folder / "encoder.json"),
+            vocab_bpe_hash=GPT2_FILES["vocab.bpe"], encoder_json_hash=GPT2_FILES["encoder.json"])
+    except ValueError as e:  # tiktoken's hash check
+        raise ValueError(f"{where}: not GPT-2's vocabulary files ({e})") from None
+    return tiktoken.Encoding("gpt2", pat_str=r50k_pat_str, mergeable_ranks=ranks, special_tokens={ENDOFTEXT: 50256},
+                             explicit_n_vocab=50257)
+
+
 def main() -> None:
     if len(sys.argv) != 4:
         sys.exit("usage: load_export.py EXPORT_DIR CONTEXT CONTINUATION")
-    import tiktoken
-    enc = tiktoken.get_encoding("gpt2")
     try:
         model = load_export(sys.argv[1])
+        enc = gpt2_encoding()
     except (OSError, ValueError) as e:
         sys.exit(f"load_export.py: error: {e}")
     ctx, cont = sys.argv[2], sys.argv[3]

@@ -4,7 +4,9 @@ L(C) = E + A C^-alpha over the ladder's computes, beside each variant's compute 
 the baseline at each rung with its 95% bootstrap interval (below 1: the variant needs less compute)."""
 from __future__ import annotations
 
+import math
 import sys
+import textwrap
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -23,19 +25,53 @@ def fitted(fit: dict, compute: np.ndarray) -> np.ndarray | None:
     return fit["E"] + fit["A"] * compute ** (-fit["alpha"])
 
 
+class PlainTicks(ticker.Formatter):
+    """Tick labels as plain numbers (3.4, 0.97), not powers of ten: with as many decimals as
+    the ticks' spacing needs on a linear axis, and on a log axis whose ticks span less than a
+    decade (10.800, 10.805, ... rather than 10.8 six times), else three significant digits."""
+
+    decimals: int | None = None
+
+    def __init__(self, only: tuple[int, ...] = ()):
+        self.only = only  # label only these multiples of a power of ten (2 and 5 for minor ticks), when given
+
+    def set_locs(self, locs):
+        super().set_locs(locs)
+        xs = sorted(float(x) for x in locs)
+        self.decimals = None
+        log = self.axis is not None and self.axis.get_scale() == "log"
+        if len(xs) >= 2 and (not log or (xs[0] > 0 and xs[-1] / xs[0] < 10)):
+            step = min(b - a for a, b in zip(xs, xs[1:]))
+            self.decimals = next((d for d in range(10) if all(abs(round(x, d) - x) < step / 1000 for x in xs)), 9)
+
+    def __call__(self, x, pos=None) -> str:
+        if self.only and x > 0 and round(x / 10 ** math.floor(math.log10(x) + 1e-9), 6) not in self.only:
+            return ""
+        return f"{x:.{self.decimals}f}" if self.decimals is not None else f"{x:.3g}"
+
+
 def plain_log_y(ax, values: list) -> None:
     """A loss or ratio axis on a log scale where the values span a factor of 4 or more, else
-    linear (a log axis over a narrow range has too few ticks to read), labelled with plain
-    numbers (3.4, 0.97), not powers of ten. The minor ticks (2, 3, ... 9 within a decade) are
-    labelled only within less than a decade, where they are the only labels; over several
-    decades their labels run into each other."""
+    linear (a log axis over a narrow range has too few ticks to read), labelled by
+    PlainTicks. The minor ticks (2, 3, ... 9 within a decade, or the linear ticks matplotlib
+    puts in a range narrower than that) are labelled within less than a decade, where they
+    are the only labels; over two decades at most, those at 2 and 5; over more, none, where
+    their labels would run into each other."""
     vals = [v for v in values if is_number(v) and v > 0]
-    if vals and max(vals) / min(vals) >= 4:
+    span = max(vals) / min(vals) if vals else 1.0
+    if span >= 4:
         ax.set_yscale("log")
-        minor = (ticker.FuncFormatter(lambda y, _: f"{y:.3g}") if max(vals) / min(vals) < 10
-                 else ticker.NullFormatter())
-        ax.yaxis.set_minor_formatter(minor)
-    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda y, _: f"{y:.3g}"))
+        ax.yaxis.set_minor_formatter(PlainTicks() if span < 10 else PlainTicks(only=(2, 5)) if span <= 100
+                                     else ticker.NullFormatter())
+    ax.yaxis.set_major_formatter(PlainTicks())
+
+
+def rule_words(analysis: dict) -> str:
+    """The loss panel's title: the E rule the curves were fitted by, or why there are none."""
+    if isinstance(analysis.get("e_rule"), str):
+        return f"each seed's run and the fitted curves (E rule: {analysis['e_rule']})"
+    why = analysis.get("e_rule_why") or "no rule for E"
+    return "each seed's run; no fitted curve:\n" + textwrap.fill(why, 70)
 
 
 def loss_panel(ax, ladder: dict, pal: Palette, order: list) -> None:
@@ -64,15 +100,12 @@ def loss_panel(ax, ladder: dict, pal: Palette, order: list) -> None:
         else:
             ax.plot([], [], color=c, marker=pal.marker(var), ls="none", label=f"{label} (no fit)")
     ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda y, _: f"{y:.3g}"))
-    ax.yaxis.set_minor_formatter(ticker.FuncFormatter(lambda y, _: f"{y:.3g}"))
+    plain_log_y(ax, [o["loss"] for o in obs])
     ax.set_xlabel("training compute C (FLOPs)")
     ax.set_ylabel("final val loss")
     ax.grid(alpha=0.3, which="both")
     ax.legend(frameon=False, fontsize="small")
-    rule = ladder["analysis"].get("e_rule")
-    ax.set_title(f"each seed's run and the fitted curves (E rule: {rule})", fontsize="medium")
+    ax.set_title(rule_words(ladder["analysis"]), fontsize="medium")
 
 
 def multiplier_panel(ax, ladder: dict, baseline: str, pal: Palette, order: list) -> None:
@@ -88,7 +121,9 @@ def multiplier_panel(ax, ladder: dict, baseline: str, pal: Palette, order: list)
             if not is_number(m.get("multiplier")):
                 continue
             ci = m.get("multiplier_ci95")
-            x = m.get("compute", (r.get("baseline") or {}).get("compute"))
+            x = m.get("compute") or (r.get("baseline") or {}).get("compute")
+            if not is_number(x):  # neither the variant nor the baseline says where the rung is
+                continue
             x *= 1.04 ** (k - (len(variants) - 1) / 2)  # variants side by side at one rung
             xs.append(x)
             ys.append(m["multiplier"])
@@ -105,15 +140,19 @@ def multiplier_panel(ax, ladder: dict, baseline: str, pal: Palette, order: list)
     ax.set_xlabel("training compute C (FLOPs)")
     ax.set_ylabel(f"compute multiplier vs {baseline}\n(< 1: the variant needs less compute)")
     ax.grid(alpha=0.3, which="both")
-    for r in rungs:
-        x = (r.get("baseline") or {}).get("compute")  # null: the baseline has no run at this rung
-        if is_number(x):  # the rung's name along the bottom edge
-            ax.annotate(names.get(r["rung"], str(r["rung"])), (x, 0.02), xycoords=ax.get_xaxis_transform(),
-                        ha="center", fontsize="x-small", color="0.4")
+    at = {r["rung"]: r["baseline"]["compute"] for r in rungs  # null: the baseline has no run at this rung
+          if is_number((r.get("baseline") or {}).get("compute"))}
+    if at and not drawn:  # the axis spans the rungs, not matplotlib's empty 1 to 10
+        ax.set_xlim(min(at.values()) / 2, max(at.values()) * 2)
+    for rung, x in at.items():  # the rung's name along the bottom edge (one off the axis is not drawn)
+        ax.annotate(names.get(rung, str(rung)), (x, 0.02), xycoords=ax.get_xaxis_transform(), ha="center",
+                    fontsize="x-small", color="0.4", annotation_clip=True)
     if drawn:
         ax.legend(frameon=False, fontsize="small")
     else:
-        ax.text(0.5, 0.5, "no multiplier yet", ha="center", va="center", transform=ax.transAxes)
+        whys = [m["why"] for r in rungs for m in (r.get("variants") or {}).values() if isinstance(m.get("why"), str)]
+        ax.text(0.5, 0.5, textwrap.fill("no multiplier: " + whys[0] if whys else "no multiplier yet", 50),
+                ha="center", va="center", transform=ax.transAxes)
     ax.set_title("multiplier at each rung, 95% bootstrap interval over seeds", fontsize="medium")
 
 
@@ -133,7 +172,8 @@ def ladder_figure(sweep: Sweep) -> Figure | None:
     loss_panel(left, ladder, pal, order)
     multiplier_panel(right, ladder, baseline, pal, order)
     left_out = len(ladder.get("left_out", []))
-    fig.suptitle(f"Ladder {sweep.path.resolve().name}: {len(ladder['rungs'])} rungs, "
-                 f"{len(ladder['observations'])} runs in the fit"
+    n, runs = len(ladder["rungs"]), len(ladder["observations"])
+    fig.suptitle(f"Ladder {sweep.path.resolve().name}: {n} rung{'s' * (n != 1)}, {runs} run{'s' * (runs != 1)} "
+                 "in the fit"
                  + (f", {left_out} left out (report.md says why)" if left_out else ""))
     return fig

@@ -6,23 +6,30 @@ losses were not measured.
 
 JSON has no NaN, so the trainer writes a value it could not measure as null (a loss or a
 similarity bias of a model whose weights went NaN, an MFU on a CPU): null passes wherever a
-number may stand. true and false do not: Python counts them as the integers 1 and 0, so
-without this check a damaged `true` would be drawn or mirrored as 1.0. Nor does a negative
-step: steps count from 0 (the evaluation before training), and read as a restart one would
-drop the history after it. A line that fails is damaged as a whole (an edit, a disk error,
-another program's line); callers name it with its file, line number and the first problem
-found, and use none of it."""
+number may stand. A literal NaN, Infinity or -Infinity (or 1e999) does not: it is no JSON
+the trainer writes (finite_json.py, the rule every reader here shares). Nor do true and
+false: Python counts them as the integers 1 and 0, so without this check a damaged `true`
+would be drawn or mirrored as 1.0. Nor does a step outside 0..2^63-1: steps count from 0
+(the evaluation before training), a negative one read as a restart would drop the history
+after it, and one past the trainer's 64-bit counter has no place on an axis. Nor does a
+negative count of tokens or seconds, the axes the curves are drawn against. A line that
+fails is damaged as a whole (an edit, a disk error, another program's line); callers name
+it with its file, line number and the first problem found, and use none of it."""
 from __future__ import annotations
 
 import dataclasses
 import json
 import pathlib
 
+from finite_json import NotFinite, loads  # beside this file: no NaN or Infinity literal
+
 # The numbers of a train line (train_loss, lr, grad_norm, tokens_per_s, mfu) and of a val
 # line (val_loss), and those both carry.
 NUMBER_KEYS = ("tokens", "time_s", "train_loss", "val_loss", "lr", "grad_norm", "tokens_per_s", "mfu")
 GATE_KEYS = ("mean", "min", "max")  # an xsa_gate layer's summary over its heads
 LOSS_KEYS = {"train": "train_loss", "val": "val_loss"}  # a line's kind, by the loss it carries
+COUNT_KEYS = ("tokens", "time_s")  # the curves' x axes: counts, never below 0
+STEP_MAX = 2**63 - 1  # the trainer's step is a 64-bit signed integer (src/run/metrics.h)
 
 
 def is_number(v) -> bool:
@@ -72,12 +79,17 @@ def record_problem(rec, required: tuple[str, ...] = ()) -> str | None:
         return f"step is {_shown(step)}, not an integer"
     if step < 0:
         return f"step is {step}; steps count from 0 (the evaluation before training)"
+    if step > STEP_MAX:
+        return f"step is {_shown(step)}, past 2^63 - 1 (the trainer counts steps in a 64-bit integer)"
     for key in required:
         if rec.get(key) is None:
             return f"{key} is {'null' if key in rec else 'missing'}; expected a number"
     for key in NUMBER_KEYS:
         if why := _number_problem(key, rec.get(key)):
             return why
+    for key in COUNT_KEYS:
+        if is_number(rec.get(key)) and rec[key] < 0:
+            return f"{key} is {_shown(rec[key])}; a count, expected >= 0"
     return (_per_layer_problem("cos_y_v", rec.get("cos_y_v"), "a number per layer", _number_problem)
             or _per_layer_problem("xsa_gate", rec.get("xsa_gate"), "per layer null or its gate's mean, min and max",
                                   _gate_problem))
@@ -89,7 +101,9 @@ NOT_JSON = "not JSON (a line cut off by a kill, which the trainer drops on resum
 def parse_line(line: str | bytes) -> tuple[dict | None, str | None]:
     """One line of metrics.jsonl: (the record, None), or (None, why it is damaged)."""
     try:
-        rec = json.loads(line)
+        rec = loads(line)
+    except NotFinite as e:
+        return None, str(e)
     except ValueError:
         return None, NOT_JSON
     why = record_problem(rec)

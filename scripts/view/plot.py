@@ -33,8 +33,11 @@ metrics_record.py, shared with track.py: a loss the trainer logged as null (not 
 diverged) is left out of its curve, which ends at its last finite value, with a note on stderr,
 so a diverged sweep point costs the other points none of their figures. A PATH that is none of
 these, a run with no metrics yet, or a metrics.jsonl line with a value that is not what the
-trainer writes (a negative step; a loss, a time or a layer's cos_y_v or xsa_gate that is no number
-or null, such as true) is an error (exit 2) naming it, and the line and key. So is a figures folder that
+trainer writes (a step that is negative or past 2^63-1; a negative tokens or time_s; a loss, a time
+or a layer's cos_y_v or xsa_gate that is no number or null, such as true) is an error (exit 2)
+naming it, and the line and key. So is a literal NaN, Infinity or -Infinity (or 1e999) in any file
+read (finite_json.py: xsagpt writes null), named by file and line, and a summary.json whose points
+or ladder section have another shape than `xsagpt sweep` writes, named by the key's path. So is a figures folder that
 cannot be made or written (under a file, under /proc, on a read-only disk), in one line naming
 it; a figure is written whole or not at all (a temporary file renamed over its name).
 """

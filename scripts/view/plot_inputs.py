@@ -14,6 +14,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from finite_json import NotFinite, loads
+from ladder_section import ladder_problem
 from metrics_record import MetricsDamage, is_number, read_history
 
 # A run's variant name: config.json's "variant", or for older runs the same rule on the
@@ -71,10 +73,14 @@ class Analysis:
 
 
 def read_json(path: pathlib.Path) -> dict:
+    """A JSON object from a file, every number in it finite (finite_json.py's rule, as for
+    metrics.jsonl): a literal NaN or Infinity is named with its line."""
     try:
         with open(path) as f:
-            data = json.load(f)
-    except json.JSONDecodeError as e:
+            data = loads(f.read())
+    except NotFinite as e:
+        raise PlotError(f"{path}:{e.lineno}: {e}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise PlotError(f"{path}: not valid JSON ({e})") from None
     except OSError as e:
         raise PlotError(f"{path}: cannot read ({e.strerror})") from None
@@ -120,10 +126,27 @@ def load_run(path: pathlib.Path, label: str | None = None) -> Run:
                val)
 
 
+def summary_problem(summary: dict) -> str | None:
+    """Why a summary.json is not what `xsagpt sweep` writes, in the shapes the figures read:
+    'keys' and 'points' lists, every point an object with a name, a folder and its values,
+    and the ladder section, when there is one, as ladder_section.py checks it."""
+    if not isinstance(summary.get("points"), list) or not isinstance(summary.get("keys"), list):
+        return "expected 'keys' and 'points' lists"
+    for i, p in enumerate(summary["points"]):
+        if not isinstance(p, dict):
+            return f"points[{i}] is {json.dumps(p)[:60]}, not an object"
+        for key, kind, what in (("name", str, "a string"), ("dir", str, "a string"), ("values", dict, "an object")):
+            if key not in p:
+                return f"a point has no '{key}'"
+            if not isinstance(p[key], kind):
+                return f"points[{i}].{key} is {json.dumps(p[key])[:60]}, not {what}"
+    return ladder_problem(summary["ladder"]) if summary.get("ladder") is not None else None
+
+
 def load_sweep(path: pathlib.Path) -> Sweep:
     summary = read_json(path / "summary.json")
-    if not isinstance(summary.get("points"), list) or not isinstance(summary.get("keys"), list):
-        raise PlotError(f"{path / 'summary.json'}: expected 'keys' and 'points' lists")
+    if why := summary_problem(summary):
+        raise PlotError(f"{path / 'summary.json'}: {why}")
     # A point the summary found invalid (another config's run in its directory, or files
     # that disagree with each other) is drawn nowhere, as it is compared nowhere.
     for p in summary["points"]:
@@ -133,9 +156,6 @@ def load_sweep(path: pathlib.Path) -> Sweep:
                                      if not (isinstance(p, dict) and p.get("status") == "invalid")]}
     runs = {}
     for p in summary["points"]:
-        for key in ("name", "dir", "values"):
-            if key not in p:
-                raise PlotError(f"{path / 'summary.json'}: a point has no '{key}'")
         try:
             runs[p["name"]] = load_run(path / p["dir"], label=p["name"])
         except NoRecords:

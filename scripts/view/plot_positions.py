@@ -15,7 +15,8 @@ numbers are printed as a table, and with --json written as JSON. Below zero: the
 variant's loss is lower than the baseline's at those positions.
 
 A name without a file at the baseline's sequence length, a seed the baseline lacks,
-bucket ranges that differ within a group, a missing --baseline, or an --out or --json
+bucket ranges that differ within a group, a missing --baseline, a literal NaN or Infinity
+in a file (finite_json.py, plot.py's rule: named with its line), or an --out or --json
 that cannot be written are errors (exit 2) naming the file.
 """
 from __future__ import annotations
@@ -30,6 +31,8 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only
 import matplotlib.pyplot as plt  # noqa: E402
+
+from finite_json import NotFinite, loads  # noqa: E402  beside this file: no NaN or Infinity literal
 
 DPI = 110
 
@@ -48,11 +51,13 @@ def read(arg: str) -> dict:
     if p.is_dir():
         p = p / "loss_by_position.json"
     try:
-        j = json.loads(p.read_text())
+        j = loads(p.read_text())
         buckets = j["buckets"]
         ranges = [(int(b["first"]), int(b["last"])) for b in buckets]
         loss = [float(b["mean_loss"]) for b in buckets]
         seq_len = int(j["seq_len"])
+    except NotFinite as e:
+        fail(f"{p}:{e.lineno}: {e}")
     except (OSError, ValueError, KeyError, TypeError) as e:
         fail(f"{p}: not a loss_by_position.json of `xsagpt analyze --positions` ({e})")
     seed = (j.get("config") or {}).get("train", {}).get("seed")

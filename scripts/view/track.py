@@ -18,11 +18,12 @@ before it is mirrored; --once mirrors what is there now and exits.
 
 It follows metrics.jsonl by record, not by byte offset: a file replaced by a resumed run
 (another inode) or cut shorter is read again from its start, and the last step mirrored
-per tag skips what was seen. A line that is no record (not JSON, a step that is no
-integer or is negative, a value that is not what the trainer writes: a loss, a rate or a
+per tag skips what was seen. A line that is no record (not JSON; a literal NaN or Infinity,
+which the trainer writes as null; a step that is no integer or is outside 0..2^63-1; a
+negative tokens or time_s; a value that is not what the trainer writes: a loss, a rate or a
 layer's cos_y_v or xsa_gate that is no number or null, such as true; metrics_record.py, the
-reader shared with plot.py) is
-skipped and named on stderr with its line number; the count is printed at exit. A metrics.jsonl that is not a file, a
+reader shared with plot.py) is skipped and named on stderr as FILE:LINE: why, as plot.py
+names it; the count is printed at exit. A metrics.jsonl that is not a file, a
 --tensorboard that names a file, or a TensorBoard folder that cannot be made (under a file, under /proc or /sys, on a
 read-only disk; out_folder.py, shared with plot.py) is a one-line error (exit 2).
 
@@ -115,7 +116,7 @@ class Run:
                 out.append(rec)
             elif self.damaged.get(self.lineno) != why:
                 self.damaged[self.lineno] = why
-                print(f"[track] {f} line {self.lineno}: {why}; skipped", file=sys.stderr)
+                print(f"[track] {f}:{self.lineno}: {why}; skipped", file=sys.stderr)
         return out
 
 

@@ -2,7 +2,7 @@
 
 #include "bench/peak_memory.h"
 #include "bench/timing.h"
-#include "dist/context.h"
+#include "distributed/context.h"
 #include "model/gpt.h"
 #include "model/rope.h"
 #include "train/step.h"

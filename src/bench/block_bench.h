@@ -24,7 +24,7 @@
 #include "config/model_config.h"
 #include "config/run_config.h"
 #include "config/runtime.h"
-#include "dist/context.h"
+#include "distributed/context.h"
 #include "train/parts.h"
 
 #include <torch/torch.h>

@@ -5,7 +5,7 @@
 // This file reads the options; sweep/run.h runs the points.
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 #include "sweep/plan.h"
 #include "sweep/results.h"
 #include "sweep/run.h"

@@ -2,7 +2,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "config/run_config.h"
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 #include "train/signals.h"
 #include "train/trainer.h"
 #include "util/utf8.h"

@@ -10,7 +10,7 @@
 #pragma once
 
 #include "config/run_config.h"
-#include "dist/context.h"
+#include "distributed/context.h"
 #include "optim/muon.h"
 #include "optim/zero.h"
 

@@ -12,7 +12,7 @@
 // keeps this rank's part, so runs resume across shard_optimizer settings.
 #pragma once
 
-#include "dist/context.h"
+#include "distributed/context.h"
 #include "optim/optimizer.h"
 
 #include <memory>

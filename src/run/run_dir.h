@@ -26,7 +26,7 @@
 #pragma once
 
 #include "config/run_config.h"
-#include "dist/context.h"
+#include "distributed/context.h"
 #include "run/done_json.h"
 #include "run/run_paths.h"
 #include "run/run_start.h"

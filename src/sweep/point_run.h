@@ -5,7 +5,7 @@
 // in turn; `xsagpt sweep --point K` for one.
 #pragma once
 
-#include "dist/context.h"
+#include "distributed/context.h"
 #include "sweep/grid.h"
 #include "sweep/point_lock.h"
 

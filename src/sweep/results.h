@@ -3,7 +3,7 @@
 // the points that are done while others may still train.
 #pragma once
 
-#include "dist/context.h"
+#include "distributed/context.h"
 #include "sweep/grid.h"
 
 #include <string>

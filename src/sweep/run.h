@@ -14,7 +14,7 @@
 // and the queue goes on.
 #pragma once
 
-#include "dist/context.h"
+#include "distributed/context.h"
 #include "sweep/grid.h"
 
 #include <string>

@@ -13,7 +13,7 @@
 
 #include "config/run_config.h"
 #include "data/loader.h"
-#include "dist/context.h"
+#include "distributed/context.h"
 #include "model/gpt.h"
 
 #include <nlohmann/json.hpp>

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "data/loader.h"
-#include "dist/context.h"
+#include "distributed/context.h"
 #include "model/gpt.h"
 
 namespace xsagpt {

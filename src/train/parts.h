@@ -8,7 +8,7 @@
 #pragma once
 
 #include "config/run_config.h"
-#include "dist/context.h"
+#include "distributed/context.h"
 #include "model/gpt.h"
 #include "optim/run_optimizer.h"
 

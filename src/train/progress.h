@@ -13,7 +13,7 @@
 #pragma once
 
 #include "config/run_config.h"
-#include "dist/context.h"
+#include "distributed/context.h"
 #include "run/metrics.h"
 #include "run/progress_state.h"
 #include "train/step.h"

@@ -11,7 +11,7 @@
 #include "config/run_config.h"
 #include "data/loader.h"
 #include "data/prefetch.h"
-#include "dist/context.h"
+#include "distributed/context.h"
 #include "model/gpt.h"
 #include "optim/run_optimizer.h"
 #include "run/checkpoint.h"

@@ -8,7 +8,7 @@
 // GPU, so the host runs ahead and queues the next step's kernels.
 #pragma once
 
-#include "dist/context.h"
+#include "distributed/context.h"
 #include "model/gpt.h"
 #include "optim/run_optimizer.h"
 

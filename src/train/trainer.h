@@ -5,7 +5,7 @@
 #pragma once
 
 #include "config/run_config.h"
-#include "dist/context.h"
+#include "distributed/context.h"
 
 #include <filesystem>
 #include <string>

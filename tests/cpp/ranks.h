@@ -1,9 +1,9 @@
 // Two or more Gloo ranks as threads of one test process, for the c10d context's
-// collectives (test_dist.cpp) and the sharded optimizer (test_zero.cpp).
+// collectives (test_distributed.cpp) and the sharded optimizer (test_zero.cpp).
 #pragma once
 
-#include "dist/launch_env.h"
-#include "dist/process_group.h"
+#include "distributed/launch_env.h"
+#include "distributed/process_group.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>

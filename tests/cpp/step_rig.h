@@ -3,7 +3,7 @@
 // tests that train a few steps.
 #pragma once
 
-#include "dist/context.h"
+#include "distributed/context.h"
 #include "model/gpt.h"
 #include "train/parts.h"
 #include "train/step.h"

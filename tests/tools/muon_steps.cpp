@@ -13,7 +13,7 @@
 //   muon    [name]                 the parameters Muon updated
 //   train   {key: value}           the resolved train section
 #include "config/run_config.h"
-#include "dist/context.h"
+#include "distributed/context.h"
 #include "model/gpt.h"
 #include "optim/run_optimizer.h"
 #include "optim/schedule.h"

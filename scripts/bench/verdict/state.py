@@ -9,11 +9,24 @@ strictly: a file that is no such mapping was damaged outside the verdict (a hand
 a bundle unpacked in part), and taking it for "nothing done yet" would spend minutes of
 a lease measuring again what may be measured already. Damage is refused with the file
 and what is wrong named (StateDamaged): a refusal costs one call's seconds and loses
-nothing, and the bundle every call brings back holds the last good copy."""
+nothing, and the bundle every call brings back holds the last good copy.
+
+It is read only as a regular file (a symlink to one included) of at most MAX_BYTES, nested
+at most MAX_DEPTH deep: the verdict's own file is a few KiB, two levels deep, so anything
+else was put there by hand or by accident, and reading it as it is could hang (a FIFO with
+no writer), exhaust memory (a link to /dev/zero) or end in a RecursionError. The file's
+type is read without opening it, then again on what was opened (without blocking), so a
+file swapped in between is caught too."""
+import itertools
 import json
+import os
 import pathlib
+import re
+import stat
 
 STATUSES = ("done", "failed", "pending")
+MAX_BYTES = 1 << 20
+MAX_DEPTH = 16
 
 
 class StateDamaged(Exception):
@@ -33,10 +46,8 @@ def read_state(path: pathlib.Path) -> dict:
     JSON object of stages, each an object with a known status."""
     if not path.exists() and not path.is_symlink():
         return {}
-    if path.is_dir():
-        raise _damaged(path, "a directory, not a file")
     try:
-        state = json.loads(path.read_text())
+        state = json.loads(_bounded_text(path))
     except OSError as e:
         raise _damaged(path, f"cannot be read: {e.strerror or e}") from None
     except ValueError as e:  # also a file cut short, and bytes that are no UTF-8
@@ -48,6 +59,42 @@ def read_state(path: pathlib.Path) -> dict:
         if status not in STATUSES:
             raise _damaged(path, f"stage {name!r} has no status among {', '.join(STATUSES)}: {json.dumps(entry)[:80]}")
     return state
+
+
+def _kind(mode: int) -> str | None:
+    """What a file that is not a regular one is, in words; None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    return next((what for test, what in kinds if test(mode)), "not a regular file")
+
+
+def _bounded_text(path: pathlib.Path) -> str:
+    """The file's text, when it is a regular file of at most MAX_BYTES nested at most MAX_DEPTH
+    deep; StateDamaged naming what it is otherwise (OSError when it cannot be read)."""
+    if kind := _kind(os.stat(path).st_mode):
+        raise _damaged(path, f"{kind}{' (through a symlink)' if path.is_symlink() else ''}, not a regular file")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO put there since the stat does not block the open
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if kind := _kind(st.st_mode):
+            raise _damaged(path, f"{kind}, not a regular file")
+        if st.st_size > MAX_BYTES:
+            raise _damaged(path, f"{st.st_size} bytes, more than the {MAX_BYTES} bytes a state may hold")
+        data = f.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:  # grown since the fstat
+        raise _damaged(path, f"more than the {MAX_BYTES} bytes a state may hold (it grew while read)")
+    text = data.decode()
+    if (depth := _depth(text)) > MAX_DEPTH:
+        raise _damaged(path, f"nested {depth} deep, more than the {MAX_DEPTH} levels a state may hold")
+    return text
+
+
+def _depth(text: str) -> int:
+    """How deep the brackets of a JSON text nest, its strings left out (a bracket in one is text)."""
+    brackets = re.sub(r'"(?:[^"\\]|\\.)*"|[^][{}]', "", text)
+    return max(itertools.accumulate(1 if c in "[{" else -1 for c in brackets), default=0)
 
 
 def tmp_path(path: pathlib.Path) -> pathlib.Path:

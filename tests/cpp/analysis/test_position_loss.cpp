@@ -4,7 +4,7 @@
 // twin here; the CUDA kernel on a GPU); and GPT::token_losses row by row against
 // cross-entropy of forward's own logits.
 #include "analysis/position_loss.h"
-#include "dist/context.h"
+#include "distributed/context.h"
 #include "helpers.h"
 #include "train/evaluate.h"
 

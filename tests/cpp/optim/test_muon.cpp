@@ -3,7 +3,7 @@
 // to Muon. The whole update is tested against torch.optim.Muon in
 // tests/python/train/test_muon.py.
 #include "config/run_config.h"
-#include "dist/context.h"
+#include "distributed/context.h"
 #include "helpers.h"
 #include "model/counts.h"
 #include "model/gpt.h"

@@ -89,9 +89,9 @@ def test_values_that_are_no_number_are_refused_and_damaged_lines_named(track, tm
     assert [(tag, s) for tag, s, _ in run.sink.logged] == [("train/loss", 1), ("train/tokens", 1),
                                                            ("train/loss", 5), ("train/tokens", 5), ("val/loss", 6)]
     err = capsys.readouterr().err
-    assert f"{f} line 2: train_loss is true, not a number; skipped" in err
-    assert f"{f} line 3: not JSON" in err
-    assert f"{f} line 4: val_loss is \"4.1\", not a number; skipped" in err
+    assert f"{f}:2: train_loss is true, not a number; skipped" in err
+    assert f"{f}:3: not JSON" in err
+    assert f"{f}:4: val_loss is \"4.1\", not a number; skipped" in err
     assert sorted(run.damaged) == [2, 3, 4]
     track.mirror(run)  # named once, not at every poll
     assert capsys.readouterr().err == ""
@@ -104,7 +104,7 @@ def test_a_negative_step_is_named_as_damage(track, tmp_path, capsys):
     track.mirror(run)
     # Before: dropped without a word (no step mirrored is below -1).
     assert [(tag, s) for tag, s, _ in run.sink.logged if tag == "train/loss"] == [("train/loss", 1), ("train/loss", 2)]
-    assert f"{f} line 2: step is -5; steps count from 0" in capsys.readouterr().err
+    assert f"{f}:2: step is -5; steps count from 0" in capsys.readouterr().err
     assert sorted(run.damaged) == [2]
 
 
@@ -125,7 +125,7 @@ def test_damaged_diagnostics_are_refused_as_losses_are(track, tmp_path, capsys):
     err = capsys.readouterr().err
     for n, why in ((2, "cos_y_v is 5, not a list"), (3, "cos_y_v[0] is true, not a number"),
                    (4, 'xsa_gate[1].mean is "x", not a number'), (5, "xsa_gate[0] is 0.5, not null or an object")):
-        assert f"{f} line {n}: {why}" in err, err
+        assert f"{f}:{n}: {why}" in err, err
     assert sorted(run.damaged) == [2, 3, 4, 5]
 
 

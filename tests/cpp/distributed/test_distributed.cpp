@@ -3,8 +3,8 @@
 // checked against values computed here independently (float64 references for
 // the averaged gradients, a plain loop for the replica checksum).
 #include "config/schema.h"
-#include "dist/launch_env.h"
-#include "dist/process_group.h"
+#include "distributed/launch_env.h"
+#include "distributed/process_group.h"
 #include "ranks.h"
 
 #include <ATen/CPUGeneratorImpl.h>

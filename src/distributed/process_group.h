@@ -39,8 +39,8 @@
 // shows s1:s2 summed over all the tensors, in hex.
 #pragma once
 
-#include "dist/context.h"
-#include "dist/launch_env.h"
+#include "distributed/context.h"
+#include "distributed/launch_env.h"
 
 #include <chrono>
 #include <cstdint>

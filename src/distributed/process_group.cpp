@@ -1,4 +1,4 @@
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 
 #include "util/error.h"
 

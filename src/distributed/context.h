@@ -1,7 +1,7 @@
 // The process group a training run sees. Single-process runs use this base class
 // (every collective is the identity, gradient sync is plain loss.backward()); runs
 // launched by torchrun or SLURM use the c10d subclass that make_dist_context()
-// (dist/process_group.h) returns, so the trainer has no distributed branches of
+// (distributed/process_group.h) returns, so the trainer has no distributed branches of
 // its own.
 #pragma once
 
