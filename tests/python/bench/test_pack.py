@@ -6,6 +6,10 @@ import subprocess
 
 import pytest
 
+# The pack runs `cmake --build build` and writes out/lease in the checkout, as the lease
+# does: its test runs with the lease's, one at a time on one pytest-xdist worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("checkout_build")
+
 
 def test_the_pack_folder_holds_the_lease_and_fits(repo_root, build_dir):
     if build_dir.resolve() != (repo_root / "build").resolve():
