@@ -7,8 +7,9 @@
 # tests/CMakeLists.txt; pytest-timeout in tests/python/pytest.ini), so that a test
 # which hangs fails with its name instead of holding the run. pytest runs one
 # pytest-xdist worker per core (XSAGPT_TEST_WORKERS to change it; 0 runs in one
-# process), each worker's binaries on one thread (tests/python/conftest.py); the
-# tests that share the checkout's build/ stay on one worker (--dist loadgroup).
+# process), each worker's binaries on one thread (tests/python/conftest.py), a test
+# file's tests on one worker (--dist loadfile), so that a module's trained run or
+# export is made once, not once per worker.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -25,6 +26,6 @@ grep -E '^ *[0-9]+/[0-9]+ Test +#' "$log" | sed -E 's/.* Test +#[0-9]+: ([^ ]+) 
   sort -rn | head -15 || true
 echo "[test] Python suite (pytest)"
 xdist=()
-[ "$workers" -gt 0 ] && xdist=(-n "$workers" --dist loadgroup)
+[ "$workers" -gt 0 ] && xdist=(-n "$workers" --dist loadfile)
 XSAGPT_BUILD_DIR="$build" .venv/bin/python -m pytest -q --durations=15 "${xdist[@]}" tests/python || status=1
 exit $status

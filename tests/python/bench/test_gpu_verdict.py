@@ -21,10 +21,6 @@ import lease as lease_script
 from verdict.correctness import parse_gtest_listing
 from verdict.schedule import Stage, Verdict, order_by_needs
 
-# The lease runs `cmake --build build` and writes out/ in the checkout: its tests run one
-# at a time on one pytest-xdist worker (the test command's --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("checkout_build")
-
 
 def verdict(repo_root, out, *args, env_extra=None):
     env = None

@@ -21,10 +21,6 @@ import uuid
 
 import pytest
 
-# The lease runs `cmake --build build` and writes out/ in the checkout: its tests run one
-# at a time on one pytest-xdist worker (the test command's --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("checkout_build")
-
 
 def run(repo_root, script, out, *args):
     return subprocess.run([sys.executable, str(repo_root / "scripts/bench" / script), "--cpu-dry-run",
