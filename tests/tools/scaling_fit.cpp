@@ -8,8 +8,8 @@
 // Output (JSON): {"fits": [{"E", "A", "alpha", "sse"} | {"why"}, ...],
 //                 "shared": [[{"E", "A", "alpha", "sse"} | {"why"}, ...], ...],
 //                 "lines": [{"slope", "intercept", "se", "ci": [lo, hi] | null} | null, ...]}
-#include "stats/line_fit.h"
 #include "stats/scaling_fit.h"
+#include "stats/line_fit.h"
 
 #include <nlohmann/json.hpp>
 
