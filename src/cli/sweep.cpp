@@ -2,6 +2,7 @@
 // the other keys) as a training run, restartably, then compare every variant with the
 // baseline (summary.json, report.md, a table) and draw the figures. This file reads the
 // options; sweep/run.h runs the points.
+#include "bench/block_bench.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "distributed/process_group.h"
@@ -40,7 +41,9 @@ int sweep(int argc, char** argv) {
   DistContext& dist = *dist_ctx;
   const auto sweep = load_sweep(args["config"].as<std::string>(), dist.world_size());
   const bool dry_run = args.count("dry-run") > 0;
-  if (dist.is_main()) print_sweep_plan(sweep, dist.world_size(), dry_run);
+  // The dry run times a ladder's steps with bench's training step where the ladder names no
+  // estimate (sweep/ladder_plan.h).
+  if (dist.is_main()) print_sweep_plan(sweep, dist.world_size(), dry_run, step_flop_rate);
   if (dry_run) return 0;
   SweepRunOptions run;
   run.force = args.count("force") > 0;

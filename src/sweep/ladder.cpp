@@ -2,7 +2,6 @@
 #include "sweep/ladder.h"
 
 #include "model/counts.h"
-#include "sweep/ladder_plan.h"
 #include "sweep/ladder_rules.h"
 #include "util/paths.h"
 

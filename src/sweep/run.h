@@ -12,6 +12,7 @@
 
 #include "distributed/context.h"
 #include "sweep/grid.h"
+#include "sweep/ladder_plan.h"
 
 #include <string>
 
@@ -26,8 +27,9 @@ struct SweepRunOptions {
 
 // The grid and its resolved runs (and a ladder's rungs); with `memory` (the dry run),
 // each point's memory estimate on the device it would train on and, in a ladder, each
-// point's FLOPs and estimated time with the total (sweep/ladder_plan.h). Prints to stdout.
-void print_sweep_plan(const Sweep& sweep, int64_t world_size, bool memory);
+// point's FLOPs and estimated time with the total (sweep/ladder_plan.h), its steps timed
+// by `measure` where the ladder names no estimate. Prints to stdout.
+void print_sweep_plan(const Sweep& sweep, int64_t world_size, bool memory, const MeasureStep& measure);
 
 // Runs the sweep's points and writes its summary. Returns the exit status: 0 when
 // every point finished (or the sweep was interrupted, to be continued by the same

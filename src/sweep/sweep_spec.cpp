@@ -137,21 +137,21 @@ std::vector<std::string> constant_token_overrides(const RunConfig& base, int64_t
           fmt::format("train.batch_tokens={}", step_tokens)};
 }
 
-void DistinctPoints::add(const SweepPoint& p) {
-  if (!names_.insert(p.name).second)
+void DistinctPoints::add(const std::string& name, const RunConfig& config) {
+  if (!names_.insert(name).second)
     throw ConfigError(
         fmt::format("{}: grid: two points are both named {} (a value listed twice, e.g. 1e-3 "
                     "and 0.001?)",
-                    path_, p.name));
-  json meaning = saved_meaning(to_json(p.config));
+                    path_, name));
+  json meaning = saved_meaning(to_json(config));
   meaning.erase("out_dir");
   meaning.erase("variant");  // the model's name as written: the model itself is compared
-  const auto [it, added] = configs_.try_emplace(std::move(meaning), p.name);
+  const auto [it, added] = configs_.try_emplace(std::move(meaning), name);
   if (!added)
     throw ConfigError(
         fmt::format("{}: grid: points {} and {} resolve to the same run config (a value listed "
                     "twice in two spellings, or a key set to its default?); list each setting once",
-                    path_, it->second, p.name));
+                    path_, it->second, name));
 }
 
 }  // namespace xsagpt::sweep_spec

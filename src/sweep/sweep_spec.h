@@ -4,7 +4,6 @@
 #pragma once
 
 #include "config/run_config.h"
-#include "sweep/grid.h"
 
 #include <map>
 #include <set>
@@ -53,7 +52,7 @@ std::vector<std::string> constant_token_overrides(const RunConfig& base, int64_t
 class DistinctPoints {
  public:
   explicit DistinctPoints(std::string path) : path_(std::move(path)) {}
-  void add(const SweepPoint& p);
+  void add(const std::string& name, const RunConfig& config);  // a point's, as sweep/grid.h makes it
 
  private:
   std::string path_;
