@@ -2,14 +2,30 @@
 # The test command: sets up if needed, then runs the C++ suite (ctest) and the
 # Python suite (pytest: data preparation, reference-model and cross-language
 # checks). Exits non-zero if anything fails. Extra args go to ctest.
+# Both suites print their slowest tests, so that a test which grows shows in every
+# run's log, and each test has a time limit (the TIMEOUT property in
+# tests/CMakeLists.txt; pytest-timeout in tests/python/pytest.ini), so that a test
+# which hangs fails with its name instead of holding the run. pytest runs one
+# pytest-xdist worker per core (XSAGPT_TEST_WORKERS to change it; 0 runs in one
+# process), each worker's binaries on one thread (tests/python/conftest.py), a test
+# file's tests on one worker (--dist loadfile), so that a module's trained run or
+# export is made once, not once per worker.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 build="${XSAGPT_BUILD_DIR:-build}"
+workers="${XSAGPT_TEST_WORKERS:-$(nproc)}"
 bash scripts/setup.sh --eval --track
 status=0
 echo "[test] C++ suite (ctest)"
-ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@" || status=1
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@" | tee "$log" || status=1
+echo "[test] slowest C++ tests"
+grep -E '^ *[0-9]+/[0-9]+ Test +#' "$log" | sed -E 's/.* Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 s  \1/' |
+  sort -rn | head -15 || true
 echo "[test] Python suite (pytest)"
-XSAGPT_BUILD_DIR="$build" .venv/bin/python -m pytest -q tests/python || status=1
+xdist=()
+[ "$workers" -gt 0 ] && xdist=(-n "$workers" --dist loadfile)
+XSAGPT_BUILD_DIR="$build" .venv/bin/python -m pytest -q --durations=15 "${xdist[@]}" tests/python || status=1
 exit $status

@@ -50,21 +50,19 @@ if [ "$left" -lt 60 ]; then
 fi
 say "training for at most ${left} s into $dir"
 status=0
-timeout -s TERM -k 60 "$left" build/xsagpt sweep -c "$spec" >"$out/sweep.out" 2>"$out/sweep.log" || status=$?
+# --preserve-status: the sweep's own exit status (docs/sweeps-and-plots.md), 3 when the
+# budget's SIGTERM interrupted it, rather than timeout's 124.
+timeout --preserve-status -s TERM -k 60 "$left" build/xsagpt sweep -c "$spec" >"$out/sweep.out" 2>"$out/sweep.log" ||
+  status=$?
 for f in summary.json summary.csv summary_seeds.csv report.md; do
   [ -f "$dir/$f" ] && cp "$dir/$f" "$out/"
 done
 [ -d "$dir/plots" ] && cp -r "$dir/plots" "$out/"
 tail -c 8000 "$out/sweep.out"
-[ -f "$dir/summary.json" ] || { say "no summary yet (exit status $status); see $out/sweep.log"; exit 3; }
-if python3 -c 'import json, sys; sys.exit(0 if all(p["status"] == "done" for p in json.load(open(sys.argv[1]))["points"]) else 1)' \
-  "$dir/summary.json"; then
-  say "every point is done: $out/report.md"
-  exit 0
-fi
-if [ "$status" -ne 0 ] && [ "$status" -ne 124 ] && ! grep -q "interrupted" "$out/sweep.log"; then
-  say "the sweep failed (exit status $status); see $out/sweep.log"
-  exit "$status"
-fi
-say "points still to run: call the same command again"
-exit 3
+case "$status" in
+  0) say "every point is done: $out/report.md"; exit 0 ;;
+  3) say "interrupted with points still to run: call the same command again"; exit 3 ;;
+  137) say "killed 60 s after the budget's SIGTERM: call the same command again (it resumes)"; exit 3 ;;
+  1) say "a point failed, is invalid or is held by another process (exit status 1); see $out/sweep.log"; exit 1 ;;
+  *) say "the sweep failed (exit status $status); see $out/sweep.log"; exit "$status" ;;
+esac

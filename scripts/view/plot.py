@@ -44,7 +44,9 @@ it; a figure is written whole or not at all (a temporary file renamed over its n
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
+import socket
 import sys
 from collections.abc import Iterable, Iterator
 
@@ -88,12 +90,13 @@ def sweep_figures(sweep: Sweep, smooth: float | None, logx: bool, ylim) -> Itera
 def save(figures: Iterable[tuple[str, Figure | None]], out_dir: pathlib.Path, prefix: str = "") -> None:
     """Writes each figure as it is drawn (one open at a time) and prints its path. A figure goes
     to a temporary file renamed over its name, so a write that fails (a full disk) leaves the
-    figure drawn before, never a cut-off one."""
+    figure drawn before, never a cut-off one; the temporary is this process's own (host and pid),
+    as several processes sharing a sweep directory may draw its figures at once."""
     for name, fig in figures:
         if fig is None:
             continue
         path = out_dir / f"{prefix}{name}"
-        tmp = path.with_name(f".{path.name}.tmp")
+        tmp = path.with_name(f".{path.name}.{socket.gethostname()}.{os.getpid()}.tmp")
         try:
             fig.savefig(tmp, dpi=DPI, format="png")
             tmp.replace(path)

@@ -23,7 +23,8 @@ which the trainer writes as null; a step that is no integer or is outside 0..2^6
 negative tokens or time_s; a value that is not what the trainer writes: a loss, a rate or a
 layer's cos_y_v or xsa_gate that is no number or null, such as true; metrics_record.py, the
 reader shared with plot.py) is skipped and named on stderr as FILE:LINE: why, as plot.py
-names it; the count is printed at exit. A metrics.jsonl that is not a file, a
+names it, and the rest is mirrored; the count is printed at exit, and the exit code is then
+1, so that a caller can tell a history mirrored whole from one with lines left out. A metrics.jsonl that is not a file, a
 --tensorboard that names a file, or a TensorBoard folder that cannot be made (under a file, under /proc or /sys, on a
 read-only disk; out_folder.py, shared with plot.py) is a one-line error (exit 2).
 
@@ -330,7 +331,7 @@ def main(argv=None) -> int:
     damaged = sum(len(run.damaged) for run in runs.values())
     print(f"[track] mirrored {len(runs)} run(s)" + (f"; skipped {damaged} damaged line(s), each named above"
                                                    if damaged else ""), file=sys.stderr)
-    return 0
+    return 1 if damaged else 0
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> all{
       {"train", "train a model (SA or XSA) from a run config; resumable", train},
       {"sweep",
-       "run named variants x a grid (or a ladder of sizes); each variant vs the baseline, paired by seed; restartable",
+       "run named variants x a grid (or a ladder of sizes); each variant vs the baseline, paired by seed; restartable; --point: one point, processes side by side; --status; --summarize",
        sweep},
       {"info", "parameter counts, FLOPs per token and a memory estimate for a config", info},
       {"config", "print the configuration reference (every key, default, meaning)", config_reference},

@@ -1,15 +1,45 @@
 // `xsagpt sweep`: run every point of a grid (each named variant at every setting of
 // the other keys) as a training run, restartably, then compare every variant with the
-// baseline (summary.json, report.md, a table) and draw the figures. This file reads the
-// options; sweep/run.h runs the points.
+// baseline (summary.json, report.md, a table) and draw the figures; or one point of it
+// (--point), where the sweep stands (--status), or its summary so far (--summarize).
+// This file reads the options; sweep/run.h runs the points.
 #include "bench/block_bench.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "distributed/process_group.h"
+#include "sweep/plan.h"
+#include "sweep/results.h"
 #include "sweep/run.h"
+#include "sweep/status.h"
 #include "train/signals.h"
 
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <optional>
+
 namespace xsagpt::cli {
+
+namespace {
+
+// --point K or --point-from-env VAR, resolved against the sweep's points.
+std::optional<size_t> chosen_point(const cxxopts::ParseResult& args, const Sweep& sweep) {
+  if (args.count("point") && args.count("point-from-env"))
+    throw ConfigError("--point and --point-from-env: give one, not both");
+  if (args.count("point")) return find_point(sweep, args["point"].as<std::string>(), "--point");
+  if (!args.count("point-from-env")) return std::nullopt;
+  const auto var = args["point-from-env"].as<std::string>();
+  const char* value = std::getenv(var.c_str());
+  const std::string where = fmt::format("--point-from-env {}", var);
+  if (!value) throw ConfigError(fmt::format("{}: the environment variable {} is not set", where, var));
+  const std::string text = value;
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    throw ConfigError(fmt::format("{}: expected a point index (0 to {}) in {}, got \"{}\"", where,
+                                  sweep.points.size() - 1, var, text));
+  return find_point(sweep, text, fmt::format("{} ({}={})", where, var, text));
+}
+
+}  // namespace
 
 int sweep(int argc, char** argv) {
   ignore_broken_pipes();  // a console that goes away never kills a run (train/signals.h)
@@ -22,7 +52,9 @@ int sweep(int argc, char** argv) {
       "A \"ladder\" section runs the variants at several sizes (depths by a width rule, or model presets), "
       "each with its token budget and rate by stated rules, and fits each variant's loss against compute: the "
       "compute multiplier per size with intervals, its trend and extrapolation (docs/ladder-study.md; "
-      "configs/sweeps/ladder-tiny.json).");
+      "configs/sweeps/ladder-tiny.json). Exit status: 0 every point asked for is done; 1 a point failed, is "
+      "invalid or is held by another live process; 3 interrupted by a signal (SIGTERM, SIGINT, SIGHUP, SIGUSR2), "
+      "continued by the same command.");
   // clang-format off
   opts.add_options()
     ("c,config", "sweep file (see configs/sweeps/; variants-tiny.json compares attention variants on CPU)", cxxopts::value<std::string>())
@@ -31,6 +63,14 @@ int sweep(int argc, char** argv) {
     ("force", "continue in a sweep directory made from a different sweep file; points whose resolved run "
               "config changed are run again from the start (their old results are discarded)")
     ("retry-failed", "run the points that failed before again (without it a rerun leaves them failed)")
+    ("point", "train only this point: its index in --dry-run's order (from 0) or its name; any number of "
+              "processes (whole sweeps and points) may share one sweep directory, each point trained by one", cxxopts::value<std::string>())
+    ("point-from-env", "train only the point whose index is in this environment variable "
+                       "(SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX)", cxxopts::value<std::string>())
+    ("status", "print where each point stands (done; running, with host, job, step and heartbeat; pending; "
+               "failed, with why; invalid) and the totals; writes nothing")
+    ("summarize", "write summary.json, report.md and the figures from the points that are done, naming every "
+                  "point that is not; exit 1 while any is not done")
     ("no-plot", "do not draw figures at the end");
   // clang-format on
   const auto parsed = parse_command(opts, argc, argv);
@@ -41,16 +81,22 @@ int sweep(int argc, char** argv) {
   DistContext& dist = *dist_ctx;
   const auto sweep = load_sweep(args["config"].as<std::string>(), dist.world_size());
   const bool dry_run = args.count("dry-run") > 0;
+  const auto point = chosen_point(args, sweep);
+  const bool status = args.count("status") > 0, summarize = args.count("summarize") > 0;
+  if (dry_run + status + summarize + point.has_value() > 1)
+    throw ConfigError("--dry-run, --status, --summarize and --point/--point-from-env: give one at most");
+  if (status) return dist.is_main() ? print_sweep_status(sweep) : 0;
+  if (summarize) return dist.is_main() ? summarize_sweep(sweep, args.count("no-plot") == 0) : 0;
   // The dry run times a ladder's steps with bench's training step where the ladder names no
   // estimate (sweep/ladder_plan.h).
-  if (dist.is_main()) print_sweep_plan(sweep, dist.world_size(), dry_run, step_flop_rate);
+  if (dist.is_main() && !point) print_sweep_plan(sweep, dist.world_size(), dry_run, step_flop_rate);
   if (dry_run) return 0;
   SweepRunOptions run;
   run.force = args.count("force") > 0;
   run.retry_failed = args.count("retry-failed") > 0;
   run.plot = args.count("no-plot") == 0;
   run.watch_hint = track_command(sweep.dir);
-  return run_sweep(sweep, run, dist);
+  return point ? run_sweep_point(sweep, *point, run, dist) : run_sweep(sweep, run, dist);
 }
 
 }  // namespace xsagpt::cli

@@ -376,9 +376,9 @@ json sweep_summary(const Sweep& sweep) {
   return out;
 }
 
-void write_summary(const Sweep& sweep) {
+json write_summary(const Sweep& sweep) {
   const auto summary = sweep_summary(sweep);
-  write_file_atomic(sweep.dir / "summary.json", summary.dump(2) + "\n");
+  write_file_atomic_shared(sweep.dir / "summary.json", summary.dump(2) + "\n");
   // A sweep file with variants names them in a column of their own (the older form has model.attention).
   const bool variant_column = !sweep.variants.empty() && sweep.variant_key.empty();
   std::ostringstream csv;
@@ -396,11 +396,11 @@ void write_summary(const Sweep& sweep) {
       csv << "," << cell(p.value(k, json()));
     csv << "\n";
   }
-  write_file_atomic(sweep.dir / "summary.csv", csv.str());
+  write_file_atomic_shared(sweep.dir / "summary.csv", csv.str());
   if (!summary["comparisons"].empty() || summary.contains("ladder"))
-    write_file_atomic(sweep.dir / "report.md", sweep_report(summary, sweep.dir));
+    write_file_atomic_shared(sweep.dir / "report.md", sweep_report(summary, sweep.dir));
 
-  if (!summary.contains("over_seeds")) return;
+  if (!summary.contains("over_seeds")) return summary;
   // One row per group of seeds: the other keys' values, then the final val loss over the seeds.
   std::vector<std::string> others;
   for (const auto& k : sweep.keys)
@@ -419,7 +419,8 @@ void write_summary(const Sweep& sweep) {
     for (const char* k : {"mean", "std", "min", "max"}) seeds << "," << cell(v[k]);
     seeds << "\n";
   }
-  write_file_atomic(sweep.dir / "summary_seeds.csv", seeds.str());
+  write_file_atomic_shared(sweep.dir / "summary_seeds.csv", seeds.str());
+  return summary;
 }
 
 }  // namespace xsagpt

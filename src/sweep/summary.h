@@ -33,6 +33,7 @@ namespace xsagpt {
 //             mean, sample standard deviation, min and max.
 // report.md (sweep/report.h) holds the comparisons as a person reads them.
 json sweep_summary(const Sweep& sweep);
-void write_summary(const Sweep& sweep);
+// Writes them and returns the summary written.
+json write_summary(const Sweep& sweep);
 
 }  // namespace xsagpt

@@ -23,6 +23,9 @@ void install_stop_handlers() {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);  // the terminal or ssh session went away: save, like a preemption
+  // What Slurm sends before a time limit when asked (--signal=USR2@90): USR1 may be
+  // caught by NCCL, so schedulers' tools (submitit) ask for USR2.
+  sigaction(SIGUSR2, &sa, nullptr);
   ignore_broken_pipes();
 }
 

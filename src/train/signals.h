@@ -1,4 +1,4 @@
-// SIGINT/SIGTERM/SIGHUP handling for preemptible jobs: the first signal asks the run
+// SIGINT/SIGTERM/SIGHUP/SIGUSR2 handling for preemptible jobs: the first signal asks the run
 // to finish its current step, save a checkpoint and exit 0; a second one exits at
 // once. SIGPIPE is ignored: stderr piped into `head` that exits must not kill a run.
 #pragma once

@@ -24,8 +24,10 @@ void fsync_dir(const fs::path& dir) {
   }
 }
 
-void write_file_atomic(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
+namespace {
+
+// Writes `text` to a new file `tmp` and flushes it to disk; returns why not, or "".
+std::string write_flushed(const fs::path& tmp, const fs::path& path, const std::string& text) {
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw WriteError(errno_message(tmp, "cannot create"));
   std::string error;
@@ -41,6 +43,11 @@ void write_file_atomic(const fs::path& path, const std::string& text) {
   }
   if (error.empty() && ::fsync(fd) != 0) error = errno_message(path, "cannot write (fsync)");
   if (::close(fd) != 0 && error.empty()) error = errno_message(path, "cannot write (close)");
+  return error;
+}
+
+void replace_through(const fs::path& tmp, const fs::path& path, const std::string& text) {
+  auto error = write_flushed(tmp, path, text);
   if (error.empty() && ::rename(tmp.c_str(), path.c_str()) != 0)
     error = errno_message(path, "cannot rename the new file into place");
   if (!error.empty()) {
@@ -48,6 +55,40 @@ void write_file_atomic(const fs::path& path, const std::string& text) {
     throw WriteError(error + (fs::exists(path) ? "; the previous file is unchanged" : ""));
   }
   fsync_dir(path.parent_path());
+}
+
+}  // namespace
+
+fs::path private_temporary(const fs::path& path) {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+  return fmt::format("{}.{}.{}.tmp", path.string(), host, ::getpid());
+}
+
+void write_file_atomic(const fs::path& path, const std::string& text) {
+  replace_through(path.string() + ".tmp", path, text);
+}
+
+void write_file_atomic_shared(const fs::path& path, const std::string& text) {
+  replace_through(private_temporary(path), path, text);
+}
+
+bool create_file_exclusive(const fs::path& path, const std::string& text) {
+  const auto tmp = private_temporary(path);
+  auto error = write_flushed(tmp, path, text);
+  if (!error.empty()) {
+    ::unlink(tmp.c_str());
+    throw WriteError(error);
+  }
+  const bool made = ::link(tmp.c_str(), path.c_str()) == 0;
+  const int err = errno;
+  ::unlink(tmp.c_str());
+  if (!made && err != EEXIST) {
+    errno = err;
+    throw WriteError(errno_message(path, "cannot create"));
+  }
+  if (made) fsync_dir(path.parent_path());
+  return made;
 }
 
 }  // namespace xsagpt

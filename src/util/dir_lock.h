@@ -1,8 +1,9 @@
 // One owner per directory between processes: an advisory lock (flock) on dir/.lock,
 // which the kernel releases whatever way the holder ends (kill -9 included). The
 // file holds the holder's pid, host, command and start time, for the message a
-// second process gets. `train` locks its run directory with it and `sweep` its
-// sweep directory, so two processes never write one directory's files at once.
+// second process gets. `train` locks its run directory with it, so two processes
+// never write one run's files at once. (A sweep's points, which several machines may
+// share, have locks of their own that need no flock: sweep/point_lock.h.)
 //
 // A directory that does not exist yet is claimed by creating it: mkdir(2) makes it
 // for exactly one process, and any other that finds it there (EEXIST) is refused as

@@ -1,9 +1,12 @@
 """Shared pytest fixtures, for the tests in every folder below: where the repository, the
-build and GPT-2's vocabulary are; the tiny runs' shards, also ones a test may change;
+build and GPT-2's vocabulary are; the KJV corpus, prepared under a lock that test
+processes side by side share (pytest-xdist's workers); the tiny runs' shards, also ones a test may change;
 a trained GPT-2-vocabulary model; xsagpt processes in the background, also held at a
 test stop point (util/test_stop.h). Helpers that are functions rather than fixtures
 live in the modules beside this file (shardio, tinyrun, gpt2_tiktoken; kind_checklist
 and kind_flops, the attention kinds' cases and hand FLOP counts)."""
+import contextlib
+import fcntl
 import os
 import pathlib
 import shutil
@@ -24,6 +27,12 @@ MARKOV_SHARDS = {"val_000000.bin": 4096, "train_000001.bin": 20000, "train_00000
 # itself is tested with a clean environment in train/test_train.py.
 if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
     os.environ["OMP_WAIT_POLICY"] = "passive"
+# Under pytest-xdist (the test command runs one worker per core) each worker's binaries
+# and in-process torch take one thread, so that two workers do not fight over the cores;
+# a test that asks for a count (--threads, train.threads) still gets it. Set before any
+# test module imports torch, which reads it once.
+if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ:
+    os.environ["OMP_NUM_THREADS"] = "1"
 
 
 @pytest.fixture(scope="session")
@@ -60,11 +69,32 @@ def gpt2_vocab_dir() -> pathlib.Path:
     pytest.skip("GPT-2 vocabulary files not found (set XSAGPT_GPT2_VOCAB)")
 
 
+@contextlib.contextmanager
+def _kjv_locked():
+    """Held while data/kjv/prepare.sh may write the checkout's data/kjv/shards, so that
+    test processes running side by side (pytest-xdist's workers) never read a shard
+    another is writing: an exclusive lock on the script file itself, which every
+    checkout has and nothing else locks."""
+    with open(ROOT / "data" / "kjv" / "prepare.sh") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="session")
-def kjv_shards(repo_root, gpt2_vocab_dir):
+def kjv_lock():
+    """`with kjv_lock():` around anything that runs data/kjv/prepare.sh on the checkout."""
+    return _kjv_locked
+
+
+@pytest.fixture(scope="session")
+def kjv_shards(repo_root, gpt2_vocab_dir, kjv_lock):
     """The offline KJV corpus (data/kjv/prepare.sh), GPT-2 tokenized; prepared once."""
     env = dict(os.environ, XSAGPT_GPT2_VOCAB=str(gpt2_vocab_dir))
-    subprocess.run(["bash", repo_root / "data" / "kjv" / "prepare.sh"], check=True, env=env, capture_output=True)
+    with kjv_lock():
+        subprocess.run(["bash", repo_root / "data" / "kjv" / "prepare.sh"], check=True, env=env, capture_output=True)
     return repo_root / "data" / "kjv" / "shards"
 
 

@@ -21,6 +21,7 @@ import lease as lease_script
 from verdict.correctness import parse_gtest_listing
 from verdict.schedule import Stage, Verdict, order_by_needs
 
+
 def verdict(repo_root, out, *args, env_extra=None):
     env = None
     if env_extra:

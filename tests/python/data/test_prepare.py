@@ -218,13 +218,14 @@ def test_parquet_rows_are_documents(gpt2_vocab_dir, reference, tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("bible") is None, reason="Debian package bible-kjv not installed")
-def test_kjv_corpus_is_prepared_once_and_reads_back(gpt2_vocab_dir, reference, xsagpt):
+def test_kjv_corpus_is_prepared_once_and_reads_back(gpt2_vocab_dir, reference, xsagpt, kjv_lock):
     script = ROOT / "data" / "kjv" / "prepare.sh"
     out = ROOT / "data" / "kjv" / "shards"
     run = lambda: subprocess.run(["bash", str(script), "--vocab-dir", str(gpt2_vocab_dir)], capture_output=True,
                                  text=True, timeout=120, check=True)
-    run()
-    again = run()
+    with kjv_lock():
+        run()
+        again = run()
     assert "already complete" in again.stdout
 
     report = json.loads(xsagpt("data", "--check", f"{out}/*.bin", "--dump", 20).stdout)

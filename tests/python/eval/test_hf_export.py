@@ -32,6 +32,7 @@ from kind_checklist import named_cases, row
 pytest.importorskip("transformers", reason="transformers is not installed (requirements-eval.txt; scripts/setup.sh "
                                            "--eval, which the test command runs)")
 tiktoken = pytest.importorskip("tiktoken")
+import export as export_script  # noqa: E402 (scripts/eval/export.py; after the skips: it imports torch)
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 TASKS = ROOT / "tests" / "lm_eval_tasks"
@@ -64,58 +65,98 @@ def exports(tmp_path_factory, text_run):
         tmp = tmp_path_factory.mktemp(name)
         # A tied head needs longer before greedy text is more than one token repeated.
         run = text_run(tmp, overrides, steps=40 if overrides.get("tie_embeddings") else 12)
-        for fmt in ("hf", "safetensors"):
-            subprocess.run([sys.executable, ROOT / "scripts" / "eval" / "export.py", run, "--format", fmt, "--out",
-                            tmp / fmt], check=True, capture_output=True)
+        for fmt in ("hf", "safetensors"):  # in this process: export.py's command line is test_export_checks.py's
+            export_script.main([str(run), "--format", fmt, "--out", str(tmp / fmt)])
         out[name] = (run, tmp / "hf")
         out[name, "safetensors"] = tmp / "safetensors"
     return out
 
 
 # Runs in a fresh interpreter, in an empty folder, with only the venv's packages: what
-# someone with the export and transformers (and no xsagpt) can do.
+# someone with the export and transformers (and no xsagpt) can do. One interpreter reads
+# every variant's folder (importing torch and transformers takes most of a case's time);
+# an error in one folder is that variant's, and the others still run.
 HF_SIDE = r"""
-import json, sys
+import json, sys, traceback
 import torch
 import torch.nn.functional as F
 from transformers import AutoModelForCausalLM, AutoTokenizer
-folder, request = sys.argv[1], json.loads(sys.stdin.read())
-assert not any("xsagpt" in m and "transformers_modules" not in m for m in sys.modules), sorted(sys.modules)
-model = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True).eval()
-tok = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
-out = {"class": type(model).__module__ + "." + type(model).__name__, "logprobs": [], "greedy": [], "encoded": []}
-with torch.no_grad():
-    for ctx, cont in request["pairs"]:
-        inp = torch.tensor([(ctx + cont)[:-1]])
-        logp = F.log_softmax(model(inp).logits[0, len(ctx) - 1:].double(), dim=-1)
-        out["logprobs"].append(logp.gather(1, torch.tensor(cont)[:, None]).sum().item())
-    for prompt in request["prompts"]:
-        ids = tok(prompt, return_tensors="pt").input_ids
-        out["encoded"].append(ids[0].tolist())
-        gen = model.generate(ids, max_new_tokens=request["n"], do_sample=False, eos_token_id=None, pad_token_id=0)
-        out["greedy"].append(gen[0, ids.size(1):].tolist())
-    tok.pad_token, tok.padding_side = tok.eos_token, "left"  # one batch, the shorter prompts padded on the left
-    batch = tok(request["prompts"], return_tensors="pt", padding=True)
-    gen = model.generate(**batch, max_new_tokens=request["n"], do_sample=False, eos_token_id=None)
-    out["batched"] = gen[:, batch.input_ids.size(1):].tolist()
-print(json.dumps(out))
+assert not any("xsagpt" in m for m in sys.modules), sorted(sys.modules)
+
+def read(folder, request):
+    model = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True).eval()
+    tok = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
+    out = {"class": type(model).__module__ + "." + type(model).__name__, "logprobs": [], "greedy": [], "encoded": []}
+    with torch.no_grad():
+        for ctx, cont in request["pairs"]:
+            inp = torch.tensor([(ctx + cont)[:-1]])
+            logp = F.log_softmax(model(inp).logits[0, len(ctx) - 1:].double(), dim=-1)
+            out["logprobs"].append(logp.gather(1, torch.tensor(cont)[:, None]).sum().item())
+        for prompt in request["prompts"]:
+            ids = tok(prompt, return_tensors="pt").input_ids
+            out["encoded"].append(ids[0].tolist())
+            gen = model.generate(ids, max_new_tokens=request["n"], do_sample=False, eos_token_id=None, pad_token_id=0)
+            out["greedy"].append(gen[0, ids.size(1):].tolist())
+        tok.pad_token, tok.padding_side = tok.eos_token, "left"  # one batch, the shorter prompts padded on the left
+        batch = tok(request["prompts"], return_tensors="pt", padding=True)
+        gen = model.generate(**batch, max_new_tokens=request["n"], do_sample=False, eos_token_id=None)
+        out["batched"] = gen[:, batch.input_ids.size(1):].tolist()
+    return out
+
+results = {}
+for name, (folder, request) in json.loads(sys.stdin.read()).items():
+    try:
+        results[name] = read(folder, request)
+    except Exception:
+        results[name] = {"error": traceback.format_exc()}
+print(json.dumps(results))
 """
 
 
-def run_hf_side(folder, request, tmp_path):
+def run_hf_side(requests: dict, tmp_path) -> dict:
+    """{variant: (folder, request)} -> {variant: what transformers read from the folder}."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_HOME=str(tmp_path / "hf_home"),
                TOKENIZERS_PARALLELISM="false")
     cwd = tmp_path / "elsewhere"
     cwd.mkdir(exist_ok=True)
-    proc = subprocess.run([sys.executable, "-I", "-c", HF_SIDE, str(folder)], input=json.dumps(request), cwd=cwd,
+    proc = subprocess.run([sys.executable, "-I", "-c", HF_SIDE], input=json.dumps(requests), cwd=cwd,
                           env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(proc.stdout.splitlines()[-1])
 
 
+@pytest.fixture(scope="module")
+def binary_side(exports, xsagpt, gpt2_vocab_dir):
+    """Each variant's `xsagpt score` of PAIRS and greedy `xsagpt sample` of PROMPTS."""
+    out = {}
+    for variant in VARIANTS:
+        run = exports[variant][0]
+        greedy = [json.loads(xsagpt("sample", run, "--vocab", gpt2_vocab_dir, "--device", "cpu", "--threads", 1,
+                                    "--prompt", p, "--ids", "-n", NEW_TOKENS, "--temperature", 0).stdout)
+                  for p in PROMPTS]
+        out[variant] = score(xsagpt, run, gpt2_vocab_dir), greedy
+    return out
+
+
+def window_pairs(scored) -> list:
+    """xsagpt's window cut on the left, as `xsagpt score` did (context + continuation <= block + 1)."""
+    pairs = []
+    for o in scored:
+        ids = (o["context_ids"] + o["continuation_ids"])[-(BLOCK + 1):]
+        pairs.append((ids[:len(ids) - len(o["continuation_ids"])], o["continuation_ids"]))
+    return pairs
+
+
+@pytest.fixture(scope="module")
+def hf_side(exports, binary_side, tmp_path_factory):
+    requests = {v: (str(exports[v][1]), {"pairs": window_pairs(binary_side[v][0]), "prompts": PROMPTS,
+                                          "n": NEW_TOKENS}) for v in VARIANTS}
+    return run_hf_side(requests, tmp_path_factory.mktemp("hf_side"))
+
+
 @pytest.mark.parametrize("variant", list(VARIANTS))
-def test_transformers_model_matches_the_binary(variant, exports, xsagpt, gpt2_vocab_dir, enc, tmp_path):
+def test_transformers_model_matches_the_binary(variant, exports, binary_side, hf_side, enc):
     run, folder = exports[variant]
     files = {p.name for p in folder.iterdir()}
     assert {"config.json", "model.safetensors", "configuration_xsagpt.py", "modeling_xsagpt.py", "vocab.json",
@@ -127,21 +168,14 @@ def test_transformers_model_matches_the_binary(variant, exports, xsagpt, gpt2_vo
     assert config["hidden_act"] == ("gelu_pytorch_tanh" if tanh else "gelu")
     assert config["conventions"]["mlp"]["activation"] == ("gelu_tanh" if tanh else "gelu_exact")
 
-    scored = score(xsagpt, run, gpt2_vocab_dir)
-    greedy = [json.loads(xsagpt("sample", run, "--vocab", gpt2_vocab_dir, "--device", "cpu", "--threads", 1,
-                                "--prompt", p, "--ids", "-n", NEW_TOKENS, "--temperature", 0).stdout)
-              for p in PROMPTS]
+    scored, greedy = binary_side[variant]
     # The comparison means something: distinct scores, and text that depends on the prompt.
     assert len({round(o["logprob"], 3) for o in scored}) == len(PAIRS) - 1  # the two Paris pairs are one request
     assert len({tuple(g) for g in greedy}) > 1
-    # xsagpt's window cut on the left, as `xsagpt score` did (context + continuation <= block + 1).
-    pairs = []
-    for o in scored:
-        ids = (o["context_ids"] + o["continuation_ids"])[-(BLOCK + 1):]
-        pairs.append((ids[:len(ids) - len(o["continuation_ids"])], o["continuation_ids"]))
     assert len(scored[-1]["context_ids"]) + len(scored[-1]["continuation_ids"]) > BLOCK + 1  # the cut happens
 
-    hf = run_hf_side(folder, {"pairs": pairs, "prompts": PROMPTS, "n": NEW_TOKENS}, tmp_path)
+    hf = hf_side[variant]
+    assert "error" not in hf, hf.get("error")
     assert hf["class"].startswith("transformers_modules.") and hf["class"].endswith("XsagptForCausalLM")
     assert hf["logprobs"] == pytest.approx([o["logprob"] for o in scored], abs=1e-4)
     assert hf["encoded"] == [enc.encode(p) for p in PROMPTS]
@@ -156,14 +190,14 @@ def score(xsagpt, run, gpt2_vocab_dir) -> list[dict]:
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
-def test_load_export_matches_the_binary(variant, exports, xsagpt, gpt2_vocab_dir):
+def test_load_export_matches_the_binary(variant, exports, binary_side):
     """load_export.py (plain PyTorch, from config.json's conventions alone) on the plain
     export of the same checkpoint; read without the kind's step (no XSA layers, no
     output gate, no gate weights), the export scores otherwise."""
     from load_export import ExportedGPT, load_export, logprob
     kind = CASES[variant][0]
     model = load_export(exports[variant, "safetensors"])
-    scored = score(xsagpt, exports[variant][0], gpt2_vocab_dir)
+    scored = binary_side[variant][0]
     want = [o["logprob"] for o in scored]
     got = [logprob(model, o["context_ids"], o["continuation_ids"]) for o in scored]
     assert len({round(w, 3) for w in want}) == len(PAIRS) - 1  # distinct (the two Paris pairs are one request)

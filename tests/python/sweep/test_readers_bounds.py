@@ -174,3 +174,21 @@ def test_track_skips_and_names_each_line_out_of_bounds(track, tmp_path, capsys):
     assert f"[track] {f}:5: step is {BIG_STEP}, past 2^63 - 1" in err
     assert f"[track] {f}:6: tokens is -640; a count, expected >= 0; skipped" in err
     assert sorted(run.damaged) == [2, 3, 4, 5, 6]
+
+
+def test_track_exits_1_once_it_has_skipped_a_damaged_line(tmp_path):
+    pytest.importorskip("tensorboard", reason="tensorboard is not installed (requirements-track.txt)")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text("{}")
+    good = "".join(json.dumps({"step": s, "tokens": 128 * s, "time_s": 0.1 * s, "train_loss": 5.0 - 0.1 * s}) + "\n"
+                   for s in (1, 2))
+    track_cli = [sys.executable, ROOT / "scripts" / "view" / "track.py", run, "--tensorboard", tmp_path / "tb", "--once"]
+    (run / "metrics.jsonl").write_text(good)
+    assert subprocess.run(track_cli, capture_output=True, text=True, timeout=300).returncode == 0
+    (run / "metrics.jsonl").write_text(good + '{"step": 3, "tokens": 384, "time_s": 0.3, "train_loss": -Infinity}\n')
+    proc = subprocess.run(track_cli, capture_output=True, text=True, timeout=300)
+    # Before: exit 0 with the -Infinity mirrored as a loss.
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"[track] {run / 'metrics.jsonl'}:3: {NON_FINITE}; skipped" in proc.stderr
+    assert "skipped 1 damaged line(s)" in proc.stderr.splitlines()[-1]

@@ -132,7 +132,7 @@ def test_a_run_that_slips_in_after_the_point_was_checked_is_refused_under_the_lo
 
 def test_a_moved_sweep_continues_without_training_again(tmp_path, finished, base, xsagpt):
     spec = moved_copy(finished, base, tmp_path)
-    stamps = {p: (p / "metrics.jsonl").stat().st_mtime_ns for p in (tmp_path / "sw").iterdir() if p.is_dir()}
+    stamps = {p: (p / "metrics.jsonl").stat().st_mtime_ns for p in (tmp_path / "sw").iterdir() if p.is_dir() and p.name != ".locks"}
     proc = xsagpt("sweep", "-c", spec, "--no-plot", check=False)
     # Before: refused ("use another out_dir, or --force"), and --force trained every point again.
     assert proc.returncode == 0, proc.stderr

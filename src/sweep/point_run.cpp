@@ -1,0 +1,131 @@
+// Sweeps, one point: checks, lock, training, outcome (see sweep/point_run.h).
+#include "sweep/point_run.h"
+
+#include "run/run_dir.h"
+#include "run/run_paths.h"
+#include "sweep/point_check.h"
+#include "sweep/summary.h"
+#include "train/trainer.h"
+#include "util/dir_lock.h"
+#include "util/test_stop.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace xsagpt {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Whether a point is left as it is before any training: a run of another config in its
+// directory, a finished run, or an earlier failure not being retried. Returns the outcome
+// that ends the point, or nullopt to train it.
+std::optional<PointOutcome> settled(const SweepPoint& p, bool stale, bool retry, const std::string& tag, bool main) {
+  if (stale) return std::nullopt;
+  // Checked again when the point is reached: a run trained into its directory by hand
+  // since the sweep started is not this point's, finished or not, and is left as it
+  // is (force reruns only what was stale at the start). The trainer checks once
+  // more under its lock (same_config), for a run that slips in after this.
+  if (const auto why = foreign_run(p)) {
+    if (main) spdlog::error("{}: refused, not run and not recorded as failed: {}", tag, *why);
+    return PointOutcome::kForeign;
+  }
+  if (fs::exists(RunPaths(p.config.out_dir).done)) {
+    if (main) {
+      spdlog::info("{}: finished, skipping", tag);
+      fs::remove(failure_file(p));  // a record of an earlier attempt says nothing about a finished point
+    }
+    return PointOutcome::kFinished;
+  }
+  if (!retry)
+    if (const auto failure = point_failure(p)) {
+      if (main)
+        spdlog::warn("{}: failed before ({}), skipping; --retry-failed runs it again", tag,
+                     failure->value("error", json("unknown")).get<std::string>());
+      return PointOutcome::kFailed;
+    }
+  return std::nullopt;
+}
+
+// Trains one point: a stale one starts over (overwrite), any other continues what its
+// directory holds.
+PointOutcome train_point(const Sweep& sweep, const SweepPoint& p, const PointRun& run, DistContext& dist) {
+  const bool stale = run.stale;
+  const auto& tag = run.tag;
+  if (dist.is_main()) spdlog::info("{}{}", tag, stale ? ": its config changed, running it again" : "");
+  if (dist.is_main()) fs::remove(failure_file(p));  // retried: its new outcome replaces the old record
+  TrainResult result;
+  stop_here_for_tests("sweep:point-checked");
+  try {
+    result = train(p.config, stale ? TrainOptions{"", true} : TrainOptions{"auto", false, true}, dist);
+  } catch (const ForeignRun& e) {
+    if (dist.is_main()) spdlog::error("{}: refused, not run and not recorded as failed: {}", tag, e.what());
+    return PointOutcome::kForeign;
+  } catch (const DirBusy& e) {
+    // Another process (a trainer started by hand) owns the point: not this point's
+    // failure, and nothing of it is touched.
+    if (dist.is_main()) spdlog::warn("{}: skipped, not recorded as failed: {}", tag, e.what());
+    return PointOutcome::kBusy;
+  } catch (const std::exception& e) {
+    // One point's failure (a diverging learning rate, bad data, out of memory) is
+    // that point's result: recorded, and the queue goes on.
+    const std::string what = e.what();
+    if (dist.is_main()) {
+      spdlog::error("{}: failed: {}", tag, what);
+      record_failure(p, what);
+      if (run.write_summary) write_summary(sweep);
+    }
+    // On several ranks one rank's failure may leave the others waiting in a
+    // collective: the sweep stops there rather than guess.
+    if (dist.world_size() > 1) throw;
+    return PointOutcome::kFailed;
+  }
+  if (dist.is_main()) {
+    if (result.finished) fs::remove(failure_file(p));
+    if (run.write_summary) write_summary(sweep);
+  }
+  return result.finished ? PointOutcome::kFinished : PointOutcome::kInterrupted;
+}
+
+// Rank 0 takes the point's lock; every rank learns whether it did. Returns the lock
+// (empty on other ranks) or, when another live process holds the point, nothing and
+// `busy` set on every rank.
+std::unique_ptr<PointLock> lock_point(const Sweep& sweep, const SweepPoint& p, const PointRun& run, bool& busy,
+                                      DistContext& dist) {
+  std::unique_ptr<PointLock> lock;
+  if (dist.is_main()) {
+    auto a = PointLock::acquire(point_lock_dir(sweep.dir, p.name), run.timing);
+    if (a.holder) {
+      spdlog::warn("{}: skipped, not recorded as failed: point {} is held by {} (last heartbeat {:.0f} s ago)",
+                   run.tag, p.name, a.holder->describe(), std::max(0.0, seconds_now() - a.holder->heartbeat));
+    } else if (a.taken_over) {
+      spdlog::warn("{}: taking the point over from {}: {}", run.tag, a.taken_over->describe(), a.stale_why);
+    }
+    lock = std::move(a.lock);
+  }
+  busy = dist.any(dist.is_main() && !lock);
+  return lock;
+}
+
+}  // namespace
+
+PointOutcome run_point(const Sweep& sweep, const SweepPoint& p, const PointRun& run, DistContext& dist) {
+  // Settled points are passed without their lock: a finished point is never trained
+  // again, whoever holds its lock.
+  if (const auto outcome = settled(p, run.stale, run.retry_failed, run.tag, dist.is_main())) return *outcome;
+  bool busy = false;
+  const auto lock = lock_point(sweep, p, run, busy, dist);
+  if (busy) return PointOutcome::kBusy;
+  stop_here_for_tests("sweep:point-locked");
+  // Under the lock, again: another process may have finished (or failed) it since, or
+  // (both forced) already run a stale point again, which is then no longer stale.
+  PointRun now = run;
+  now.stale = run.stale && foreign_run(p).has_value();
+  if (const auto outcome = settled(p, now.stale, now.retry_failed, now.tag, dist.is_main())) return *outcome;
+  return train_point(sweep, p, now, dist);
+}
+
+}  // namespace xsagpt

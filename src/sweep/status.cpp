@@ -1,0 +1,98 @@
+// Sweeps, where each point stands (see sweep/status.h).
+#include "sweep/status.h"
+
+#include "run/run_paths.h"
+#include "sweep/point_check.h"
+#include "util/json_read.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+namespace xsagpt {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The last step a run logged: the step of the last whole line of its metrics.jsonl
+// that has one, read from the file's last 64 KiB (the history may be long).
+std::optional<int64_t> last_logged_step(const fs::path& metrics) {
+  std::ifstream in(metrics, std::ios::binary | std::ios::ate);
+  if (!in) return std::nullopt;
+  const auto size = static_cast<int64_t>(in.tellg());
+  const int64_t from = std::max<int64_t>(0, size - 64 * 1024);
+  in.seekg(from);
+  std::string tail(static_cast<size_t>(size - from), '\0');
+  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  std::optional<int64_t> step;
+  size_t start = 0;
+  for (size_t end; (end = tail.find('\n', start)) != std::string::npos; start = end + 1) {
+    const auto r = parse_json_or_discarded(tail.substr(start, end - start));
+    if (r.is_object() && r.value("step", json()).is_number_integer()) step = r["step"].get<int64_t>();
+  }
+  return step;
+}
+
+std::string age_text(double seconds) { return fmt::format("{:.0f} s ago", std::max(0.0, seconds)); }
+
+std::string progress_text(const SweepPoint& p) {
+  const auto step = last_logged_step(RunPaths(p.config.out_dir).metrics);
+  return step ? fmt::format("step {} of {}", *step, p.config.train.max_steps)
+              : fmt::format("step - of {}", p.config.train.max_steps);
+}
+
+// A point that is neither done, failed nor invalid: running while a live process
+// holds its lock, pending otherwise (with how far an earlier process took it).
+PointState unfinished_state(const Sweep& sweep, const SweepPoint& p, const PointLockTiming& timing, double now) {
+  const auto holder = read_point_lock(point_lock_dir(sweep.dir, p.name));
+  const bool begun = fs::exists(RunPaths(p.config.out_dir).config);
+  if (holder && !holder->released) {
+    const auto stale = stale_reason(*holder, timing, now);
+    if (!stale)
+      return {"running", fmt::format("{}, {}, last heartbeat {}", holder->describe(), progress_text(p),
+                                     age_text(now - holder->heartbeat))};
+    return {"pending", fmt::format("{}; its holder, {}, stopped: {}; the next process takes it over",
+                                   begun ? progress_text(p) : "not started", holder->describe(), *stale)};
+  }
+  if (begun) return {"pending", progress_text(p) + ", resumes from its last checkpoint"};
+  return {"pending", "not started"};
+}
+
+}  // namespace
+
+PointState point_state(const Sweep& sweep, const SweepPoint& p, const PointLockTiming& timing, double now) {
+  if (const auto foreign = foreign_run(p)) return {"invalid", *foreign};
+  const RunPaths run(p.config.out_dir);
+  if (fs::exists(run.done)) {
+    const auto done = read_run_file(run.done);
+    if (const auto unusable = unusable_run(p, done)) return {"invalid", *unusable};
+    return {"done", fmt::format("final val loss {:.4f}", done["final_val_loss"].get<double>())};
+  }
+  if (const auto failure = point_failure(p)) {
+    const auto error = failure->value("error", json("unknown"));
+    return {"failed", error.is_string() ? error.get<std::string>() : error.dump()};
+  }
+  return unfinished_state(sweep, p, timing, now);
+}
+
+int print_sweep_status(const Sweep& sweep) {
+  const auto timing = point_lock_timing();
+  const double now = seconds_now();
+  std::map<std::string, size_t> totals{{"done", 0}, {"running", 0}, {"pending", 0}, {"failed", 0}, {"invalid", 0}};
+  const size_t width = std::to_string(sweep.points.size() - 1).size();
+  for (size_t i = 0; i < sweep.points.size(); ++i) {
+    const auto s = point_state(sweep, sweep.points[i], timing, now);
+    totals[s.state] += 1;
+    std::cout << fmt::format("{:>{}} {:<7} {}  {}\n", i, width, s.state, sweep.points[i].name, s.detail);
+  }
+  std::cout << fmt::format("{} point(s): {} done, {} running, {} pending, {} failed, {} invalid\n",
+                           sweep.points.size(), totals["done"], totals["running"], totals["pending"],
+                           totals["failed"], totals["invalid"]);
+  return 0;
+}
+
+}  // namespace xsagpt

@@ -1,0 +1,25 @@
+// Sweeps, where each point stands, read from the sweep directory alone (its points'
+// run directories and their locks, sweep/point_lock.h) without writing anything, so
+// any process on any machine sharing the directory may ask while others train:
+// `xsagpt sweep --status`, and the points `--summarize` names as left out.
+#pragma once
+
+#include "sweep/grid.h"
+#include "sweep/point_lock.h"
+
+#include <string>
+
+namespace xsagpt {
+
+struct PointState {
+  std::string state;   // done, running, pending, failed or invalid
+  std::string detail;  // the final val loss; the holder, step and heartbeat; why; ...
+};
+
+// `now`: seconds since the epoch, against which heartbeats are aged.
+PointState point_state(const Sweep& sweep, const SweepPoint& p, const PointLockTiming& timing, double now);
+
+// One line per point (its index, name, state and detail), then the totals. Returns 0.
+int print_sweep_status(const Sweep& sweep);
+
+}  // namespace xsagpt
