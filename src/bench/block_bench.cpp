@@ -3,6 +3,7 @@
 #include "bench/peak_memory.h"
 #include "bench/timing.h"
 #include "distributed/context.h"
+#include "model/counts.h"
 #include "model/gpt.h"
 #include "model/rope.h"
 #include "train/step.h"
@@ -167,6 +168,20 @@ Results bench_block(const BenchOptions& o, int64_t seq_len, int64_t d_model) {
                      }});
   }
   return measure_interleaved(o, cases);
+}
+
+double step_flop_rate(const RunConfig& config, const torch::Device& device, int64_t world_size) {
+  BenchOptions o;
+  o.device = device;
+  o.train = config.train;
+  o.runtime = runtime_of(config.train, device.is_cuda());
+  o.warmup = 1;
+  o.iters = 2;
+  o.accumulation = config.accumulation_steps(world_size);
+  o.variants = {config.model.attention};
+  const auto r = bench_train_step(o, config.model, config.train.micro_batch, config.train.seq_len);
+  const double tokens = static_cast<double>(config.train.micro_batch * config.train.seq_len * o.accumulation);
+  return tokens / (r.begin()->second.median_ms / 1e3) * flops_per_token(config.model, config.train.seq_len);
 }
 
 TrainingParts bench_training_parts(const BenchOptions& o, const ModelConfig& model, const std::string& variant,

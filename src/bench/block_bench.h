@@ -79,6 +79,13 @@ TrainingParts bench_training_parts(const BenchOptions& o, const ModelConfig& mod
 // random tokens: `accumulation` micro-batches of micro_batch x seq_len.
 Results bench_train_step(const BenchOptions& o, const ModelConfig& model, int64_t micro_batch, int64_t seq_len);
 
+// The FLOP rate of a run config's training step on `device` (FLOP/s), for the
+// ladder's dry run (sweep/ladder_plan.h: MeasureStep): one warm-up step and two timed,
+// of the config's model and attention at its micro-batch, sequence length and
+// accumulation for `world_size` ranks; the training FLOPs of its tokens
+// (model/counts.h) over the median step time.
+double step_flop_rate(const RunConfig& config, const torch::Device& device, int64_t world_size);
+
 // The optimizer step alone (optim/run_optimizer.h: no forward or backward) of the
 // first variant's model with o.train's settings but train.optimizer set to each of
 // adamw and muon, on fixed random gradients; by optimizer name.

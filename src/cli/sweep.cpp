@@ -3,6 +3,7 @@
 // baseline (summary.json, report.md, a table) and draw the figures; or one point of it
 // (--point), where the sweep stands (--status), or its summary so far (--summarize).
 // This file reads the options; sweep/run.h runs the points.
+#include "bench/block_bench.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "distributed/process_group.h"
@@ -86,7 +87,9 @@ int sweep(int argc, char** argv) {
     throw ConfigError("--dry-run, --status, --summarize and --point/--point-from-env: give one at most");
   if (status) return dist.is_main() ? print_sweep_status(sweep) : 0;
   if (summarize) return dist.is_main() ? summarize_sweep(sweep, args.count("no-plot") == 0) : 0;
-  if (dist.is_main() && !point) print_sweep_plan(sweep, dist.world_size(), dry_run);
+  // The dry run times a ladder's steps with bench's training step where the ladder names no
+  // estimate (sweep/ladder_plan.h).
+  if (dist.is_main() && !point) print_sweep_plan(sweep, dist.world_size(), dry_run, step_flop_rate);
   if (dry_run) return 0;
   SweepRunOptions run;
   run.force = args.count("force") > 0;

@@ -7,11 +7,13 @@
 // their model sections through it and validate once they are whole.
 #pragma once
 
-#include "config/model_config.h"
+#include "config/schema.h"
 
 #include <string>
 
 namespace xsagpt {
+
+struct ModelConfig;  // config/model_config.h: declared, not included, so that neither header includes the other
 
 void read_model_section(const json& j, ModelConfig& c, const std::string& where);
 

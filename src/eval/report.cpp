@@ -1,8 +1,8 @@
 #include "eval/report.h"
 
-#include "analysis/paired.h"
 #include "config/model_config.h"
 #include "config/model_section.h"
+#include "stats/paired.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -11,7 +11,7 @@
 // (attention, xsa_layers, xsa_gate, n_sink), and among those (seeds of one model) the
 // one with the same train.seed, else one not yet paired; without such a partner, the
 // baseline model when there is exactly one. Over the pairs of a variant (its seeds)
-// the differences get the paired treatment of a sweep (analysis/paired.h): mean, 95%
+// the differences get the paired treatment of a sweep (stats/paired.h): mean, 95%
 // t interval and paired t-test p, per task and on average; with one pair, no interval.
 //
 //   {"tasks": [name, ...], "baseline": variant,

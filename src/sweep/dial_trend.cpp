@@ -1,7 +1,7 @@
 // The paired difference's trend along a numeric grid key (sweep/dial_trend.h).
 #include "sweep/dial_trend.h"
 
-#include "analysis/line_fit.h"
+#include "stats/line_fit.h"
 
 #include <fmt/format.h>
 

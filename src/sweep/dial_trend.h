@@ -4,7 +4,7 @@
 // (the seed aside), the paired differences of the summary (variant minus baseline final
 // val loss, same seed and values) against log2 of the key's value: the least-squares
 // slope, the change in the difference per doubling of the key, with its 95% Student's t
-// interval on n - 2 degrees of freedom from the residuals (analysis/line_fit.h). Every
+// interval on n - 2 degrees of freedom from the residuals (stats/line_fit.h). Every
 // finished pair is a point, so one seed per value is enough for an interval once there
 // are three values; with several seeds the seeds' spread enters through the residuals.
 //

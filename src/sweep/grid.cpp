@@ -1,6 +1,7 @@
 #include "sweep/grid.h"
 
 #include "config/attention_kinds.h"
+#include "sweep/ladder_points.h"
 #include "sweep/progress.h"
 #include "sweep/sweep_spec.h"
 #include "util/atomic_file.h"
@@ -110,35 +111,6 @@ sweep_spec::Variants read_sweep_variants(Sweep& s, const std::string& path, cons
   return variants;
 }
 
-// One setting of the ladder's axes (a rung, and a rate multiplier when they are swept):
-// what its points get before the variant and the grid. A sweep without a ladder has one, empty.
-struct LadderStep {
-  int rung = -1;
-  double lr_mult = 1;
-  std::vector<std::string> overrides;
-  json values = json::object();
-  std::string name;
-};
-
-std::vector<LadderStep> ladder_steps(const Sweep& s) {
-  if (!s.ladder) return {LadderStep{}};
-  std::vector<LadderStep> out;
-  const auto& l = *s.ladder;
-  const std::vector<double> mults = l.lr_multipliers.empty() ? std::vector<double>{1.0} : l.lr_multipliers;
-  for (size_t i = 0; i < l.rungs.size(); ++i)
-    for (double m : mults) {
-      LadderStep step{
-          static_cast<int>(i), m, l.rungs[i].overrides, {{"rung", l.rungs[i].name}}, "rung=" + l.rungs[i].name};
-      step.overrides.push_back(lr_override(l.rungs[i].lr * m));
-      if (!l.lr_multipliers.empty()) {
-        step.values["lr_mult"] = m;
-        step.name += ",lr_mult=" + value_text(json(m));
-      }
-      out.push_back(std::move(step));
-    }
-  return out;
-}
-
 // What every point is made from: the sweep file's path, the base config and "set".
 struct PointInputs {
   std::string path, base;
@@ -228,7 +200,7 @@ Sweep load_sweep(const std::string& path, int64_t world_size) {
   const auto axes = read_axes(s, path);
   const auto variants = read_sweep_variants(s, path, in.base, in.fixed, world_size);
   if (spec.contains("ladder")) read_sweep_ladder(s, in);
-  const auto steps = ladder_steps(s);
+  const auto steps = ladder_steps(s.ladder);
   const size_t n_ladder = s.keys.size() - axes.size();
 
   // The ladder's settings outermost, then the Cartesian product over the grid's keys in
@@ -244,7 +216,7 @@ Sweep load_sweep(const std::string& path, int64_t world_size) {
       for (size_t a = 0; a < axes.size(); ++a) grid_values.emplace_back(s.keys[n_ladder + a], axes[a][idx[a]]);
       for (const auto& variant : variants) {
         auto p = make_point(s, in, step, variant, grid_values);
-        distinct.add(p);
+        distinct.add(p.name, p.config, p.variant, p.values, p.rung);
         s.points.push_back(std::move(p));
         progress.step();
       }

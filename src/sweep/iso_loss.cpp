@@ -1,6 +1,6 @@
 #include "sweep/iso_loss.h"
 
-#include "analysis/paired.h"
+#include "stats/paired.h"
 
 #include <algorithm>
 #include <cmath>

@@ -17,7 +17,7 @@
 // Over seeds the ratios are paired by seed and summarised on the log scale: the
 // multiplier is exp(mean log ratio), the geometric mean, and its 95% interval exp of
 // Student's t interval of the mean log ratio (n - 1 degrees of freedom), with p the
-// paired t-test of mean log ratio = 0 (analysis/paired.h). Logs because a ratio of
+// paired t-test of mean log ratio = 0 (stats/paired.h). Logs because a ratio of
 // 0.5 and one of 2 should cancel.
 #pragma once
 

@@ -3,7 +3,6 @@
 
 #include "config/attention_kinds.h"
 #include "model/counts.h"
-#include "sweep/ladder_plan.h"
 #include "sweep/ladder_rules.h"
 #include "util/paths.h"
 

@@ -1,9 +1,10 @@
 // The analysis across a ladder's rungs (sweep/ladder_analysis.h).
 #include "sweep/ladder_analysis.h"
 
-#include "analysis/line_fit.h"
-#include "analysis/paired.h"
-#include "sweep/scaling_fit.h"
+#include "stats/bootstrap.h"
+#include "stats/line_fit.h"
+#include "stats/paired.h"
+#include "stats/scaling_fit.h"
 #include "util/error.h"
 
 #include <fmt/format.h>
@@ -12,7 +13,6 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <random>
 #include <set>
 
 namespace xsagpt {
@@ -199,28 +199,6 @@ struct Replicates {
   size_t seeds = 0;
 };
 
-// How far the interval reaches on each side, in bootstrap standard errors, for n seeds:
-// Student's t_{0.975, n - 1}, times sqrt(n / (n - 1)) because resampling n seeds spreads
-// a mean by its sample's spread over n, not n - 1. The plain percentile interval (the
-// replicates' 2.5th and 97.5th percentiles) lacks both factors and covered the true
-// multiplier of simulated ladders about 0.75 of the time at 3 seeds and 0.83 at 5; this
-// one covered 0.96 and 0.94 (tests/cpp/sweep/test_ladder_analysis.cpp).
-double reach(size_t n) {
-  const double nn = static_cast<double>(n);
-  return t_critical(0.95, static_cast<int64_t>(n) - 1) * std::sqrt(nn / (nn - 1));
-}
-
-// An index in [0, n), by rejection so every index is equally likely and the draws are the
-// same with every standard library (uniform_int_distribution's algorithm is the library's).
-size_t ladder_draw(std::mt19937_64& rng, size_t n) {
-  const uint64_t top = std::numeric_limits<uint64_t>::max();
-  const uint64_t limit = top - top % n;
-  uint64_t x = 0;
-  do x = rng();
-  while (x >= limit);
-  return static_cast<size_t>(x % n);
-}
-
 Replicates bootstrap(const Ladder& l, const Rule& rule, const std::vector<PowerLawFit>& fits,
                      const LadderOptions& opt) {
   const size_t variants = l.names.size() - 1;
@@ -230,17 +208,14 @@ Replicates bootstrap(const Ladder& l, const Rule& rule, const std::vector<PowerL
   r.extrapolated.assign(variants, std::vector<std::vector<double>>(opt.extrapolate_to.size()));
   r.slope.resize(variants);
   r.slope_left_out.assign(variants, 0);
-  std::mt19937_64 rng(opt.rng_seed);
-  std::vector<double> weight(l.seeds.size());
-  for (int b = 0; b < opt.bootstrap; ++b) {
-    std::fill(weight.begin(), weight.end(), 0.0);
-    for (size_t i = 0; i < l.seeds.size(); ++i) weight[ladder_draw(rng, l.seeds.size())] += 1;
+  // A seed's weight is how often the replicate drew it (stats/bootstrap.h).
+  resample(l.seeds.size(), opt.bootstrap, opt.rng_seed, [&](const std::vector<double>& weight) {
     const auto refit = fit_ladder(l, rule, weight);
     bool failed = false;
     for (size_t c = 0; c < fits.size(); ++c) failed = failed || (fits[c].law && !refit[c].law);
     if (failed) {
       ++r.dropped;
-      continue;
+      return;
     }
     ++r.kept;
     const auto f = figures_of(l, refit, opt);
@@ -254,28 +229,23 @@ Replicates bootstrap(const Ladder& l, const Rule& rule, const std::vector<PowerL
       else
         ++r.slope_left_out[v];
     }
-  }
+  });
   return r;
 }
 
-// The 95% interval of a figure from its replicates: estimate -/+ reach(seeds) bootstrap
-// standard errors, a multiplier's on the log scale (a ratio of 0.5 and one of 2 are as far
-// from 1). A multiplier some replicate puts at 0 (the baseline never reaching the
-// variant's loss) has no log: its interval runs from 0 to the largest replicate. Null
-// without an estimate or with fewer than two replicates.
+// The 95% interval of a figure from its replicates (stats/bootstrap.h: the estimate -/+
+// the reach for the seeds in bootstrap standard errors), a multiplier's on the log scale.
+// A multiplier some replicate puts at 0 (the baseline never reaching the variant's loss)
+// has no log: its interval runs from 0 to the largest replicate. Null without an estimate
+// or with fewer than two replicates.
 json bootstrap_ci(const std::optional<Replicates>& reps, const std::vector<double>& xs, std::optional<double> estimate,
                   bool multiplier) {
   if (!reps || !estimate || xs.size() < 2) return nullptr;
   if (multiplier && std::any_of(xs.begin(), xs.end(), [](double x) { return !(x > 0); }))
     return json::array({0.0, *std::max_element(xs.begin(), xs.end())});
-  auto scale = [&](double x) { return multiplier ? std::log(x) : x; };
-  double mean = 0, squares = 0;
-  for (double x : xs) mean += scale(x) / static_cast<double>(xs.size());
-  for (double x : xs) squares += (scale(x) - mean) * (scale(x) - mean);
-  const double half = reach(reps->seeds) * std::sqrt(squares / static_cast<double>(xs.size() - 1));
-  const double centre = scale(*estimate);
-  if (!multiplier) return json::array({centre - half, centre + half});
-  return json::array({std::exp(centre - half), std::exp(centre + half)});
+  const auto ci =
+      bootstrap_interval(xs, *estimate, reps->seeds, multiplier ? IntervalScale::kLog : IntervalScale::kLinear);
+  return json::array({ci->first, ci->second});
 }
 
 // What a fitted curve had left to check it: its distinct computes (rungs) against the
@@ -467,7 +437,7 @@ json bootstrap_json(const Ladder& l, const Rule& rule, const std::optional<Repli
              "estimate -/+ t(0.975, seeds - 1) sqrt(seeds / (seeds - 1)) bootstrap standard errors, a multiplier's "
              "on the log scale; a replicate whose fit fails is dropped; one where the baseline never reaches a "
              "variant's loss counts that multiplier as 0, and the interval then runs from 0"},
-            {"reach", reach(reps->seeds)}};
+            {"reach", bootstrap_reach(reps->seeds)}};
   if (reps->dropped * 20 > opt.bootstrap)
     j["warning"] = fmt::format(
         "{} of {} replicates dropped (a fit failed): the intervals describe the resamples the curves could be fitted "

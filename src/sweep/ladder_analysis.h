@@ -1,7 +1,7 @@
 // Ladders, the analysis across rungs: does a variant's win over the baseline grow with
 // scale? A ladder runs every variant at several sizes (rungs) and seeds; this fits each
 // variant's final val loss against its training compute with a power law
-// (sweep/scaling_fit.h), L(C) = E + A C^-alpha, and turns the gap between the fitted
+// (stats/scaling_fit.h), L(C) = E + A C^-alpha, and turns the gap between the fitted
 // curves into compute: at each rung, the variant's compute over the compute the
 // baseline's curve needs to reach the variant's loss. Comparing curves, not single
 // runs, is what lets the answer be read across sizes and carried past the ladder.
@@ -26,7 +26,8 @@
 // intervals); a drawn seed brings all its rungs for every variant, baseline included;
 // every curve is refitted by the same E rule and every figure recomputed; the 95%
 // interval is the estimate -/+ t_{0.975, n-1} sqrt(n / (n - 1)) standard deviations of the
-// kept replicates, n the seeds (a multiplier's on the log scale). A replicate in
+// kept replicates, n the seeds (a multiplier's on the log scale; the draws and the interval
+// are stats/bootstrap.h's). A replicate in
 // which a fit fails (the baseline's, or one of a variant whose fit on all the data
 // succeeded) is dropped and counted. A replicate in which the baseline never reaches a
 // variant's loss counts that multiplier as 0 (its limit: the baseline would need
@@ -41,7 +42,7 @@
 // win grows with scale. 0 is a constant multiplier.
 //
 // Also per rung: the observed paired difference (variant minus baseline final val loss,
-// per seed present in both) with its Student-t 95% interval (analysis/paired.h).
+// per seed present in both) with its Student-t 95% interval (stats/paired.h).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -1,19 +1,15 @@
 // The ladder's plan and the dry run's time estimate (see ladder_plan.h).
 #include "sweep/ladder_plan.h"
 
-#include "bench/block_bench.h"
 #include "model/counts.h"
+#include "sweep/ladder_rules.h"
 #include "train/mfu.h"
 #include "util/device.h"
-#include "util/json_read.h"
 
 #include <fmt/format.h>
 
 #include <chrono>
-#include <cmath>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <optional>
 
 namespace xsagpt {
@@ -44,59 +40,10 @@ struct Basis {
   double overhead_s = 0;
 };
 
-// The FLOP rate `xsagpt bench --json` measured for its training step.
-double bench_rate(const json& e, std::string& says) {
-  const std::string file = e["bench"].get<std::string>();
-  std::ifstream in(file);
-  if (!in) throw ConfigError(fmt::format("ladder.estimate.bench: cannot read {}", file));
-  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  const json b = parse_json_or_discarded(text);
-  if (const auto line = b.is_discarded() ? nonfinite_literal_line(text) : std::nullopt)
-    throw ConfigError("ladder.estimate.bench: " + nonfinite_literal_message(file, *line));
-  const json step = b.is_object() ? b.value("step", json()) : json();
-  if (!step.is_object() || !step.value("results", json()).is_object() || step["results"].empty() ||
-      !step.value("flops_per_token", json()).is_number())
-    throw ConfigError(
-        fmt::format("ladder.estimate.bench: {} is not a JSON file `xsagpt bench --json` wrote with "
-                    "a training step (\"step\": results, flops_per_token)",
-                    file));
-  const std::string v = e.value("bench_variant", step["results"].begin().key());
-  const json r = step["results"].value(v, json());
-  if (!r.is_object() || !r.value("tokens_per_s", json()).is_number())
-    throw ConfigError(fmt::format("ladder.estimate.bench_variant: {} has no training step of variant '{}'", file, v));
-  const double tok_s = r["tokens_per_s"].get<double>(), fpt = step["flops_per_token"].get<double>();
-  if (!(tok_s > 0 && fpt > 0 && std::isfinite(tok_s * fpt)))
-    throw ConfigError(fmt::format("ladder.estimate.bench: {}: tokens_per_s {} and flops_per_token {} give no finite "
-                                  "positive FLOP rate",
-                                  file, tok_s, fpt));
-  says = fmt::format(
-      "measured: `xsagpt bench` in {} ({}, {}): {} {}x{} {} at {:.0f} tokens/s = {:.3g} TFLOP/s achieved{}, "
-      "applied to every rung by its FLOPs",
-      file, b.value("machine", "machine not recorded"), b.value("date", "undated"), step.value("config", "?"),
-      step.value("micro_batch", json()).dump(), step.value("seq_len", json()).dump(), v, tok_s, tok_s * fpt / 1e12,
-      r.value("mfu", json()).is_number() ? fmt::format(" (MFU {:.1f}%)", 100 * r["mfu"].get<double>()) : "");
-  return tok_s * fpt;
-}
-
-// Times a few training steps of rung i's baseline point on its device: FLOP/s.
-double measure_rung(const SweepPoint& p, const torch::Device& device, int64_t world) {
-  BenchOptions o;
-  o.device = device;
-  o.train = p.config.train;
-  o.runtime = runtime_of(p.config.train, device.is_cuda());
-  o.warmup = 1;
-  o.iters = 2;
-  o.accumulation = p.config.accumulation_steps(world);
-  o.variants = {p.config.model.attention};
-  const auto r = bench_train_step(o, p.config.model, p.config.train.micro_batch, p.config.train.seq_len);
-  const double tokens = static_cast<double>(p.config.train.micro_batch * p.config.train.seq_len * o.accumulation);
-  return tokens / (r.begin()->second.median_ms / 1e3) * flops_per_token(p.config.model, p.config.train.seq_len);
-}
-
-// Measured here: each rung's steps timed while they take seconds (a first step under
+// Measured here (by `measure`): each rung's steps timed while they take seconds (a first step under
 // kFirstStepFlops, each later one predicted from the last rate under kMeasureSeconds);
 // larger rungs at the last rate measured.
-Basis measured_basis(const Sweep& s, int64_t world, std::optional<double> overhead_s) {
+Basis measured_basis(const Sweep& s, int64_t world, std::optional<double> overhead_s, const MeasureStep& measure) {
   const auto& rungs = s.ladder->rungs;
   Basis b;
   b.rate.assign(rungs.size(), std::nullopt);
@@ -121,7 +68,7 @@ Basis measured_basis(const Sweep& s, int64_t world, std::optional<double> overhe
       const auto it = std::find_if(s.points.begin(), s.points.end(), [&](const SweepPoint& p) {
         return p.rung == static_cast<int>(i) && p.variant == s.points.front().variant;
       });
-      last = measure_rung(*it, device, world);
+      last = measure(it->config, device, world);
       ++measured;
     }
     b.rate[i] = last;
@@ -143,16 +90,17 @@ Basis measured_basis(const Sweep& s, int64_t world, std::optional<double> overhe
   return b;
 }
 
-Basis estimate_basis(const Sweep& s, int64_t world) {
+Basis estimate_basis(const Sweep& s, int64_t world, const MeasureStep& measure) {
   const json& e = s.ladder->estimate;
   const auto overhead =
       e.is_object() && e.contains("overhead_s") ? std::optional(e["overhead_s"].get<double>()) : std::nullopt;
-  if (!(e.is_object() && (e.contains("device") || e.contains("bench")))) return measured_basis(s, world, overhead);
+  if (!(e.is_object() && (e.contains("device") || e.contains("bench"))))
+    return measured_basis(s, world, overhead, measure);
   Basis b;
   b.overhead_s = overhead.value_or(10.0);
   double rate = 0;
   if (e.contains("bench")) {
-    rate = bench_rate(e, b.rests_on);
+    rate = bench_file_rate(e, b.rests_on);
   } else {
     const auto name = e["device"].get<std::string>();
     const bool bf16 = parse_precision(s.ladder->rungs.front().config.train.precision, /*cuda=*/true);
@@ -183,41 +131,6 @@ std::optional<double> eval_flops(const SweepPoint& p, const LadderRung& r, int64
 
 }  // namespace
 
-json check_estimate(json e, const std::string& where, const std::filesystem::path& sweep_dir) {
-  if (!e.is_object()) schema::bad(where, "an object: {\"device\": GPU, \"mfu\": m} or {\"bench\": FILE}", e);
-  for (const auto& [k, v] : e.items())
-    if (k != "device" && k != "mfu" && k != "bench" && k != "bench_variant" && k != "overhead_s")
-      throw ConfigError(
-          fmt::format("{}: unknown key '{}' (known: device, mfu, bench, bench_variant, overhead_s)", where, k));
-  if (e.contains("device") && e.contains("bench"))
-    throw ConfigError(where + ": device (an assumed MFU) or bench (a measured rate), not both");
-  if (e.contains("device")) {
-    if (!e["device"].is_string() || !gpu_peak_flops(e["device"].get<std::string>(), true))
-      schema::bad(where + ".device", "a GPU whose peak train/mfu.h knows (H100, H200, A100, B200, L40S, ...)",
-                  e["device"]);
-    if (!e.contains("mfu"))
-      throw ConfigError(where +
-                        ".mfu: required with device: the share of the GPU's peak a step achieves (measured "
-                        "with the default kernels on one H100: 0.38-0.40 at 124M, 0.48-0.49 at 0.7B)");
-  }
-  if (e.contains("mfu") && !e.contains("device")) throw ConfigError(where + ".mfu: an MFU needs a device to be of");
-  if (e.contains("mfu") && !(e["mfu"].is_number() && e["mfu"].get<double>() > 0 && e["mfu"].get<double>() <= 1))
-    schema::bad(where + ".mfu", "a number in (0, 1]", e["mfu"]);
-  if (e.contains("bench") && !e["bench"].is_string()) schema::bad(where + ".bench", "a file path", e["bench"]);
-  if (e.contains("bench_variant") && !(e.contains("bench") && e["bench_variant"].is_string()))
-    throw ConfigError(where + ".bench_variant: names a variant of the bench file's step (with bench)");
-  if (e.contains("overhead_s") && !(e["overhead_s"].is_number() && e["overhead_s"].get<double>() >= 0))
-    schema::bad(where + ".overhead_s", "seconds >= 0", e["overhead_s"]);
-  if (e.contains("bench")) {  // as given, or beside the sweep file; read now, so a bad one stops nothing midway
-    const std::filesystem::path given = e["bench"].get<std::string>();
-    if (!std::filesystem::exists(given) && std::filesystem::exists(sweep_dir / given))
-      e["bench"] = (sweep_dir / given).string();
-    std::string unused;
-    bench_rate(e, unused);
-  }
-  return e;
-}
-
 void print_ladder_rungs(const Sweep& s) {
   const auto& l = *s.ladder;
   std::cout << fmt::format(
@@ -233,9 +146,9 @@ void print_ladder_rungs(const Sweep& s) {
   }
 }
 
-void print_ladder_estimate(const Sweep& s, int64_t world) {
+void print_ladder_estimate(const Sweep& s, int64_t world, const MeasureStep& measure) {
   const auto t0 = std::chrono::steady_clock::now();
-  const auto basis = estimate_basis(s, world);
+  const auto basis = estimate_basis(s, world, measure);
   const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << fmt::format("time, as each point would train (estimate):\n  {:<48} {:>9} {:>10} {:>10} {:>10}\n",
                            "point", "params", "tokens", "FLOPs", "time");

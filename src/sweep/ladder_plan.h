@@ -14,28 +14,32 @@
 //   neither:     measured here, on the device the points would train on: a few training
 //                steps of each rung (the baseline's model, the point's batch), smallest
 //                first, as long as a rung's steps take seconds; larger rungs at the rate
-//                of the last one measured.
+//                of the last one measured. The caller times the steps (MeasureStep:
+//                `xsagpt sweep` passes bench's step_flop_rate, bench/block_bench.h), so
+//                that the sweep does not sit above the benchmarks.
 // "overhead_s" sets the time per point (default: 10 s with a GPU, 3 s on a CPU: what the
 // GPU demo and configs/sweeps/ladder-tiny.json spent between their points' training, the
 // model's start, its checkpoints and the summary after each).
 #pragma once
 
+#include "config/run_config.h"
 #include "sweep/grid.h"
 
-#include <filesystem>
-#include <string>
+#include <torch/torch.h>
+
+#include <functional>
 
 namespace xsagpt {
 
-// Checks a ladder's "estimate" section (`where` names it in errors) and returns it with
-// its bench file found (as given, or beside the sweep file in `sweep_dir`) and read.
-json check_estimate(json estimate, const std::string& where, const std::filesystem::path& sweep_dir);
+// The FLOP rate (FLOP/s) of a run config's training step timed on a device, with
+// world_size ranks sharing its batch.
+using MeasureStep = std::function<double(const RunConfig& config, const torch::Device& device, int64_t world_size)>;
 
 // The rules and the rungs as a table; every ladder sweep prints it before it runs.
 void print_ladder_rungs(const Sweep& sweep);
 
 // The dry run's part: per point its parameters, tokens, FLOPs and estimated time, the
 // totals, and what the estimate rests on.
-void print_ladder_estimate(const Sweep& sweep, int64_t world_size);
+void print_ladder_estimate(const Sweep& sweep, int64_t world_size, const MeasureStep& measure);
 
 }  // namespace xsagpt

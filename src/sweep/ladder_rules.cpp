@@ -1,12 +1,15 @@
-// The ladder's token, rate and multiplier rules (see ladder_rules.h).
+// The ladder's token, rate and multiplier rules, and its estimate section (see ladder_rules.h).
 #include "sweep/ladder_rules.h"
 
 #include "model/counts.h"
+#include "train/mfu.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 namespace xsagpt {
 
@@ -117,6 +120,67 @@ std::vector<double> read_multipliers(const json& section, const std::string& whe
     out.push_back(x.get<double>());
   }
   return out;
+}
+
+double bench_file_rate(const json& e, std::string& says) {
+  const std::string file = e["bench"].get<std::string>();
+  std::ifstream in(file);
+  if (!in) throw ConfigError(fmt::format("ladder.estimate.bench: cannot read {}", file));
+  const json b = json::parse(in, nullptr, false);
+  const json step = b.is_object() ? b.value("step", json()) : json();
+  if (!step.is_object() || !step.value("results", json()).is_object() || step["results"].empty() ||
+      !step.value("flops_per_token", json()).is_number())
+    throw ConfigError(
+        fmt::format("ladder.estimate.bench: {} is not a JSON file `xsagpt bench --json` wrote with "
+                    "a training step (\"step\": results, flops_per_token)",
+                    file));
+  const std::string v = e.value("bench_variant", step["results"].begin().key());
+  const json r = step["results"].value(v, json());
+  if (!r.is_object() || !r.value("tokens_per_s", json()).is_number())
+    throw ConfigError(fmt::format("ladder.estimate.bench_variant: {} has no training step of variant '{}'", file, v));
+  const double tok_s = r["tokens_per_s"].get<double>(), fpt = step["flops_per_token"].get<double>();
+  says = fmt::format(
+      "measured: `xsagpt bench` in {} ({}, {}): {} {}x{} {} at {:.0f} tokens/s = {:.3g} TFLOP/s achieved{}, "
+      "applied to every rung by its FLOPs",
+      file, b.value("machine", "machine not recorded"), b.value("date", "undated"), step.value("config", "?"),
+      step.value("micro_batch", json()).dump(), step.value("seq_len", json()).dump(), v, tok_s, tok_s * fpt / 1e12,
+      r.value("mfu", json()).is_number() ? fmt::format(" (MFU {:.1f}%)", 100 * r["mfu"].get<double>()) : "");
+  return tok_s * fpt;
+}
+
+json check_estimate(json e, const std::string& where, const std::filesystem::path& sweep_dir) {
+  if (!e.is_object()) schema::bad(where, "an object: {\"device\": GPU, \"mfu\": m} or {\"bench\": FILE}", e);
+  for (const auto& [k, v] : e.items())
+    if (k != "device" && k != "mfu" && k != "bench" && k != "bench_variant" && k != "overhead_s")
+      throw ConfigError(
+          fmt::format("{}: unknown key '{}' (known: device, mfu, bench, bench_variant, overhead_s)", where, k));
+  if (e.contains("device") && e.contains("bench"))
+    throw ConfigError(where + ": device (an assumed MFU) or bench (a measured rate), not both");
+  if (e.contains("device")) {
+    if (!e["device"].is_string() || !gpu_peak_flops(e["device"].get<std::string>(), true))
+      schema::bad(where + ".device", "a GPU whose peak train/mfu.h knows (H100, H200, A100, B200, L40S, ...)",
+                  e["device"]);
+    if (!e.contains("mfu"))
+      throw ConfigError(where +
+                        ".mfu: required with device: the share of the GPU's peak a step achieves (measured "
+                        "with the default kernels on one H100: 0.38-0.40 at 124M, 0.48-0.49 at 0.7B)");
+  }
+  if (e.contains("mfu") && !e.contains("device")) throw ConfigError(where + ".mfu: an MFU needs a device to be of");
+  if (e.contains("mfu") && !(e["mfu"].is_number() && e["mfu"].get<double>() > 0 && e["mfu"].get<double>() <= 1))
+    schema::bad(where + ".mfu", "a number in (0, 1]", e["mfu"]);
+  if (e.contains("bench") && !e["bench"].is_string()) schema::bad(where + ".bench", "a file path", e["bench"]);
+  if (e.contains("bench_variant") && !(e.contains("bench") && e["bench_variant"].is_string()))
+    throw ConfigError(where + ".bench_variant: names a variant of the bench file's step (with bench)");
+  if (e.contains("overhead_s") && !(e["overhead_s"].is_number() && e["overhead_s"].get<double>() >= 0))
+    schema::bad(where + ".overhead_s", "seconds >= 0", e["overhead_s"]);
+  if (e.contains("bench")) {  // as given, or beside the sweep file; read now, so a bad one stops nothing midway
+    const std::filesystem::path given = e["bench"].get<std::string>();
+    if (!std::filesystem::exists(given) && std::filesystem::exists(sweep_dir / given))
+      e["bench"] = (sweep_dir / given).string();
+    std::string unused;
+    bench_file_rate(e, unused);
+  }
+  return e;
 }
 
 }  // namespace xsagpt

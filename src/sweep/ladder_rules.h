@@ -1,9 +1,11 @@
 // Sweeps, the ladder's rules read from its section (sweep/ladder.h): the token budget
-// of each rung, the rate of each rung, and the rate multipliers swept.
+// of each rung, the rate of each rung, the rate multipliers swept, and the "estimate"
+// the dry run's time rests on (sweep/ladder_plan.h says what each form means).
 #pragma once
 
 #include "config/model_config.h"
 
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,5 +36,15 @@ LadderLrRule read_lr_rule(const json& lr, size_t n_rungs, const std::string& whe
 
 // "lr_multipliers": positive and distinct; empty when the section has none.
 std::vector<double> read_multipliers(const json& section, const std::string& where);
+
+// "estimate", checked (`where` names it in errors) and returned with its bench file
+// found (as given, or beside the sweep file in `sweep_dir`) and read, so that a bad one
+// stops the sweep before anything runs.
+json check_estimate(json estimate, const std::string& where, const std::filesystem::path& sweep_dir);
+
+// The FLOP rate the training step of estimate's "bench" file (`xsagpt bench --json`)
+// achieved, of its "bench_variant" (default the file's first): tokens/s times its
+// flops_per_token; `says` gets what it rests on, in words.
+double bench_file_rate(const json& estimate, std::string& says);
 
 }  // namespace xsagpt

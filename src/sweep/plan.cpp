@@ -60,11 +60,11 @@ void print_memory(const Sweep& s, int64_t world) {
 
 }  // namespace
 
-void print_sweep_plan(const Sweep& sweep, int64_t world_size, bool memory) {
+void print_sweep_plan(const Sweep& sweep, int64_t world_size, bool memory, const MeasureStep& measure) {
   print_points(sweep, world_size);
   if (sweep.ladder) print_ladder_rungs(sweep);
   if (memory) print_memory(sweep, world_size);
-  if (memory && sweep.ladder) print_ladder_estimate(sweep, world_size);
+  if (memory && sweep.ladder) print_ladder_estimate(sweep, world_size, measure);
 }
 
 }  // namespace xsagpt

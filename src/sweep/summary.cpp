@@ -1,7 +1,7 @@
 #include "sweep/summary.h"
 
-#include "analysis/paired.h"
 #include "run/run_paths.h"
+#include "stats/paired.h"
 #include "sweep/dial_trend.h"
 #include "sweep/iso_loss.h"
 #include "sweep/ladder_summary.h"
@@ -150,7 +150,7 @@ std::optional<double> interpolate(const std::vector<double>& xs, const std::vect
 
 json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
-// Paired statistics of per-seed differences (analysis/paired.h) as summary.json holds them.
+// Paired statistics of per-seed differences (stats/paired.h) as summary.json holds them.
 json paired_json(const std::vector<double>& diffs, const json& seeds) {
   const auto s = paired_stats(diffs);
   json j = {{"n", s.n},

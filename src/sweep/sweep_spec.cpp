@@ -137,29 +137,30 @@ std::vector<std::string> constant_token_overrides(const RunConfig& base, int64_t
           fmt::format("train.batch_tokens={}", step_tokens)};
 }
 
-void DistinctPoints::add(const SweepPoint& p) {
-  if (!names_.insert(p.name).second)
+void DistinctPoints::add(const std::string& name, const RunConfig& config, const std::string& variant,
+                         const json& point_values, int rung) {
+  if (!names_.insert(name).second)
     throw ConfigError(
         fmt::format("{}: grid: two points are both named {} (a value listed twice, e.g. 1e-3 "
                     "and 0.001?)",
-                    path_, p.name));
-  json meaning = saved_meaning(to_json(p.config));
+                    path_, name));
+  json meaning = saved_meaning(to_json(config));
   meaning.erase("out_dir");
   meaning.erase("variant");  // the model's name as written: the model itself is compared
-  json values = p.values;
+  json values = point_values;
   values.erase("rung");
   values.erase("lr_mult");
-  const std::string pair = p.variant + " " + values.dump();
-  const auto [it, added] = configs_.try_emplace(std::move(meaning), Seen{p.name, pair});
+  const std::string pair = variant + " " + values.dump();
+  const auto [it, added] = configs_.try_emplace(std::move(meaning), Seen{name, pair});
   if (added) return;
-  if (p.rung >= 0) {
-    clashes_.push_back({p.rung, it->second.name, p.name, it->second.pair + " = " + pair});
+  if (rung >= 0) {
+    clashes_.push_back({rung, it->second.name, name, it->second.pair + " = " + pair});
     return;
   }
   throw ConfigError(
       fmt::format("{}: grid: points {} and {} resolve to the same run config (a value listed "
                   "twice in two spellings, or a key set to its default?); list each setting once",
-                  path_, it->second.name, p.name));
+                  path_, it->second.name, name));
 }
 
 void DistinctPoints::finish(const std::vector<std::string>& rungs) const {

@@ -4,7 +4,6 @@
 #pragma once
 
 #include "config/run_config.h"
-#include "sweep/grid.h"
 
 #include <map>
 #include <set>
@@ -60,7 +59,10 @@ std::vector<std::string> constant_token_overrides(const RunConfig& base, int64_t
 class DistinctPoints {
  public:
   explicit DistinctPoints(std::string path) : path_(std::move(path)) {}
-  void add(const SweepPoint& p);
+  // A point's, as sweep/grid.h makes it: its name and config, and in a ladder its variant,
+  // values and rung (rung -1 without one).
+  void add(const std::string& name, const RunConfig& config, const std::string& variant = "",
+           const json& values = json::object(), int rung = -1);
   // Throws for the clashes add() gathered among a ladder's points; rungs: the rungs' names.
   void finish(const std::vector<std::string>& rungs) const;
 

@@ -1,10 +1,10 @@
-// xsagpt_paired_stats: analysis/paired.h on numbers from stdin, for the check against
-// scipy.stats in tests/python/test_paired_stats.py.
+// xsagpt_paired_stats: stats/paired.h on numbers from stdin, for the check against
+// scipy.stats in tests/python/sweep/test_paired_stats.py.
 //
 // Input (JSON):  {"p": [[t, df], ...], "critical": [[level, df], ...], "paired": [[d, ...], ...]}
 // Output (JSON): {"p": [two-sided p, ...], "critical": [t, ...],
 //                 "paired": [{"n", "mean", "sd", "ci": [lo, hi] | null, "t", "p"}, ...]}
-#include "analysis/paired.h"
+#include "stats/paired.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,5 +1,5 @@
-// xsagpt_scaling_fit: the power-law fits of sweep/scaling_fit.h and the line of
-// analysis/line_fit.h on numbers from stdin, for the checks against scipy.optimize and
+// xsagpt_scaling_fit: the power-law fits of stats/scaling_fit.h and the line of
+// stats/line_fit.h on numbers from stdin, for the checks against scipy.optimize and
 // scipy.stats in tests/python/sweep/test_scaling_fit.py.
 //
 // Input (JSON):  {"fits": [{"compute": [...], "loss": [...], "e": null | E}, ...],
@@ -8,8 +8,8 @@
 // Output (JSON): {"fits": [{"E", "A", "alpha", "sse"} | {"why"}, ...],
 //                 "shared": [[{"E", "A", "alpha", "sse"} | {"why"}, ...], ...],
 //                 "lines": [{"slope", "intercept", "se", "ci": [lo, hi] | null} | null, ...]}
-#include "sweep/scaling_fit.h"
-#include "analysis/line_fit.h"
+#include "stats/scaling_fit.h"
+#include "stats/line_fit.h"
 
 #include <nlohmann/json.hpp>
 

@@ -14,5 +14,6 @@ of a lent GPU). One module per concern:
     sizes.py        the device's sizes and the dry run's
     schedule.py     the stages in order of their needs, run within the budget; the exit code
     report.py       the summary, the table, the bundle
+    plan.py         the kernel table's rows as the verdict's plan; a results folder as the table reads it
     cli.py          the options both entry points share
 """

@@ -3,8 +3,8 @@
 // has multiplier 1/k at every rung and beyond, trend 0; the E rule by rung count; one
 // seed without an interval; a baseline that never reaches the variant's loss; the
 // bootstrap interval's coverage over simulated ladders; bad input refused by name.
+#include "chosen_law.h"
 #include "helpers.h"
-#include "sweep/chosen_law.h"
 #include "sweep/ladder_analysis.h"
 #include "sweep/ladder_report.h"
 #include "sweep/text_table.h"

@@ -9,7 +9,8 @@ through the tools. Comments and docstrings may name kinds; code may not.
 The exceptions, each for a reason:
 - independent implementations of each kind's formula, which must know the kinds they
   implement: the PyTorch reference model the tests check the C++ model against, and the
-  export (export.py writes each kind's formula into config.json's conventions; load_export.py
+  export (export.py writes each kind's formula into config.json's conventions, through
+  export_conventions.py, and export_hf.py into the transformers folder's; load_export.py
   and the transformers code under hf/ rebuild it where xsagpt is not installed);
 - studies and GPU benchmarks whose subject is two named kinds, SA against XSA
   (scripts/study/, the GPU verdict and the warm-up list of the lease);
@@ -24,12 +25,14 @@ from pathlib import Path
 ROW_FILE = "src/config/attention_kinds.cpp"
 ROW_FILES = {ROW_FILE, "src/model/attention_kinds.cpp"}
 EXEMPT = {
-    "scripts/reference/model.py",
-    "scripts/eval/export.py", "scripts/eval/load_export.py",
+    "scripts/reference/model.py", "scripts/reference/config.py",
+    "scripts/eval/export.py", "scripts/eval/export_conventions.py", "scripts/eval/export_hf.py",
+    "scripts/eval/load_export.py",
     "scripts/eval/hf/modeling_xsagpt.py", "scripts/eval/hf/configuration_xsagpt.py",
     "scripts/study/study_head.py", "scripts/study/study_muon.py",
     "scripts/bench/verdict/correctness.py", "scripts/bench/verdict/schedule.py", "scripts/bench/verdict/timing.py",
-    "scripts/bench/verdict_table.py", "scripts/bench/bench_gpu.sh", "scripts/bench/lease.py",
+    "scripts/bench/verdict_table.py", "scripts/bench/verdict/plan.py", "scripts/bench/bench_gpu.sh",
+    "scripts/bench/lease.py",
 }
 # C++ lines where a kind's name is the value of another key: (file, a substring of the line).
 OTHER_KEYS = [("src/config/attention_kinds.h", "XsaGate::"), ("src/config/runtime.cpp", "Kernels& k")]

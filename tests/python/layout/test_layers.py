@@ -1,13 +1,13 @@
 """The source layers point one way (docs/architecture.md): a file under src/ may
 include only headers of its own layer or of layers below it. Bottom to top:
-util, data, kernels; config; model, tokenizer; distributed, optim; run; train, analysis,
+util, data, kernels, stats; config; model, tokenizer; distributed, optim; run; train, analysis,
 sample; bench, eval, sweep; cli; main.cpp. The optimizers and the run directory sit
 below the training loop, so the tools (cli/, sweep/) that read a run reach it
 without the loop."""
 import re
 from pathlib import Path
 
-LAYERS = [["util", "data", "kernels"], ["config"], ["model", "tokenizer"], ["distributed", "optim"], ["run"],
+LAYERS = [["util", "data", "kernels", "stats"], ["config"], ["model", "tokenizer"], ["distributed", "optim"], ["run"],
           ["train", "analysis", "sample"], ["bench", "eval", "sweep"], ["cli"], ["main.cpp"]]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

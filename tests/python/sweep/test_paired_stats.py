@@ -1,4 +1,4 @@
-"""Student's t as xsagpt computes it (src/analysis/paired.h: the closed form for integer
+"""Student's t as xsagpt computes it (src/stats/paired.h: the closed form for integer
 degrees of freedom, the quantile by bisection) against scipy.stats: two-sided p-values
 and 95%/99% critical values over df 1..30 and 100, and the paired statistics (mean,
 sd, 95% t interval, ttest_rel's t and p) of random differences of 2..31 and 101 seeds."""

@@ -1,6 +1,6 @@
-"""The power-law fit L(C) = E + A C^-alpha of src/sweep/scaling_fit.h against
+"""The power-law fit L(C) = E + A C^-alpha of src/stats/scaling_fit.h against
 scipy.optimize.curve_fit on the same points (E fitted, E = 0, one E shared by three
-curves), and the least-squares line of src/analysis/line_fit.h (the dial trend's slope
+curves), and the least-squares line of src/stats/line_fit.h (the dial trend's slope
 and its t interval) against scipy.stats.linregress. Synthetic ladders with chosen
 parameters and seeded noise; xsagpt's fit needs no starting point, curve_fit is given
 the true parameters as one (so both find the same least-squares minimum)."""

@@ -1,5 +1,5 @@
 // A power law L(C) = E + A C^-alpha whose parameters a test chooses, written at the
-// ladders' scale (the excess loss at 1e18 FLOPs), for the tests of sweep/scaling_fit.h
+// ladders' scale (the excess loss at 1e18 FLOPs), for the tests of stats/scaling_fit.h
 // and sweep/ladder_analysis.h.
 #pragma once
 

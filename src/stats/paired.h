@@ -8,7 +8,7 @@
 // headers cannot travel to the GPU machines, whose carry limit is 64 MiB). Paired seeds
 // always give an integer number of degrees of freedom, for which the t CDF has an exact
 // finite closed form (Abramowitz & Stegun 26.7.3 for odd df, 26.7.4 for even df); the
-// quantile is found by bisection on that CDF. tests/python/test_paired_stats.py checks
+// quantile is found by bisection on that CDF. tests/python/sweep/test_paired_stats.py checks
 // both against scipy.stats over df 1..30 and 100.
 #pragma once
 

@@ -1,7 +1,7 @@
-// Least-squares lines and the slope's t interval (analysis/line_fit.h).
-#include "analysis/line_fit.h"
+// Least-squares lines and the slope's t interval (stats/line_fit.h).
+#include "stats/line_fit.h"
 
-#include "analysis/paired.h"
+#include "stats/paired.h"
 
 #include <cmath>
 

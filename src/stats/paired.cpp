@@ -1,5 +1,5 @@
-// Student's t from its closed form for integer degrees of freedom (analysis/paired.h).
-#include "analysis/paired.h"
+// Student's t from its closed form for integer degrees of freedom (stats/paired.h).
+#include "stats/paired.h"
 
 #include "util/error.h"
 

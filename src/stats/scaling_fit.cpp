@@ -1,5 +1,5 @@
-// The power-law fit L(C) = E + A C^-alpha (sweep/scaling_fit.h).
-#include "sweep/scaling_fit.h"
+// The power-law fit L(C) = E + A C^-alpha (stats/scaling_fit.h).
+#include "stats/scaling_fit.h"
 
 #include <fmt/format.h>
 

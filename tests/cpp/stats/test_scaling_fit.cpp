@@ -1,10 +1,10 @@
-// The power-law fit of sweep/scaling_fit.h on synthetic curves whose E, A and alpha are
+// The power-law fit of stats/scaling_fit.h on synthetic curves whose E, A and alpha are
 // chosen: recovered to rounding without noise and within the noise's reach with it, for
 // E fitted, E = 0 and one E shared by several curves; E kept >= 0; and the refusals. The
 // check against scipy.optimize.curve_fit on the same points is
 // tests/python/sweep/test_scaling_fit.py.
-#include "sweep/chosen_law.h"
-#include "sweep/scaling_fit.h"
+#include "chosen_law.h"
+#include "stats/scaling_fit.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

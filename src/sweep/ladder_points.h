@@ -1,0 +1,28 @@
+// Sweeps, the ladder's points: each setting of the ladder's axes (a rung, and a rate
+// multiplier when they are swept) as what its points get before the variant and the
+// grid: the rung's overrides with its rate, its values ("rung", "lr_mult") and the part
+// of the points' names it gives. load_sweep (sweep/grid.h) crosses them with the
+// variants and the grid.
+#pragma once
+
+#include "sweep/ladder.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace xsagpt {
+
+struct LadderStep {
+  int rung = -1;  // -1: a sweep without a ladder
+  double lr_mult = 1;
+  std::vector<std::string> overrides;
+  json values = json::object();
+  std::string name;  // "rung=<rung>[,lr_mult=<m>]"; "" without a ladder
+};
+
+// The ladder's settings, rung outermost, then each multiplier of its rate; a sweep
+// without a ladder has one, empty.
+std::vector<LadderStep> ladder_steps(const std::optional<SweepLadder>& ladder);
+
+}  // namespace xsagpt
