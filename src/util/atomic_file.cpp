@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <unistd.h>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -62,7 +63,9 @@ void replace_through(const fs::path& tmp, const fs::path& path, const std::strin
 fs::path private_temporary(const fs::path& path) {
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) != 0) host[0] = 0;
-  return fmt::format("{}.{}.{}.tmp", path.string(), host, ::getpid());
+  // A counter too: two threads of one process (or two calls) never share a temporary.
+  static std::atomic<uint64_t> calls{0};
+  return fmt::format("{}.{}.{}.{}.tmp", path.string(), host, ::getpid(), calls.fetch_add(1));
 }
 
 void write_file_atomic(const fs::path& path, const std::string& text) {

@@ -31,7 +31,7 @@ void write_file_atomic_shared(const std::filesystem::path& path, const std::stri
 // already existed; throws WriteError naming the file on any other failure.
 bool create_file_exclusive(const std::filesystem::path& path, const std::string& text);
 
-// "<path>.<host>.<pid>.tmp": this process's own temporary beside `path`.
+// "<path>.<host>.<pid>.<n>.tmp": this call's own temporary beside `path`.
 std::filesystem::path private_temporary(const std::filesystem::path& path);
 
 // Makes a rename in `dir` durable (best effort: some file systems refuse it).
