@@ -6,6 +6,7 @@ tiny model over GPT-2's padded vocabulary, with random weights."""
 import json
 import math
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -21,7 +22,7 @@ import export  # noqa: E402  scripts/eval/export.py
 from gpt2_tiktoken import gpt2_encoding  # noqa: E402  the tests' own tokenizer reference
 from load_export import Conventions, expected_shapes, load_export, logprob  # noqa: E402
 
-LOAD_EXPORT = export.ROOT / "scripts" / "eval" / "load_export.py"
+LOAD_EXPORT = pathlib.Path(__file__).resolve().parents[3] / "scripts" / "eval" / "load_export.py"
 CONTEXT, CONTINUATION = "In the beginning", " God created"
 
 
