@@ -4,12 +4,15 @@
 //
 // Input (JSON):  {"fits": [{"compute": [...], "loss": [...], "e": null | E}, ...],
 //                 "shared": [[{"compute": [...], "loss": [...]}, ...], ...],
-//                 "lines": [{"x": [...], "y": [...]}, ...]}
+//                 "lines": [{"x": [...], "y": [...]}, ...],
+//                 "huber": [{"compute": [...], "loss": [...]}, ...]}
 // Output (JSON): {"fits": [{"E", "A", "alpha", "sse"} | {"why"}, ...],
 //                 "shared": [[{"E", "A", "alpha", "sse"} | {"why"}, ...], ...],
-//                 "lines": [{"slope", "intercept", "se", "ci": [lo, hi] | null} | null, ...]}
-#include "stats/scaling_fit.h"
+//                 "lines": [{"slope", "intercept", "se", "ci": [lo, hi] | null} | null, ...],
+//                 "huber": [{"E", "A", "alpha", "objective", "e_capped"} | {"why"}, ...]}
+#include "stats/huber_fit.h"
 #include "stats/line_fit.h"
+#include "stats/scaling_fit.h"
 
 #include <nlohmann/json.hpp>
 
@@ -59,6 +62,23 @@ int main() {
                             {"intercept", f->intercept},
                             {"se", f->se ? json(*f->se) : json(nullptr)},
                             {"ci", f->ci_low ? json::array({*f->ci_low, *f->ci_high}) : json(nullptr)}});
+  }
+  out["huber"] = json::array();
+  for (const auto& c : in.value("huber", json::array())) {
+    std::vector<xsagpt::HuberPoint> pts;
+    const auto compute = c["compute"].get<std::vector<double>>();
+    const auto loss = c["loss"].get<std::vector<double>>();
+    for (size_t i = 0; i < compute.size() && i < loss.size(); ++i) pts.push_back({compute[i], loss[i]});
+    const auto f = xsagpt::fit_huber_power_law(pts);
+    if (!f.law) {
+      out["huber"].push_back({{"why", f.why}});
+      continue;
+    }
+    out["huber"].push_back({{"E", f.law->E},
+                            {"A", f.law->A},
+                            {"alpha", f.law->alpha},
+                            {"objective", f.objective},
+                            {"e_capped", f.e_capped}});
   }
   std::cout << out.dump() << "\n";  // doubles as the shortest text that reads back exactly
   return 0;

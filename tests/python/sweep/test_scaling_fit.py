@@ -94,3 +94,32 @@ def test_least_squares_line_and_its_interval_match_linregress(tool):
         assert g["se"] == pytest.approx(r.stderr, rel=1e-9)
         assert g["ci"] == pytest.approx([r.slope - half, r.slope + half], rel=1e-9)
     assert got["lines"][-1] is None  # one value of x: no line
+
+
+def huber_objective(params, logc, logy, delta=1e-3):
+    """Chinchilla's Approach 3 on a curve: the Huber loss of log(E + A x^-alpha) - log(loss), x = C / REF,
+    written with E = exp(e), A = exp(a) as the fit is parameterised."""
+    e, a, alpha = params
+    r = np.logaddexp(a - alpha * logc, e) - logy
+    return float(np.sum(np.where(np.abs(r) <= delta, 0.5 * r * r, delta * (np.abs(r) - 0.5 * delta))))
+
+
+def test_the_huber_fit_matches_scipy_minimize_on_the_same_objective(tool):
+    rng = np.random.default_rng(6)
+    cases = [ladder(rng, E, ex, al, COMPUTES, seeds, noise)
+             for E, ex, al, seeds, noise in [(1.8, 1.2, 0.28, 3, 0.003), (2.4, 0.8, 0.15, 2, 0.002),
+                                             (1.2, 2.0, 0.5, 4, 0.01)]]
+    got = tool({"huber": [{"compute": list(c), "loss": list(y)} for c, y in cases]})["huber"]
+    for (c, y), g, true in zip(cases, got, [(1.8, 1.2, 0.28), (2.4, 0.8, 0.15), (1.2, 2.0, 0.5)]):
+        assert "why" not in g, g
+        assert not g["e_capped"]  # these curves' floors lie below every loss: the cap does not bind
+        logc, logy = np.log(c / REF), np.log(y)
+        start = [np.log(true[0]), np.log(true[1]), true[2]]
+        best = optimize.minimize(huber_objective, start, args=(logc, logy), method="L-BFGS-B",
+                                 options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10000})
+        ours = [np.log(g["E"]), np.log(g["A"] * REF ** -g["alpha"]), g["alpha"]]
+        assert abs(best.x[2] / true[2] - 1) > 1e-4  # the noise moved the fit off the chosen law
+        assert g["objective"] == pytest.approx(huber_objective(ours, logc, logy), rel=1e-9)
+        assert g["objective"] <= best.fun * (1 + 1e-6) + 1e-15  # no worse a minimum than scipy's
+        assert g["alpha"] == pytest.approx(best.x[2], rel=2e-3)
+        assert g["E"] == pytest.approx(np.exp(best.x[0]), rel=2e-3)
