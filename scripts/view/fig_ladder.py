@@ -1,7 +1,10 @@
 """plot.py's figure of a ladder sweep (summary.json's "ladder" section): sweep_ladder.png, the final
 val loss against training compute on log axes, every seed's run and each variant's fitted curve
 L(C) = E + A C^-alpha over the ladder's computes, beside each variant's compute multiplier against
-the baseline at each rung with its 95% bootstrap interval (below 1: the variant needs less compute)."""
+the baseline at each rung with its 95% bootstrap interval (below 1: the variant needs less compute),
+and, open and flagged "?", each multiplier the analysis carried past the ladder (the curves' and the
+trend's; none further than the decades the sweep allows, ladder.extrapolate_decades). Where the
+analysis gave no interval (one seed) the panel's title says why instead of promising bars."""
 from __future__ import annotations
 
 import math
@@ -108,6 +111,29 @@ def loss_panel(ax, ladder: dict, pal: Palette, order: list) -> None:
     ax.set_title(rule_words(ladder["analysis"]), fontsize="medium")
 
 
+def extrapolated_points(ax, analysis: dict, var: str, colour, marker: str) -> list:
+    """The variant's multipliers carried past the ladder, open markers flagged "?" (the curves' and,
+    with a dashed edge, the trend's), with their intervals; the values drawn, for the axis's scale."""
+    drawn = []
+    for t in (analysis.get("extrapolation") or {}).get(var, []):
+        if not t.get("extrapolation") or not is_number(t.get("compute")):
+            continue
+        for key, ci_key, ls in (("multiplier", "ci95", "-"), ("trend_multiplier", "trend_ci95", "--")):
+            m = t.get(key)
+            if not is_number(m) or m <= 0:
+                continue
+            ci = t.get(ci_key)
+            err = [[m - ci[0]], [ci[1] - m]] if isinstance(ci, list) else None
+            bars = ax.errorbar([t["compute"]], [m], yerr=err, color=colour, marker=marker, mfc="white", capsize=3,
+                               lw=1, ls="none")
+            for line in bars[2]:
+                line.set_linestyle(ls)
+            ax.annotate(f"{t.get('name', '')}?", (t["compute"], m), textcoords="offset points", xytext=(5, 4),
+                        fontsize="x-small", color=colour)
+            drawn += [m] + (list(ci) if isinstance(ci, list) else [])
+    return drawn
+
+
 def multiplier_panel(ax, ladder: dict, baseline: str, pal: Palette, order: list) -> None:
     rungs = ladder["analysis"].get("rungs", [])
     names = {i: r["name"] for i, r in enumerate(ladder["rungs"])}
@@ -134,6 +160,7 @@ def multiplier_panel(ax, ladder: dict, baseline: str, pal: Palette, order: list)
             ax.errorbar(xs, ys, yerr=[lo, hi], color=c, marker=pal.marker(var), capsize=4, lw=1.4,
                         label=f"{tag(var)} / {baseline}")
             drawn = True
+        shown += extrapolated_points(ax, ladder["analysis"], var, c, pal.marker(var))
     ax.axhline(1, color="0.4", lw=0.8)
     ax.set_xscale("log")
     plain_log_y(ax, shown + [1.0])
@@ -153,7 +180,9 @@ def multiplier_panel(ax, ladder: dict, baseline: str, pal: Palette, order: list)
         whys = [m["why"] for r in rungs for m in (r.get("variants") or {}).values() if isinstance(m.get("why"), str)]
         ax.text(0.5, 0.5, textwrap.fill("no multiplier: " + whys[0] if whys else "no multiplier yet", 50),
                 ha="center", va="center", transform=ax.transAxes)
-    ax.set_title("multiplier at each rung, 95% bootstrap interval over seeds", fontsize="medium")
+    none = (ladder["analysis"].get("bootstrap") or {}).get("none")
+    ax.set_title("multiplier at each rung, 95% bootstrap interval over seeds" if not isinstance(none, str)
+                 else textwrap.fill("multiplier at each rung; no interval: " + none, 70), fontsize="medium")
 
 
 def ladder_figure(sweep: Sweep) -> Figure | None:

@@ -2,8 +2,8 @@
 ladder_analysis.cpp write it), checked whole when plot.py reads the summary, so that
 fig_ladder.py draws from the shapes it reads: the rungs, the observations (every seed's
 compute and loss, both positive: the axes are logarithmic), what was left out, and the
-analysis (its fits, its E rule and the multiplier at each rung) or the error that stopped
-it. A section of another shape (a key missing, a string where a list belongs, a compute
+analysis (its fits, its E rule, the multiplier at each rung in compute and in time, and the
+multipliers carried past the ladder) or the error that stopped it. A section of another shape (a key missing, a string where a list belongs, a compute
 below zero) was edited or damaged; it is named by its path (ladder.analysis.rungs[1].rung)
 and what was expected, in one line, rather than ending in a traceback or a wrong figure."""
 from __future__ import annotations
@@ -99,11 +99,28 @@ def _check_analysis(ladder: dict, n_rungs: int) -> None:
         for var, m in variants.items():
             at = f"{where}.variants.{var}"
             _need(isinstance(m, dict), at, m, "an object")
-            _number(m, "multiplier", at, positive=True, optional=True)
             _number(m, "compute", at, positive=True, optional=True)
-            ci = m.get("multiplier_ci95")
-            _need(ci is None or (isinstance(ci, list) and len(ci) == 2 and all(map(is_number, ci))),
-                  f"{at}.multiplier_ci95", ci, "null or a list of two numbers")
+            for key in ("multiplier", "time_multiplier"):
+                _number(m, key, at, positive=True, optional=True)
+                _interval(m, f"{key}_ci95", at)
+    _check_extrapolation(a)
+
+
+def _interval(obj: dict, key: str, where: str) -> None:
+    ci = obj.get(key)
+    _need(ci is None or (isinstance(ci, list) and len(ci) == 2 and all(map(is_number, ci))),
+          f"{where}.{key}", ci, "null or a list of two numbers")
+
+
+def _check_extrapolation(a: dict) -> None:
+    """Each variant's targets past the ladder, as the figure draws them (absent: none asked)."""
+    ex = _get(a, "extrapolation", "ladder.analysis", dict, "an object of targets by variant", optional=True) or {}
+    for var in ex:
+        for where, t in _objects(ex, var, "ladder.analysis.extrapolation"):
+            _number(t, "compute", where, positive=True)
+            for key, ci in (("multiplier", "ci95"), ("trend_multiplier", "trend_ci95")):
+                _number(t, key, where, optional=True)
+                _interval(t, ci, where)
 
 
 def ladder_problem(ladder) -> str | None:

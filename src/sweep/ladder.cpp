@@ -36,8 +36,9 @@ struct RungSpec {
 };
 
 void check_ladder_keys(const json& section, const std::string& where) {
-  static const std::set<std::string> known{"rungs", "aspect",         "head_dim", "tokens",
-                                           "lr",    "lr_multipliers", "estimate", "extrapolate_to"};
+  static const std::set<std::string> known{"rungs",    "aspect",         "head_dim",
+                                           "tokens",   "lr",             "lr_multipliers",
+                                           "estimate", "extrapolate_to", "extrapolate_decades"};
   if (!section.is_object()) schema::bad(where, "an object with rungs, tokens and lr", section);
   for (const auto& [k, v] : section.items())
     if (!known.count(k))
@@ -180,6 +181,13 @@ void read_extrapolation(SweepLadder& l, const json& section, const std::string& 
       files.push_back(*root / "configs" / "runs" / fmt::format("paper-{}.json", size));
   } else {
     l.extrapolate_note = "the paper's run configs (configs/runs/paper-*.json) were not found beside the program";
+  }
+  if (section.contains("extrapolate_decades")) {
+    const auto& d = section["extrapolate_decades"];
+    if (!d.is_number() || d.is_boolean() || !std::isfinite(d.get<double>()) || d.get<double>() < 0)
+      schema::bad(where + ".extrapolate_decades", "a number of decades of compute >= 0", d);
+    l.extrapolate_decades = d.get<double>();
+    l.extrapolate_decades_asked = true;
   }
   for (const auto& f : files) {
     try {

@@ -24,6 +24,9 @@
 //   "estimate": optional, what the dry run's time estimate rests on (sweep/ladder_plan.h)
 //   "extrapolate_to": optional run configs whose training compute the analysis
 //             extrapolates to (default: the paper's configs/runs/paper-{0.7b,1.4b,2.7b}.json)
+//   "extrapolate_decades": optional, how many decades of compute past the ladder's rungs
+//             a multiplier may be carried (default 1: what a ladder's data can be
+//             expected to carry; a target further out gets null with why)
 // The schedule follows each rung's steps: warmup, evaluations and checkpoints keep the
 // fractions of the run that the base config (with "set") gives them (its warmup_steps,
 // eval_interval and ckpt_interval over its max_steps; an interval of 0 stays 0). The
@@ -63,6 +66,8 @@ struct SweepLadder {
   json estimate;                                               // the section's "estimate" (null when absent)
   std::vector<std::pair<std::string, double>> extrapolate_to;  // name, training compute (FLOPs)
   std::string extrapolate_note;                                // why there is none, when empty
+  double extrapolate_decades = 1;                              // how far past the rungs a multiplier is carried
+  bool extrapolate_decades_asked = false;                      // the sweep file set it
 };
 
 // The keys every ladder point gets from its rung: model size and schedule, and the rate.

@@ -2,6 +2,7 @@
 #include "sweep/ladder_analysis.h"
 
 #include "stats/bootstrap.h"
+#include "stats/huber_fit.h"
 #include "stats/line_fit.h"
 #include "stats/paired.h"
 #include "stats/scaling_fit.h"
@@ -26,6 +27,7 @@ namespace {
 struct RungPoint {
   size_t seed;  // index into Ladder::seeds
   double compute, loss;
+  std::optional<double> step_time;
 };
 
 struct Ladder {
@@ -61,11 +63,13 @@ Ladder index_ladder(const std::vector<LadderObservation>& obs, const LadderOptio
       throw ConfigError(fmt::format("{}: compute must be a positive number of FLOPs, got {}", where, o.compute));
     if (!std::isfinite(o.loss))
       throw ConfigError(fmt::format("{}: loss must be a finite number, got {}", where, o.loss));
+    if (o.step_time && !(*o.step_time > 0 && std::isfinite(*o.step_time)))
+      throw ConfigError(fmt::format("{}: step time must be a positive number of seconds, got {}", where, *o.step_time));
     const size_t seed = std::lower_bound(l.seeds.begin(), l.seeds.end(), o.seed) - l.seeds.begin();
     auto& points = l.at[c->second][o.rung];
     for (const auto& p : points)
       if (p.seed == seed) throw ConfigError(fmt::format("{}: observed twice", where));
-    points.push_back({seed, o.compute, o.loss});
+    points.push_back({seed, o.compute, o.loss, o.step_time});
   }
   for (size_t c = 0; c < l.names.size(); ++c)
     for (const auto& [rung, points] : l.at[c]) {
@@ -150,6 +154,27 @@ double multiplier_at(const PowerLaw& base, const PowerLaw& variant, double compu
   return needed ? compute / *needed : 0.0;
 }
 
+// Curve c's step time over the baseline's at `rung`: exp of the mean log ratio over the
+// seeds with both, each counted as often as `weight` says; empty without such a seed (or
+// none drawn). `pairs` gets how many seeds have both.
+std::optional<double> step_ratio(const Ladder& l, size_t c, int rung, const std::vector<double>& weight,
+                                 size_t* pairs = nullptr) {
+  const auto base = l.at[0].find(rung), mine = l.at[c].find(rung);
+  double sum = 0, total = 0;
+  size_t n = 0;
+  if (base != l.at[0].end() && mine != l.at[c].end())
+    for (const auto& p : mine->second)
+      for (const auto& q : base->second)
+        if (q.seed == p.seed && p.step_time && q.step_time) {
+          ++n;
+          sum += weight[p.seed] * std::log(*p.step_time / *q.step_time);
+          total += weight[p.seed];
+        }
+  if (pairs) *pairs = n;
+  if (!(total > 0)) return std::nullopt;
+  return std::exp(sum / total);
+}
+
 // What one set of fits says, per variant (index c - 1 for curve c): the multiplier at
 // each rung (empty where the variant has no result there), the trend's slope (empty
 // where a multiplier is 0 or fewer than two rungs have one), and the multiplier at each
@@ -158,6 +183,7 @@ struct Figures {
   std::vector<std::vector<std::optional<double>>> multiplier;
   std::vector<std::optional<double>> slope;
   std::vector<std::vector<double>> extrapolated;
+  std::vector<std::vector<double>> trend_extrapolated;  // exp of the trend's line at each target; empty without a slope
 };
 
 Figures figures_of(const Ladder& l, const std::vector<PowerLawFit>& fits, const LadderOptions& opt) {
@@ -166,6 +192,7 @@ Figures figures_of(const Ladder& l, const std::vector<PowerLawFit>& fits, const 
   f.multiplier.resize(variants);
   f.slope.resize(variants);
   f.extrapolated.resize(variants);
+  f.trend_extrapolated.resize(variants);
   for (size_t v = 0; v < variants; ++v) {
     const auto& base = fits[0].law;
     const auto& mine = fits[v + 1].law;
@@ -183,7 +210,11 @@ Figures figures_of(const Ladder& l, const std::vector<PowerLawFit>& fits, const 
       zero = zero || m == 0;
       if (m > 0) log_c.push_back(std::log(c->second)), log_m.push_back(std::log(m));
     }
-    if (const auto line = fit_line(log_c, log_m); line && !zero) f.slope[v] = line->slope;
+    if (const auto line = fit_line(log_c, log_m); line && !zero) {
+      f.slope[v] = line->slope;
+      for (const auto& [name, compute] : opt.extrapolate_to)
+        f.trend_extrapolated[v].push_back(std::exp(line->intercept + line->slope * std::log(compute)));
+    }
     for (const auto& [name, compute] : opt.extrapolate_to)
       f.extrapolated[v].push_back(multiplier_at(*base, *mine, compute));
   }
@@ -192,7 +223,7 @@ Figures figures_of(const Ladder& l, const std::vector<PowerLawFit>& fits, const 
 
 // The bootstrap's replicates of every figure, per variant (and rung, or extrapolation).
 struct Replicates {
-  std::vector<std::vector<std::vector<double>>> multiplier, extrapolated;
+  std::vector<std::vector<std::vector<double>>> multiplier, extrapolated, trend_extrapolated, time_multiplier;
   std::vector<std::vector<double>> slope;
   std::vector<int64_t> slope_left_out;
   int64_t kept = 0, dropped = 0;
@@ -206,6 +237,8 @@ Replicates bootstrap(const Ladder& l, const Rule& rule, const std::vector<PowerL
   r.seeds = l.seeds.size();
   r.multiplier.assign(variants, std::vector<std::vector<double>>(l.rungs.size()));
   r.extrapolated.assign(variants, std::vector<std::vector<double>>(opt.extrapolate_to.size()));
+  r.trend_extrapolated = r.extrapolated;
+  r.time_multiplier = r.multiplier;
   r.slope.resize(variants);
   r.slope_left_out.assign(variants, 0);
   // A seed's weight is how often the replicate drew it (stats/bootstrap.h).
@@ -221,9 +254,15 @@ Replicates bootstrap(const Ladder& l, const Rule& rule, const std::vector<PowerL
     const auto f = figures_of(l, refit, opt);
     for (size_t v = 0; v < variants; ++v) {
       if (!fits[0].law || !fits[v + 1].law) continue;
-      for (size_t i = 0; i < l.rungs.size(); ++i)
-        if (f.multiplier[v][i]) r.multiplier[v][i].push_back(*f.multiplier[v][i]);
+      for (size_t i = 0; i < l.rungs.size(); ++i) {
+        if (!f.multiplier[v][i]) continue;
+        r.multiplier[v][i].push_back(*f.multiplier[v][i]);
+        if (const auto ratio = step_ratio(l, v + 1, l.rungs[i], weight))
+          r.time_multiplier[v][i].push_back(*f.multiplier[v][i] * *ratio);
+      }
       for (size_t e = 0; e < opt.extrapolate_to.size(); ++e) r.extrapolated[v][e].push_back(f.extrapolated[v][e]);
+      for (size_t e = 0; e < f.trend_extrapolated[v].size(); ++e)
+        r.trend_extrapolated[v][e].push_back(f.trend_extrapolated[v][e]);
       if (f.slope[v])
         r.slope[v].push_back(*f.slope[v]);
       else
@@ -294,6 +333,36 @@ json fits_json(const Ladder& l, const Rule& rule, const std::vector<PowerLawFit>
   return out;
 }
 
+// Each curve's Huber fit on all its points (stats/huber_fit.h), beside the least-squares one.
+json huber_json(const Ladder& l, const LadderOptions& opt) {
+  json out = json::object();
+  for (size_t c = 0; c < l.names.size(); ++c) {
+    std::vector<HuberPoint> pts;
+    for (const auto& [rung, ps] : l.at[c])
+      for (const auto& p : ps) pts.push_back({p.compute, p.loss});
+    if (!opt.huber) {
+      out[l.names[c]] = {{"points", pts.size()}, {"why", "not asked for"}};
+      continue;
+    }
+    const auto f = fit_huber_power_law(pts);
+    if (!f.law) {
+      out[l.names[c]] = {{"points", f.points}, {"why", f.why}};
+      continue;
+    }
+    out[l.names[c]] = {{"E", f.law->E},          {"A", f.law->A},         {"alpha", f.law->alpha},
+                       {"points", f.points},     {"objective", f.objective}, {"e_cap", f.e_cap},
+                       {"e_capped", f.e_capped}, {"starts", f.starts}};
+  }
+  return out;
+}
+
+constexpr const char* kWhichFit =
+    "the least-squares fits (\"fits\", by the E rule): closed-form in E and A with no starting point, so that every "
+    "bootstrap replicate refits the same way, and an E rule that counts rungs so that no curve is fitted with more "
+    "parameters than its rungs can check; the Huber fits (\"huber_fits\": Chinchilla's Approach 3, Huber loss "
+    "delta 1e-3 on log residuals by L-BFGS from a grid of starts, E at most the lowest observed loss, 5 points or "
+    "more) are the field's way, shown as a check: where the two disagree, the data do not pin the curve down";
+
 // Why curve c has no multiplier at `compute` from these fits.
 std::string no_multiplier(const Ladder& l, size_t c, const std::vector<PowerLawFit>& fits, double compute) {
   if (!fits[0].law) return fmt::format("no curve for the baseline {}: {}", l.names[0], fits[0].why);
@@ -333,6 +402,21 @@ json rung_variant(const Ladder& l, size_t c, size_t ri, const std::vector<PowerL
   if (!m.empty() && m[ri] && *m[ri] > 0)
     j["multiplier_ci95"] = bootstrap_ci(reps, reps ? reps->multiplier[c - 1][ri] : std::vector<double>{}, m[ri], true);
   if (j["multiplier"].is_null()) j["why"] = no_multiplier(l, c, fits, compute);
+  size_t pairs = 0;
+  const auto ratio = step_ratio(l, c, rung, std::vector<double>(l.seeds.size(), 1.0), &pairs);
+  j["step_time_ratio"] = ratio ? json(*ratio) : json(nullptr);
+  j["step_time_pairs"] = pairs;
+  j["time_multiplier"] = nullptr;
+  j["time_multiplier_ci95"] = nullptr;
+  if (ratio && j["multiplier"].is_number()) {
+    const double t = j["multiplier"].get<double>() * *ratio;
+    j["time_multiplier"] = t;
+    j["time_multiplier_ci95"] =
+        bootstrap_ci(reps, reps ? reps->time_multiplier[c - 1][ri] : std::vector<double>{}, t, true);
+  } else {
+    j["time_why"] = !ratio ? "no seed with a step time logged for both the variant and the baseline here"
+                           : "no compute multiplier here";
+  }
   return j;
 }
 
@@ -386,6 +470,14 @@ double decades_outside(double compute, double low, double high) {
   return 0.0;
 }
 
+// Why a target lies further past the ladder than the analysis carries a multiplier.
+std::string too_far(double decades, const LadderOptions& opt) {
+  return fmt::format("{:.1f} decades past the ladder, beyond the {:g} decade{} its data are taken to carry{}", decades,
+                     opt.extrapolate_decades, opt.extrapolate_decades == 1 ? "" : "s",
+                     opt.extrapolate_decades_asked ? " (ladder.extrapolate_decades)"
+                                                   : " by default (ladder.extrapolate_decades asks for more)");
+}
+
 json extrapolation_json(const Ladder& l, const Rule& rule, const std::vector<PowerLawFit>& fits, const Figures& f,
                         const std::optional<Replicates>& reps, const LadderOptions& opt) {
   json out = json::object();
@@ -399,21 +491,38 @@ json extrapolation_json(const Ladder& l, const Rule& rule, const std::vector<Pow
     for (size_t e = 0; e < opt.extrapolate_to.size(); ++e) {
       const auto& [name, compute] = opt.extrapolate_to[e];
       const bool beyond = compute < low * (1 - 1e-12) || compute > high * (1 + 1e-12);
+      const double decades = l.compute[c].empty() || !beyond ? 0.0 : decades_outside(compute, low, high);
       json x = {{"name", name},
                 {"compute", compute},
                 {"multiplier", nullptr},
                 {"ci95", nullptr},
+                {"trend_multiplier", nullptr},
+                {"trend_ci95", nullptr},
                 {"extrapolation", beyond},
-                {"decades_past_ladder", l.compute[c].empty() || !beyond ? 0.0 : decades_outside(compute, low, high)},
+                {"decades_past_ladder", decades},
                 {"residual_freedom", fitted ? json(freedom) : json(nullptr)}};
+      // Past the decades the data carry, no number: a curve fitted over one or two decades says
+      // nothing checked about nine more, and a number printed there reads as a finding.
+      if (decades > opt.extrapolate_decades * (1 + 1e-12)) {
+        x["why"] = too_far(decades, opt);
+        x["trend_why"] = x["why"];
+        list.push_back(x);
+        continue;
+      }
       const auto& m = f.extrapolated[c - 1];
-      if (!m.empty()) {
-        if (m[e] > 0) {
-          x["multiplier"] = m[e];
-          x["ci95"] = bootstrap_ci(reps, reps ? reps->extrapolated[c - 1][e] : std::vector<double>{}, m[e], true);
-        }
+      if (!m.empty() && m[e] > 0) {
+        x["multiplier"] = m[e];
+        x["ci95"] = bootstrap_ci(reps, reps ? reps->extrapolated[c - 1][e] : std::vector<double>{}, m[e], true);
       }
       if (x["multiplier"].is_null()) x["why"] = no_multiplier(l, c, fits, compute);
+      const auto& t = f.trend_extrapolated[c - 1];
+      if (!t.empty()) {
+        x["trend_multiplier"] = t[e];
+        x["trend_ci95"] =
+            bootstrap_ci(reps, reps ? reps->trend_extrapolated[c - 1][e] : std::vector<double>{}, t[e], true);
+      } else {
+        x["trend_why"] = "no trend (see \"trend\")";
+      }
       list.push_back(x);
     }
     out[l.names[c]] = list;
@@ -461,8 +570,11 @@ json ladder_analysis(const std::vector<LadderObservation>& obs, const LadderOpti
           {"seeds", l.seeds.size()},
           {"bootstrap", bootstrap_json(l, rule, reps, opt)},
           {"fits", fits_json(l, rule, fits)},
+          {"huber_fits", huber_json(l, opt)},
+          {"multipliers_from", kWhichFit},
           {"rungs", rungs_json(l, fits, figures, reps)},
           {"trend", trend_json(l, fits, figures, reps)},
+          {"extrapolate_decades", opt.extrapolate_decades},
           {"extrapolation", extrapolation_json(l, rule, fits, figures, reps, opt)}};
 }
 

@@ -35,11 +35,30 @@
 // variant's trend out (counted in "left_out"). With one seed there is nothing to
 // resample: no interval, and the output says so. Student's factor is what keeps the
 // intervals honest with the few seeds ladders have (the plain percentile interval covered
-// 0.75 at 3 seeds); they carry the seeds' noise, not the power law's own error.
+// 0.75 at 3 seeds); they carry the seeds' noise, not the power law's own error. Two seeds
+// give 3 possible draws, and still an interval: for a figure linear in the seeds it is
+// the paired t interval with one degree of freedom, and on simulated ladders the
+// multipliers' and the trend's covered 0.95-0.96 at 2 seeds as at 3 and 5
+// (scripts/study/coverage.py; docs/sweeps-and-plots.md has the table).
 //
 // The trend: the least-squares slope of log multiplier against log compute over the
 // rungs, with its bootstrap interval. Below 0 the multiplier falls as compute grows: the
 // win grows with scale. 0 is a constant multiplier.
+//
+// Extrapolation: at each target compute (the paper's sizes), both the multiplier read off
+// the two fitted curves and the trend's line carried there (exp(intercept + slope log C)),
+// each with its bootstrap interval. Neither is given more than extrapolate_decades (1 by
+// default) of compute past the ladder's rungs: a power law fitted over a decade or two
+// says nothing checked about the ninth decade beyond, and a number printed there reads as
+// a finding. Further out the values are null and "why" says how far the target lies.
+//
+// The multiplier in wall time, per rung: the compute multiplier times the variant's step
+// time over the baseline's there (each run's median seconds per step, paired by seed,
+// the geometric mean of the seeds' ratios): what the variant's compute saving is worth
+// on this machine once its steps' own cost is counted (a variant that needs 0.9x the
+// compute at 1.2x the time per step needs 1.08x the time). Its interval is the same
+// bootstrap's: each replicate's multiplier times the replicate's ratio over the seeds
+// it drew.
 //
 // Also per rung: the observed paired difference (variant minus baseline final val loss,
 // per seed present in both) with its Student-t 95% interval (stats/paired.h).
@@ -48,6 +67,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,12 +82,16 @@ struct LadderObservation {
   int64_t seed;
   double compute;
   double loss;
+  std::optional<double> step_time = std::nullopt;  // median seconds per step (sweep/step_time.h), for the time multiplier
 };
 
 struct LadderOptions {
   std::string baseline;
   std::vector<std::string> variants;                           // non-baseline
   std::vector<std::pair<std::string, double>> extrapolate_to;  // name, compute (FLOPs)
+  double extrapolate_decades = 1;   // how far past the rungs' computes a multiplier is carried, in decades
+  bool extrapolate_decades_asked = false;  // the sweep file set it (the why says so)
+  bool huber = true;  // the Huber fits beside (a simulation of thousands of ladders leaves them out)
   int bootstrap = 2000;                                        // replicates
   uint64_t rng_seed = 0;
 };
@@ -88,19 +112,31 @@ struct LadderOptions {
 //           "residual_freedom" (computes > parameters: false means the curve passes through its
 //           rungs' means exactly, whatever the seeds, and nothing in the data checks it)}
 //           or {"points", "why"} where the curve could not be fitted},
+//  "huber_fits": {variant: {"E", "A", "alpha", "points", "objective", "e_cap" (the lowest observed loss),
+//                 "e_capped", "starts"} or {"points", "why"}} (stats/huber_fit.h, on every point of the
+//                 curve, beside "fits"),
+//  "multipliers_from": which fits the multipliers are read from, and why, in words,
 //  "rungs": [{"rung" (every rung of any curve, in order),
 //             "baseline": {"compute", "loss" (observed mean), "n"} (null without results there),
 //             "variants": {v: {"compute", "loss" (observed mean), "fitted_loss", "n", "pairs" (seeds
 //                              in both),
 //                              "difference" (mean paired difference), "difference_ci95" ([lo, hi] or null),
 //                              "multiplier" (or null), "multiplier_ci95" ([lo, hi] or null),
-//                              "why" (when the multiplier is null)}}}],
+//                              "why" (when the multiplier is null),
+//                              "step_time_ratio" (the variant's median step time over the baseline's,
+//                              geometric mean over the seeds with both; null without), "step_time_pairs",
+//                              "time_multiplier" (multiplier x step_time_ratio), "time_multiplier_ci95",
+//                              "time_why" (when the time multiplier is null)}}}],
 //  "trend": {v: {"slope", "ci95", "left_out"} or {"slope": null, "ci95": null, "why"}},
+//  "extrapolate_decades": how far past the rungs a multiplier is carried,
 //  "extrapolation": {v: [{"name", "compute", "multiplier" (or null), "ci95" (or null),
+//                         "trend_multiplier", "trend_ci95" (the trend's line carried there, exp(intercept +
+//                         slope log C), with its bootstrap interval; null with "trend_why"),
 //                         "extrapolation" (true: beyond the ladder's computes),
 //                         "decades_past_ladder" (log10 of how far beyond: past the largest rung, or
 //                         short of the smallest; 0 within), "residual_freedom" (both curves' fits
-//                         had it; null without both fits), "why" (when null)}]}}
+//                         had it; null without both fits), "why" (when null: also every target more
+//                         than extrapolate_decades past the ladder, "9.0 decades past the ladder, ...")}]}}
 // A compute is the mean over a rung's seeds; a variant's multiplier is at its own compute.
 nlohmann::json ladder_analysis(const std::vector<LadderObservation>& obs, const LadderOptions& opt);
 

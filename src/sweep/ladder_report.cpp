@@ -52,14 +52,15 @@ std::string difference_cell(const json& v) {
 
 // A multiplier and its interval: three decimals, or three significant digits for one far
 // from 1 (an extrapolation can reach 1e8), where decimals would only add width.
-std::string multiplier_cell(const json& m, const char* key, const char* ci_key) {
+// An extrapolated one (`guess`) is flagged "x?": a projection, never a measurement.
+std::string multiplier_cell(const json& m, const char* key, const char* ci_key, bool guess = false) {
   if (!has_number(m, key)) return "-";
   const double x = m[key].get<double>();
   const json& ci = field(m, ci_key);
   const bool far = x >= 100 || (ci.is_array() && ci.size() == 2 && ci[1].is_number() && ci[1].get<double>() >= 100);
   auto cell = [far](double y) { return far ? fmt::format("{:.3g}", y) : fmt::format("{:.3f}", y); };
   const auto text = ci_text(ci, cell);
-  return fmt::format("{}x{}", cell(x), text.empty() ? " (no interval)" : text);
+  return fmt::format("{}x{}{}", cell(x), guess ? "?" : "", text.empty() ? " (no interval)" : text);
 }
 
 // The variants besides the baseline, in the sweep's order.
@@ -75,7 +76,9 @@ TextTable ladder_rung_table(const json& ladder, const std::string& b, const std:
                             std::vector<std::string>& notes) {
   TextTable t{"", {"rung", "params", "tokens", "FLOPs", b + " loss"}, {}};
   for (const auto& v : vs)
-    for (const auto& h : {v + " loss", v + " - " + b + " [95% CI]", v + " multiplier [95% CI]"}) t.head.push_back(h);
+    for (const auto& h : {v + " loss", v + " - " + b + " [95% CI]", v + " multiplier [95% CI]",
+                          v + " in time [95% CI]"})
+      t.head.push_back(h);
   const json& a = ladder["analysis"];
   for (size_t i = 0; i < ladder["rungs"].size(); ++i) {
     const auto& r = ladder["rungs"][i];
@@ -92,6 +95,7 @@ TextTable ladder_rung_table(const json& ladder, const std::string& b, const std:
       row.push_back(loss_cell(cell));
       row.push_back(difference_cell(cell));
       row.push_back(multiplier_cell(cell, "multiplier", "multiplier_ci95"));
+      row.push_back(multiplier_cell(cell, "time_multiplier", "time_multiplier_ci95"));
       if (!text_of(cell, "why").empty())
         notes.push_back(fmt::format("{} at {}: no multiplier: {}", v, name, text_of(cell, "why")));
     }
@@ -124,10 +128,33 @@ TextTable ladder_fit_table(const json& a) {
   return t;
 }
 
+// The Huber fits (stats/huber_fit.h) beside the least-squares ones: E, A, alpha, whether E was held at the
+// lowest observed loss, and the objective.
+TextTable ladder_huber_table(const json& a) {
+  TextTable t{"", {"variant", "E", "A", "alpha", "E held at the lowest loss", "Huber objective", "points"}, {}};
+  if (!field(a, "huber_fits").is_object()) return t;
+  for (const auto& [v, f] : a["huber_fits"].items()) {
+    if (!has_number(f, "alpha")) {
+      t.rows.push_back({v, "-", "-", "-", "-", "-", field(f, "points").dump() + ": " + text_of(f, "why")});
+      continue;
+    }
+    t.rows.push_back({v, bounded_fixed(f["E"].get<double>(), 4), fmt::format("{:.4g}", f["A"].get<double>()),
+                      bounded_fixed(f["alpha"].get<double>(), 4),
+                      field(f, "e_capped") == json(true)
+                          ? fmt::format("yes ({})", has_number(f, "e_cap") ? bounded_fixed(f["e_cap"].get<double>(), 4)
+                                                                           : "?")
+                          : "no",
+                      has_number(f, "objective") ? fmt::format("{:.3g}", f["objective"].get<double>()) : "-",
+                      field(f, "points").dump()});
+  }
+  return t;
+}
+
 // Beside an extrapolated multiplier, how far it reaches and whether anything checked the
 // curves it is read from: "; 10.6 decades past the ladder, exact fits (no residual freedom)".
 std::string extrapolation_words(const json& target) {
-  if (!has_number(target, "multiplier") || field(target, "extrapolation") != json(true)) return "";
+  const bool any = has_number(target, "multiplier") || has_number(target, "trend_multiplier");
+  if (!any || field(target, "extrapolation") != json(true)) return "";
   std::string out;
   if (has_number(target, "decades_past_ladder"))
     out = fmt::format("; {:.1f} decades past the ladder", target["decades_past_ladder"].get<double>());
@@ -143,9 +170,9 @@ TextTable ladder_trend_table(const json& a, const std::vector<std::string>& vs, 
   const json& ex = field(a, "extrapolation");
   if (!vs.empty() && field(ex, vs.front()).is_array())
     for (const auto& target : ex[vs.front()])
-      t.head.push_back(
-          fmt::format("{} at {} FLOPs (extrapolation)", text_of(target, "name"),
-                      has_number(target, "compute") ? fmt::format("{:.3g}", target["compute"].get<double>()) : "?"));
+      t.head.push_back(fmt::format(
+          "{} at {} FLOPs: curves; trend (extrapolation)", text_of(target, "name"),
+          has_number(target, "compute") ? fmt::format("{:.3g}", target["compute"].get<double>()) : "?"));
   for (const auto& v : vs) {
     const json& tr = field(field(a, "trend"), v);
     TableRow row{v, has_number(tr, "slope")
@@ -154,9 +181,17 @@ TextTable ladder_trend_table(const json& a, const std::vector<std::string>& vs, 
     if (!text_of(tr, "why").empty()) notes.push_back(fmt::format("{}: no trend: {}", v, text_of(tr, "why")));
     if (field(ex, v).is_array())
       for (const auto& target : ex[v]) {
-        row.push_back(multiplier_cell(target, "multiplier", "ci95") + extrapolation_words(target));
+        const bool guess = field(target, "extrapolation") == json(true);
+        const auto curves = multiplier_cell(target, "multiplier", "ci95", guess);
+        const auto trend = multiplier_cell(target, "trend_multiplier", "trend_ci95", guess);
+        row.push_back(curves == "-" && trend == "-" ? "-"
+                                                    : fmt::format("{}; trend {}{}", curves, trend,
+                                                                  extrapolation_words(target)));
         if (!text_of(target, "why").empty())
           notes.push_back(fmt::format("{} at {}: {}", v, text_of(target, "name"), text_of(target, "why")));
+        else if (!text_of(target, "trend_why").empty())
+          notes.push_back(
+              fmt::format("{} at {}: no trend extrapolation: {}", v, text_of(target, "name"), text_of(target, "trend_why")));
       }
     t.rows.push_back(row);
   }
@@ -220,7 +255,14 @@ LadderReport build_ladder_report(const json& summary) {
           : fmt::format("{} of {} bootstrap replicates kept: {}{}", field(boot, "kept").dump(),
                         field(boot, "replicates").dump(), text_of(boot, "method"),
                         text_of(boot, "warning").empty() ? "" : " (" + text_of(boot, "warning") + ")")));
-  rep.tables.emplace_back("Fits, L(C) = E + A C^-alpha, C in FLOPs", ladder_fit_table(a));
+  rep.tables.emplace_back("Fits, L(C) = E + A C^-alpha, C in FLOPs, least squares by the E rule", ladder_fit_table(a));
+  if (field(a, "huber_fits").is_object() && !a["huber_fits"].empty()) {
+    rep.tables.emplace_back("The same law by the field's fit (Huber loss, delta 1e-3, on log residuals; L-BFGS from a "
+                            "grid of starts; E at most the lowest observed loss)",
+                            ladder_huber_table(a));
+    if (!text_of(a, "multipliers_from").empty())
+      rep.lines.push_back("Which fit: the multipliers are read from " + text_of(a, "multipliers_from") + ".");
+  }
   rep.tables.emplace_back(
       "Trend and extrapolation (below 0 / below 1: the variant's gain grows / it needs less compute)",
       ladder_trend_table(a, vs, rep.notes));
@@ -237,11 +279,15 @@ constexpr const char* kLadderHowToRead =
     "Compute is flops_per_token x tokens (model/counts.h: 6 x the matmul parameters plus attention). Loss: final "
     "val loss, mean over seeds (n). Difference: variant minus baseline paired by seed, Student's t 95% interval. "
     "Multiplier: the variant's compute over the compute the baseline's fitted curve needs to reach the variant's "
-    "fitted loss at that rung; below 1 the variant needs less. Its interval and the trend's are a paired bootstrap "
-    "over seeds. Extrapolation reads the fitted curves beyond the ladder's computes: a projection, not a measurement; "
-    "beside each value, how many decades of compute it lies past the ladder, and whether both fits had residual "
-    "freedom (more rungs than parameters; without it a curve passes through its rungs exactly and nothing checks "
-    "it).";
+    "fitted loss at that rung; below 1 the variant needs less. In time: that multiplier times the variant's median "
+    "seconds per step over the baseline's at that rung (paired by seed, geometric mean): the saving once each "
+    "step's own cost on this machine is counted. Their intervals and the trend's are a paired bootstrap "
+    "over seeds. Extrapolation reads the fitted curves beyond the ladder's computes, and carries the trend's line "
+    "there (log multiplier on log compute): projections, not measurements, flagged \"x?\"; beside each value, how "
+    "many decades of compute it lies past the ladder, and whether both fits had residual freedom (more rungs than "
+    "parameters; without it a curve passes through its rungs exactly and nothing checks it). A target further past "
+    "the ladder than the decades its data are taken to carry (1 unless the sweep file's ladder.extrapolate_decades "
+    "says more) gets no value, and the notes say how far it lies.";
 
 }  // namespace
 

@@ -2,7 +2,9 @@
 #include "sweep/ladder_summary.h"
 
 #include "model/counts.h"
+#include "run/run_paths.h"
 #include "sweep/ladder_analysis.h"
+#include "sweep/step_time.h"
 
 #include <fmt/format.h>
 
@@ -119,9 +121,13 @@ json ladder_summary(const Sweep& sweep, const json& points) {
                                                                             : static_cast<double>(l.rungs[r].tokens());
         const double compute = flops_per_token(p.config.model, p.config.train.seq_len) * tokens;
         const double loss = points[i]["final_val_loss"].get<double>();
-        obs.push_back({v, static_cast<int>(r), p.config.train.seed, compute, loss});
+        const auto step_time = median_step_time(RunPaths(p.config.out_dir).metrics);
+        obs.push_back({v, static_cast<int>(r), p.config.train.seed, compute, loss, step_time});
         obs_json.push_back(entry);
-        obs_json.back().update({{"lr_mult", p.lr_mult}, {"compute", compute}, {"loss", loss}});
+        obs_json.back().update({{"lr_mult", p.lr_mult},
+                                {"compute", compute},
+                                {"loss", loss},
+                                {"step_time_s", step_time ? json(*step_time) : json(nullptr)}});
       }
     }
   LadderOptions opt;
@@ -129,6 +135,8 @@ json ladder_summary(const Sweep& sweep, const json& points) {
   for (const auto& v : sweep.variants)
     if (v != sweep.baseline) opt.variants.push_back(v);
   opt.extrapolate_to = l.extrapolate_to;
+  opt.extrapolate_decades = l.extrapolate_decades;
+  opt.extrapolate_decades_asked = l.extrapolate_decades_asked;
   json analysis;
   try {
     analysis = ladder_analysis(obs, opt);
@@ -140,7 +148,8 @@ json ladder_summary(const Sweep& sweep, const json& points) {
                 {"tokens", l.token_rule},
                 {"lr", l.lr_rule},
                 {"lr_multipliers", l.lr_multipliers},
-                {"schedule", l.schedule_rule}}},
+                {"schedule", l.schedule_rule},
+                {"extrapolate_decades", l.extrapolate_decades}}},
               {"rungs", rung_rows(l)},
               {"observations", obs_json},
               {"left_out", left_out},

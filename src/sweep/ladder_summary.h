@@ -8,8 +8,9 @@
 //             where the most seeds finished (a rate at which a seed failed or diverged
 //             loses to one at which none did), each candidate's mean and n, and
 //             "at_edge" when the winner is the smallest or largest multiplier swept;
-//   "observations": per variant, rung and seed at that rate: the final val loss and the
-//             compute it used (flops_per_token x the tokens its done.json counts);
+//   "observations": per variant, rung and seed at that rate: the final val loss, the
+//             compute it used (flops_per_token x the tokens its done.json counts) and its
+//             median seconds per step (sweep/step_time.h; null without two train records);
 //   "left_out": the points at the judged rate that are not observations (failed,
 //             diverged, invalid, unfinished), each named with why;
 //   "analysis": sweep/ladder_analysis.h's fit over the observations (or "error").

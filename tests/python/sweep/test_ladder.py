@@ -9,6 +9,7 @@ import json
 import math
 import re
 
+import numpy as np
 import pytest
 
 from tinyrun import write_run_config
@@ -164,6 +165,8 @@ BAD = [
     ({"lr": {"per_rung": [1e-3]}}, "1 values for 2 rungs"),
     ({"estimate": {"device": "H100"}}, "ladder.estimate.mfu: required with device"),
     ({"lr_multipliers": [1, 1]}, "ladder.lr_multipliers: 1 is listed twice"),
+    ({"extrapolate_decades": -1}, "ladder.extrapolate_decades: expected a number of decades of compute >= 0, got -1"),
+    ({"extrapolate_decade": 2}, "ladder: unknown key 'extrapolate_decade'"),
     ({"rungs": [1, {"depth": 2, "set": {"train.lr": 1}}]}, "train.lr is set by the ladder itself"),
     # A rung may not change what a variant is, nor the grid's seeds, naming who sets the key.
     ({"rungs": [1, {"depth": 2, "set": {"model.attention": "gated"}}]},
@@ -226,8 +229,30 @@ def test_a_ladder_whose_every_point_failed_says_so_in_words(tmp_path, shards, xs
     assert "No point of the ladder finished" in report and "Seeds: 0" not in report
 
 
+def test_no_extrapolation_past_a_decade_unless_asked(tmp_path, shards, xsagpt):
+    spec = ladder_spec(tmp_path, shards)
+    xsagpt("sweep", "-c", spec, "--no-plot")
+    summary = json.loads((tmp_path / "sweep" / "summary.json").read_text())
+    analysis = summary["ladder"]["analysis"]
+    assert analysis["extrapolate_decades"] == 1 and summary["ladder"]["rules"]["extrapolate_decades"] == 1
+    report = (tmp_path / "sweep" / "report.md").read_text()
+    for t in analysis["extrapolation"]["xsa"]:
+        # Before: "xsa 3.19e+08x [1.07e+08, 9.54e+08] at paper-0.7b", nine decades past the ladder.
+        assert t["decades_past_ladder"] > 5
+        assert t["multiplier"] is None and t["trend_multiplier"] is None and t["ci95"] is None
+        why = f"{t['decades_past_ladder']:.1f} decades past the ladder, beyond the 1 decade its data are taken to carry"
+        assert t["why"].startswith(why) and f"xsa at {t['name']}: {why}" in report
+    # Every point trained once: the time per step of each run is the median of its train records' intervals.
+    for o in summary["ladder"]["observations"]:
+        lines = [json.loads(x) for x in (tmp_path / "sweep" / o["point"] / "metrics.jsonl").read_text().splitlines()]
+        train = [(r["step"], r["time_s"]) for r in lines if "train_loss" in r and r.get("val_loss") is None]
+        per_step = [(t1 - t0) / (s1 - s0) for (s0, t0), (s1, t1) in zip(train, train[1:]) if t1 > t0]
+        assert per_step and o["step_time_s"] == pytest.approx(float(np.median(per_step)), rel=1e-12)
+
+
 def test_each_extrapolation_says_how_far_and_whether_its_fits_had_freedom(tmp_path, shards, xsagpt):
-    spec = ladder_spec(tmp_path, shards)  # 2 rungs: E = 0, two parameters through two computes
+    # 2 rungs: E = 0, two parameters through two computes; the sweep asks for 20 decades.
+    spec = ladder_spec(tmp_path, shards, ladder={"extrapolate_decades": 20})
     run = xsagpt("sweep", "-c", spec, "--no-plot")
     analysis = json.loads((tmp_path / "sweep" / "summary.json").read_text())["ladder"]["analysis"]
     # Two-step runs need not fall with compute, so a fit may fail; each one made says it had no freedom.
@@ -246,5 +271,6 @@ def test_each_extrapolation_says_how_far_and_whether_its_fits_had_freedom(tmp_pa
             words = f"{t['decades_past_ladder']:.1f} decades past the ladder, exact fits (no residual freedom)"
             assert words in run.stdout
             assert words in (tmp_path / "sweep" / "report.md").read_text()
+            assert re.search(r"\dx\? (\(no interval\)|\[[^]]*\]); trend \S+x\? ", run.stdout)  # flagged
     if fitted:
         assert "2 - 2 = 0 (exact)" in run.stdout

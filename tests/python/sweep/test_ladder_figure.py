@@ -64,6 +64,20 @@ def test_a_ladder_of_the_trainers_shape_draws(tmp_path):
     assert len(fig.axes[1].lines) > 1  # the multipliers were drawn
 
 
+def test_extrapolated_multipliers_are_drawn_flagged_and_a_missing_interval_is_explained(tmp_path):
+    section = ladder_section(FITTED)
+    section["analysis"]["extrapolation"] = {"xsa": [
+        {"name": "paper-0.7b", "compute": 1e15, "extrapolation": True, "multiplier": 0.4, "ci95": [0.3, 0.5],
+         "trend_multiplier": 0.45, "trend_ci95": None},
+        {"name": "paper-1.4b", "compute": 1e21, "extrapolation": True, "multiplier": None, "ci95": None,
+         "trend_multiplier": None, "trend_ci95": None, "why": "6.8 decades past the ladder"}]}
+    section["analysis"]["bootstrap"] = {"none": "one seed: no interval"}
+    ax = ladder_figure(load_sweep(write_ladder(tmp_path / "ladder", section))).axes[1]
+    labels = [t.get_text() for t in ax.texts]
+    assert labels.count("paper-0.7b?") == 2 and "paper-1.4b?" not in labels  # the curves' and the trend's
+    assert ax.get_title() == "multiplier at each rung; no interval: one seed: no interval"
+
+
 def cut(path: str):
     """A change to a section: the key at a dotted path (list indices as numbers) deleted, or set."""
     def at(section, value, delete):
@@ -90,6 +104,10 @@ DAMAGE = [
     ("analysis.rungs.0.variants.xsa.multiplier_ci95", "wide",
      'ladder.analysis.rungs[0].variants.xsa.multiplier_ci95 is "wide"; expected null or a list of two numbers'),
     ("rungs.2.tokens", -8192, "ladder.rungs[2].tokens is -8192; expected a number >= 0"),
+    ("analysis.rungs.0.variants.xsa.time_multiplier_ci95", [0.5],
+     "ladder.analysis.rungs[0].variants.xsa.time_multiplier_ci95 is [0.5]; expected null or a list of two numbers"),
+    ("analysis.extrapolation", {"xsa": [{"name": "paper-0.7b", "compute": "far"}]},
+     'ladder.analysis.extrapolation.xsa[0].compute is "far"; expected a number > 0'),
 ]
 
 
