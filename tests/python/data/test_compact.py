@@ -126,6 +126,6 @@ def test_compact_shards_without_their_mapping_or_mixed_with_gpt2_ids_are_refused
     mixed.mkdir()
     (mixed / "vocab.json").write_bytes((compacted / "vocab.json").read_bytes())
     (mixed / "train_000001.bin").write_bytes((compacted / "train_000001.bin").read_bytes())
-    write_shard(mixed / "val_000000.bin", np.arange(K))  # ids in range, but GPT-2's
+    write_shard(mixed / "val_000000.bin", np.arange(200) % K)  # ids in range, but GPT-2's
     bad = train(xsagpt, tmp_path, mixed, K)
     assert bad.returncode != 0 and "GPT-2 token ids" in bad.stderr and "share one vocabulary" in bad.stderr
