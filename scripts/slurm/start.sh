@@ -41,7 +41,10 @@ chmod 0700 "$state/ctld" "$state/spool"
 # folder's marker, so a reused pid, or another cluster's daemon, is never touched.
 marker="XSAGPT_SLURM_STATE=$state"
 user="$(id -un)"
-host="$(hostname -s)"
+# The node is called localhost, which resolves on every machine: a job step's node list
+# names it, and a program that finds its master address there (the trainer's Gloo ranks
+# under srun) must be able to reach it, where this machine's own name may not resolve.
+host=localhost
 # Two free TCP ports, for the controller and the node daemon, so that clusters side by
 # side do not collide.
 read -r ctld_port slurmd_port < <(python3 - <<'EOF'
@@ -52,6 +55,7 @@ for s in socks:
 print(*(s.getsockname()[1] for s in socks))
 EOF
 )
+[ -n "${slurmd_port:-}" ] || { say "python3 found no free ports for the cluster"; exit 1; }
 
 dd if=/dev/urandom of="$state/munge/munge.key" bs=1024 count=1 status=none
 chmod 0400 "$state/munge/munge.key"

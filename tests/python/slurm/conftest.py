@@ -24,9 +24,11 @@ The node advertises 8 CPUs (XSAGPT_SLURM_CPUS when the fixture starts it) whatev
 machine has, with OverSubscribe=YES and JobRequeue=1 (a job is requeueable without
 --requeue); a requeued job starts again about 11 s later. A batch job gets one CPU
 unless it asks for more (-n, --ntasks-per-node): an srun inside it that asks for more
-tasks than its allocation is refused, and one that asks for more CPUs than the node has
-waits forever, so give every such srun --overcommit or a timeout. There is no accounting
-(no sacct): a finished job's state stays in `scontrol show job` for 300 s (MinJobAge).
+tasks than its allocation is refused at once ("More processors requested than
+permitted"), and an srun outside a job that asks for more CPUs than the node has waits
+forever; `srun --overcommit` runs either, and a test puts a timeout around it. The node
+is called localhost, so a step's node list resolves anywhere. There is no accounting (no
+sacct): a finished job's state stays in `scontrol show job` for 300 s (MinJobAge).
 """
 import os
 import pathlib
