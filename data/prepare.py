@@ -3,10 +3,15 @@
 
     python data/prepare.py fineweb [--dataset fineweb|fineweb-edu] [--sample 10BT|100BT|350BT]
     python data/prepare.py text FILE... --out-dir DIR [--text-field text]
+    python data/prepare.py compact SRC_DIR --out-dir DIR [--vocab-size 2048]
 
 Shards (read by src/data/shard.h): a header of 256 little-endian int32 (magic
-20240520, version 1, token count), then the tokens as little-endian uint16. Every
-document is prefixed with <|endoftext|> (50256) and documents run on across shard
+20240520, version 1, token count, then 0 for GPT-2 ids or K for a compact
+vocabulary of K ids), then the tokens as little-endian uint16. `compact` rewrites
+prepared shards at the K-1 most frequent training tokens plus one id for the rest,
+with the mapping in vocab.json beside them (data/compact.py).
+
+Every document is prefixed with <|endoftext|> (50256) and documents run on across shard
 boundaries, as in llm.c. The first shard, val_000000.bin (--val-tokens tokens), is
 the validation split; train_000001.bin, ... hold --shard-tokens tokens each, the
 last one what remains.
@@ -188,9 +193,10 @@ def atomic_write(path: pathlib.Path, *chunks: bytes) -> None:
     os.replace(tmp, path)
 
 
-def write_shard(path: pathlib.Path, tokens: np.ndarray) -> None:
+def write_shard(path: pathlib.Path, tokens: np.ndarray, vocab: int = 0) -> None:
+    """`vocab`: 0 for GPT-2 ids, else the size of the compact vocabulary the ids index."""
     header = np.zeros(HEADER_INTS, dtype="<i4")
-    header[:3] = (MAGIC, VERSION, len(tokens))
+    header[:4] = (MAGIC, VERSION, len(tokens), vocab)
     atomic_write(path, header.tobytes(), tokens.astype("<u2", copy=False).tobytes())
 
 
@@ -327,12 +333,27 @@ def parser() -> argparse.ArgumentParser:
     tx.add_argument("files", nargs="+", help=".txt, .jsonl or .parquet files")
     tx.add_argument("--text-field", default="text", help="JSON field or parquet column with the text")
     tx.add_argument("--out-dir", required=True)
+    cp = sub.add_parser("compact", help="remap prepared shards to a compact vocabulary (data/compact.py)",
+                        description="Rewrite prepared GPT-2 shards at a compact vocabulary: the K-1 most frequent "
+                                    "tokens of the train shards keep an id each, all others share id K-1; "
+                                    "the mapping goes to vocab.json beside the new shards.")
+    cp.add_argument("src", help="folder of prepared shards (val_000000.bin, train_*.bin), e.g. data/kjv/shards")
+    cp.add_argument("--vocab-size", type=positive, default=2048, help="K, the ids in all (default 2048)")
+    cp.add_argument("--out-dir", required=True)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
+        if args.command == "compact":
+            # compact.py imports this file as `prepare` for the shard format: the same module
+            # object as this script, so its PrepareError is the one caught below.
+            sys.modules.setdefault("prepare", sys.modules[__name__])
+            import compact  # beside this file; data/ is no package
+
+            compact.compact(pathlib.Path(args.src), pathlib.Path(args.out_dir), args.vocab_size)
+            return 0
         args.val_tokens = args.val_tokens or args.shard_tokens
         args.vocab_dir = find_vocab_dir(args.vocab_dir)
         if args.command == "fineweb":

@@ -2,12 +2,15 @@
 # Installs what xsagpt needs and builds it: Debian packages, the project's .venv
 # (LibTorch comes from the pinned torch wheel), then a Release build in build/.
 # Idempotent: each step is skipped when what it makes is already up to date.
-#   bash scripts/setup.sh [--eval] [--track] [--target NAME]...
+#   bash scripts/setup.sh [--eval] [--track] [--slurm] [--target NAME]...
 #   --eval             also install requirements-eval.txt (lm-eval, ~0.5 GB: pandas,
 #                      scipy, scikit-learn, pyarrow; transformers); the test command
 #                      and scripts/eval/lm_eval_xsagpt.py ask for it, the demo does not
 #   --track            also install requirements-track.txt (tensorboard, wandb) for
 #                      scripts/view/track.py; the test command asks for it, the demo does not
+#   --slurm            also install Debian's Slurm (slurmctld, slurmd, slurm-client, munge;
+#                      ~13 MB) for the one-node cluster of scripts/slurm/start.sh, which the
+#                      test command starts for the tests of the sweep's Slurm jobs
 #   --target NAME      build only NAME (repeatable; e.g. xsagpt: what the demo runs);
 #                      default: everything, the test binaries included. A first
 #                      build of only xsagpt on a machine with no GPU leaves the fused
@@ -27,13 +30,15 @@ build="${XSAGPT_BUILD_DIR:-build}"
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 eval_extra=0
 track_extra=0
+slurm_extra=0
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --eval) eval_extra=1 ;;
     --track) track_extra=1 ;;
+    --slurm) slurm_extra=1 ;;
     --target) [ $# -ge 2 ] || { echo "setup.sh: --target needs a name" >&2; exit 2; }; targets+=("$2"); shift ;;
-    *) echo "setup.sh: unknown argument '$1' (expected --eval, --track or --target NAME)" >&2; exit 2 ;;
+    *) echo "setup.sh: unknown argument '$1' (expected --eval, --track, --slurm or --target NAME)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -41,6 +46,7 @@ done
 # 1. Debian packages: header-only/dev libraries, the offline corpus, tooling.
 apt_pkgs=(cmake ninja-build g++ libcxxopts-dev nlohmann-json3-dev libspdlog-dev libgtest-dev
           libpcre2-dev libgloo-dev bible-kjv python3-venv ccache)
+if [ "$slurm_extra" = 1 ]; then apt_pkgs+=(slurmctld slurmd slurm-client munge); fi
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

@@ -10,20 +10,41 @@
 # process), each worker's binaries on one thread (tests/python/conftest.py), a test
 # file's tests on one worker (--dist loadfile), so that a module's trained run or
 # export is made once, not once per worker.
+# Before pytest it starts a one-node Slurm cluster (scripts/slurm/start.sh, in a folder
+# of its own under /tmp) for the tests of the sweep's Slurm jobs, hands it to them in
+# SLURM_CONF and XSAGPT_SLURM_CONF, and stops it when it exits, however it exits. Where
+# Slurm could not be installed (XSAGPT_NO_APT) those tests skip and say why.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 build="${XSAGPT_BUILD_DIR:-build}"
 workers="${XSAGPT_TEST_WORKERS:-$(nproc)}"
-bash scripts/setup.sh --eval --track
+bash scripts/setup.sh --eval --track --slurm
 status=0
 echo "[test] C++ suite (ctest)"
 log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
+slurm_dir=""
+cleanup() {
+  rm -f "$log"
+  if [ -n "$slurm_dir" ]; then bash scripts/slurm/stop.sh "$slurm_dir"; rm -rf "$slurm_dir"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@" | tee "$log" || status=1
 echo "[test] slowest C++ tests"
 grep -E '^ *[0-9]+/[0-9]+ Test +#' "$log" | sed -E 's/.* Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 s  \1/' |
   sort -rn | head -15 || true
+if command -v slurmctld >/dev/null; then
+  echo "[test] local Slurm cluster for the Slurm tests"
+  slurm_dir="$(mktemp -d /tmp/xsagpt-slurm.XXXXXX)"
+  if bash scripts/slurm/start.sh "$slurm_dir" >/dev/null; then
+    export SLURM_CONF="$slurm_dir/slurm.conf" XSAGPT_SLURM_CONF="$slurm_dir/slurm.conf"
+  else
+    echo "[test] the Slurm cluster did not start (above): the Slurm tests will fail" >&2
+    status=1
+  fi
+fi
 echo "[test] Python suite (pytest)"
 xdist=()
 [ "$workers" -gt 0 ] && xdist=(-n "$workers" --dist loadfile)

@@ -24,8 +24,6 @@ the paired XSA - SA difference (same seed, same data order) mean +- sd.
   .venv/bin/python scripts/study/study_head.py --table-only     # just re-aggregate
 """
 import argparse
-import importlib.util
-import numpy as np
 import itertools
 import json
 import math
@@ -56,29 +54,15 @@ CORPORA = {  # shards and the script that makes them
 
 
 def compact_shards(corpus, vocab, out_root):
-    """The corpus's shards with every token id mapped into [0, vocab): the vocab-1 most
-    frequent training tokens keep an id each (by frequency), all others share the last."""
+    """The corpus's shards at a compact vocabulary of `vocab` ids (data/prepare.py compact:
+    the vocab-1 most frequent training tokens keep an id each, all others share the last;
+    the mapping in vocab.json beside them); the GPT-2 shards themselves for vocab 0."""
     src = ROOT / CORPORA[corpus][0]
     if vocab == 0:
         return src
     dst = out_root / "data" / f"{corpus}-v{vocab}"
-    if (dst / "done").exists():
-        return dst
-    # data/prepare.py holds the shard format's one reader and writer; data/ is no package,
-    # so the module is loaded from its file rather than found on sys.path.
-    spec = importlib.util.spec_from_file_location("prepare", ROOT / "data" / "prepare.py")
-    prepare = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(prepare)
-    read_shard, write_shard = prepare.read_shard, prepare.write_shard
-    dst.mkdir(parents=True, exist_ok=True)
-    files = sorted(src.glob("*.bin"))
-    tokens = {f.name: read_shard(f) for f in files}
-    counts = np.bincount(np.concatenate([t for n, t in tokens.items() if n.startswith("train_")]), minlength=65536)
-    remap = np.full(65536, vocab - 1, dtype=np.int64)
-    remap[np.argsort(-counts, kind="stable")[: vocab - 1]] = np.arange(vocab - 1)
-    for name, t in tokens.items():
-        write_shard(dst / name, remap[t])
-    (dst / "done").write_text("")
+    subprocess.run([sys.executable, str(ROOT / "data" / "prepare.py"), "compact", str(src), "--vocab-size", str(vocab),
+                    "--out-dir", str(dst)], check=True, stdout=subprocess.DEVNULL)
     return dst
 
 

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <optional>
@@ -157,13 +158,19 @@ void print_ladder_rungs(const Sweep& s) {
   std::cout << fmt::format(
       "ladder: {} rungs; {}; {}; {}{}; {}\n", l.rungs.size(), l.size_rule, l.token_rule, l.lr_rule,
       l.lr_multipliers.empty() ? "" : fmt::format(" times each of {}", json(l.lr_multipliers).dump()), l.schedule_rule);
-  std::cout << fmt::format("  {:<12} {:>7} {:>7} {:>6} {:>12} {:>14} {:>9} {:>7} {:>10} {:>10}\n", "rung", "n_layer",
-                           "d_model", "n_head", "params", "tokens", "steps", "warmup", "lr", "FLOPs");
+  // Both parameter counts, and the tokens per non-embedding parameter: the ratio at
+  // which small models are said to follow compute (about 10-20) counts the blocks only.
+  std::cout << fmt::format("  {:<12} {:>7} {:>7} {:>6} {:>12} {:>12} {:>14} {:>10} {:>9} {:>7} {:>10} {:>10}\n",
+                           "rung", "n_layer", "d_model", "n_head", "params", "non-emb", "tokens", "tok/non-emb",
+                           "steps", "warmup", "lr", "FLOPs");
   for (const auto& r : l.rungs) {
     const auto& m = r.config.model;
-    std::cout << fmt::format("  {:<12} {:>7} {:>7} {:>6} {:>12} {:>14} {:>9} {:>7} {:>10.4g} {:>10}\n", r.name,
-                             m.n_layer, m.d_model, m.n_head, r.params, r.tokens(), r.steps(),
-                             r.config.train.warmup_steps, r.lr, si_count(r.flops(), true));
+    const int64_t blocks = count_params(m).non_embedding;
+    std::cout << fmt::format(
+        "  {:<12} {:>7} {:>7} {:>6} {:>12} {:>12} {:>14} {:>10.1f} {:>9} {:>7} {:>10.4g} {:>10}\n", r.name,
+        m.n_layer, m.d_model, m.n_head, r.params, blocks, r.tokens(),
+        static_cast<double>(r.tokens()) / static_cast<double>(std::max<int64_t>(blocks, 1)), r.steps(),
+        r.config.train.warmup_steps, r.lr, si_count(r.flops(), true));
   }
 }
 

@@ -1,5 +1,6 @@
 #include "train/state.h"
 
+#include "data/vocab.h"
 #include "run/from_checkpoint.h"
 
 #include <fmt/format.h>
@@ -90,6 +91,7 @@ void TrainingState::check_data(int64_t vocab_size) const {
   std::vector<const ShardInfo*> all;
   for (const auto& s : loader.shards()) all.push_back(&s);
   for (const auto& s : val.shards()) all.push_back(&s);
+  if (!all.empty()) check_model_vocab(shard_set_vocab(all), vocab_size, all.front()->path);
   // Shards are read from disk (or the page cache) in parallel; the first error in
   // file order is the one reported.
   const size_t workers = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);

@@ -7,31 +7,24 @@ tied head, behind the post-embedding LayerNorm, starts far above it (every token
 predicts itself: LN(e)·e ~ std * d_model nats); all learn.
 Which head *trains better* is a research question with seed noise at these sizes: it
 is answered by the study in docs/lm-head-study.md (scripts/study/study_head.py), not here.
-The corpus is remapped to its 2047 most frequent tokens plus one for the rest, so the
-width is real and the head small."""
+The corpus is remapped to its 2047 most frequent training tokens plus one for the rest
+(data/prepare.py compact), so the width is real and the head small."""
 import json
 import math
+import subprocess
+import sys
 
-import numpy as np
 import pytest
-
-from shardio import read_shard, write_shard
 
 VOCAB = 2048
 STEPS = 100
 
 
 @pytest.fixture(scope="module")
-def compact_kjv(kjv_shards, tmp_path_factory):
-    d = tmp_path_factory.mktemp("kjv2048")
-    files = sorted(kjv_shards.glob("*.bin"))
-    tokens = {f.name: read_shard(f) for f in files}
-    counts = np.bincount(np.concatenate(list(tokens.values())), minlength=65536)
-    keep = np.argsort(-counts, kind="stable")[: VOCAB - 1]
-    remap = np.full(65536, VOCAB - 1, dtype=np.int64)
-    remap[keep] = np.arange(VOCAB - 1)
-    for name, t in tokens.items():
-        write_shard(d / name, remap[t])
+def compact_kjv(kjv_shards, repo_root, tmp_path_factory):
+    d = tmp_path_factory.mktemp("kjv2048") / "shards"
+    subprocess.run([sys.executable, str(repo_root / "data" / "prepare.py"), "compact", str(kjv_shards),
+                    "--vocab-size", str(VOCAB), "--out-dir", str(d)], check=True, capture_output=True, timeout=120)
     return d
 
 

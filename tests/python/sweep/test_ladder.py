@@ -45,12 +45,18 @@ def ladder_spec(tmp_path, shards, rungs=(1, 2), steps=2, lr=None, seeds=(1, 2), 
 
 
 def rung_rows(stdout: str) -> dict:
-    """The dry run's rung table: name -> (n_layer, d_model, n_head, params, tokens, steps, lr)."""
+    """The dry run's rung table: name -> (n_layer, d_model, n_head, params, tokens, steps, lr),
+    after checking each row's non-embedding parameters (all but the untied embedding and
+    head) and its tokens per non-embedding parameter."""
     rows = {}
     for line in stdout.splitlines():
-        m = re.match(r"\s+(d\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+\d+\s+(\S+)\s+\S+$", line)
+        m = re.match(r"\s+(d\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+(\d+)\s+\d+\s+(\S+)"
+                     r"\s+\S+$", line)
         if m:
-            rows[m.group(1)] = tuple(int(x) for x in m.groups()[1:7]) + (float(m.group(8)),)
+            L, d, heads, total, blocks, tokens, ratio, steps, lr = m.groups()[1:]
+            assert int(blocks) == int(total) - 2 * VOCAB * int(d), line
+            assert float(ratio) == pytest.approx(int(tokens) / int(blocks), abs=0.051), line
+            rows[m.group(1)] = (int(L), int(d), int(heads), int(total), int(tokens), int(steps), float(lr))
     return rows
 
 

@@ -1,0 +1,113 @@
+// Reading vocab.json and checking a shard set's vocabulary against the model's (vocab.h).
+#include "data/vocab.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <unordered_set>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace xsagpt {
+
+ShardVocab read_vocab_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw DataError(fmt::format("{}: cannot read", path));
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw DataError(fmt::format("{}: not JSON ({})", path, e.what()));
+  }
+  if (!j.is_object() || j.value("format", "") != kVocabFormat)
+    throw DataError(fmt::format("{}: not a compact vocabulary (expected \"format\": \"{}\")", path, kVocabFormat));
+  ShardVocab v;
+  v.file = path;
+  const auto k = j.find("vocab_size");
+  const auto ids = j.find("gpt2_ids");
+  const auto rest = j.find("rest_id");
+  if (k == j.end() || !k->is_number_integer() || ids == j.end() || !ids->is_array() || rest == j.end() ||
+      !rest->is_number_integer() || k->get<int64_t>() < 2 || rest->get<int64_t>() != k->get<int64_t>() - 1 ||
+      static_cast<int64_t>(ids->size()) != k->get<int64_t>() - 1)
+    throw DataError(fmt::format("{}: expected vocab_size K >= 2, rest_id K-1 and K-1 gpt2_ids", path));
+  v.size = k->get<int64_t>();
+  std::unordered_set<int64_t> seen;
+  for (const auto& id : *ids) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= kGpt2Tokens ||
+        !seen.insert(id.get<int64_t>()).second)
+      throw DataError(
+          fmt::format("{}: gpt2_ids must be distinct GPT-2 token ids (0 to {}), got {}", path, kGpt2Tokens - 1, id.dump()));
+    v.gpt2_ids.push_back(id.get<int64_t>());
+  }
+  if (j.contains("rest_marker") && j["rest_marker"].is_string()) v.rest_marker = j["rest_marker"].get<std::string>();
+  return v;
+}
+
+int64_t shard_compact_vocab(const ShardInfo& info) {
+  if (info.format != ShardFormat::kLlmC) return 0;
+  int32_t header[4] = {};
+  const int fd = ::open(info.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw DataError(fmt::format("{}: cannot open", info.path));
+  const ssize_t got = ::pread(fd, header, sizeof(header), 0);
+  ::close(fd);
+  if (got != static_cast<ssize_t>(sizeof(header))) throw DataError(fmt::format("{}: cannot read its header", info.path));
+  if (header[3] < 0)
+    throw DataError(fmt::format("{}: header field 3 is {}, expected 0 (GPT-2 ids) or a compact vocabulary's size",
+                                info.path, header[3]));
+  return header[3];
+}
+
+std::string vocab_file_beside(const std::string& shard_path) {
+  return (std::filesystem::path(shard_path).parent_path() / kVocabFile).string();
+}
+
+ShardVocab shard_set_vocab(const std::vector<const ShardInfo*>& shards) {
+  std::map<std::string, ShardVocab> read;  // vocab.json path -> its contents, each file read once
+  ShardVocab first;
+  const ShardInfo* first_shard = nullptr;
+  for (const ShardInfo* s : shards) {
+    ShardVocab v;
+    const int64_t k = shard_compact_vocab(*s);
+    if (k > 0) {
+      const std::string file = vocab_file_beside(s->path);
+      if (!std::filesystem::is_regular_file(file))
+        throw DataError(fmt::format("{}: its header says a compact vocabulary of {} ids, but there is no {} beside it "
+                                    "(data/prepare.py compact writes one)",
+                                    s->path, k, file));
+      auto it = read.find(file);
+      if (it == read.end()) it = read.emplace(file, read_vocab_file(file)).first;
+      v = it->second;
+      if (v.size != k)
+        throw DataError(fmt::format("{}: its header says a compact vocabulary of {} ids, {} says {}", s->path,
+                                    k, file, v.size));
+    }
+    if (!first_shard) {
+      first = v, first_shard = s;
+      continue;
+    }
+    auto name = [](const ShardVocab& x) {
+      return x.compact() ? fmt::format("a compact vocabulary of {} ids ({})", x.size, x.file)
+                         : std::string("GPT-2 token ids");
+    };
+    if (v.size != first.size || v.gpt2_ids != first.gpt2_ids)
+      throw DataError(fmt::format("{} holds {}, but {} holds {}: train and val shards must share one vocabulary",
+                                  s->path, name(v), first_shard->path, name(first)));
+  }
+  return first;
+}
+
+void check_model_vocab(const ShardVocab& v, int64_t vocab_size, const std::string& where) {
+  if (!v.compact()) return;
+  const int64_t padded = (v.size + 63) / 64 * 64;
+  if (vocab_size < v.size || vocab_size > padded)
+    throw DataError(fmt::format("{}: a compact vocabulary of {} ids ({}), but model.vocab_size is {} "
+                                "(expected {}{}: set model.vocab_size={})",
+                                where, v.size, v.file, vocab_size, v.size,
+                                padded > v.size ? fmt::format(" to {}", padded) : "", v.size));
+}
+
+}  // namespace xsagpt

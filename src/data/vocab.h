@@ -1,0 +1,56 @@
+// Which token ids a shard set holds: GPT-2's, or a compact vocabulary.
+//
+// data/prepare.py's `compact` command (data/compact.py) rewrites GPT-2 shards at a
+// compact vocabulary of K ids: the K-1 most frequent training tokens, and one id
+// (K-1) shared by every other token. Such a shard records K in its llm.c header's
+// fourth int32 (shard_compact_vocab; llm.c writes 0 there, which reads as GPT-2 ids)
+// and the mapping lies beside it in vocab.json. A model trained on one
+// vocabulary's ids means nothing on another's, though every id may be in range, so
+// the trainer checks here, by name and before anything is written, that:
+//  * every compact shard has a vocab.json beside it that agrees with its header;
+//  * the train and val shards share one vocabulary (GPT-2's, or the same mapping);
+//  * the model's vocab_size fits a compact vocabulary: from K up to K rounded up to
+//    a multiple of 64, the padding GPT-2's 50257 gets in 50304 (a GPT-2-sized model
+//    on compact ids, or one too small for them, is refused naming both sizes).
+// GPT-2 shards are checked as before: by their token ids (check_token_ids).
+#pragma once
+
+#include "data/shard.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace xsagpt {
+
+inline constexpr const char* kVocabFile = "vocab.json";
+inline constexpr const char* kVocabFormat = "xsagpt compact vocabulary v1";
+inline constexpr int64_t kGpt2Tokens = 50257;
+
+struct ShardVocab {
+  int64_t size = 0;               // K; 0: GPT-2 ids
+  std::vector<int64_t> gpt2_ids;  // compact id -> GPT-2 token id, K-1 of them; id K-1 is the rest
+  std::string rest_marker = "<unk>";
+  std::string file;               // the vocab.json it was read from ("" for GPT-2)
+  bool compact() const { return size > 0; }
+};
+
+// Reads and checks one vocab.json (format, K, rest id K-1, K-1 distinct GPT-2 ids);
+// DataError naming the file otherwise.
+ShardVocab read_vocab_file(const std::string& path);
+
+// K from an llm.c shard's header[3]: 0 for GPT-2 ids (and for headerless shards);
+// DataError for a negative value.
+int64_t shard_compact_vocab(const ShardInfo& info);
+
+// Where a shard's vocab.json is: the same folder (it may not exist).
+std::string vocab_file_beside(const std::string& shard_path);
+
+// The one vocabulary of a shard set (train and val together), checked as above.
+ShardVocab shard_set_vocab(const std::vector<const ShardInfo*>& shards);
+
+// Throws DataError when vocab_size does not fit `v` (see above), naming `where` (the
+// first shard) and both sizes. A no-op for GPT-2 ids.
+void check_model_vocab(const ShardVocab& v, int64_t vocab_size, const std::string& where);
+
+}  // namespace xsagpt
