@@ -51,6 +51,13 @@ def held(sweep_file):
     return out
 
 
+def terminate(sweep_file, job, task):
+    """SIGTERM to every held rank of one array task (pending until it is continued)."""
+    for pid, j, t, _ in held(sweep_file):
+        if (j, t) == (job, task):
+            os.kill(pid, signal.SIGTERM)
+
+
 def queued(cluster, job_name):
     """This sweep's jobs still in the queue (arrays' tasks and the summary job)."""
     out = cluster.run("squeue", "--noheader", "--array", "--format=%j %i %T").stdout.split("\n")
@@ -96,7 +103,9 @@ def scenario(slurm_cluster, tmp_path_factory, shards, xsagpt, build_dir):
         del data["ladder"]
         data["variants"] = {"sa": {"model.attention": "sa"}}
         data["grid"] = {"train.lr": [1e-2, 1e9]}
-        data["set"] = ["train.max_steps=6", "train.ckpt_interval=2"]  # held at step 2, as the ladder's points
+        # Held at step 2, as the ladder's points, then 28 steps more: the limit's USR2, which comes
+        # as Slurm lets it go on, lands long before its end.
+        data["set"] = ["train.max_steps=30", "train.ckpt_interval=2", "train.keep_checkpoints=2"]
         f.write_text(json.dumps(data))
 
     env = {**cluster.env, "XSAGPT_TEST_STOP_AT": HOLD}
@@ -118,11 +127,16 @@ def scenario(slurm_cluster, tmp_path_factory, shards, xsagpt, build_dir):
         for pid, job, task, pending in held(ladder):
             if pid in done_pids:
                 continue
+            # Slurm's SIGCONT may let a held run go on before its SIGTERM lands (and finish, 6
+            # steps being milliseconds): the SIGTERM is made pending first, so the run stops at
+            # its next step as a requeued or cancelled run on a cluster does, mid-way.
             if acted["requeued"] is None:
                 acted["requeued"] = (job, task)
+                terminate(ladder, job, task)
                 cluster.run("scontrol", "requeue", f"{job}_{task}")
             elif acted["cancelled"] is None and (job, task) != acted["requeued"]:
                 acted["cancelled"] = (job, task)
+                terminate(ladder, job, task)
                 cluster.run("scancel", f"{job}_{task}")
             elif (job, task) not in (acted["requeued"], acted["cancelled"]):
                 os.kill(pid, signal.SIGCONT)
