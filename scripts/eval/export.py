@@ -21,6 +21,12 @@ rebuilds the model from these two files alone, in plain PyTorch:
     model = load_export("share/xsa-1.4b")          # float32, eval mode
     logits = model(idx)                             # idx: int64 (B, T) GPT-2 token ids, T <= block_size
 
+A model trained on a compact vocabulary (data/compact.py) reads other ids: its checkpoint's
+mapping goes to config.json as "vocab" (gpt2_ids[i] is the GPT-2 token of id i; rest_id,
+which every other token shares, reads as rest_marker) and "tokenizer" is "gpt2-compact";
+load_export.py maps text through it. Such a model has no tokenizer for transformers, so
+--format hf refuses it.
+
 With --format hf the folder is a Hugging Face transformers model instead, which
 `AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True)` loads with no
 other file (and lm-eval's `hf` model evaluates): the same model.safetensors, a
@@ -153,6 +159,10 @@ def export(ckpt_path: pathlib.Path, out: pathlib.Path, dtype: torch.dtype, force
         sys.exit(f"{ckpt_path}: not an xsagpt checkpoint of version 1 (format {ck.get('format')!r}, version "
                  f"{ck.get('version')!r})")
     model_cfg = ck["config"]["model"]
+    vocab = ck.get("vocab")  # the compact vocabulary the ids index (src/data/vocab.h); absent: GPT-2 ids
+    if vocab is not None and fmt == "hf":
+        sys.exit(f"{ckpt_path}: trained on a compact vocabulary of {vocab['vocab_size']} ids, which GPT-2's tokenizer "
+                 "files for transformers do not speak: export it with --format safetensors")
     check_weights(ckpt_path, ck["model"], model_cfg, conventions(model_cfg))
     tied = model_cfg.get("tie_embeddings", False)
     tensors = {}
@@ -172,7 +182,8 @@ def export(ckpt_path: pathlib.Path, out: pathlib.Path, dtype: torch.dtype, force
         "model": model_cfg,
         "conventions": conventions(model_cfg),
         "dtype": str(dtype).removeprefix("torch."),
-        "tokenizer": "gpt2",
+        "tokenizer": "gpt2" if vocab is None else "gpt2-compact",
+        **({} if vocab is None else {"vocab": vocab}),
         "source": str(ckpt_path), "step": int(ck.get("step", 0)), "tokens": int(ck.get("tokens", 0)),
     }
     n = sum(t.numel() for t in tensors.values())

@@ -12,7 +12,7 @@ naming the tensor.
     logits = model(torch.tensor([[464, 3139, 286]]))      # (B, T, padded vocab)
 
     .venv/bin/python scripts/eval/load_export.py share/xsa-1.4b "In the beginning" " God"
-    # log p(" God" | "In the beginning") with tiktoken's GPT-2 split, as `xsagpt score` computes it
+    # log p(" God" | "In the beginning") with tiktoken's GPT-2 split, as `xsagpt score` computes it (compact: mapped)
     # downloads nothing: GPT-2's vocabulary from $XSAGPT_GPT2_VOCAB, else the repository's data/gpt2/
 """
 from __future__ import annotations
@@ -291,7 +291,9 @@ def load_export(folder: str | pathlib.Path, dtype: torch.dtype = torch.float32) 
                          "checkpoint with scripts/eval/export.py") from None
     check_finite(raw, str(folder / "model.safetensors"))
     weights = {k: v.to(dtype) for k, v in raw.items()}
-    return ExportedGPT(config["conventions"], weights).eval()
+    model = ExportedGPT(config["conventions"], weights).eval()
+    model.vocab = config.get("vocab")  # a compact vocabulary (export.py), or None for GPT-2 ids
+    return model
 
 
 @torch.no_grad()
@@ -339,6 +341,8 @@ def main() -> None:
     ctx, cont = ctx[:cut], ctx[cut:] + cont
     c = enc.encode(ctx, allowed_special="all") if ctx else [enc.eot_token]
     whole = enc.encode(ctx + cont, allowed_special="all") if ctx else c + enc.encode(cont, allowed_special="all")
+    if v := model.vocab:  # compact ids (export.py): GPT-2 tokens outside the table share rest_id
+        c, whole = ([v["gpt2_ids"].index(t) if t in v["gpt2_ids"] else v["rest_id"] for t in x] for x in (c, whole))
     print(logprob(model, c, whole[len(c):]))
 
 

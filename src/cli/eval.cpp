@@ -146,7 +146,7 @@ int eval(int argc, char** argv) {
   check_baseline_early(args["baseline"].as<std::string>(), checkpoints, labels);
   std::vector<eval::ModelEval> models;
   for (size_t m = 0; m < checkpoints.size(); ++m) {
-    auto trained = load_gpt2_model(checkpoints[m], device, tok, scoring.precision);
+    auto trained = load_gpt2_model(checkpoints[m], device, tok, scoring.precision, /*compact_ok=*/false);
     eval::Progress bar(fmt::format("[{}/{}] {}", m + 1, checkpoints.size(), checkpoints[m]));
     std::vector<eval::Score> scores;
     try {

@@ -1,6 +1,9 @@
 // `xsagpt sample`: text from a checkpoint. The prompt is encoded with GPT-2's BPE,
 // tokens are sampled with a key/value cache, and the text is printed as it comes
-// (a character split across tokens is printed once whole). Models trained on other
+// (a character split across tokens is printed once whole). A model trained on a
+// compact vocabulary (its checkpoint's vocab, data/vocab.h) reads and writes compact
+// ids: the prompt's tokens outside its table become the shared id, which prints as
+// its marker ("<unk>"). Models trained on other
 // token ids (e.g. the tests' 256-token vocabularies) use --prompt-ids and --ids.
 #include "cli/commands.h"
 #include "cli/options.h"
@@ -51,7 +54,7 @@ int sample(int argc, char** argv) {
     ("k,top-k", "sample among the k most likely tokens (0: all)", cxxopts::value<int64_t>()->default_value("200"))
     ("s,seed", "random seed", cxxopts::value<uint64_t>()->default_value("1337"))
     ("ids", "print the generated token ids as a JSON array instead of text")
-    ("vocab-limit", "never produce ids >= this (default: GPT-2's 50257 when text is encoded or decoded, else none)",
+    ("vocab-limit", "never produce ids >= this (default: GPT-2's 50257, or a compact vocabulary's size, when text is encoded or decoded, else none)",
      cxxopts::value<int64_t>())
     ("no-cache", "recompute the whole context for every token (slow; for checking the cache)")
     ("vocab", "directory with encoder.json and vocab.bpe (default: $XSAGPT_GPT2_VOCAB, else data/gpt2/)",
@@ -83,11 +86,12 @@ int sample(int argc, char** argv) {
   if (need_tokenizer) tok = Gpt2Tokenizer::load(args.count("vocab") ? args["vocab"].as<std::string>() : "");
   auto trained = load_trained_model(args["checkpoint"].as<std::string>(), device_option(args));
   const int64_t V = trained.model->cfg.vocab_size;
+  if (tok && trained.vocab.compact()) tok->use_compact(trained.vocab.gpt2_ids, trained.vocab.rest_marker);
   if (tok) {
     if (V < tok->vocab_size())
       throw ConfigError(
-          fmt::format("{}: model.vocab_size {} is smaller than GPT-2's {}, so the model was not trained "
-                      "on GPT-2 tokens; use --prompt-ids and --ids",
+          fmt::format("{}: model.vocab_size {} is smaller than GPT-2's {} and the checkpoint records no compact "
+                      "vocabulary, so the model was not trained on GPT-2 tokens; use --prompt-ids and --ids",
                       trained.file.string(), V, tok->vocab_size()));
     so.vocab_limit = tok->vocab_size();  // the padding rows beyond 50257 are no tokens
   }

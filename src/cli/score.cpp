@@ -161,7 +161,7 @@ int score(int argc, char** argv) {
 
   auto tok = Gpt2Tokenizer::load(scoring.vocab);
   auto trained = load_gpt2_model(args["checkpoint"].as<std::string>(), resolve_device(scoring.device, "--device"), tok,
-                                 scoring.precision);
+                                 scoring.precision, /*compact_ok=*/true);
   Session s{trained.model, tok, scoring.score, args.count("rolling") > 0, args.count("tokens") > 0};
   spdlog::info("{} (step {}): scoring requests from {}", trained.file.string(), trained.step, name);
 

@@ -34,12 +34,20 @@ ScoringArgs read_scoring_options(const cxxopts::ParseResult& args) {
   return s;
 }
 
-TrainedModel load_gpt2_model(const std::string& checkpoint, torch::Device device, const Gpt2Tokenizer& tok,
-                             const std::string& precision) {
+TrainedModel load_gpt2_model(const std::string& checkpoint, torch::Device device, Gpt2Tokenizer& tok,
+                             const std::string& precision, bool compact_ok) {
   auto trained = load_trained_model(checkpoint, device);
   Runtime rt;  // ATen ops, as the scores were always taken
   rt.bf16 = parse_precision(precision, device.is_cuda(), "--precision");
   trained.model->set_runtime(rt);
+  if (trained.vocab.compact()) {
+    if (!compact_ok)
+      throw ConfigError(fmt::format("{}: trained on a compact vocabulary of {} ids, and these requests are GPT-2 "
+                                    "tokens; score and sample read compact ids",
+                                    trained.file.string(), trained.vocab.size));
+    tok.use_compact(trained.vocab.gpt2_ids, trained.vocab.rest_marker);
+    return trained;
+  }
   if (trained.model->cfg.vocab_size < tok.vocab_size())
     throw ConfigError(
         fmt::format("{}: model.vocab_size {} is smaller than GPT-2's {}, so the model was not trained "

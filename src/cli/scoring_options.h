@@ -25,9 +25,12 @@ struct ScoringArgs {
 // Validates the shared options (ConfigError naming the flag) and sets the CPU threads.
 ScoringArgs read_scoring_options(const cxxopts::ParseResult& args);
 
-// load_trained_model, refusing a model whose vocabulary is smaller than GPT-2's;
-// the model runs in `precision` (config/runtime.h: auto, bf16 or fp32) on `device`.
-TrainedModel load_gpt2_model(const std::string& checkpoint, torch::Device device, const Gpt2Tokenizer& tok,
-                             const std::string& precision);
+// load_trained_model; the model runs in `precision` (config/runtime.h: auto, bf16 or
+// fp32) on `device`. A model trained on a compact vocabulary (its checkpoint's vocab,
+// data/vocab.h) renumbers `tok` to it when compact_ok, and is refused otherwise (eval's
+// requests are GPT-2 ids made before any model is read); a model of GPT-2 ids whose
+// vocabulary is smaller than GPT-2's is refused.
+TrainedModel load_gpt2_model(const std::string& checkpoint, torch::Device device, Gpt2Tokenizer& tok,
+                             const std::string& precision, bool compact_ok);
 
 }  // namespace xsagpt::cli

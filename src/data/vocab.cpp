@@ -14,6 +14,40 @@
 
 namespace xsagpt {
 
+ShardVocab vocab_from_json(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object() || j.value("format", "") != kVocabFormat)
+    throw DataError(fmt::format("{}: not a compact vocabulary (expected \"format\": \"{}\")", where, kVocabFormat));
+  ShardVocab v;
+  v.file = where;
+  const auto k = j.find("vocab_size");
+  const auto ids = j.find("gpt2_ids");
+  const auto rest = j.find("rest_id");
+  if (k == j.end() || !k->is_number_integer() || ids == j.end() || !ids->is_array() || rest == j.end() ||
+      !rest->is_number_integer() || k->get<int64_t>() < 2 || rest->get<int64_t>() != k->get<int64_t>() - 1 ||
+      static_cast<int64_t>(ids->size()) != k->get<int64_t>() - 1)
+    throw DataError(fmt::format("{}: expected vocab_size K >= 2, rest_id K-1 and K-1 gpt2_ids", where));
+  v.size = k->get<int64_t>();
+  std::unordered_set<int64_t> seen;
+  for (const auto& id : *ids) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= kGpt2Tokens ||
+        !seen.insert(id.get<int64_t>()).second)
+      throw DataError(fmt::format("{}: gpt2_ids must be distinct GPT-2 token ids (0 to {}), got {}", where,
+                                  kGpt2Tokens - 1, id.dump()));
+    v.gpt2_ids.push_back(id.get<int64_t>());
+  }
+  if (j.contains("rest_marker") && j["rest_marker"].is_string()) v.rest_marker = j["rest_marker"].get<std::string>();
+  return v;
+}
+
+nlohmann::json vocab_to_json(const ShardVocab& v) {
+  if (!v.compact()) return nullptr;
+  return {{"format", kVocabFormat},
+          {"vocab_size", v.size},
+          {"rest_id", v.size - 1},
+          {"rest_marker", v.rest_marker},
+          {"gpt2_ids", v.gpt2_ids}};
+}
+
 ShardVocab read_vocab_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw DataError(fmt::format("{}: cannot read", path));
@@ -23,28 +57,7 @@ ShardVocab read_vocab_file(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw DataError(fmt::format("{}: not JSON ({})", path, e.what()));
   }
-  if (!j.is_object() || j.value("format", "") != kVocabFormat)
-    throw DataError(fmt::format("{}: not a compact vocabulary (expected \"format\": \"{}\")", path, kVocabFormat));
-  ShardVocab v;
-  v.file = path;
-  const auto k = j.find("vocab_size");
-  const auto ids = j.find("gpt2_ids");
-  const auto rest = j.find("rest_id");
-  if (k == j.end() || !k->is_number_integer() || ids == j.end() || !ids->is_array() || rest == j.end() ||
-      !rest->is_number_integer() || k->get<int64_t>() < 2 || rest->get<int64_t>() != k->get<int64_t>() - 1 ||
-      static_cast<int64_t>(ids->size()) != k->get<int64_t>() - 1)
-    throw DataError(fmt::format("{}: expected vocab_size K >= 2, rest_id K-1 and K-1 gpt2_ids", path));
-  v.size = k->get<int64_t>();
-  std::unordered_set<int64_t> seen;
-  for (const auto& id : *ids) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= kGpt2Tokens ||
-        !seen.insert(id.get<int64_t>()).second)
-      throw DataError(
-          fmt::format("{}: gpt2_ids must be distinct GPT-2 token ids (0 to {}), got {}", path, kGpt2Tokens - 1, id.dump()));
-    v.gpt2_ids.push_back(id.get<int64_t>());
-  }
-  if (j.contains("rest_marker") && j["rest_marker"].is_string()) v.rest_marker = j["rest_marker"].get<std::string>();
-  return v;
+  return vocab_from_json(j, path);
 }
 
 int64_t shard_compact_vocab(const ShardInfo& info) {

@@ -17,6 +17,8 @@
 
 #include "data/shard.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -38,6 +40,12 @@ struct ShardVocab {
 // Reads and checks one vocab.json (format, K, rest id K-1, K-1 distinct GPT-2 ids);
 // DataError naming the file otherwise.
 ShardVocab read_vocab_file(const std::string& path);
+
+// What a checkpoint records of the vocabulary its model was trained on: null for
+// GPT-2 ids, else vocab.json's format, vocab_size, rest_id, rest_marker and gpt2_ids.
+// vocab_from_json checks it as read_vocab_file does, naming `where`.
+nlohmann::json vocab_to_json(const ShardVocab& v);
+ShardVocab vocab_from_json(const nlohmann::json& j, const std::string& where);
 
 // K from an llm.c shard's header[3]: 0 for GPT-2 ids (and for headerless shards);
 // DataError for a negative value.

@@ -45,6 +45,7 @@ void save_checkpoint(const Checkpoint& c, const fs::path& path) {
   d.insert("elapsed_s", c.progress.elapsed_s);
   d.insert("config", json_to_ivalue(c.config));
   if (!c.kernels.empty()) d.insert("kernels", c.kernels);
+  if (!c.vocab.is_null()) d.insert("vocab", json_to_ivalue(c.vocab));
   d.insert("model", tensor_dict(c.model));
   GenericDict opt(c10::StringType::get(), c10::AnyType::get());
   opt.insert("name", std::string(schema::enum_name(c.optimizer.name)));
@@ -131,6 +132,7 @@ Checkpoint load_checkpoint(const fs::path& path) {
     if (d.contains("val_loss")) p.val_loss = d.at("val_loss").toDouble();
     if (d.contains("run_id")) p.run_id = d.at("run_id").toStringRef();
     if (d.contains("kernels")) c.kernels = d.at("kernels").toStringRef();
+    if (d.contains("vocab")) c.vocab = ivalue_to_json(d.at("vocab"));
     if (d.contains("train_window")) {
       auto w = d.at("train_window").toGenericDict();
       p.window = {w.at("loss_sum").toDouble(), w.at("steps").toInt()};

@@ -24,6 +24,9 @@
 //     run logs (absent in older checkpoints: an empty window),
 //   "run_id": the run it belongs to (made when the run started, out_dir/run.json),
 //     so a checkpoint copied in from another run is never taken for one of its own,
+//   "vocab": the compact vocabulary the model's ids index (data/vocab.h: vocab.json's
+//     format, vocab_size, rest_id, rest_marker and gpt2_ids), so that sample, score
+//     and the exports decode them without the shards; absent for GPT-2 ids,
 //   "kernels": the fused kernels the run computed with, as train.kernels resolved them
 //     on its device ("aten" for none; absent in older checkpoints), so a resume that
 //     computes with others says so even when the config's words are the same ("auto").
@@ -79,6 +82,7 @@ struct Checkpoint {
   RngState rng;
   ProgressState progress;  // absent parts in checkpoints of older versions: NaN losses, empty window, no run id
   std::string kernels;     // describe(Runtime::kernels) of the run; "" in checkpoints of older versions
+  nlohmann::json vocab;    // data/vocab.h's vocab_to_json: null for GPT-2 ids
 };
 
 // The first tensor of `tensors` (named "<what>.<name>") holding a NaN or an infinity,

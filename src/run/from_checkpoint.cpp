@@ -58,6 +58,13 @@ TrainedModel load_trained_model(const fs::path& path, torch::Device device) {
   TrainedModel out;
   out.file = file;
   out.step = ckpt.step;
+  if (!ckpt.vocab.is_null()) {
+    try {
+      out.vocab = vocab_from_json(ckpt.vocab, file.string() + ": vocab");
+    } catch (const DataError& e) {
+      throw CheckpointError(e.what());
+    }
+  }
   out.config = std::move(ckpt.config);
   out.model = GPT(model_config_from_json(out.config["model"], file.string() + ": config.model"));
   load_weights(out.model, ckpt.model, file.string());

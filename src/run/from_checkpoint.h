@@ -4,6 +4,7 @@
 // in by name and every parameter must be present with its shape.
 #pragma once
 
+#include "data/vocab.h"
 #include "model/gpt.h"
 
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@ namespace xsagpt {
 struct TrainedModel {
   GPT model{nullptr};          // in eval mode, on the requested device
   nlohmann::json config;       // the run config saved with the checkpoint
+  ShardVocab vocab;            // the compact vocabulary it was trained on (size 0: GPT-2 ids)
   std::filesystem::path file;  // the checkpoint read
   int64_t step = 0;
 };

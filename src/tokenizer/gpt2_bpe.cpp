@@ -214,6 +214,8 @@ std::vector<int32_t> Gpt2Tokenizer::encode(std::string_view text, SpecialTokens 
     }
   }
   encode_ordinary(text, out, cache);
+  if (compact())
+    for (auto& id : out) id = to_compact_[id];
   return out;
 }
 
@@ -282,13 +284,36 @@ void Gpt2Tokenizer::encode_piece(std::string_view piece, std::vector<int32_t>& o
 const std::string& Gpt2Tokenizer::token_bytes(int32_t id) const {
   if (id < 0 || id >= vocab_size())
     throw std::out_of_range(fmt::format("token id {} is outside the vocabulary [0, {})", id, vocab_size()));
-  return bytes_of_[id];
+  return compact() ? compact_bytes_[id] : bytes_of_[id];
 }
 
 std::optional<int32_t> Gpt2Tokenizer::token_id(std::string_view bytes) const {
-  if (bytes == kEndOfText) return eot_id_;
-  if (auto it = rank_of_.find(bytes); it != rank_of_.end()) return it->second;
-  return std::nullopt;
+  std::optional<int32_t> id;
+  if (bytes == kEndOfText)
+    id = eot_id_;
+  else if (auto it = rank_of_.find(bytes); it != rank_of_.end())
+    id = it->second;
+  if (!id || !compact()) return id;
+  // A token outside the table has no id of its own: the rest id stands for many.
+  const int32_t c = to_compact_[*id];
+  return c == vocab_size() - 1 ? std::nullopt : std::optional<int32_t>(c);
+}
+
+void Gpt2Tokenizer::use_compact(const std::vector<int64_t>& gpt2_ids, const std::string& rest_marker) {
+  const auto n = static_cast<int32_t>(bytes_of_.size());
+  std::vector<int32_t> to(n, static_cast<int32_t>(gpt2_ids.size()));
+  std::vector<std::string> bytes;
+  for (size_t i = 0; i < gpt2_ids.size(); ++i) {
+    const int64_t g = gpt2_ids[i];
+    if (g < 0 || g >= n || to[g] != static_cast<int32_t>(gpt2_ids.size()))
+      throw std::invalid_argument(fmt::format("compact id {}: {} is not a GPT-2 token id (0..{}) or repeats", i, g,
+                                              n - 1));
+    to[g] = static_cast<int32_t>(i);
+    bytes.push_back(bytes_of_[g]);
+  }
+  bytes.push_back(rest_marker);
+  to_compact_ = std::move(to);
+  compact_bytes_ = std::move(bytes);
 }
 
 std::string Gpt2Tokenizer::decode_bytes(std::span<const int32_t> ids) const {

@@ -9,6 +9,12 @@
 //   no adjacent pair is a token. As in tiktoken, a token's rank is its id.
 //   decode: concatenate the tokens' bytes; decode() also makes them valid UTF-8.
 //
+// A model trained on a compact vocabulary (data/vocab.h: the K-1 most frequent GPT-2
+// tokens of its corpus, and one id for all others) speaks other ids: after
+// use_compact, encode gives compact ids (a token outside the table gives the shared
+// id K-1), token_bytes and decode read compact ids (K-1 reads as a marker such as
+// "<unk>"), and vocab_size, eot_id and token_id count in compact ids.
+//
 // File formats. Both files spell a byte string with one printable character per
 // byte (GPT-2's "byte to unicode" table: bytes that are printable Latin-1 stand for
 // themselves, the other 68 bytes are U+0100.. in byte order, e.g. ' ' -> 'Ġ').
@@ -59,11 +65,18 @@ class Gpt2Tokenizer {
   // decode_bytes with ill-formed UTF-8 replaced by U+FFFD, like tiktoken's decode.
   std::string decode(std::span<const int32_t> ids) const;
 
-  int32_t vocab_size() const { return static_cast<int32_t>(bytes_of_.size()); }  // 50257 for GPT-2
-  int32_t eot_id() const { return eot_id_; }                                     // 50256 for GPT-2
+  // 50257 for GPT-2, K after use_compact
+  int32_t vocab_size() const { return static_cast<int32_t>(compact() ? compact_bytes_.size() : bytes_of_.size()); }
+  int32_t eot_id() const { return compact() ? to_compact_[eot_id_] : eot_id_; }  // 50256 for GPT-2
   const std::string& token_bytes(int32_t id) const;
   // The id of the token spelled by exactly these bytes, if there is one.
   std::optional<int32_t> token_id(std::string_view bytes) const;
+
+  // Renumbers to a compact vocabulary: id i is GPT-2 token gpt2_ids[i] (distinct, each
+  // < 50257), id gpt2_ids.size() every other token, reading as rest_marker.
+  // std::invalid_argument for ids that are not GPT-2 tokens.
+  void use_compact(const std::vector<int64_t>& gpt2_ids, const std::string& rest_marker);
+  bool compact() const { return !to_compact_.empty(); }
 
  private:
   struct Pretokenizer;  // the compiled PCRE2 regex; defined in gpt2_bpe.cpp
@@ -81,6 +94,8 @@ class Gpt2Tokenizer {
   // Mergeable tokens only: the special token must never come out of a merge.
   std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> rank_of_;
   int32_t eot_id_ = -1;
+  std::vector<int32_t> to_compact_;         // GPT-2 id -> compact id; empty: GPT-2 ids
+  std::vector<std::string> compact_bytes_;  // compact id -> bytes (the last: the rest's marker)
   std::shared_ptr<const Pretokenizer> pretokenizer_;  // immutable; shared by copies
 };
 

@@ -81,17 +81,21 @@ TrainingState::TrainingState(const RunConfig& cfg, const Runtime& rt, torch::Dev
       cfg_(cfg),
       device_(device),
       dist_(dist) {
-  check_data(cfg.model.vocab_size);
+  vocab_ = check_data(cfg.model.vocab_size);
   parts = build_training(cfg.model, cfg.train, rt, device, dist);  // as bench builds them
 }
 
 TrainingState::~TrainingState() = default;
 
-void TrainingState::check_data(int64_t vocab_size) const {
+ShardVocab TrainingState::check_data(int64_t vocab_size) const {
   std::vector<const ShardInfo*> all;
   for (const auto& s : loader.shards()) all.push_back(&s);
   for (const auto& s : val.shards()) all.push_back(&s);
-  if (!all.empty()) check_model_vocab(shard_set_vocab(all), vocab_size, all.front()->path);
+  ShardVocab vocab;
+  if (!all.empty()) {
+    vocab = shard_set_vocab(all);
+    check_model_vocab(vocab, vocab_size, all.front()->path);
+  }
   // Shards are read from disk (or the page cache) in parallel; the first error in
   // file order is the one reported.
   const size_t workers = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
@@ -111,6 +115,7 @@ void TrainingState::check_data(int64_t vocab_size) const {
   for (auto& th : pool) th.join();
   for (const auto& e : errors)
     if (!e.empty()) throw DataError(e + " (found before training: nothing was written or changed)");
+  return vocab;
 }
 
 DataState TrainingState::data_state() {
@@ -162,6 +167,7 @@ void TrainingState::save(const std::filesystem::path& run_dir, int64_t keep) {
   c.rng = rng_state(device_);
   c.progress = progress.state();
   c.kernels = describe(parts.model->runtime().kernels);
+  c.vocab = vocab_to_json(vocab_);
   // The loss of a step is computed before its update: an update that made the
   // weights NaN or infinite shows only here, and such weights are never saved.
   if (const auto bad = first_non_finite(c.model, "model"))

@@ -11,6 +11,7 @@
 #include "config/run_config.h"
 #include "data/loader.h"
 #include "data/prefetch.h"
+#include "data/vocab.h"
 #include "distributed/context.h"
 #include "model/gpt.h"
 #include "optim/run_optimizer.h"
@@ -51,7 +52,8 @@ class TrainingState {
 
  private:
   // Every token id of every train and val shard against the vocabulary (DataError).
-  void check_data(int64_t vocab_size) const;
+  // Returns the shards' vocabulary, which every checkpoint records.
+  ShardVocab check_data(int64_t vocab_size) const;
   // The data part: every rank's loader position and the validation shards.
   DataState data_state();
   void load_data_state(const DataState& d, const std::string& file);
@@ -61,6 +63,7 @@ class TrainingState {
   torch::Device device_;
   DistContext& dist_;
   std::unique_ptr<PrefetchingLoader> batches_;
+  ShardVocab vocab_;  // the shards' (check_data), recorded in every checkpoint
 };
 
 }  // namespace xsagpt

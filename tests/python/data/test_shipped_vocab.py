@@ -4,7 +4,6 @@ data/prepare.py, `xsagpt tokenize` and `xsagpt sample` find them with no variabl
 run from another directory."""
 import hashlib
 import json
-import os
 import pathlib
 import subprocess
 import sys
@@ -12,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from gpt2_tiktoken import gpt2_encoding
+from gpt2_tiktoken import gpt2_encoding, offline_env
 from shardio import read_shard_strict, shard_files
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -27,17 +26,6 @@ def shipped(repo_root):
         assert (d / name).is_file(), f"{d / name} must be in the repository"
         assert (d / name).stat().st_size < 4 << 20
     return d
-
-
-def offline_env(tmp_path, **extra):
-    """No XSAGPT_GPT2_VOCAB, an empty tiktoken cache and every HTTP(S) request sent to a closed
-    port: anything that would download fails."""
-    env = {k: v for k, v in os.environ.items() if k not in ("XSAGPT_GPT2_VOCAB", "NO_PROXY", "no_proxy")}
-    cache = tmp_path / "empty-tiktoken-cache"
-    cache.mkdir(exist_ok=True)
-    env.update(TIKTOKEN_CACHE_DIR=str(cache), HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9",
-               http_proxy="http://127.0.0.1:9", https_proxy="http://127.0.0.1:9", **extra)
-    return env
 
 
 def test_shipped_files_pass_tiktokens_own_hash_check_offline(shipped, tmp_path):

@@ -5,7 +5,6 @@ not a traceback. The export is made here without training: export.py's conventio
 tiny model over GPT-2's padded vocabulary, with random weights."""
 import json
 import math
-import os
 import pathlib
 import subprocess
 import sys
@@ -19,7 +18,7 @@ pytest.importorskip("tiktoken")
 from safetensors.torch import save_file  # noqa: E402
 
 import export  # noqa: E402  scripts/eval/export.py
-from gpt2_tiktoken import gpt2_encoding  # noqa: E402  the tests' own tokenizer reference
+from gpt2_tiktoken import gpt2_encoding, offline_env  # noqa: E402  the tests' own tokenizer reference
 from load_export import Conventions, expected_shapes, load_export, logprob  # noqa: E402
 
 LOAD_EXPORT = pathlib.Path(__file__).resolve().parents[3] / "scripts" / "eval" / "load_export.py"
@@ -39,17 +38,6 @@ def folder(tmp_path_factory):
     save_file(weights, str(d / "model.safetensors"))
     (d / "config.json").write_text(json.dumps({"format": "xsagpt-safetensors", "conventions": conv}))
     return d
-
-
-def offline_env(tmp_path, **extra):
-    """No XSAGPT_GPT2_VOCAB, an empty tiktoken cache and every HTTP(S) request sent to a closed
-    port: anything that would download fails."""
-    env = {k: v for k, v in os.environ.items() if k not in ("XSAGPT_GPT2_VOCAB", "NO_PROXY", "no_proxy")}
-    cache = tmp_path / "empty-tiktoken-cache"
-    cache.mkdir(exist_ok=True)
-    env.update(TIKTOKEN_CACHE_DIR=str(cache), HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9",
-               http_proxy="http://127.0.0.1:9", https_proxy="http://127.0.0.1:9", **extra)
-    return env
 
 
 def load_export_cli(*args, env):

@@ -16,6 +16,7 @@ import pytest
 from finite_json import NON_FINITE, NotFinite, loads
 from metrics_record import parse_line
 from plotfiles import write_run
+from track_sink import Recorder
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 LITERALS = ("NaN", "Infinity", "-Infinity")
@@ -136,20 +137,6 @@ def track():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
-
-
-class Recorder:
-    def __init__(self):
-        self.logged = []
-
-    def begin(self):
-        pass
-
-    def log(self, values, step):
-        self.logged.extend((tag, step, v) for tag, v in values.items())
-
-    def flush(self):
-        pass
 
 
 def test_track_skips_and_names_each_line_out_of_bounds(track, tmp_path, capsys):

@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+from track_sink import Recorder
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 TRACK = ROOT / "scripts" / "view" / "track.py"
@@ -23,20 +24,6 @@ def track():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
-
-
-class Recorder:
-    def __init__(self):
-        self.logged = []
-
-    def begin(self):
-        pass
-
-    def log(self, values, step):
-        self.logged.extend((tag, step, v) for tag, v in values.items())
-
-    def flush(self):
-        pass
 
 
 def line(step, t, **values):
