@@ -1,7 +1,8 @@
 // `xsagpt sweep`: run every point of a grid (each named variant at every setting of
 // the other keys) as a training run, restartably, then compare every variant with the
 // baseline (summary.json, report.md, a table) and draw the figures; or one point of it
-// (--point), where the sweep stands (--status), or its summary so far (--summarize).
+// (--point), where the sweep stands (--status), its summary so far (--summarize), or its
+// points as Slurm job arrays (--slurm, --submit).
 // This file reads the options; sweep/run.h runs the points.
 #include "bench/block_bench.h"
 #include "cli/commands.h"
@@ -10,6 +11,7 @@
 #include "sweep/plan.h"
 #include "sweep/results.h"
 #include "sweep/run.h"
+#include "sweep/slurm_submit.h"
 #include "sweep/status.h"
 #include "train/signals.h"
 
@@ -54,7 +56,9 @@ int sweep(int argc, char** argv) {
       "compute multiplier per size with intervals, its trend and extrapolation (docs/ladder-study.md; "
       "configs/sweeps/ladder-tiny.json). Exit status: 0 every point asked for is done; 1 a point failed, is "
       "invalid or is held by another live process; 3 interrupted by a signal (SIGTERM, SIGINT, SIGHUP, SIGUSR2), "
-      "continued by the same command.");
+      "continued by the same command. With a \"slurm\" section, --slurm writes each point as a Slurm array task "
+      "(preemptible: it checkpoints on the signal before its time limit and requeues itself) with a summary job, "
+      "and --submit submits the points not yet done (docs/cluster.md).");
   // clang-format off
   opts.add_options()
     ("c,config", "sweep file (see configs/sweeps/; variants-tiny.json compares attention variants on CPU)", cxxopts::value<std::string>())
@@ -71,6 +75,10 @@ int sweep(int argc, char** argv) {
                "failed, with why; invalid) and the totals; writes nothing")
     ("summarize", "write summary.json, report.md and the figures from the points that are done, naming every "
                   "point that is not; exit 1 while any is not done")
+    ("slurm", "write Slurm batch scripts under OUT/slurm/ for the points not yet done (job arrays by the sweep "
+              "file's \"slurm\" section, a summary job after them) and print the sbatch commands; --dry-run with "
+              "the section prints each point's GPU-hours and the wall time with the arrays side by side")
+    ("submit", "with --slurm: submit the scripts (only points neither done nor queued) and print the job ids")
     ("no-plot", "do not draw figures at the end");
   // clang-format on
   const auto parsed = parse_command(opts, argc, argv);
@@ -83,13 +91,20 @@ int sweep(int argc, char** argv) {
   const bool dry_run = args.count("dry-run") > 0;
   const auto point = chosen_point(args, sweep);
   const bool status = args.count("status") > 0, summarize = args.count("summarize") > 0;
-  if (dry_run + status + summarize + point.has_value() > 1)
-    throw ConfigError("--dry-run, --status, --summarize and --point/--point-from-env: give one at most");
+  const bool slurm = args.count("slurm") > 0;
+  if (args.count("submit") && !slurm) throw ConfigError("--submit: submits what --slurm writes; give both");
+  if (dry_run + status + summarize + point.has_value() + slurm > 1)
+    throw ConfigError("--dry-run, --status, --summarize, --slurm and --point/--point-from-env: give one at most");
   if (status) return dist.is_main() ? print_sweep_status(sweep) : 0;
   if (summarize) return dist.is_main() ? summarize_sweep(sweep, args.count("no-plot") == 0) : 0;
+  if (slurm) {
+    if (dist.world_size() > 1) throw ConfigError("--slurm: run it in one process, not under srun or torchrun");
+    const SlurmRunOptions o{args.count("submit") > 0, args.count("retry-failed") > 0, args.count("no-plot") == 0};
+    return run_slurm(sweep, args["config"].as<std::string>(), o, step_flop_rate);
+  }
   // The dry run times a ladder's steps with bench's training step where the ladder names no
   // estimate (sweep/ladder_plan.h).
-  if (dist.is_main() && !point) print_sweep_plan(sweep, dist.world_size(), dry_run, step_flop_rate);
+  if (dist.is_main() && !point) print_sweep_plan(sweep, args["config"].as<std::string>(), dist.world_size(), dry_run, step_flop_rate);
   if (dry_run) return 0;
   SweepRunOptions run;
   run.force = args.count("force") > 0;

@@ -229,6 +229,7 @@ Sweep load_sweep(const std::string& path, int64_t world_size) {
   if (s.ladder)
     for (const auto& r : s.ladder->rungs) rung_names.push_back(r.name);
   distinct.finish(rung_names);
+  s.slurm = read_slurm(spec, path);
   return s;
 }
 

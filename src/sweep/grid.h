@@ -17,6 +17,7 @@
 //            length study holds 0.5M tokens per step)
 //   "ladder": the points at several model sizes, each sized, budgeted and given its
 //            rate by stated rules (sweep/ladder.h); needs variants
+//   "slurm": how each point runs as a Slurm job, `xsagpt sweep --slurm` (sweep/slurm_spec.h)
 //   "out_dir": the sweep directory
 //
 // With variants a point is every variant at every grid setting, in a directory named
@@ -29,6 +30,7 @@
 
 #include "config/run_config.h"
 #include "sweep/ladder.h"
+#include "sweep/slurm_spec.h"
 
 #include <filesystem>
 #include <optional>
@@ -57,6 +59,7 @@ struct Sweep {
   std::string variant_key;            // "model.attention" when the grid's attention values are the variants
   std::vector<SweepPoint> points;
   std::optional<SweepLadder> ladder;
+  std::optional<SlurmSpec> slurm;  // how its points run as Slurm jobs (sweep/slurm_spec.h)
 };
 
 // A grid value's text made safe as (part of) one directory name: '/', '%', backslash

@@ -88,8 +88,8 @@ std::vector<RungSpec> read_rung_specs(const json& section, const std::string& wh
     RungSpec spec;
     if (r.is_object()) {
       for (const auto& [k, v] : r.items())
-        if (k != "depth" && k != "preset" && k != "set")
-          throw ConfigError(fmt::format("{}: unknown key '{}' (known: depth or preset, set)", at, k));
+        if (k != "depth" && k != "preset" && k != "set" && k != "slurm")  // slurm: sweep/slurm_spec.h reads it
+          throw ConfigError(fmt::format("{}: unknown key '{}' (known: depth or preset, set, slurm)", at, k));
       if (r.contains("set")) spec.set = rung_set(r["set"], at + ".set", others);
       if (r.contains("depth") == r.contains("preset")) schema::bad(at, "one of \"depth\" or \"preset\"", r);
       r = r.contains("depth") ? r["depth"] : r["preset"];

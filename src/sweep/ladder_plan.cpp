@@ -26,6 +26,8 @@ std::string si_count(double x, bool exponent = false) {
   return fmt::format("{:.0f}", x);
 }
 
+}  // namespace
+
 std::string plan_duration(double s) {
   if (s < 60) return fmt::format("{:.1f} s", s);
   if (s < 3600) return fmt::format("{:.0f} min {:02.0f} s", std::floor(s / 60), std::fmod(s, 60));
@@ -34,19 +36,14 @@ std::string plan_duration(double s) {
   return fmt::format("{:.2e} days", s / 86400);  // an assumed MFU of 1e-300 must not print 300 digits
 }
 
-// The FLOP rate each rung trains at, and what it rests on.
-struct Basis {
-  std::vector<std::optional<double>> rate;  // FLOP/s per rung; empty: no estimate for it
-  std::string rests_on;
-  double overhead_s = 0;
-};
+namespace {
 
 // Measured here (by `measure`): each rung's steps timed while they take seconds (a first step under
 // kFirstStepFlops, each later one predicted from the last rate under kMeasureSeconds);
 // larger rungs at the last rate measured.
-Basis measured_basis(const Sweep& s, int64_t world, std::optional<double> overhead_s, const MeasureStep& measure) {
+LadderTimes measured_basis(const Sweep& s, int64_t world, std::optional<double> overhead_s, const MeasureStep& measure) {
   const auto& rungs = s.ladder->rungs;
-  Basis b;
+  LadderTimes b;
   b.rate.assign(rungs.size(), std::nullopt);
   b.overhead_s = overhead_s.value_or(3.0);
   torch::Device device = torch::kCPU;
@@ -91,13 +88,15 @@ Basis measured_basis(const Sweep& s, int64_t world, std::optional<double> overhe
   return b;
 }
 
-Basis estimate_basis(const Sweep& s, int64_t world, const MeasureStep& measure) {
+}  // namespace
+
+LadderTimes ladder_times(const Sweep& s, int64_t world, const MeasureStep& measure) {
   const json& e = s.ladder->estimate;
   const auto overhead =
       e.is_object() && e.contains("overhead_s") ? std::optional(e["overhead_s"].get<double>()) : std::nullopt;
   if (!(e.is_object() && (e.contains("device") || e.contains("bench"))))
     return measured_basis(s, world, overhead, measure);
-  Basis b;
+  LadderTimes b;
   b.overhead_s = overhead.value_or(10.0);
   double rate = 0;
   if (e.contains("bench")) {
@@ -117,6 +116,8 @@ Basis estimate_basis(const Sweep& s, int64_t world, const MeasureStep& measure) 
   return b;
 }
 
+namespace {
+
 // Evaluation's FLOPs in a point's run: forward only (a third of training's per token)
 // over the val tokens at every evaluation (step 0, each interval, the end); nullopt when
 // train.eval_tokens is 0 (the whole val set, whose size the plan does not read).
@@ -131,6 +132,26 @@ std::optional<double> eval_flops(const SweepPoint& p, const LadderRung& r, int64
 }
 
 }  // namespace
+
+std::optional<double> ladder_point_seconds(const Sweep& s, const SweepPoint& p, const LadderTimes& times,
+                                           int64_t ranks) {
+  const auto& r = s.ladder->rungs[p.rung];
+  const auto rate = times.rate[p.rung];
+  if (!rate) return std::nullopt;
+  // A rate is one process's: ranks of a data-parallel run share the step's tokens.
+  const double flops = r.flops() + eval_flops(p, r, ranks).value_or(0);
+  return times.overhead_s + flops / (*rate * static_cast<double>(ranks));
+}
+
+std::optional<double> ladder_checkpoint_seconds(const Sweep& s, const SweepPoint& p, const LadderTimes& times,
+                                                int64_t ranks) {
+  const auto& r = s.ladder->rungs[p.rung];
+  const auto rate = times.rate[p.rung];
+  const int64_t interval = p.config.train.ckpt_interval;
+  if (!rate || interval <= 0 || interval >= p.config.train.max_steps) return std::nullopt;
+  const double step_flops = r.flops_per_token * static_cast<double>(r.step_tokens);
+  return times.overhead_s + static_cast<double>(interval) * step_flops / (*rate * static_cast<double>(ranks));
+}
 
 void print_ladder_rungs(const Sweep& s) {
   const auto& l = *s.ladder;
@@ -153,9 +174,9 @@ void print_ladder_rungs(const Sweep& s) {
   }
 }
 
-void print_ladder_estimate(const Sweep& s, int64_t world, const MeasureStep& measure) {
+LadderTimes print_ladder_estimate(const Sweep& s, int64_t world, const MeasureStep& measure) {
   const auto t0 = std::chrono::steady_clock::now();
-  const auto basis = estimate_basis(s, world, measure);
+  const auto basis = ladder_times(s, world, measure);
   const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << fmt::format("time, as each point would train (estimate):\n  {:<48} {:>9} {:>10} {:>10} {:>10}\n",
                            "point", "params", "tokens", "FLOPs", "time");
@@ -163,16 +184,12 @@ void print_ladder_estimate(const Sweep& s, int64_t world, const MeasureStep& mea
   bool unknown = false, no_eval = false;
   for (const auto& p : s.points) {
     const auto& r = s.ladder->rungs[p.rung];
-    const auto ev = eval_flops(p, r, world);
-    no_eval |= !ev;
-    const double flops = r.flops() + ev.value_or(0);
+    no_eval |= !eval_flops(p, r, world);
     total_flops += r.flops();
     std::string time = "-";
-    if (const auto rate = basis.rate[p.rung]) {
-      // A rate is one process's: ranks of a data-parallel run share the step's tokens.
-      const double secs = basis.overhead_s + flops / (*rate * static_cast<double>(world));
-      total_s += secs;
-      time = plan_duration(secs);
+    if (const auto secs = ladder_point_seconds(s, p, basis, world)) {
+      total_s += *secs;
+      time = plan_duration(*secs);
     } else {
       unknown = true;
     }
@@ -190,6 +207,7 @@ void print_ladder_estimate(const Sweep& s, int64_t world, const MeasureStep& mea
       no_eval ? "; evaluation of the whole val set (eval_tokens 0) not counted"
               : "; evaluation counted as forward FLOPs",
       spent > 1 ? fmt::format(" (measuring took {:.1f} s)", spent) : "");
+  return basis;
 }
 
 }  // namespace xsagpt

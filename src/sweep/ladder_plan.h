@@ -28,6 +28,9 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace xsagpt {
 
@@ -35,11 +38,35 @@ namespace xsagpt {
 // world_size ranks sharing its batch.
 using MeasureStep = std::function<double(const RunConfig& config, const torch::Device& device, int64_t world_size)>;
 
+// The FLOP rate each rung trains at per process, and what it rests on: the dry run's
+// basis, which `--slurm` also reads (each point's time at its job's ranks).
+struct LadderTimes {
+  std::vector<std::optional<double>> rate;  // FLOP/s per rung and process; nullopt: no estimate for it
+  std::string rests_on;
+  double overhead_s = 0;  // per point: start, checkpoints, summary
+};
+
+// The basis of the estimate: a bench file's rate, a named GPU's, or steps measured here.
+LadderTimes ladder_times(const Sweep& sweep, int64_t world_size, const MeasureStep& measure);
+
+// A point's estimated time with `ranks` processes sharing each step (assumed to scale
+// linearly), evaluation included; nullopt without a rate for its rung.
+std::optional<double> ladder_point_seconds(const Sweep& sweep, const SweepPoint& p, const LadderTimes& times,
+                                           int64_t ranks);
+
+// The estimated time between a point's checkpoints (train.ckpt_interval steps) with
+// `ranks` processes; nullopt without a rate or without periodic checkpoints.
+std::optional<double> ladder_checkpoint_seconds(const Sweep& sweep, const SweepPoint& p, const LadderTimes& times,
+                                                int64_t ranks);
+
+// A duration as the plan prints it: "41.0 s", "12 min 03 s", "5.4 h", "25.8 days".
+std::string plan_duration(double seconds);
+
 // The rules and the rungs as a table; every ladder sweep prints it before it runs.
 void print_ladder_rungs(const Sweep& sweep);
 
 // The dry run's part: per point its parameters, tokens, FLOPs and estimated time, the
-// totals, and what the estimate rests on.
-void print_ladder_estimate(const Sweep& sweep, int64_t world_size, const MeasureStep& measure);
+// totals, and what the estimate rests on. Returns the basis, for the dry run's Slurm part.
+LadderTimes print_ladder_estimate(const Sweep& sweep, int64_t world_size, const MeasureStep& measure);
 
 }  // namespace xsagpt

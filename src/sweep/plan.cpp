@@ -2,7 +2,9 @@
 // memory estimate and a ladder's sizes and time (see sweep/plan.h).
 #include "sweep/plan.h"
 
+#include "sweep/cluster_estimate.h"
 #include "sweep/ladder_plan.h"
+#include "sweep/slurm_plan.h"
 #include "train/memory_check.h"
 #include "train/run_check.h"
 #include "util/device.h"
@@ -58,13 +60,27 @@ void print_memory(const Sweep& s, int64_t world) {
   }
 }
 
+// With a "slurm" section: the cluster's cost, and what `--slurm` would refuse.
+void print_slurm_plan(const Sweep& sweep, const std::string& sweep_file, const LadderTimes* times) {
+  const auto arrays = slurm_arrays(sweep);
+  print_cluster_estimate(sweep, arrays, times);
+  try {
+    check_slurm_arrays(sweep, sweep_file, arrays, times);
+  } catch (const ConfigError& e) {
+    std::cout << "slurm: --slurm would refuse: " << e.what() << "\n";
+  }
+}
+
 }  // namespace
 
-void print_sweep_plan(const Sweep& sweep, int64_t world_size, bool memory, const MeasureStep& measure) {
+void print_sweep_plan(const Sweep& sweep, const std::string& sweep_file, int64_t world_size, bool memory,
+                      const MeasureStep& measure) {
   print_points(sweep, world_size);
   if (sweep.ladder) print_ladder_rungs(sweep);
   if (memory) print_memory(sweep, world_size);
-  if (memory && sweep.ladder) print_ladder_estimate(sweep, world_size, measure);
+  std::optional<LadderTimes> times;
+  if (memory && sweep.ladder) times = print_ladder_estimate(sweep, world_size, measure);
+  if (memory && sweep.slurm) print_slurm_plan(sweep, sweep_file, times ? &*times : nullptr);
 }
 
 }  // namespace xsagpt

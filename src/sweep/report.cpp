@@ -273,10 +273,16 @@ std::string sweep_report(const json& summary, const std::filesystem::path& dir) 
   }
   out += ladder_markdown(summary);
   size_t total = 0, done = 0;
+  std::string left;  // every point not done, with why: a summary written while some failed names them
   for (const auto& p : summary["points"]) {
     ++total;
     done += p["status"] == "done";
+    if (p["status"] == "done") continue;
+    const json error = p.value("error", json());
+    left += fmt::format("- {}: {}{}\n", p["name"].get<std::string>(), p["status"].get<std::string>(),
+                        error.is_null() ? "" : ": " + (error.is_string() ? error.get<std::string>() : error.dump()));
   }
+  if (!left.empty()) out += "\n## Points not done\n\n" + left;
   out += fmt::format(
       "\n{} of {} points finished; summary.json holds every figure above at full precision, plots/ "
       "the curves (scripts/view/plot.py).\n",

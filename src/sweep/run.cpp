@@ -22,11 +22,18 @@ namespace {
 
 // The sweep file a directory was made from (its sweep.json) must be this one, unless
 // forced; out_dir aside, as a sweep copied or moved elsewhere, its out_dir edited, is
-// the same sweep. Then sweep.json is this sweep file.
+// the same sweep, and so is one whose Slurm settings (how its jobs are scheduled, never
+// what they train) changed. Then sweep.json is this sweep file.
 void claim_sweep_file(const Sweep& sweep, bool force, DistContext& dist) {
   const auto spec_file = sweep.dir / "sweep.json";
   auto placeless = [](json spec) {
-    if (spec.is_object()) spec.erase("out_dir");
+    if (!spec.is_object()) return spec;
+    spec.erase("out_dir");
+    spec.erase("slurm");
+    if (spec.contains("ladder") && spec["ladder"].is_object() && spec["ladder"].contains("rungs") &&
+        spec["ladder"]["rungs"].is_array())
+      for (auto& r : spec["ladder"]["rungs"])
+        if (r.is_object()) r.erase("slurm");
     return spec;
   };
   const auto text = sweep.spec.dump(2) + "\n";

@@ -15,9 +15,9 @@ void check_spec(const json& spec, const std::string& path) {
   if (!spec.is_object()) schema::bad(path, "a JSON object", spec);
   for (const auto& [k, v] : spec.items())
     if (k != "base" && k != "set" && k != "grid" && k != "variants" && k != "baseline" &&
-        k != "constant_batch_tokens" && k != "ladder" && k != "out_dir")
+        k != "constant_batch_tokens" && k != "ladder" && k != "slurm" && k != "out_dir")
       throw ConfigError(path + ": unknown key '" + k +
-                        "' (known: base, set, variants, baseline, grid, ladder, constant_batch_tokens, out_dir)");
+                        "' (known: base, set, variants, baseline, grid, ladder, constant_batch_tokens, slurm, out_dir)");
   if (!spec.contains("base") || !spec["base"].is_string())
     throw ConfigError(path + ": base: expected a run config path");
   if (!spec.contains("out_dir") || !spec["out_dir"].is_string())

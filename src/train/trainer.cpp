@@ -12,6 +12,7 @@
 #include "train/state.h"
 #include "train/step.h"
 #include "util/device.h"
+#include "util/test_stop.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -115,7 +116,12 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     if ((t.eval_interval > 0 && s.step % t.eval_interval == 0) || last)
       log_val();
     const bool stop = dist.any(stop_requested());  // SIGINT/SIGTERM on any rank
-    if ((t.ckpt_interval > 0 && s.step % t.ckpt_interval == 0) || last || stop) save();
+    if ((t.ckpt_interval > 0 && s.step % t.ckpt_interval == 0) || last || stop) {
+      save();
+      // A test can hold a run just after a given checkpoint (util/test_stop.h), to
+      // interrupt, requeue or signal it there; a resumed run passes that step.
+      if (!last) stop_here_for_tests(("train:checkpoint-saved-" + std::to_string(s.step)).c_str());
+    }
     if (stop && !last) {
       progress.log_stop(s.step, stop_signal());
       return TrainResult{s.step, false, progress.train_loss(), progress.val_loss()};

@@ -1,0 +1,101 @@
+// The batch scripts of a sweep on Slurm (see slurm_scripts.h).
+#include "sweep/slurm_scripts.h"
+
+#include "util/spawn.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+namespace xsagpt {
+
+namespace {
+
+// The lines every job of the sweep gets: where it runs, what it is billed to.
+std::string common_lines(const SlurmSettings& s, const SlurmScriptContext& ctx) {
+  std::string out = fmt::format("#SBATCH --chdir={}\n", ctx.workdir);
+  if (!s.partition.empty()) out += fmt::format("#SBATCH --partition={}\n", s.partition);
+  if (!s.account.empty()) out += fmt::format("#SBATCH --account={}\n", s.account);
+  if (!s.qos.empty()) out += fmt::format("#SBATCH --qos={}\n", s.qos);
+  return out;
+}
+
+std::string array_spec(const std::vector<size_t>& tasks, int64_t limit) {
+  std::string out;
+  for (const auto t : tasks) out += (out.empty() ? "" : ",") + std::to_string(t);
+  return limit > 0 ? fmt::format("{}%{}", out, limit) : out;
+}
+
+}  // namespace
+
+std::string slurm_job_name(const std::string& dir) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a: the same name from every build and host
+  for (unsigned char c : dir) h = (h ^ c) * 1099511628211ULL;
+  std::string last = std::filesystem::path(dir).filename().string();
+  if (last.empty()) last = "sweep";
+  for (auto& c : last)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  return fmt::format("xsagpt-{}-{:08x}", last.substr(0, 40), static_cast<uint32_t>(h ^ (h >> 32)));
+}
+
+std::string slurm_array_script(const SlurmSettings& s, const std::vector<size_t>& tasks, const std::string& label,
+                               const SlurmScriptContext& ctx) {
+  std::string out = fmt::format(
+      "#!/bin/bash\n"
+      "# xsagpt sweep {}: the points of {}, one array task per point (its task id is the point's\n"
+      "# index in --dry-run's order). Written by `xsagpt sweep --slurm`; submitted again by it, only\n"
+      "# the points that are neither done nor queued are.\n"
+      "#SBATCH --job-name={}\n#SBATCH --array={}\n#SBATCH --nodes={}\n#SBATCH --ntasks-per-node={}\n"
+      "#SBATCH --cpus-per-task={}\n",
+      ctx.sweep_file, label, ctx.job_name, array_spec(tasks, s.array_limit), s.nodes, s.ntasks_per_node,
+      s.cpus_per_task);
+  if (s.gpus_per_node > 0) out += fmt::format("#SBATCH --gpus-per-node={}\n", s.gpus_per_node);
+  out += fmt::format(
+      "#SBATCH --time={}\n#SBATCH --signal=USR2@{}\n#SBATCH --requeue\n#SBATCH --open-mode=append\n"
+      "#SBATCH --output={}/%x-%A_%a.out\n",
+      s.time, s.signal_s, ctx.log_dir);
+  out += common_lines(s, ctx);
+  for (const auto& e : s.extra) out += "#SBATCH " + e + "\n";
+  out += fmt::format(
+      "\n"
+      "# A signal that reaches this shell (a preemption's SIGTERM reaches every process) must not end it\n"
+      "# before srun returns: the trap runs once srun has, and the point's exit status decides.\n"
+      "trap 'echo \"xsagpt: the batch shell got a signal; srun passes it to the point\"' TERM USR2\n"
+      "srun --kill-on-bad-exit=1 {} sweep -c {} --point-from-env SLURM_ARRAY_TASK_ID{}\n"
+      "rc=$?\n"
+      "# 3: interrupted and resumable (the signal before the time limit): this task, and only it, goes\n"
+      "# back to the queue and resumes from its checkpoint. 143: its SIGTERM came first. A job that\n"
+      "# Slurm itself ended (scancel, a preemption that cancels, the limit passed) is no longer\n"
+      "# RUNNING and is left ended: a cancel stays a cancel (Slurm would requeue even a cancelled\n"
+      "# job), and `xsagpt sweep --slurm --submit` submits its point again.\n"
+      "if [ \"$rc\" -eq 3 ] || [ \"$rc\" -eq 143 ]; then\n"
+      "  state=$(scontrol show job \"$SLURM_JOB_ID\" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | head -n 1)\n"
+      "  if [ \"$state\" != JobState=RUNNING ]; then\n"
+      "    echo \"xsagpt: point ${{SLURM_ARRAY_TASK_ID}} ended by Slurm (${{state:-JobState unknown}}, exit $rc); "
+      "not requeued\"\n"
+      "    exit \"$rc\"\n"
+      "  fi\n"
+      "  echo \"xsagpt: point ${{SLURM_ARRAY_TASK_ID}} interrupted (exit $rc); requeueing "
+      "${{SLURM_ARRAY_JOB_ID}}_${{SLURM_ARRAY_TASK_ID}}\"\n"
+      "  scontrol requeue \"${{SLURM_ARRAY_JOB_ID}}_${{SLURM_ARRAY_TASK_ID}}\" && exit 0\n"
+      "fi\n"
+      "exit \"$rc\"\n",
+      shell_quote(ctx.binary), shell_quote(ctx.sweep_file), ctx.retry_failed ? " --retry-failed" : "");
+  return out;
+}
+
+std::string slurm_summary_script(const SlurmSettings& base, const SlurmScriptContext& ctx) {
+  std::string out = fmt::format(
+      "#!/bin/bash\n"
+      "# xsagpt sweep {}: the summary, once the arrays it depends on have ended (afterany), whatever\n"
+      "# failed; its report names every point that is not done, with why.\n"
+      "#SBATCH --job-name={}-summary\n#SBATCH --nodes=1\n#SBATCH --ntasks=1\n#SBATCH --cpus-per-task=1\n"
+      "#SBATCH --time={}\n#SBATCH --open-mode=append\n#SBATCH --output={}/%x-%j.out\n",
+      ctx.sweep_file, ctx.job_name, base.time, ctx.log_dir);
+  out += common_lines(base, ctx);
+  out += fmt::format("\n{} sweep -c {} --summarize{}\n", shell_quote(ctx.binary), shell_quote(ctx.sweep_file),
+                     ctx.plot ? "" : " --no-plot");
+  return out;
+}
+
+}  // namespace xsagpt

@@ -1,0 +1,151 @@
+// `xsagpt sweep --slurm [--submit]` (see slurm_submit.h).
+#include "sweep/slurm_submit.h"
+
+#include "sweep/point_lock.h"
+#include "sweep/slurm_plan.h"
+#include "sweep/slurm_scripts.h"
+#include "sweep/status.h"
+#include "util/atomic_file.h"
+#include "util/spawn.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+namespace xsagpt {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The array task ids (point indices) of this sweep's jobs in the queue, pending,
+// running or requeued: `squeue -r` lists one line per task.
+std::set<size_t> queued_points(const std::string& job_name) {
+  std::string out;
+  const int rc = run_program_output({"squeue", "--noheader", "--array", "--name=" + job_name, "--format=%K"}, out);
+  if (rc != 0) throw ConfigError(fmt::format("--submit: squeue --name={} failed (exit {}); is Slurm reachable?", job_name, rc));
+  std::set<size_t> ids;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty() && line.find_first_not_of("0123456789") == std::string::npos) ids.insert(std::stoull(line));
+  return ids;
+}
+
+// sbatch --parsable prints "<id>" or "<id>;<cluster>".
+std::string sbatch_job(const std::vector<std::string>& argv) {
+  std::string out;
+  const int rc = run_program_output(argv, out);
+  const auto id = out.substr(0, out.find_first_of(";\n"));
+  if (rc != 0 || id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
+    std::string cmd;
+    for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + shell_quote(a);
+    throw ConfigError(fmt::format("--submit: {} failed (exit {}){}", cmd, rc, out.empty() ? "" : ": " + out));
+  }
+  return id;
+}
+
+std::string task_list(const std::vector<size_t>& tasks) {
+  std::string out;
+  for (const auto t : tasks) out += (out.empty() ? "" : ",") + std::to_string(t);
+  return out;
+}
+
+}  // namespace
+
+int run_slurm(const Sweep& sweep, const std::string& sweep_file, const SlurmRunOptions& opts,
+              const MeasureStep& measure) {
+  if (!sweep.slurm)
+    throw ConfigError(fmt::format("--slurm: {} has no \"slurm\" section (its keys: docs/cluster.md)", sweep_file));
+  if (opts.submit)
+    for (const auto* tool : {"sbatch", "squeue"})
+      if (find_on_path(tool).empty())
+        throw ConfigError(fmt::format("--submit: no {} on the PATH: run it where Slurm's commands are, or without "
+                                      "--submit to write the scripts alone",
+                                      tool));
+  const auto arrays = slurm_arrays(sweep);
+  std::optional<LadderTimes> times;
+  if (sweep.ladder) times = ladder_times(sweep, 1, measure);
+  check_slurm_arrays(sweep, sweep_file, arrays, times ? &*times : nullptr);
+
+  SlurmScriptContext ctx;
+  ctx.binary = fs::canonical("/proc/self/exe").string();
+  ctx.sweep_file = fs::absolute(sweep_file).lexically_normal().string();
+  ctx.workdir = fs::current_path().string();
+  const auto dir = fs::absolute(sweep.dir).lexically_normal();
+  const auto slurm_dir = dir / "slurm";
+  ctx.log_dir = (slurm_dir / "logs").string();
+  ctx.job_name = slurm_job_name(dir.string());
+  ctx.retry_failed = opts.retry_failed;
+  ctx.plot = opts.plot;
+
+  // Which points to submit: neither done nor queued, nor held by a live process, nor
+  // failed (unless retried), nor invalid.
+  const auto queued = opts.submit ? queued_points(ctx.job_name) : std::set<size_t>{};
+  const auto timing = point_lock_timing();
+  const double now = seconds_now();
+  std::map<std::string, size_t> counts;
+  std::vector<bool> wanted(sweep.points.size(), false);
+  for (size_t i = 0; i < sweep.points.size(); ++i) {
+    const auto st = point_state(sweep, sweep.points[i], timing, now);
+    std::string why = st.state;
+    if (queued.contains(i)) why = "queued";
+    else if (st.state == "failed" && opts.retry_failed) why = "pending";
+    if (why == "invalid") std::cout << fmt::format("  {} {}: invalid, not submitted: {}\n", i, sweep.points[i].name, st.detail);
+    counts[why] += 1;
+    wanted[i] = why == "pending";
+  }
+  std::cout << fmt::format("{} point(s): {} done, {} queued, {} running, {} failed{}, {} invalid; {} to submit\n",
+                           sweep.points.size(), counts["done"], counts["queued"], counts["running"], counts["failed"],
+                           counts["failed"] ? " (--retry-failed submits them again)" : "", counts["invalid"],
+                           counts["pending"]);
+  if (counts["pending"] == 0) {
+    std::cout << "nothing to submit: every point is done, queued, running, failed or invalid (see --status)\n";
+    return 0;
+  }
+
+  fs::create_directories(slurm_dir / "logs");
+  for (const auto& f : fs::directory_iterator(slurm_dir))
+    if (f.path().filename().string().starts_with("array-")) fs::remove(f.path());  // another plan's
+  std::vector<std::pair<fs::path, std::string>> scripts;  // the array scripts, each with what it holds
+  for (size_t k = 0; k < arrays.size(); ++k) {
+    std::vector<size_t> tasks;
+    for (const auto i : arrays[k].points)
+      if (wanted[i]) tasks.push_back(i);
+    if (tasks.empty()) continue;
+    const auto file = slurm_dir / fmt::format("array-{}.sh", k);
+    write_file_atomic(file, slurm_array_script(arrays[k].settings, tasks, arrays[k].label, ctx));
+    scripts.emplace_back(file, fmt::format("{}: point(s) {}", arrays[k].label, task_list(tasks)));
+  }
+  const auto summary = slurm_dir / "summary.sh";
+  write_file_atomic(summary, slurm_summary_script(sweep.slurm->base, ctx));
+
+  if (!opts.submit) {
+    std::cout << fmt::format("wrote {} array script(s) and summary.sh in {}; submit them with:\n", scripts.size(),
+                             slurm_dir.string());
+    std::string deps;
+    for (size_t k = 0; k < scripts.size(); ++k) {
+      std::cout << fmt::format("  job{}=$(sbatch --parsable {})   # {}\n", k, shell_quote(scripts[k].first.string()),
+                               scripts[k].second);
+      deps += fmt::format(":${{job{}%%;*}}", k);
+    }
+    std::cout << fmt::format("  sbatch --dependency=afterany{} {}\nor: xsagpt sweep -c {} --slurm --submit\n", deps,
+                             shell_quote(summary.string()), shell_quote(sweep_file));
+    return 0;
+  }
+  std::string deps;
+  for (const auto& [file, what] : scripts) {
+    const auto id = sbatch_job({"sbatch", "--parsable", file.string()});
+    std::cout << fmt::format("submitted array job {} ({}): {}\n", id, file.filename().string(), what);
+    deps += ":" + id;
+  }
+  const auto id = sbatch_job({"sbatch", "--parsable", "--dependency=afterany" + deps, summary.string()});
+  std::cout << fmt::format("submitted summary job {} (after the arrays end, whatever their outcome); watch with: "
+                           "xsagpt sweep -c {} --status\n",
+                           id, shell_quote(sweep_file));
+  return 0;
+}
+
+}  // namespace xsagpt
