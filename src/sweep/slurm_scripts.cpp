@@ -72,7 +72,7 @@ std::string slurm_array_script(const SlurmSettings& s, const std::vector<size_t>
       "  state=$(scontrol show job \"$SLURM_JOB_ID\" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | head -n 1)\n"
       "  if [ \"$state\" != JobState=RUNNING ]; then\n"
       "    echo \"xsagpt: point ${{SLURM_ARRAY_TASK_ID}} ended by Slurm (${{state:-JobState unknown}}, exit $rc); "
-      "not requeued\"\n"
+      "not requeued here (a cancel stays a cancel, a requeue by hand stands)\"\n"
       "    exit \"$rc\"\n"
       "  fi\n"
       "  echo \"xsagpt: point ${{SLURM_ARRAY_TASK_ID}} interrupted (exit $rc); requeueing "
