@@ -254,6 +254,14 @@ def test_no_extrapolation_past_a_decade_unless_asked(tmp_path, shards, xsagpt):
         train = [(r["step"], r["time_s"]) for r in lines if "train_loss" in r and r.get("val_loss") is None]
         per_step = [(t1 - t0) / (s1 - s0) for (s0, t0), (s1, t1) in zip(train, train[1:]) if t1 > t0]
         assert per_step and o["step_time_s"] == pytest.approx(float(np.median(per_step)), rel=1e-12)
+    # The multiplier in time: the compute one times the geometric mean of xsa's step time over sa's, seed by seed.
+    step = {(o["variant"], o["rung"], o["seed"]): o["step_time_s"] for o in summary["ladder"]["observations"]}
+    for i, r in enumerate(analysis["rungs"]):
+        x, rung = r["variants"]["xsa"], f"d{i + 1}"
+        ratio = math.exp(np.mean([math.log(step["xsa", rung, s] / step["sa", rung, s]) for s in (1, 2)]))
+        assert x["step_time_pairs"] == 2 and x["step_time_ratio"] == pytest.approx(ratio, rel=1e-12)
+        if x["multiplier"] is not None:
+            assert x["time_multiplier"] == pytest.approx(x["multiplier"] * ratio, rel=1e-12)
 
 
 def test_each_extrapolation_says_how_far_and_whether_its_fits_had_freedom(tmp_path, shards, xsagpt):
