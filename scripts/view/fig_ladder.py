@@ -112,24 +112,27 @@ def loss_panel(ax, ladder: dict, pal: Palette, order: list) -> None:
 
 
 def extrapolated_points(ax, analysis: dict, var: str, colour, marker: str) -> list:
-    """The variant's multipliers carried past the ladder, open markers flagged "?" (the curves' and,
-    with a dashed edge, the trend's), with their intervals; the values drawn, for the axis's scale."""
-    drawn = []
+    """The variant's multipliers carried past the ladder, open markers flagged "?" with their intervals:
+    the curves' with solid bars, the trend's line beside it with dashed ones; the values drawn, for the
+    axis's scale."""
+    drawn, labelled = [], False
     for t in (analysis.get("extrapolation") or {}).get(var, []):
         if not t.get("extrapolation") or not is_number(t.get("compute")):
             continue
-        for key, ci_key, ls in (("multiplier", "ci95", "-"), ("trend_multiplier", "trend_ci95", "--")):
+        for key, ci_key, ls, shift in (("multiplier", "ci95", "-", 1.0), ("trend_multiplier", "trend_ci95", "--", 1.15)):
             m = t.get(key)
             if not is_number(m) or m <= 0:
                 continue
             ci = t.get(ci_key)
             err = [[m - ci[0]], [ci[1] - m]] if isinstance(ci, list) else None
-            bars = ax.errorbar([t["compute"]], [m], yerr=err, color=colour, marker=marker, mfc="white", capsize=3,
-                               lw=1, ls="none")
+            label = None if labelled else f"{tag(var)} past the ladder? (curves; the trend's line dashed)"
+            labelled = True
+            bars = ax.errorbar([t["compute"] * shift], [m], yerr=err, color=colour, marker=marker, mfc="white",
+                               capsize=3, lw=1, ls="none", label=label)
             for line in bars[2]:
                 line.set_linestyle(ls)
-            ax.annotate(f"{t.get('name', '')}?", (t["compute"], m), textcoords="offset points", xytext=(5, 4),
-                        fontsize="x-small", color=colour)
+            ax.annotate("?", (t["compute"] * shift, m), textcoords="offset points", xytext=(4, 3),
+                        fontsize="small", color=colour)
             drawn += [m] + (list(ci) if isinstance(ci, list) else [])
     return drawn
 
