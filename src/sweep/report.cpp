@@ -278,9 +278,10 @@ std::string sweep_report(const json& summary, const std::filesystem::path& dir) 
     ++total;
     done += p["status"] == "done";
     if (p["status"] == "done") continue;
-    const json error = p.value("error", json());
+    json why = p.value("error", json());  // failed or invalid: why; running or pending: where it stands
+    if (why.is_null()) why = p.value("detail", json());
     left += fmt::format("- {}: {}{}\n", p["name"].get<std::string>(), p["status"].get<std::string>(),
-                        error.is_null() ? "" : ": " + (error.is_string() ? error.get<std::string>() : error.dump()));
+                        why.is_null() ? "" : ": " + (why.is_string() ? why.get<std::string>() : why.dump()));
   }
   if (!left.empty()) out += "\n## Points not done\n\n" + left;
   out += fmt::format(

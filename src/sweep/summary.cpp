@@ -7,6 +7,7 @@
 #include "sweep/ladder_summary.h"
 #include "sweep/point_check.h"
 #include "sweep/report.h"
+#include "sweep/status.h"
 #include "util/atomic_file.h"
 
 #include <fmt/format.h>
@@ -314,6 +315,8 @@ json comparisons(const Sweep& sweep, const json& points) {
 
 json sweep_summary(const Sweep& sweep) {
   json points = json::array();
+  const auto timing = point_lock_timing();
+  const double now = seconds_now();
   for (const auto& p : sweep.points) {
     const RunPaths run(p.config.out_dir);
     json e = {{"name", p.name}, {"dir", p.name}, {"variant", p.variant}, {"values", p.values}};
@@ -332,7 +335,11 @@ json sweep_summary(const Sweep& sweep) {
       e["status"] = "failed";
       e["error"] = failure->value("error", json("unknown"));
     } else {
-      e["status"] = fs::exists(run.config) ? "running" : "pending";
+      // Running only while a live process holds the point's lock, as --status says:
+      // a run directory alone may be a killed job's.
+      const auto state = point_state(sweep, p, timing, now);
+      e["status"] = state.state;
+      e["detail"] = state.detail;
     }
     points.push_back(e);
   }

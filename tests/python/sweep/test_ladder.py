@@ -248,11 +248,13 @@ def test_no_extrapolation_past_a_decade_unless_asked(tmp_path, shards, xsagpt):
         assert t["multiplier"] is None and t["trend_multiplier"] is None and t["ci95"] is None
         why = f"{t['decades_past_ladder']:.1f} decades past the ladder, beyond the 1 decade its data are taken to carry"
         assert t["why"].startswith(why) and f"xsa at {t['name']}: {why}" in report
-    # Every point trained once: the time per step of each run is the median of its train records' intervals.
+    # Every point trained once: the time per step of each run is the median over its train records of the
+    # interval from the record before (a train record, or an evaluation's, written once it has finished).
     for o in summary["ladder"]["observations"]:
         lines = [json.loads(x) for x in (tmp_path / "sweep" / o["point"] / "metrics.jsonl").read_text().splitlines()]
-        train = [(r["step"], r["time_s"]) for r in lines if "train_loss" in r and r.get("val_loss") is None]
-        per_step = [(t1 - t0) / (s1 - s0) for (s0, t0), (s1, t1) in zip(train, train[1:]) if t1 > t0]
+        marks = [(r["step"], r["time_s"], "train_loss" in r and r.get("val_loss") is None) for r in lines]
+        per_step = [(t1 - t0) / (s1 - s0) for (s0, t0, _), (s1, t1, train) in zip(marks, marks[1:])
+                    if train and s1 > s0 and t1 > t0]
         assert per_step and o["step_time_s"] == pytest.approx(float(np.median(per_step)), rel=1e-12)
     # The multiplier in time: the compute one times the geometric mean of xsa's step time over sa's, seed by seed.
     step = {(o["variant"], o["rung"], o["seed"]): o["step_time_s"] for o in summary["ladder"]["observations"]}

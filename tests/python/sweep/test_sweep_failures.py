@@ -105,6 +105,23 @@ def test_a_sweep_point_killed_after_its_final_checkpoint_gets_finished(tmp_path,
     assert isinstance(summary["differences"][0]["val_loss_minus_baseline"], float)
 
 
+
+def test_a_begun_point_no_process_holds_is_pending_in_the_summary_as_in_status(tmp_path, shards, xsagpt):
+    base = cpu_config(tmp_path, shards, max_steps=4, ckpt_interval=4)
+    spec = {"base": str(base), "grid": {"model.attention": ["sa", "xsa"]}, "out_dir": str(tmp_path / "sw")}
+    (tmp_path / "sw.json").write_text(json.dumps(spec))
+    xsagpt("sweep", "-c", tmp_path / "sw.json", "--no-plot")
+    (tmp_path / "sw" / "model.attention=xsa" / "done.json").unlink()  # as a job killed before its end
+    xsagpt("sweep", "-c", tmp_path / "sw.json", "--summarize", "--no-plot", check=False)
+    summary = json.loads((tmp_path / "sw" / "summary.json").read_text())
+    status = xsagpt("sweep", "-c", tmp_path / "sw.json", "--status", check=False).stdout
+    # Before: "running" for any point with a run directory, while --status said pending.
+    assert [p["status"] for p in summary["points"]] == ["done", "pending"]
+    assert "pending model.attention=xsa" in status
+    assert "resumes from its last checkpoint" in summary["points"][1]["detail"]
+    report = (tmp_path / "sw" / "report.md").read_text()
+    assert "- model.attention=xsa: pending: step 4 of 4, resumes from its last checkpoint" in report
+
 def test_the_plot_step_runs_without_a_shell(tmp_path, shards, xsagpt):
     base = cpu_config(tmp_path, shards, max_steps=2, ckpt_interval=2, eval_interval=2)
     out = tmp_path / "o'; touch INJECTED; echo '"
