@@ -22,8 +22,6 @@ using namespace xsagpt;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-namespace {
-
 class PointLocks : public test::TempDirTest {
  protected:
   fs::path dir() const { return point_lock_dir(tmp, "sa,train.seed=1"); }
@@ -44,6 +42,8 @@ class PointLocks : public test::TempDirTest {
   json read(int g) const { return json::parse(std::ifstream(gen(g))); }
   static PointLockTiming quick() { return {300, 0.02}; }
 };
+
+namespace {
 
 // Polls `ok` for up to 60 s: what a heartbeat thread does shows within a few periods.
 template <class F>

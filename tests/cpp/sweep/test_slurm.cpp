@@ -16,8 +16,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 namespace fs = std::filesystem;
 
-namespace {
-
 class SlurmSpecs : public test::TempDirTest {
  protected:
   void SetUp() override {
@@ -53,8 +51,6 @@ class SlurmSpecs : public test::TempDirTest {
               {"lr", {{"per_rung", {1e-3, 1e-3}}}}}}};
   }
 };
-
-}  // namespace
 
 TEST(SlurmTime, ReadsEverySbatchForm) {
   EXPECT_EQ(slurm_time_seconds("90"), 90 * 60);

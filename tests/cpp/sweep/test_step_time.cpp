@@ -10,8 +10,6 @@
 
 using namespace xsagpt;
 
-namespace {
-
 class StepTimes : public test::TempDirTest {
  protected:
   std::filesystem::path history(const std::string& text) {
@@ -20,8 +18,6 @@ class StepTimes : public test::TempDirTest {
     return f;
   }
 };
-
-}  // namespace
 
 TEST_F(StepTimes, ARunShorterThanItsLogIntervalIsTimedFromItsFirstEvaluation) {
   // 61 steps, one train record: before, no interval and so no step time at all.

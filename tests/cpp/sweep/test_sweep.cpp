@@ -14,8 +14,6 @@ using namespace xsagpt;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-namespace {
-
 class Sweeps : public test::TempDirTest {
  protected:
   void SetUp() override {
@@ -36,8 +34,6 @@ class Sweeps : public test::TempDirTest {
     return test::error_of<ConfigError>([&] { load_sweep(spec(extra).string(), 1); });
   }
 };
-
-}  // namespace
 
 // Grid values with '/' made nested run directories, and '..' left the sweep's.
 TEST_F(Sweeps, EveryPointIsOneDirectoryInsideTheSweep) {
