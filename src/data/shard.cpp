@@ -200,9 +200,13 @@ ShardInfo inspect_shard(const std::string& path) {
           fmt::format("{}: size {} bytes does not match the header's token count {} (expected 1024 + 2*{} = {} bytes): "
                       "truncated or corrupt",
                       path, size, count, count, expected));
+    if (header[3] < 0)
+      throw DataError(fmt::format("{}: header field 3 is {}, expected 0 (GPT-2 ids) or a compact vocabulary's size",
+                                  path, header[3]));
     info.format = ShardFormat::kLlmC;
     info.header_bytes = kLlmcHeaderBytes;
     info.num_tokens = count;
+    info.compact_vocab = header[3];
     return info;
   }
   // A header that is right in every respect but the magic is an llm.c file someone

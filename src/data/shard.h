@@ -3,8 +3,8 @@
 // Two formats hold GPT-2 token ids as little-endian uint16:
 //  * llm.c / modded-nanogpt (what the FineWeb GPT-2 shards are published in): a
 //    1024-byte header of 256 little-endian int32, [0] magic 20240520, [1] version 1,
-//    [2] token count N, the rest zero; then N uint16 tokens. File size is exactly
-//    1024 + 2*N bytes.
+//    [2] token count N, [3] 0 (or a compact vocabulary's size K, data/vocab.h), the
+//    rest zero; then N uint16 tokens. File size is exactly 1024 + 2*N bytes.
 //  * nanoGPT's headerless train.bin / val.bin: the whole file is uint16 tokens.
 //
 // Detection: a file whose first int32 is the llm.c magic is llm.c and must be a
@@ -45,6 +45,7 @@ struct ShardInfo {
   ShardFormat format = ShardFormat::kRaw;
   int64_t header_bytes = 0;  // where the tokens start
   int64_t num_tokens = 0;
+  int64_t compact_vocab = 0;  // header[3]: a compact vocabulary's size; 0: GPT-2 ids (and raw files)
   // What the shard was when inspected, to notice a rewrite (same size included):
   int64_t mtime_ns = 0;
   std::string fingerprint;  // shard_fingerprint()

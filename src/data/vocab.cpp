@@ -9,8 +9,6 @@
 #include <map>
 #include <unordered_set>
 
-#include <fcntl.h>
-#include <unistd.h>
 
 namespace xsagpt {
 
@@ -60,20 +58,6 @@ ShardVocab read_vocab_file(const std::string& path) {
   return vocab_from_json(j, path);
 }
 
-int64_t shard_compact_vocab(const ShardInfo& info) {
-  if (info.format != ShardFormat::kLlmC) return 0;
-  int32_t header[4] = {};
-  const int fd = ::open(info.path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw DataError(fmt::format("{}: cannot open", info.path));
-  const ssize_t got = ::pread(fd, header, sizeof(header), 0);
-  ::close(fd);
-  if (got != static_cast<ssize_t>(sizeof(header))) throw DataError(fmt::format("{}: cannot read its header", info.path));
-  if (header[3] < 0)
-    throw DataError(fmt::format("{}: header field 3 is {}, expected 0 (GPT-2 ids) or a compact vocabulary's size",
-                                info.path, header[3]));
-  return header[3];
-}
-
 std::string vocab_file_beside(const std::string& shard_path) {
   return (std::filesystem::path(shard_path).parent_path() / kVocabFile).string();
 }
@@ -84,7 +68,7 @@ ShardVocab shard_set_vocab(const std::vector<const ShardInfo*>& shards) {
   const ShardInfo* first_shard = nullptr;
   for (const ShardInfo* s : shards) {
     ShardVocab v;
-    const int64_t k = shard_compact_vocab(*s);
+    const int64_t k = s->compact_vocab;
     if (k > 0) {
       const std::string file = vocab_file_beside(s->path);
       if (!std::filesystem::is_regular_file(file))

@@ -3,7 +3,7 @@
 // data/prepare.py's `compact` command (data/compact.py) rewrites GPT-2 shards at a
 // compact vocabulary of K ids: the K-1 most frequent training tokens, and one id
 // (K-1) shared by every other token. Such a shard records K in its llm.c header's
-// fourth int32 (shard_compact_vocab; llm.c writes 0 there, which reads as GPT-2 ids)
+// fourth int32 (ShardInfo::compact_vocab; llm.c writes 0 there, which reads as GPT-2 ids)
 // and the mapping lies beside it in vocab.json. A model trained on one
 // vocabulary's ids means nothing on another's, though every id may be in range, so
 // the trainer checks here, by name and before anything is written, that:
@@ -46,10 +46,6 @@ ShardVocab read_vocab_file(const std::string& path);
 // vocab_from_json checks it as read_vocab_file does, naming `where`.
 nlohmann::json vocab_to_json(const ShardVocab& v);
 ShardVocab vocab_from_json(const nlohmann::json& j, const std::string& where);
-
-// K from an llm.c shard's header[3]: 0 for GPT-2 ids (and for headerless shards);
-// DataError for a negative value.
-int64_t shard_compact_vocab(const ShardInfo& info);
 
 // Where a shard's vocab.json is: the same folder (it may not exist).
 std::string vocab_file_beside(const std::string& shard_path);

@@ -21,12 +21,17 @@ std::string common_lines(const SlurmSettings& s, const SlurmScriptContext& ctx) 
 }
 
 std::string array_spec(const std::vector<size_t>& tasks, int64_t limit) {
-  std::string out;
-  for (const auto t : tasks) out += (out.empty() ? "" : ",") + std::to_string(t);
-  return limit > 0 ? fmt::format("{}%{}", out, limit) : out;
+  const auto list = slurm_task_list(tasks);
+  return limit > 0 ? fmt::format("{}%{}", list, limit) : list;
 }
 
 }  // namespace
+
+std::string slurm_task_list(const std::vector<size_t>& tasks) {
+  std::string out;
+  for (const auto t : tasks) out += (out.empty() ? "" : ",") + std::to_string(t);
+  return out;
+}
 
 std::string slurm_job_name(const std::string& dir) {
   uint64_t h = 1469598103934665603ULL;  // FNV-1a: the same name from every build and host

@@ -30,6 +30,9 @@ struct SlurmScriptContext {
 // path>", so that squeue finds this sweep's tasks and no other's.
 std::string slurm_job_name(const std::string& sweep_dir_absolute);
 
+// Task ids as sbatch --array lists them: "1,3,6".
+std::string slurm_task_list(const std::vector<size_t>& tasks);
+
 // The array script for these task ids (points), with the array's settings.
 std::string slurm_array_script(const SlurmSettings& s, const std::vector<size_t>& tasks, const std::string& label,
                                const SlurmScriptContext& ctx);

@@ -47,12 +47,6 @@ std::string sbatch_job(const std::vector<std::string>& argv) {
   return id;
 }
 
-std::string task_list(const std::vector<size_t>& tasks) {
-  std::string out;
-  for (const auto t : tasks) out += (out.empty() ? "" : ",") + std::to_string(t);
-  return out;
-}
-
 }  // namespace
 
 int run_slurm(const Sweep& sweep, const std::string& sweep_file, const SlurmRunOptions& opts,
@@ -117,7 +111,7 @@ int run_slurm(const Sweep& sweep, const std::string& sweep_file, const SlurmRunO
     if (tasks.empty()) continue;
     const auto file = slurm_dir / fmt::format("array-{}.sh", k);
     write_file_atomic(file, slurm_array_script(arrays[k].settings, tasks, arrays[k].label, ctx));
-    scripts.emplace_back(file, fmt::format("{}: point(s) {}", arrays[k].label, task_list(tasks)));
+    scripts.emplace_back(file, fmt::format("{}: point(s) {}", arrays[k].label, slurm_task_list(tasks)));
   }
   const auto summary = slurm_dir / "summary.sh";
   write_file_atomic(summary, slurm_summary_script(sweep.slurm->base, ctx));

@@ -24,40 +24,36 @@ int wait_for_child(pid_t pid) {
   return -1;
 }
 
-}  // namespace
-
-int run_program(const std::vector<std::string>& argv, bool stdout_to_stderr) {
+// Starts argv[0] (found on PATH) with our environment, its standard output on
+// `stdout_fd` (-1: ours); -1 when it cannot start.
+pid_t start_program(const std::vector<std::string>& argv, int stdout_fd) {
   if (argv.empty()) return -1;
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  if (stdout_to_stderr) posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
+  if (stdout_fd >= 0) posix_spawn_file_actions_adddup2(&actions, stdout_fd, STDOUT_FILENO);
   pid_t pid = 0;
   const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return -1;
-  return wait_for_child(pid);
+  return rc == 0 ? pid : -1;
+}
+
+}  // namespace
+
+int run_program(const std::vector<std::string>& argv, bool stdout_to_stderr) {
+  const pid_t pid = start_program(argv, stdout_to_stderr ? STDERR_FILENO : -1);
+  return pid < 0 ? -1 : wait_for_child(pid);
 }
 
 int run_program_output(const std::vector<std::string>& argv, std::string& out) {
   out.clear();
-  if (argv.empty()) return -1;
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return -1;
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addclose(&actions, fds[0]);
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
+  if (::pipe2(fds, O_CLOEXEC) != 0) return -1;  // the child keeps only the write end, as its stdout
+  const pid_t pid = start_program(argv, fds[1]);
   ::close(fds[1]);
-  if (rc != 0) {
+  if (pid < 0) {
     ::close(fds[0]);
     return -1;
   }
