@@ -1,3 +1,5 @@
+// The sweep file read into points: the grid's axes, the variants and the ladder's rungs
+// expanded, each point resolved and checked; a failed point's record (see grid.h).
 #include "sweep/grid.h"
 
 #include "config/attention_kinds.h"
