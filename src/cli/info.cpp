@@ -204,8 +204,8 @@ int config_reference(int argc, char** argv) {
       "values in order (the first is the default), each with the model.* keys it owns ({key: {\"type\", "
       "\"default\", \"help\", \"choices\"}}: type \"choice\", \"layers\", \"bool\", \"integer\" or \"number\"; "
       "choices for a choice), whether it changes attention's output, the train.kernels row that runs that step "
-      "(\"\": ATen ops) and, only where an export cannot write it, why (\"not_exportable\"), and {\"sweep_file_sections\": [...]}, the "
-      "sections of the sweep file whose keys --sweep prints");
+      "(\"\": ATen ops) and, only where an export cannot write it, why (\"not_exportable\"); and "
+      "{\"sweep_file_sections\": [...]}, the sections of the sweep file whose keys --sweep prints");
   std::string sections;
   for (const auto& s : sweep_file_sections()) sections += (sections.empty() ? "" : ", ") + std::string(s.name);
   opts.add_options()("sweep",

@@ -34,14 +34,22 @@ struct Key {
 
 template <class T>
 std::string expected(const T&) {
-  if constexpr (std::is_same_v<T, bool>) return "true or false";
-  else if constexpr (std::is_integral_v<T>) return "an integer";
-  else if constexpr (std::is_floating_point_v<T>) return "a number";
-  else if constexpr (std::is_same_v<T, std::string>) return "a string";
-  else if constexpr (std::is_same_v<T, std::vector<std::string>>) return "a list of strings";
-  else if constexpr (std::is_same_v<T, std::vector<double>>) return "a list of numbers";
-  else if constexpr (std::is_enum_v<T>) return schema::enum_choices<T>();
-  else return "a JSON value";
+  if constexpr (std::is_same_v<T, bool>)
+    return "true or false";
+  else if constexpr (std::is_integral_v<T>)
+    return "an integer";
+  else if constexpr (std::is_floating_point_v<T>)
+    return "a number";
+  else if constexpr (std::is_same_v<T, std::string>)
+    return "a string";
+  else if constexpr (std::is_same_v<T, std::vector<std::string>>)
+    return "a list of strings";
+  else if constexpr (std::is_same_v<T, std::vector<double>>)
+    return "a list of numbers";
+  else if constexpr (std::is_enum_v<T>)
+    return schema::enum_choices<T>();
+  else
+    return "a JSON value";
 }
 template <class T>
 std::string expected(const std::optional<T>&) {

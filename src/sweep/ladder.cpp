@@ -261,9 +261,9 @@ SweepLadder read_ladder(const json& section, const std::string& path, const Reso
     l.rungs.push_back(std::move(r));
   }
   const bool depths = std::any_of(specs.begin(), specs.end(), [](const RungSpec& s) { return s.depth > 0; });
-  l.size_rule = depths ? fmt::format("depth rungs: d_model = {} x n_layer, n_head = d_model / {}", *ls.aspect,
-                                     *ls.head_dim)
-                       : "model presets";
+  l.size_rule =
+      depths ? fmt::format("depth rungs: d_model = {} x n_layer, n_head = d_model / {}", *ls.aspect, *ls.head_dim)
+             : "model presets";
   l.token_rule = tokens.words;
   l.lr_rule = lr.words;
   l.schedule_rule = fmt::format(

@@ -95,7 +95,8 @@ LadderLrRule read_lr_rule(const json& l, size_t n, const std::string& where) {
   file_keys::read(section.anchor, anchor, key + ".anchor");
   r.anchor_d = anchor.d_model;
   r.anchor_lr = anchor.lr;
-  if (!(r.anchor_d > 0) || !(r.anchor_lr > 0)) schema::bad(key + ".anchor", "a positive d_model and lr", section.anchor);
+  if (!(r.anchor_d > 0) || !(r.anchor_lr > 0))
+    schema::bad(key + ".anchor", "a positive d_model and lr", section.anchor);
   r.words = fmt::format("lr = {:g} x (d_model / {:g})^{:g}", r.anchor_lr, r.anchor_d, r.exponent);
   return r;
 }

@@ -60,7 +60,8 @@ struct SweepFileSection {
       {.shape = "an object"});
     v("slurm", s.slurm, "how each point runs as a Slurm job, `xsagpt sweep --slurm` (docs/cluster.md)",
       {.shape = "an object"});
-    v("out_dir", s.out_dir, "the sweep directory: each point runs in a directory of its own in it, named after the point",
+    v("out_dir", s.out_dir,
+      "the sweep directory: each point runs in a directory of its own in it, named after the point",
       {.required = true});
   }
 };

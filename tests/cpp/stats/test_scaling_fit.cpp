@@ -14,8 +14,8 @@
 
 using namespace xsagpt;
 using test::chosen_law;
-using test::kSixComputes;
 using test::ChosenLaw;
+using test::kSixComputes;
 using ::testing::HasSubstr;
 
 namespace {

@@ -3,8 +3,8 @@
 // parameters: 2Vd for the untied embedding and head, 12d^2 + 2d per layer, 2d for the
 // outer norms); and the specs a ladder refuses, each by the key it names.
 #include "helpers.h"
-#include "sweep_files.h"
 #include "sweep/grid.h"
+#include "sweep_files.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,8 +1,8 @@
 // Sweep files that try to escape: grid values that are paths, sweep keys of the
 // wrong type, and a plot command that must never go through a shell.
 #include "helpers.h"
-#include "sweep_files.h"
 #include "sweep/summary.h"
+#include "sweep_files.h"
 #include "util/spawn.h"
 
 #include <gmock/gmock.h>
