@@ -5,11 +5,10 @@
     python data/prepare.py text FILE... --out-dir DIR [--text-field text]
     python data/prepare.py compact SRC_DIR --out-dir DIR [--vocab-size 2048]
 
-Shards (read by src/data/shard.h): a header of 256 little-endian int32 (magic
-20240520, version 1, token count, then 0 for GPT-2 ids or K for a compact
-vocabulary of K ids), then the tokens as little-endian uint16. `compact` rewrites
-prepared shards at the K-1 most frequent training tokens plus one id for the rest,
-with the mapping in vocab.json beside them (data/compact.py).
+Shards: llm.c's format, with a compact vocabulary's size in its header (data/shard_format.py,
+read by src/data/shard.h). `compact` rewrites prepared shards at the K-1 most frequent
+training tokens plus one id for the rest, with the mapping in vocab.json beside them
+(data/compact.py).
 
 Every document is prefixed with <|endoftext|> (50256) and documents run on across shard
 boundaries, as in llm.c. The first shard, val_000000.bin (--val-tokens tokens), is
@@ -20,8 +19,6 @@ Restartable: after each shard, manifest.json in the output folder records it and
 where the next shard starts in the input (document index, tokens of that document
 already written). A rerun checks the finished shards, skips the documents they hold
 without tokenizing them again, and carries on; a finished preparation is a no-op.
-Shards are written under a temporary name and renamed, so an interrupted run never
-leaves a partial shard under a real name.
 
 Documents are tokenized by a process pool that returns them in input order, so the
 shards are byte-identical for any --workers.
@@ -43,9 +40,11 @@ from typing import Iterable, Iterator
 import numpy as np
 import tiktoken
 
+import compact  # the compact vocabulary (data/compact.py, this folder)
+from shard_format import PrepareError, atomic_write, shard_bytes, shard_name, write_shard
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 EOT = 50256  # <|endoftext|>
-MAGIC, VERSION, HEADER_INTS = 20240520, 1, 256
 # sha256 of GPT-2's vocab.bpe and encoder.json, as tiktoken's own gpt2 encoding checks them.
 GPT2_FILES = {
     "vocab.bpe": "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
@@ -53,10 +52,6 @@ GPT2_FILES = {
 }
 FINEWEB = {"fineweb": "HuggingFaceFW/fineweb", "fineweb-edu": "HuggingFaceFW/fineweb-edu"}
 SAMPLES = ("10BT", "100BT", "350BT")
-
-
-class PrepareError(Exception):
-    """Bad input or arguments; main() prints the message and exits 2."""
 
 
 # ---- tokenizer ------------------------------------------------------------------
@@ -179,35 +174,6 @@ def fineweb_documents(repo: str, name: str) -> Iterator[str]:
 
 # ---- shards -----------------------------------------------------------------------
 
-def shard_name(index: int) -> str:
-    return f"{'val' if index == 0 else 'train'}_{index:06d}.bin"
-
-
-def atomic_write(path: pathlib.Path, *chunks: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        for c in chunks:
-            f.write(c)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def write_shard(path: pathlib.Path, tokens: np.ndarray, vocab: int = 0) -> None:
-    """`vocab`: 0 for GPT-2 ids, else the size of the compact vocabulary the ids index."""
-    header = np.zeros(HEADER_INTS, dtype="<i4")
-    header[:4] = (MAGIC, VERSION, len(tokens), vocab)
-    atomic_write(path, header.tobytes(), tokens.astype("<u2", copy=False).tobytes())
-
-
-def read_shard(path: pathlib.Path) -> np.ndarray:
-    """A shard's tokens (int64), checking the header write_shard wrote."""
-    header = np.fromfile(path, dtype="<i4", count=HEADER_INTS)
-    if len(header) != HEADER_INTS or header[0] != MAGIC or header[1] != VERSION:
-        raise ValueError(f"{path}: not a token shard (expected magic {MAGIC}, version {VERSION})")
-    return np.fromfile(path, dtype="<u2", offset=HEADER_INTS * 4, count=int(header[2])).astype(np.int64)
-
-
 def load_manifest(out_dir: pathlib.Path, settings: dict) -> dict:
     """The preparation so far in `out_dir`, cut back to the shards still intact on disk."""
     path = out_dir / "manifest.json"
@@ -224,7 +190,7 @@ def load_manifest(out_dir: pathlib.Path, settings: dict) -> dict:
                            "delete it or choose another --out-dir")
     for i, s in enumerate(m["shards"]):
         f = out_dir / s["name"]
-        if not f.is_file() or f.stat().st_size != 4 * HEADER_INTS + 2 * s["tokens"]:
+        if not f.is_file() or f.stat().st_size != shard_bytes(s["tokens"]):
             print(f"{f}: missing or incomplete; redoing from there", flush=True)
             m["shards"], m["complete"] = m["shards"][:i], False
             break
@@ -347,11 +313,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         if args.command == "compact":
-            # compact.py imports this file as `prepare` for the shard format: the same module
-            # object as this script, so its PrepareError is the one caught below.
-            sys.modules.setdefault("prepare", sys.modules[__name__])
-            import compact  # beside this file; data/ is no package
-
             compact.compact(pathlib.Path(args.src), pathlib.Path(args.out_dir), args.vocab_size)
             return 0
         args.val_tokens = args.val_tokens or args.shard_tokens
