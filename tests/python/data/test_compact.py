@@ -95,6 +95,22 @@ def test_a_rerun_is_a_no_op_and_a_different_size_is_refused(gpt2_corpus, compact
     assert {p.name: p.stat().st_mtime_ns for p in compacted.iterdir()} == before
 
 
+def test_an_out_dir_that_is_a_file_or_lies_under_one_is_refused_by_name_before_anything_is_read(gpt2_corpus,
+                                                                                                    tmp_path):
+    src = gpt2_corpus[0]
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine\n")
+    for out in (a_file, a_file / "k16"):
+        bad = compact(src, out, "--vocab-size", K, check=False)
+        assert bad.returncode == 2, bad.stderr
+        assert "Traceback" not in bad.stderr and f"--out-dir: {out}: " in bad.stderr and "not a folder" in bad.stderr
+        # the text command's --out-dir is the same argument, refused before its inputs are looked at
+        text = subprocess.run([sys.executable, str(PREPARE), "text", str(tmp_path / "absent.txt"), "--out-dir",
+                               str(out)], capture_output=True, text=True, timeout=60)
+        assert text.returncode == 2 and f"--out-dir: {out}: " in text.stderr and "Traceback" not in text.stderr
+    assert a_file.read_text() == "mine\n" and sorted(tmp_path.iterdir()) == [a_file]
+
+
 def train(xsagpt, tmp_path, shards, vocab_size, steps=1):
     cfg = write_run_config(tmp_path / f"cfg{vocab_size}.json", shards, tmp_path / f"run{vocab_size}",
                            model={"vocab_size": vocab_size}, max_steps=steps, eval_interval=steps, ckpt_interval=0,
