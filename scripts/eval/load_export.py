@@ -37,6 +37,8 @@ OUT_GATE_WIDTHS = ("headwise", "elementwise")  # conventions.out_gate.width
 GPT2_FILES = {"vocab.bpe": "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
               "encoder.json": "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783"}
 SHIPPED_VOCAB = pathlib.Path(__file__).resolve().parents[2] / "data" / "gpt2"
+GPT2_TOKENS = 50257
+COMPACT_FORMAT = "xsagpt compact vocabulary v1"  # a compact vocabulary's "format" (data/compact.py's vocab.json)
 
 
 class Conventions:
@@ -259,6 +261,51 @@ class ExportedGPT(nn.Module):
         return F.linear(_norm(w, "transformer.ln_f", x[:, S:], eps), head)
 
 
+def compact_vocab(config: dict, rows: int) -> dict | None:
+    """config.json's "vocab" (export.py copies a compact model's mapping there), checked as the
+    trainer checks vocab.json (src/data/vocab.h) and against the model: its format, vocab_size K,
+    rest_id K-1, K-1 distinct GPT-2 ids, and an embedding of K rows up to K rounded up to a
+    multiple of 64 (a mapping cut short no longer fits the model that learned the full one).
+    None for an export of GPT-2 ids. ValueError naming the key otherwise: a damaged mapping
+    would score other tokens than the model learned, without a word."""
+    v, tokenizer = config.get("vocab"), config.get("tokenizer", "gpt2")
+    if v is None:
+        if tokenizer != "gpt2":
+            raise ValueError(f"config.json: \"tokenizer\" is {tokenizer!r} but there is no \"vocab\" (its mapping); "
+                             "re-export the checkpoint with scripts/eval/export.py")
+        return None
+
+    def refuse(key: str, expected: str):
+        x = v.get(key)
+        shown = "missing" if key not in v else f"a list of {len(x)}" if isinstance(x, list) and len(x) > 8 else repr(x)
+        raise ValueError(f"config.json: vocab.{key} = {shown}: expected {expected}; re-export the checkpoint "
+                         "with scripts/eval/export.py")
+
+    if not isinstance(v, dict):
+        raise ValueError(f"config.json: \"vocab\" is {type(v).__name__}: expected a compact vocabulary (an object)")
+    if tokenizer != "gpt2-compact":
+        raise ValueError(f"config.json: \"tokenizer\" is {tokenizer!r} beside a compact \"vocab\": expected "
+                         "\"gpt2-compact\"")
+    if v.get("format") != COMPACT_FORMAT:
+        refuse("format", repr(COMPACT_FORMAT))
+    k = v.get("vocab_size")
+    if not isinstance(k, int) or isinstance(k, bool) or not 2 <= k <= GPT2_TOKENS:
+        refuse("vocab_size", f"an integer K from 2 to {GPT2_TOKENS}")
+    padded = (k + 63) // 64 * 64
+    if not k <= rows <= padded:
+        refuse("vocab_size", f"the K this model was trained on: its embedding has {rows} rows, which fits K from "
+                             f"{max(2, (rows - 1) // 64 * 64 + 1)} to {rows}")
+    if v.get("rest_id") != k - 1 or isinstance(v.get("rest_id"), bool):
+        refuse("rest_id", f"K-1 = {k - 1}")
+    ids = v.get("gpt2_ids")
+    if not isinstance(ids, list) or len(ids) != k - 1:
+        refuse("gpt2_ids", f"a list of K-1 = {k - 1} GPT-2 token ids")
+    if not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < GPT2_TOKENS for i in ids) \
+            or len(set(ids)) != len(ids):
+        refuse("gpt2_ids", f"distinct GPT-2 token ids (0 to {GPT2_TOKENS - 1})")
+    return v
+
+
 def check_finite(weights: dict[str, torch.Tensor], where: str) -> None:
     """export.py refuses non-finite weights when it writes; a file changed since is
     refused here, naming the weight, rather than giving NaN logits without a word."""
@@ -292,7 +339,7 @@ def load_export(folder: str | pathlib.Path, dtype: torch.dtype = torch.float32) 
     check_finite(raw, str(folder / "model.safetensors"))
     weights = {k: v.to(dtype) for k, v in raw.items()}
     model = ExportedGPT(config["conventions"], weights).eval()
-    model.vocab = config.get("vocab")  # a compact vocabulary (export.py), or None for GPT-2 ids
+    model.vocab = compact_vocab(config, weights["transformer.wte.weight"].size(0))  # None: GPT-2 ids
     return model
 
 
@@ -342,7 +389,11 @@ def main() -> None:
     c = enc.encode(ctx, allowed_special="all") if ctx else [enc.eot_token]
     whole = enc.encode(ctx + cont, allowed_special="all") if ctx else c + enc.encode(cont, allowed_special="all")
     if v := model.vocab:  # compact ids (export.py): GPT-2 tokens outside the table share rest_id
-        c, whole = ([v["gpt2_ids"].index(t) if t in v["gpt2_ids"] else v["rest_id"] for t in x] for x in (c, whole))
+        index = {g: i for i, g in enumerate(v["gpt2_ids"])}
+        c, whole = ([index.get(t, v["rest_id"]) for t in x] for x in (c, whole))
+    elif model.c.vocab < GPT2_TOKENS:
+        sys.exit(f"load_export.py: error: {sys.argv[1]}: the model has {model.c.vocab} token rows and no compact "
+                 f"vocabulary, so it was not trained on GPT-2's {GPT2_TOKENS} ids")
     print(logprob(model, c, whole[len(c):]))
 
 
