@@ -175,10 +175,16 @@ std::optional<double> step_ratio(const Ladder& l, size_t c, int rung, const std:
   return std::exp(sum / total);
 }
 
+// Whether the baseline was measured at `rung`: only there is a variant's multiplier read
+// off the baseline's curve within the baseline's own data; elsewhere it is an extrapolation
+// of that curve, flagged as one, and the trend is fitted without it.
+bool baseline_at(const Ladder& l, int rung) { return l.at[0].count(rung) > 0; }
+
 // What one set of fits says, per variant (index c - 1 for curve c): the multiplier at
-// each rung (empty where the variant has no result there), the trend's slope (empty
-// where a multiplier is 0 or fewer than two rungs have one), and the multiplier at each
-// compute of extrapolate_to. Variants without a fit have empty rows.
+// each rung (empty where the variant has no result there), the trend's slope over the
+// rungs where the baseline was measured (empty where a multiplier there is 0 or fewer
+// than two such rungs have one), and the multiplier at each compute of extrapolate_to.
+// Variants without a fit have empty rows.
 struct Figures {
   std::vector<std::vector<std::optional<double>>> multiplier;
   std::vector<std::optional<double>> slope;
@@ -207,6 +213,7 @@ Figures figures_of(const Ladder& l, const std::vector<PowerLawFit>& fits, const 
       }
       const double m = multiplier_at(*base, *mine, c->second);
       f.multiplier[v].push_back(m);
+      if (!baseline_at(l, rung)) continue;
       zero = zero || m == 0;
       if (m > 0) log_c.push_back(std::log(c->second)), log_m.push_back(std::log(m));
     }
