@@ -95,6 +95,9 @@ int sweep(int argc, char** argv) {
   if (args.count("submit") && !slurm) throw ConfigError("--submit: submits what --slurm writes; give both");
   if (dry_run + status + summarize + point.has_value() + slurm > 1)
     throw ConfigError("--dry-run, --status, --summarize, --slurm and --point/--point-from-env: give one at most");
+  // Only training honours a stop signal with a checkpoint (train/signals.h, from main()); the
+  // other modes end on one as any program does, one caught during start-up included.
+  if (status || summarize || slurm || dry_run) stop_on_signals_now();
   if (status) return dist.is_main() ? print_sweep_status(sweep) : 0;
   if (summarize) return dist.is_main() ? summarize_sweep(sweep, args.count("no-plot") == 0) : 0;
   if (slurm) {

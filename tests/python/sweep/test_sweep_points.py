@@ -4,7 +4,7 @@ name before anything is written; processes sharing one sweep directory (two on o
 point: one trains, the other names it; two whole sweeps: each point trained once); a
 lock left by a killed process taken over; `--status`; `--summarize` before and after
 every point is done, equal to the serial sweep's; and the exit status of a sweep
-stopped by a signal (3), continued by the same command."""
+stopped by a signal (3), also one at start-up, continued by the same command."""
 import json
 import os
 import re
@@ -209,6 +209,22 @@ def test_a_sweep_stopped_by_a_signal_exits_3_and_the_same_command_continues(tmp_
     assert "sweep interrupted; run the same command again to continue" in err and not done(tmp_path / "sw")
     status = xsagpt("sweep", "-c", spec, "--status").stdout.splitlines()[0]
     assert status.startswith("0 pending sa,train.seed=1  step ") and "resumes from its last checkpoint" in status
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGUSR2, signal.SIGINT, signal.SIGHUP])
+def test_a_signal_at_start_up_exits_3_interrupted_and_trains_nothing(tmp_path, base, spawn, sig):
+    spec = spec_file(tmp_path, base)
+    for args in (("--point", "0"), ()):
+        # Held at main()'s start, before the handlers are installed: the signal waits for them.
+        proc = spawn("sweep", "-c", spec, "--no-plot", *args, stop_at="main:stop-signals-blocked")
+        proc.send_signal(sig)
+        proc.send_signal(signal.SIGCONT)
+        _, err = proc.communicate(timeout=120)
+        # Before: the default action's exit 128 + the signal (143, 140, 130, 129), which the batch
+        # script did not all requeue.
+        assert proc.returncode == 3, (args, err)
+        assert "sweep interrupted; run the same command again to continue" in err
+        assert not any(trained(err, n) for n in NAMES) and not done(tmp_path / "sw")
 
 
 def test_summarize_names_what_is_not_done_and_once_all_is_done_equals_the_serial_sweep(tmp_path, base, xsagpt):
