@@ -248,8 +248,8 @@ bool still_ours(const fs::path& dir, const PointHolder& me) {
 void report_lost(const fs::path& dir, std::atomic<bool>& lost) {
   if (lost.exchange(true)) return;
   const auto other = read_point_lock(dir);
-  spdlog::error("lost the point: its lock {} was taken over by {} while this process held it (it stalled past the "
-                "staleness threshold); it writes nothing more into the point's run",
+  spdlog::error("lost the point: its lock {} now names {}, which took the point over while this process stalled "
+                "past the staleness threshold; it writes nothing more into the point's run",
                 dir.string(), other ? other->describe() : "another process");
 }
 

@@ -123,7 +123,7 @@ TEST_F(PointLocks, HoldersWhoseClocksRunAnHourAheadOrBehindAreJudgedByTheFileSys
   const PointLockTiming t{1.0, 0.2};
   for (const double skew : {3600.0, -3600.0}) {
     SCOPED_TRACE(skew);
-    fs::remove_all(dir());
+    test::remove_tree(dir());
     std::atomic<bool> beating{true};
     plant(0, "node-b", seconds_now() + skew);
     std::thread holder([&] {

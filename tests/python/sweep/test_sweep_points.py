@@ -262,7 +262,7 @@ def test_a_frozen_holder_whose_point_was_taken_over_writes_nothing_more_and_says
     _, err = proc.communicate(timeout=120)
     # Before: it trained on into the run, its metrics and checkpoints beside the new holder's.
     assert proc.returncode == 1, err
-    assert "lost the point" in err and "taken over by pid 31337 on host node-b" in err
+    assert "lost the point: its lock" in err and "now names pid 31337 on host node-b" in err
     assert "this process lost the point" in err
     assert run_files(run) == before
     assert sorted(p.name for p in lock_dir.iterdir()) == [theirs.name] and json.loads(theirs.read_text()) == taker
