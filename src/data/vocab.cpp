@@ -107,7 +107,8 @@ void check_model_vocab(const ShardVocab& v, int64_t vocab_size, const std::strin
 }
 
 std::string describe(const ShardVocab& v) {
-  return v.compact() ? fmt::format("a compact vocabulary of {} ids ({})", v.size, v.file) : std::string("GPT-2 token ids");
+  return v.compact() ? fmt::format("a compact vocabulary of {} ids ({})", v.size, v.file)
+                     : std::string("GPT-2 token ids");
 }
 
 ShardVocab recorded_vocab(const nlohmann::json& j, const std::string& where) {

@@ -395,7 +395,9 @@ std::string too_far(double decades, const LadderOptions& opt, const std::string&
 }
 
 // Whether a multiplier `decades` past the data lies beyond what they are taken to carry.
-bool carried_too_far(double decades, const LadderOptions& opt) { return decades > opt.extrapolate_decades * (1 + 1e-12); }
+bool carried_too_far(double decades, const LadderOptions& opt) {
+  return decades > opt.extrapolate_decades * (1 + 1e-12);
+}
 
 // Where the baseline has no result at a variant's rung, the multiplier there reads the
 // baseline's curve away from its data: an extrapolation, flagged as the targets' are and
@@ -414,9 +416,9 @@ void flag_unmeasured_rung(json& j, const Ladder& l, size_t c, int rung, const La
     j["multiplier_ci95"] = nullptr;
     j["why"] = fmt::format("{}: its curve would be read {}", missing, too_far(decades, opt, "its rungs"));
   } else if (j["multiplier"].is_number()) {
-    j["extrapolation_why"] =
-        fmt::format("{}: the multiplier reads its curve {}", missing,
-                    decades > 0 ? fmt::format("{:.1f} decades past its rungs", decades) : std::string("between its rungs"));
+    const auto where =
+        decades > 0 ? fmt::format("{:.1f} decades past its rungs", decades) : std::string("between its rungs");
+    j["extrapolation_why"] = fmt::format("{}: the multiplier reads its curve {}", missing, where);
   }
 }
 

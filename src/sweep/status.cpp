@@ -69,7 +69,8 @@ PointState unfinished_state(const Sweep& sweep, const SweepPoint& p, const Point
 
 LockClock sweep_lock_clock(const Sweep& sweep) { return LockClock::of(sweep.dir / ".locks"); }
 
-PointState point_state(const Sweep& sweep, const SweepPoint& p, const PointLockTiming& timing, const LockClock& clock) {
+PointState point_state(const Sweep& sweep, const SweepPoint& p, const PointLockTiming& timing,
+                       const LockClock& clock) {
   if (const auto foreign = foreign_run(p)) return {"invalid", *foreign};
   const RunPaths run(p.config.out_dir);
   if (fs::exists(run.done)) {

@@ -18,7 +18,8 @@ struct PointState {
 };
 
 // `clock`: what lock files are aged against (sweep_lock_clock).
-PointState point_state(const Sweep& sweep, const SweepPoint& p, const PointLockTiming& timing, const LockClock& clock);
+PointState point_state(const Sweep& sweep, const SweepPoint& p, const PointLockTiming& timing,
+                       const LockClock& clock);
 
 // The clock a sweep's point locks are aged against: a probe in its .locks folder.
 LockClock sweep_lock_clock(const Sweep& sweep);

@@ -495,7 +495,8 @@ TEST(LadderAnalysis, TheHuberFitsStandBesideTheLeastSquaresOnes) {
 // two measured rungs alone.
 TEST(LadderAnalysis, AMultiplierWhereTheBaselineWasNotMeasuredIsAnExtrapolationLeftOutOfTheTrend) {
   const auto base = chosen_law(1.8, 1.2, 0.3), xsa = shifted_law(base, 1.5);
-  auto obs = exact_ladder({{"sa", base}, {"xsa", xsa}}, {1e17, 1e18, 1e19}, {{0.004, -0.006, 0.0}, {-0.004, 0.006, 0.0}});
+  auto obs =
+      exact_ladder({{"sa", base}, {"xsa", xsa}}, {1e17, 1e18, 1e19}, {{0.004, -0.006, 0.0}, {-0.004, 0.006, 0.0}});
   std::erase_if(obs, [](const LadderObservation& o) { return o.variant == "sa" && o.rung == 2; });
   auto opt = ladder_options({"xsa"});
   opt.extrapolate_decades = 1, opt.extrapolate_decades_asked = false;

@@ -55,7 +55,9 @@ class PointLocks : public test::TempDirTest {
                                         std::chrono::duration<double>(seconds)));
   }
   json read(int g) const { return json::parse(std::ifstream(gen(g))); }
-  PointLock::Attempt acquire(const PointLockTiming& t = quick()) const { return PointLock::acquire(dir(), t, run_dir()); }
+  PointLock::Attempt acquire(const PointLockTiming& t = quick()) const {
+    return PointLock::acquire(dir(), t, run_dir());
+  }
   static PointLockTiming quick() { return {300, 0.02}; }
 };
 
