@@ -272,6 +272,20 @@ def positive(s: str) -> int:
     return v
 
 
+def out_folder(s: str) -> pathlib.Path:
+    """--out-dir: a folder, made if missing. A path that is a file, or lies under one, can never
+    become a folder: refused here, before any input is read or counted."""
+    path = pathlib.Path(s)
+    for p in (path, *path.parents):
+        if p.exists() or p.is_symlink():
+            if not p.is_dir():
+                what = "is" if p == path else f"lies under {p}, which is"
+                raise argparse.ArgumentTypeError(f"{s}: {what} not a folder (a file or a broken link); "
+                                                 "expected a folder, made if missing")
+            break
+    return path
+
+
 def parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--shard-tokens", type=positive, default=10**8,
@@ -292,20 +306,20 @@ def parser() -> argparse.ArgumentParser:
                         description="Stream a FineWeb sample from Hugging Face and shard it.")
     fw.add_argument("--dataset", choices=sorted(FINEWEB), default="fineweb")
     fw.add_argument("--sample", choices=SAMPLES, default="10BT", help="which sample-* subset (default 10BT)")
-    fw.add_argument("--out-dir", help="default data/<dataset>/shards/<sample>")
+    fw.add_argument("--out-dir", type=out_folder, help="default data/<dataset>/shards/<sample>")
     tx = sub.add_parser("text", parents=[common], help="local .txt / .jsonl / .parquet files",
                         description="Shard local files: each .txt is one document, each .jsonl line or "
                                     ".parquet row one document, in the order given.")
     tx.add_argument("files", nargs="+", help=".txt, .jsonl or .parquet files")
     tx.add_argument("--text-field", default="text", help="JSON field or parquet column with the text")
-    tx.add_argument("--out-dir", required=True)
+    tx.add_argument("--out-dir", type=out_folder, required=True)
     cp = sub.add_parser("compact", help="remap prepared shards to a compact vocabulary (data/compact.py)",
                         description="Rewrite prepared GPT-2 shards at a compact vocabulary: the K-1 most frequent "
                                     "tokens of the train shards keep an id each, all others share id K-1; "
                                     "the mapping goes to vocab.json beside the new shards.")
     cp.add_argument("src", help="folder of prepared shards (val_000000.bin, train_*.bin), e.g. data/kjv/shards")
     cp.add_argument("--vocab-size", type=positive, default=2048, help="K, the ids in all (default 2048)")
-    cp.add_argument("--out-dir", required=True)
+    cp.add_argument("--out-dir", type=out_folder, required=True)
     return p
 
 
