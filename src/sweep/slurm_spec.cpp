@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string_view>
 
 namespace xsagpt {
 
@@ -25,7 +26,8 @@ std::vector<std::string> split_on(const std::string& s, char sep) {
 const std::vector<std::string>& slurm_keys() {
   static const std::vector<std::string> keys{"time",          "partition",     "account",     "qos",
                                              "nodes",         "ntasks_per_node", "gpus_per_node", "cpus_per_task",
-                                             "array_limit",   "signal_s",      "extra",       "cluster_nodes"};
+                                             "array_limit",   "signal_s",      "requeue_limit", "extra",
+                                             "cluster_nodes"};
   return keys;
 }
 
@@ -35,10 +37,97 @@ std::string slurm_keys_text() {
   return out;
 }
 
-int64_t read_slurm_count(const json& v, const std::string& where, int64_t least) {
+int64_t read_slurm_count(const json& v, const std::string& where, int64_t least, int64_t most = 1000000) {
   const auto x = schema::read_integer<int64_t>(v, where);
-  if (x < least || x > 1000000) schema::bad(where, fmt::format("an integer from {} to 1000000", least), v);
+  if (x < least || x > most) schema::bad(where, fmt::format("an integer from {} to {}", least, most), v);
   return x;
+}
+
+// The sbatch options the scripts set themselves, which an "extra" line must not set again
+// (sbatch takes the last value of an option, so an extra line would win): each with its
+// short form (0: none) and why the jobs depend on it.
+struct OwnedOption {
+  const char* name;
+  char letter;
+  const char* why;
+};
+constexpr OwnedOption kOwnedOptions[] = {
+    {"job-name", 'J', "--submit finds the sweep's queued points by the job name"},
+    {"array", 'a', "the array's task ids are its points"},
+    {"signal", 0, "the signal before the time limit checkpoints the point (slurm.signal_s)"},
+    {"time", 't', "the time limit is checked against the time between checkpoints (slurm.time)"},
+    {"output", 'o', "the jobs' output goes to OUT/slurm/logs, appended across requeues"},
+    {"error", 'e', "the jobs' output goes to OUT/slurm/logs, appended across requeues"},
+    {"open-mode", 0, "a requeued task appends to its log"},
+    {"requeue", 0, "a task requeues itself at its time limit"},
+    {"no-requeue", 0, "a task requeues itself at its time limit"},
+    {"chdir", 'D', "relative paths are read from the folder --slurm ran in"},
+    {"nodes", 'N', "a point's ranks are slurm.nodes x slurm.ntasks_per_node, checked against its batch"},
+    {"ntasks", 'n', "a point's ranks are slurm.nodes x slurm.ntasks_per_node, checked against its batch"},
+    {"ntasks-per-node", 0, "a point's ranks are slurm.nodes x slurm.ntasks_per_node, checked against its batch"},
+    {"cpus-per-task", 'c', "use slurm.cpus_per_task"},
+    {"gpus-per-node", 0, "use slurm.gpus_per_node"},
+    {"partition", 'p', "use slurm.partition"},
+    {"account", 'A', "use slurm.account"},
+    {"qos", 'q', "use slurm.qos"},
+    {"wrap", 0, "it would replace the batch script"},
+    {"wait", 'W', "--submit would wait for each array to end"},
+};
+// sbatch's options whose names begin another one's above: an exact name wins over a prefix.
+constexpr std::string_view kWholeOptions[] = {"gpus"};
+// sbatch's short options that take a value, which ends a group of short options ("-Cgpu").
+constexpr std::string_view kShortWithValue = "AabcCDdeFGiJLMmNnopqStwx";
+
+// sbatch's words of one #SBATCH line: split at blanks outside quotes, up to a '#'.
+std::vector<std::string> sbatch_words(const std::string& line) {
+  std::vector<std::string> words;
+  std::string word;
+  char quote = 0;
+  bool in_word = false;
+  for (const char c : line) {
+    if (quote) {
+      if (c == quote) quote = 0;
+      else word += c;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+      in_word = true;
+    } else if (c == ' ' || c == '\t') {
+      if (in_word) words.push_back(word);
+      word.clear();
+      in_word = false;
+    } else if (c == '#' && !in_word) {
+      break;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(word);
+  return words;
+}
+
+// Refuses an "extra" line that sets an option the scripts own: by its long name, a prefix
+// of it (getopt takes an unambiguous prefix), or its letter, alone or in a group of flags.
+void check_extra_line(const std::string& line, const std::string& where) {
+  auto refuse = [&](const OwnedOption& o, const std::string& word) {
+    throw ConfigError(fmt::format("{}: \"{}\": {} sets --{}, which the batch scripts set themselves ({}); remove it",
+                                  where, line, word, o.name, o.why));
+  };
+  for (const auto& word : sbatch_words(line)) {
+    if (word.starts_with("--")) {
+      const auto name = word.substr(2, word.find('=') == std::string::npos ? std::string::npos : word.find('=') - 2);
+      if (name.empty() || std::find(std::begin(kWholeOptions), std::end(kWholeOptions), name) != std::end(kWholeOptions))
+        continue;
+      for (const auto& o : kOwnedOptions)
+        if (std::string_view(o.name).starts_with(name)) refuse(o, word);
+    } else if (word.size() > 1 && word[0] == '-') {
+      for (size_t i = 1; i < word.size(); ++i) {
+        for (const auto& o : kOwnedOptions)
+          if (o.letter == word[i]) refuse(o, word);
+        if (kShortWithValue.find(word[i]) != std::string_view::npos) break;
+      }
+    }
+  }
 }
 
 // Applies one "slurm" object's keys to `s`; `rung` says whether it is a rung's.
@@ -67,6 +156,7 @@ void apply_slurm(const json& section, const std::string& where, bool rung, Slurm
         if (!line.is_string() || !line.get<std::string>().starts_with("-") ||
             line.get<std::string>().find('\n') != std::string::npos)
           schema::bad(at, "a list of sbatch options, each one line starting with '-'", line);
+        check_extra_line(line.get<std::string>(), at);
         s.extra.push_back(line.get<std::string>());
       }
     } else if (k == "cluster_nodes") {
@@ -83,8 +173,10 @@ void apply_slurm(const json& section, const std::string& where, bool rung, Slurm
       s.cpus_per_task = read_slurm_count(v, at, 1);
     } else if (k == "array_limit") {
       s.array_limit = read_slurm_count(v, at, 1);
+    } else if (k == "requeue_limit") {
+      s.requeue_limit = read_slurm_count(v, at, 0, 1000);
     } else {
-      s.signal_s = read_slurm_count(v, at, 1);
+      s.signal_s = read_slurm_count(v, at, 1, 65535);  // sbatch's --signal takes at most 0xffff seconds
     }
   }
 }

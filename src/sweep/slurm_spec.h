@@ -10,7 +10,11 @@
 //     "array_limit": 4        at most this many tasks of one array at once (sbatch's %K)
 //     "signal_s": 120         USR2 this many seconds before the time limit: the trainer
 //                             checkpoints and the task requeues itself
-//     "extra": ["--constraint=h100"]   more #SBATCH lines, as written
+//     "requeue_limit": 3      how many times in a row a point may requeue itself without a
+//                             newer checkpoint; past it, it stops and is marked as needing
+//                             attention (sweep/slurm_requeue.h)
+//     "extra": ["--constraint=h100"]   more #SBATCH lines, as written; none may set an option
+//                             the scripts set themselves (--job-name, --array, --time, ...)
 //     "cluster_nodes": 8      the nodes the dry run packs the arrays on (default: one job's)
 //   }
 // A ladder rung may override any of them but cluster_nodes with its own "slurm" object
@@ -31,6 +35,7 @@ struct SlurmSettings {
   int64_t nodes = 1, ntasks_per_node = 1, gpus_per_node = 0, cpus_per_task = 1;
   int64_t array_limit = 0;  // 0: no throttle
   int64_t signal_s = 120;
+  int64_t requeue_limit = 3;
   std::vector<std::string> extra;
   int64_t time_s = 0;  // `time` in seconds
   int64_t ranks() const { return nodes * ntasks_per_node; }
