@@ -4,6 +4,7 @@
 #include "helpers.h"
 #include "sweep/cluster_estimate.h"
 #include "sweep/grid.h"
+#include "sweep/slurm_queue.h"
 #include "sweep/slurm_scripts.h"
 
 #include <gmock/gmock.h>
@@ -170,8 +171,11 @@ TEST(SlurmScripts, EachTaskRunsItsPointUnderSrunAndRequeuesOnlyItself) {
         "#SBATCH --exclusive\n", "#SBATCH --chdir=\"/work\"\n", "#SBATCH --job-name=xsagpt-ladder-00000001\n",
         "#SBATCH --output=\"/s/runs/slurm/logs/%x-%A_%a.out\"\n",
         "srun --kill-on-bad-exit=1 '/opt/x sagpt' sweep -c /s/ladder.json --point-from-env SLURM_ARRAY_TASK_ID\n",
-        "scontrol requeue \"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\""})
+        "scontrol requeue \"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\"",
+        // The point says whether it may requeue (slurm.requeue_limit) before the task does.
+        "  if '/opt/x sagpt' sweep -c /s/ladder.json --point-from-env SLURM_ARRAY_TASK_ID --requeue; then\n"})
     EXPECT_THAT(text, HasSubstr(line));
+  EXPECT_LT(text.find("--requeue; then"), text.find("scontrol requeue"));
   EXPECT_THAT(text, Not(HasSubstr("B:USR2")));  // a signal to the batch shell alone never reaches srun's tasks
   EXPECT_THAT(text, Not(HasSubstr("--partition")));
   const auto summary = slurm_summary_script(s, ctx);
@@ -207,6 +211,23 @@ TEST(SlurmScripts, PathsAreQuotedAsSbatchReadsThemOrRefused) {
   EXPECT_THAT(refusal(with(&SlurmScriptContext::workdir, "/w\\x")), HasSubstr("the working directory \"/w\\\\x\" holds a backslash"));
   EXPECT_THAT(refusal(with(&SlurmScriptContext::binary, "/b\tx")), HasSubstr("the xsagpt binary's path"));
   EXPECT_THAT(refusal(ctx, {"rung a\nb"}), HasSubstr("the array's label"));
+}
+
+TEST(SlurmQueue, ReadsSqueuesTasksWithTheReasonEachWaits) {
+  const auto tasks = parse_queued_tasks(
+      "3|4711_3|PENDING|Priority\n"
+      "5|4711_5|PENDING|launch failed requeued held\n"
+      "N/A|4712|PENDING|Dependency\n"  // the summary job: no task of an array
+      "7|4711_7|RUNNING|None\n"
+      "8|4711_8|PENDING|SomeNewReason\n"
+      "not a line of squeue's\n");
+  ASSERT_EQ(tasks.size(), 4u);
+  EXPECT_EQ(tasks.at(3).job, "4711_3");
+  EXPECT_EQ(tasks.at(3).describe(), "job 4711_3 PENDING (Priority: waiting for jobs of higher priority)");
+  EXPECT_EQ(tasks.at(5).describe(), "job 4711_5 PENDING (launch failed requeued held: its launch failed on a node and "
+                                    "Slurm held it: check the node, then `scontrol release`)");
+  EXPECT_EQ(tasks.at(7).describe(), "job 4711_7 RUNNING");
+  EXPECT_EQ(tasks.at(8).describe(), "job 4711_8 PENDING (SomeNewReason)");  // as squeue gives it
 }
 
 TEST(SlurmScripts, JobNamesAreStablePerSweepDirectory) {
