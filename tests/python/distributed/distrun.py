@@ -31,7 +31,7 @@ def worker_env(**extra):
            if not k.startswith(("SLURM_", "TORCHELASTIC_")) and k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE",
                                                                           "MASTER_ADDR", "MASTER_PORT")}
     # CPU ranks on Gloo also where there are GPUs (NCCL would want one GPU per rank).
-    env.update(OMP_NUM_THREADS="1", XSAGPT_DIST_TIMEOUT="30", XSAGPT_DIST_BACKEND="gloo", **extra)
+    env.update({"OMP_NUM_THREADS": "1", "XSAGPT_DIST_TIMEOUT": "30", "XSAGPT_DIST_BACKEND": "gloo", **extra})
     return env
 
 
