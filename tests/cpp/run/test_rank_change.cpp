@@ -13,8 +13,6 @@ using namespace xsagpt;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-namespace {
-
 class RankChanges : public test::TempDirTest {
  protected:
   RunConfig config(int64_t micro_batch, int64_t batch_tokens, int64_t max_steps = 12) const {
@@ -45,6 +43,8 @@ class RankChanges : public test::TempDirTest {
     return path;
   }
 };
+
+namespace {
 
 std::map<std::string, std::string> files_of(const fs::path& dir) {
   std::map<std::string, std::string> out;
@@ -94,5 +94,5 @@ TEST_F(RankChanges, DoneJsonMadeFromAFinishedCheckpointSaysSo) {
   EXPECT_EQ(done["rank_changes"], json::parse(R"([{"step": 4, "from": 2, "to": 3}])"));
   EXPECT_EQ(RunSummary::from_json(done).rank_changes, (std::vector<RankChange>{{4, 2, 3}}));
   // A run that kept its ranks has no such key.
-  EXPECT_FALSE(RunSummary{12, 3072, 3.0, 3.0, 1.0}.to_json().contains("rank_changes"));
+  EXPECT_FALSE((RunSummary{12, 3072, 3.0, 3.0, 1.0}.to_json().contains("rank_changes")));
 }
