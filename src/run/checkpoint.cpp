@@ -125,9 +125,6 @@ Checkpoint load_checkpoint(const fs::path& path) {
     if (opt.contains("momentum_buffer"))
       c.optimizer.muon_momentum = tensor_map(opt.at("momentum_buffer"), name + ": optimizer.momentum_buffer");
     c.data.loader = ivalue_to_json(need("loader"));
-    if (!c.data.loader.is_array() || c.data.loader.empty())
-      throw CheckpointError(fmt::format("{}: loader: expected a loader state per rank, got {}", name,
-                                        c.data.loader.dump().substr(0, 200)));
     if (d.contains("val_shards")) c.data.val_shards = ivalue_to_json(d.at("val_shards"));
     if (d.contains("val_sequences")) c.data.val_sequences = d.at("val_sequences").toInt();
     auto rng = need("rng").toGenericDict();

@@ -109,6 +109,9 @@ RunOpening open_run(const RunConfig& cfg, const std::string& resume, bool overwr
   const std::string file = s.checkpoint->string();
   auto& ck = run.checkpoint.emplace(load_checkpoint(*s.checkpoint));
   check_resume_compatible(cfg, ck.config, file);
+  if (!ck.data.loader.is_array() || ck.data.loader.empty())  // a resume starts from it, and counts its ranks
+    throw CheckpointError(fmt::format("{}: loader: expected a loader state per rank, got {}", file,
+                                      ck.data.loader.dump().substr(0, 200)));
   check_resume_ranks(cfg, ck.config, ck.data.ranks(), world_size, file);
   s.resume_step = ck.step;
   if (const auto named = checkpoint_step(*s.checkpoint); named >= 0 && named != ck.step)
