@@ -243,6 +243,9 @@ def test_the_resume_table_says_what_a_resume_does(tmp_path, markov_shards, xsagp
             continue
         assert proc.returncode == 0, f"{key}: {proc.stderr}"
         assert (f"] {key}: " in proc.stderr) == (action == "warns"), f"{key}: {action}\n{proc.stderr}"
+        # The validation set is the same 16 sequences in batches of 2 as of 4; 256 tokens make it 8, and the
+        # resume says its val losses are over another set from there on.
+        assert ("evaluated 16 sequences, this one evaluates 8" in proc.stderr) == (key == "train.eval_tokens"), key
         # Bit-exact: the weights at the end are those of the uninterrupted run, bit for bit (and the
         # changes the table calls not bit-exact show that this comparison sees a difference).
         ours, theirs = (torch.load(d / "checkpoints" / "step_00000006.pt", weights_only=True)["model"]
