@@ -1,6 +1,7 @@
 // The ladder's tables, as text and as markdown (see ladder_report.h).
 #include "sweep/ladder_report.h"
 
+#include "sweep/lr_sensitivity.h"
 #include "sweep/text_table.h"
 
 #include <fmt/format.h>
@@ -309,6 +310,12 @@ LadderReport build_ladder_report(const json& summary) {
   if (ladder.contains("lr_choice"))
     rep.tables.emplace_back("Rates each variant is judged at (lowest mean final val loss over seeds)",
                             ladder_rate_table(ladder, rep.notes));
+  if (ladder.contains("lr_sensitivity"))
+    rep.tables.emplace_back(
+        "Loss at each rate tried (mean final val loss over seeds, each capped at ln(vocab size), "
+        "the loss at initialization, which a diverged seed counts as), its spread and LR "
+        "sensitivity (Wortsman et al. 2023: the mean excess over the best rate's loss)",
+        lr_sensitivity_table(ladder["lr_sensitivity"], rep.notes));
   add_left_out(ladder, rep.notes);
   if (ladder.contains("extrapolation_note"))
     rep.notes.push_back("no extrapolation: " + ladder["extrapolation_note"].get<std::string>());
