@@ -59,7 +59,7 @@ std::string holm_head(const std::vector<const json*>& cs, const char* path) {
 }
 
 // The noise floor beside a difference: the sample standard deviation of the baseline's
-// own final val loss over its seeds, given from 3 seeds (2 give a spread too wild to read).
+// own final val loss over its seeds, given from 3 seeds (the sd of 2 rests on one degree of freedom).
 std::string noise_floor(const json& baseline) {
   if (!baseline["std"].is_number() || baseline["n"].get<int64_t>() < 3) return "- (under 3 seeds)";
   return fixed4(baseline["std"]);
@@ -258,9 +258,9 @@ constexpr const char* kHowToRead =
     "which the baseline's curve first reached it, per seed (read linearly between evaluations); below 1 the "
     "variant needs less. Its mean is the geometric mean over seeds, its 95% CI Student's t on the mean log ratio "
     "(n - 1 degrees of freedom) mapped back by exp, p the t-test of log ratio 0 (and Holm-adjusted as above); a seed "
-    "that never reaches the "
-    "target is named in the notes and left out, never extrapolated (\"reached\"); so is a seed whose baseline "
-    "never went below its first evaluation, or whose variant starts at the target, in both columns alike.";
+    "that never reaches the target is named in the notes and left out, never extrapolated (\"reached\"); so is a "
+    "seed whose baseline never went below its first evaluation, or whose variant starts at the target, in both "
+    "columns alike.";
 
 constexpr const char* kHowToReadTrend =
     "Each row: the variant's paired differences (final val loss minus the baseline's, same seed and values) "
