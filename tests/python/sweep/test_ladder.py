@@ -162,20 +162,23 @@ def test_each_variant_is_judged_at_its_own_best_rate(tmp_path, shards, xsagpt):
 
 
 def test_a_diverged_rate_counts_as_the_loss_at_initialization(tmp_path, shards, xsagpt):
-    spec = ladder_spec(tmp_path, shards, rungs=(1,), seeds=(1,), ladder={"lr_multipliers": [1, 1e30]})
+    spec = ladder_spec(tmp_path, shards, seeds=(1,), ladder={"lr_multipliers": [1, 1e30]})
     run = xsagpt("sweep", "-c", spec, "--no-plot", check=False)
     assert run.returncode == 1  # the rate that blows up fails its points
     summary = json.loads((tmp_path / "sweep" / "summary.json").read_text())
     l0 = math.log(VOCAB)
     for v in ("sa", "xsa"):
-        (row,) = summary["ladder"]["lr_sensitivity"][v]
-        good = next(p for p in summary["points"] if p["variant"] == v and p["values"]["lr_mult"] == 1)
-        bad = next(p for p in summary["points"] if p["variant"] == v and p["values"]["lr_mult"] == 1e30)
-        assert bad["status"] == "failed" and "not finite" in bad["error"]
-        assert [(x["loss"], x["n"], x["diverged"]) for x in row["rates"]] == [
-            (pytest.approx(min(good["final_val_loss"], l0), rel=1e-15), 1, 0), (pytest.approx(l0, rel=1e-15), 1, 1)]
-        assert row["spread"] == pytest.approx(l0 - good["final_val_loss"], rel=1e-12) and row["spread"] > 0
-        assert row["sensitivity"] == pytest.approx(row["spread"] / 2, rel=1e-12)
+        rows = summary["ladder"]["lr_sensitivity"][v]
+        assert [r["rung"] for r in rows] == ["d1", "d2"]
+        for row in rows:
+            at = {p["values"]["lr_mult"]: p for p in summary["points"]
+                  if p["variant"] == v and p["values"]["rung"] == row["rung"]}
+            good, bad = at[1], at[1e30]
+            assert bad["status"] == "failed" and "not finite" in bad["error"]
+            assert [(x["loss"], x["n"], x["diverged"]) for x in row["rates"]] == [
+                (pytest.approx(min(good["final_val_loss"], l0), rel=1e-15), 1, 0), (pytest.approx(l0, rel=1e-15), 1, 1)]
+            assert row["spread"] == pytest.approx(l0 - good["final_val_loss"], rel=1e-12) and row["spread"] > 0
+            assert row["sensitivity"] == pytest.approx(row["spread"] / 2, rel=1e-12)
     assert f"{l0:.4f} (n=1, 1 diverged)" in run.stdout
 
 
