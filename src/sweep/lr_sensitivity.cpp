@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <tuple>
 
 namespace xsagpt {
 
@@ -35,18 +36,20 @@ std::optional<double> counted_loss(const json& p, double l0, bool& diverged) {
 
 json lr_sensitivity(const Sweep& sweep, const json& points) {
   const SweepLadder& l = *sweep.ladder;
-  // (variant, rung) -> multiplier's index -> points
-  std::map<std::pair<std::string, int>, std::map<size_t, std::vector<size_t>>> groups;
+  // (variant, rung, the values of the other keys but the seed) -> multiplier's index -> points: a
+  // curve of loss against the rate per setting, so no other key's values are averaged together.
+  std::map<std::tuple<std::string, int, json>, std::map<size_t, std::vector<size_t>>> groups;
   for (size_t i = 0; i < sweep.points.size(); ++i) {
     const auto& p = sweep.points[i];
+    json rest = p.values;
+    for (const char* k : {"rung", "lr_mult", "train.seed"}) rest.erase(k);
     const auto m = std::find(l.lr_multipliers.begin(), l.lr_multipliers.end(), p.lr_mult);
-    groups[{p.variant, p.rung}][static_cast<size_t>(m - l.lr_multipliers.begin())].push_back(i);
+    groups[{p.variant, p.rung, rest}][static_cast<size_t>(m - l.lr_multipliers.begin())].push_back(i);
   }
   json out = json::object();
   for (const auto& v : sweep.variants)
-    for (size_t r = 0; r < l.rungs.size(); ++r) {
-      const auto it = groups.find({v, static_cast<int>(r)});
-      if (it == groups.end()) continue;
+    for (auto it = groups.lower_bound({v, 0, json()}); it != groups.end() && std::get<0>(it->first) == v; ++it) {
+      const auto r = static_cast<size_t>(std::get<1>(it->first));
       const double l0 = std::log(static_cast<double>(l.rungs[r].config.model.vocab_size));
       json rates = json::array();
       std::vector<double> losses;
@@ -69,8 +72,12 @@ json lr_sensitivity(const Sweep& sweep, const json& points) {
         else
           missing += fmt::format("{}x{:g}", missing.empty() ? "" : ", ", m);
       }
-      json row = {
-          {"rung", l.rungs[r].name}, {"l0", l0}, {"rates", rates}, {"spread", nullptr}, {"sensitivity", nullptr}};
+      json row = {{"rung", l.rungs[r].name},
+                  {"values", std::get<2>(it->first)},
+                  {"l0", l0},
+                  {"rates", rates},
+                  {"spread", nullptr},
+                  {"sensitivity", nullptr}};
       if (!missing.empty()) {
         row["why"] = fmt::format("no seed finished or diverged yet at rate {}", missing);
       } else {
@@ -96,7 +103,9 @@ TextTable lr_sensitivity_table(const json& sensitivity, std::vector<std::string>
         t.head.push_back("LR sensitivity (Wortsman)");
         head = true;
       }
-      TableRow cells{v, row["rung"].get<std::string>()};
+      std::string where = row["rung"].get<std::string>();
+      for (const auto& [k, x] : row["values"].items()) where += fmt::format(", {}={}", k, value_text(x));
+      TableRow cells{v, where};
       for (const auto& rate : row["rates"]) {
         const auto n = rate["n"].get<int64_t>(), d = rate["diverged"].get<int64_t>();
         cells.push_back(!rate["loss"].is_number()
@@ -107,8 +116,7 @@ TextTable lr_sensitivity_table(const json& sensitivity, std::vector<std::string>
       for (const char* k : {"spread", "sensitivity"})
         cells.push_back(row[k].is_number() ? bounded_fixed(row[k].get<double>(), 4) : "-");
       if (row.contains("why"))
-        notes.push_back(fmt::format("{} at {}: no rate sensitivity: {}", v, row["rung"].get<std::string>(),
-                                    row["why"].get<std::string>()));
+        notes.push_back(fmt::format("{} at {}: no rate sensitivity: {}", v, where, row["why"].get<std::string>()));
       t.rows.push_back(cells);
     }
   return t;

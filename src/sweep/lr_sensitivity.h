@@ -23,14 +23,14 @@
 namespace xsagpt {
 
 // summary.json's ladder "lr_sensitivity" (a ladder with lr_multipliers):
-//   {variant: [{"rung": name, "l0": ln(vocab_size),
+//   {variant: [{"rung": name, "values": the other grid keys' values (the seed aside; {} without), "l0": ln(vocab_size),
 //               "rates": [{"lr_mult", "lr", "loss" (mean over its seeds, each capped at l0; null
 //                          without any), "n" (seeds counted), "diverged" (of them)}],
 //               "spread" (max - min of the rates' losses), "sensitivity" (Wortsman's, above),
 //               or, where a rate has no seed finished or diverged yet, both null and "why"}]}
 json lr_sensitivity(const Sweep& sweep, const json& points);
 
-// The report's table of it: a row per variant and rung, a column per multiplier, then the
+// The report's table of it: a row per variant, rung and setting of the other keys, a column per multiplier, then the
 // spread and the sensitivity; and a note per row without them.
 TextTable lr_sensitivity_table(const json& sensitivity, std::vector<std::string>& notes);
 

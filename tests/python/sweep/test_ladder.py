@@ -150,7 +150,7 @@ def test_each_variant_is_judged_at_its_own_best_rate(tmp_path, shards, xsagpt):
         assert [r["rung"] for r in rows] == ["d1", "d2"]
         for r in rows:
             capped = [float(np.mean([min(x, l0) for x in means[(v, r["rung"], m)]])) for m in (0.1, 1, 10)]
-            assert r["l0"] == pytest.approx(l0, rel=1e-15)
+            assert r["l0"] == pytest.approx(l0, rel=1e-15) and r["values"] == {}
             assert [x["lr_mult"] for x in r["rates"]] == [0.1, 1, 10]
             assert [x["loss"] for x in r["rates"]] == pytest.approx(capped, rel=1e-12)
             assert [(x["n"], x["diverged"]) for x in r["rates"]] == [(2, 0)] * 3
