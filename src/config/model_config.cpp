@@ -3,6 +3,7 @@
 #include "config/model_section.h"
 #include "util/json_read.h"
 #include "util/paths.h"
+#include "util/regular_file.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -107,8 +108,8 @@ json to_json(const ModelConfig& c) {
 }
 
 json read_json_file(const fs::path& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) throw ConfigError(path.string() + ": is a directory, expected a JSON file");
+  if (const auto what = not_a_regular_file(path); !what.empty())
+    throw ConfigError(path.string() + ": is " + what + ", expected a JSON file");
   std::ifstream in(path);
   if (!in) throw ConfigError(path.string() + ": cannot open: " + std::strerror(errno));
   // JSON objects keep the last of two equal keys; a config with "lr" twice would

@@ -3,6 +3,7 @@
 
 #include "util/atomic_file.h"
 #include "util/json_read.h"
+#include "util/regular_file.h"
 
 #include <fmt/format.h>
 
@@ -61,7 +62,7 @@ void MetricsLog::write(const nlohmann::json& line) {
 MetricsCut truncate_metrics(const fs::path& path, int64_t step) {
   MetricsCut cut;
   if (!fs::exists(path)) return cut;
-  std::ifstream in(path, std::ios::binary);
+  auto in = open_state_file(path, std::ios::binary);
   if (!in) throw MetricsError(errno_message(path, "cannot open for reading"));
   std::string kept;
   int64_t number = 0;
@@ -100,7 +101,7 @@ std::string line_ranges(const std::vector<int64_t>& lines) {
 
 LoggedLosses losses_at_step(const fs::path& path, int64_t step) {
   LoggedLosses out;
-  std::ifstream in(path);
+  auto in = open_state_file(path);
   for (std::string line; std::getline(in, line);) {
     const auto j = parse_json_or_discarded(line);
     if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer() || j["step"].get<int64_t>() != step)

@@ -4,6 +4,7 @@
 #include "config/config_diff.h"
 #include "run/run_paths.h"
 #include "util/json_read.h"
+#include "util/regular_file.h"
 
 #include <fmt/format.h>
 
@@ -40,7 +41,7 @@ struct ValCurve {
 
 ValCurve read_val_curve(const fs::path& file) {
   ValCurve c;
-  std::ifstream in(file);
+  auto in = open_state_file(file);
   int64_t n = 0;
   for (std::string line; std::getline(in, line);) {
     ++n;

@@ -7,6 +7,7 @@
 #include "sweep/slurm_requeue.h"
 #include "sweep/text_table.h"
 #include "util/json_read.h"
+#include "util/regular_file.h"
 #include "util/spawn.h"
 
 #include <fmt/format.h>
@@ -25,7 +26,7 @@ namespace {
 // The last step a run logged: the step of the last whole line of its metrics.jsonl
 // that has one, read from the file's last 64 KiB (the history may be long).
 std::optional<int64_t> last_logged_step(const fs::path& metrics) {
-  std::ifstream in(metrics, std::ios::binary | std::ios::ate);
+  auto in = open_state_file(metrics, std::ios::binary | std::ios::ate);
   if (!in) return std::nullopt;
   const auto size = static_cast<int64_t>(in.tellg());
   const int64_t from = std::max<int64_t>(0, size - 64 * 1024);

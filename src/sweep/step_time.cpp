@@ -1,6 +1,8 @@
 // A run's median time per step from its train records (sweep/step_time.h).
 #include "sweep/step_time.h"
 
+#include "util/regular_file.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -20,7 +22,7 @@ std::optional<double> median_step_time(const std::filesystem::path& metrics) {
     double step, time_s;
     bool train;
   };
-  std::ifstream in(metrics);
+  auto in = open_state_file(metrics);
   std::vector<Mark> marks;
   for (std::string line; std::getline(in, line);) {
     const auto r = nlohmann::json::parse(line, nullptr, false);

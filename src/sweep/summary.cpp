@@ -10,6 +10,7 @@
 #include "sweep/report.h"
 #include "sweep/status.h"
 #include "util/atomic_file.h"
+#include "util/regular_file.h"
 
 #include <fmt/format.h>
 
@@ -113,7 +114,7 @@ struct Curves {
 
 Curves read_curves(const fs::path& file) {
   Curves c;
-  std::ifstream in(file);
+  auto in = open_state_file(file);
   std::vector<std::array<double, 4>> val, train;  // step, time_s, tokens, val_loss
   for (std::string line; std::getline(in, line);) {
     const json r = json::parse(line, nullptr, false);
