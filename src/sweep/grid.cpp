@@ -44,6 +44,14 @@ void record_failure(const SweepPoint& p, const std::string& error) {
   write_file_atomic(failure_file(p), json{{"error", error}, {"config", to_json(p.config)}}.dump(2) + "\n");
 }
 
+void clear_failure(const SweepPoint& p) {
+  // Removed only when there: unlinking a name that does not exist fails with EROFS, not
+  // ENOENT, on a read-only file system, where a finished sweep may well be read.
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(failure_file(p), ec))) return;
+  fs::remove(failure_file(p));
+}
+
 std::string safe_name_part(const std::string& text) {
   std::string out;
   for (unsigned char c : text) {

@@ -62,6 +62,7 @@ Sweep load_sweep(const std::string& path, int64_t world_size);
 std::filesystem::path failure_file(const SweepPoint& p);
 std::optional<json> point_failure(const SweepPoint& p);  // failed.json's contents, if the point failed
 void record_failure(const SweepPoint& p, const std::string& error);
+void clear_failure(const SweepPoint& p);  // failed.json removed, if there is one
 
 // A grid value as a name or CSV cell shows it: strings bare, everything else as JSON.
 std::string value_text(const json& v);

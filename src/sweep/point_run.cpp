@@ -36,7 +36,7 @@ std::optional<PointOutcome> settled(const SweepPoint& p, bool stale, bool retry,
   if (fs::exists(RunPaths(p.config.out_dir).done)) {
     if (main) {
       spdlog::info("{}: finished, skipping", tag);
-      fs::remove(failure_file(p));  // a record of an earlier attempt says nothing about a finished point
+      clear_failure(p);  // a record of an earlier attempt says nothing about a finished point
     }
     return PointOutcome::kFinished;
   }
@@ -58,7 +58,7 @@ PointOutcome train_point(const Sweep& sweep, const SweepPoint& p, const PointRun
   const bool stale = run.stale;
   const auto& tag = run.tag;
   if (dist.is_main()) spdlog::info("{}{}", tag, stale ? ": its config changed, running it again" : "");
-  if (dist.is_main()) fs::remove(failure_file(p));  // retried: its new outcome replaces the old record
+  if (dist.is_main()) clear_failure(p);  // retried: its new outcome replaces the old record
   TrainResult result;
   stop_here_for_tests("sweep:point-checked");
   try {
@@ -93,7 +93,7 @@ PointOutcome train_point(const Sweep& sweep, const SweepPoint& p, const PointRun
     return PointOutcome::kBusy;
   }
   if (dist.is_main()) {
-    if (result.finished) fs::remove(failure_file(p));
+    if (result.finished) clear_failure(p);
     if (run.write_summary) write_summary(sweep);
   }
   return result.finished ? PointOutcome::kFinished : PointOutcome::kInterrupted;
