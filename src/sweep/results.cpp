@@ -5,6 +5,7 @@
 #include "sweep/report.h"
 #include "sweep/status.h"
 #include "sweep/summary.h"
+#include "sweep/sweep_claim.h"
 #include "sweep/text_table.h"
 #include "util/paths.h"
 #include "util/spawn.h"
@@ -90,6 +91,9 @@ void report_end(const Sweep& sweep, const Unfinished& u, bool draw, DistContext&
 
 
 int summarize_sweep(const Sweep& sweep, bool draw) {
+  // Another sweep file would find none of the directory's points its own, and rewrite a
+  // finished sweep's summary and report with every point invalid.
+  check_sweep_file(sweep);
   const auto summary = write_summary(sweep);
   print_results(summary);
   std::cout << fmt::format("summary: {}\n", (sweep.dir / "summary.json").string());

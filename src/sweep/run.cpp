@@ -5,9 +5,8 @@
 #include "sweep/point_run.h"
 #include "sweep/progress.h"
 #include "sweep/results.h"
+#include "sweep/sweep_claim.h"
 #include "train/signals.h"
-#include "util/atomic_file.h"
-#include "util/json_read.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -19,44 +18,6 @@ namespace xsagpt {
 namespace fs = std::filesystem;
 
 namespace {
-
-// The sweep file a directory was made from (its sweep.json) must be this one, unless
-// forced; out_dir aside, as a sweep copied or moved elsewhere, its out_dir edited, is
-// the same sweep, and so is one whose Slurm settings (how its jobs are scheduled, never
-// what they train) changed. Then sweep.json is this sweep file.
-void claim_sweep_file(const Sweep& sweep, bool force, DistContext& dist) {
-  const auto spec_file = sweep.dir / "sweep.json";
-  auto placeless = [](json spec) {
-    if (!spec.is_object()) return spec;
-    spec.erase("out_dir");
-    spec.erase("slurm");
-    if (spec.contains("ladder") && spec["ladder"].is_object() && spec["ladder"].contains("rungs") &&
-        spec["ladder"]["rungs"].is_array())
-      for (auto& r : spec["ladder"]["rungs"])
-        if (r.is_object()) r.erase("slurm");
-    return spec;
-  };
-  const auto text = sweep.spec.dump(2) + "\n";
-  auto check = [&] {
-    const auto found = read_json_file(spec_file);
-    if (placeless(found) != placeless(sweep.spec) && !force)
-      throw ConfigError(
-          fmt::format("{} was made from a different sweep file; use another out_dir, or --force to "
-                      "continue with the new one",
-                      sweep.dir.string()));
-    return found == sweep.spec;
-  };
-  if (fs::exists(spec_file)) {
-    // Rewritten only when it says another place (a moved sweep) or, forced, another sweep.
-    if (!check() && dist.is_main()) write_file_atomic_shared(spec_file, text);
-    return;
-  }
-  if (!dist.is_main()) return;
-  fs::create_directories(sweep.dir);
-  // Any number of processes may start on a new sweep directory at once: the first to
-  // create sweep.json writes it, and every other one checks it like an old one.
-  if (!create_file_exclusive(spec_file, text) && !check()) write_file_atomic_shared(spec_file, text);
-}
 
 // A point whose directory was made with another resolved config (the sweep's set,
 // its base file or a default changed) is stale: refused, or with force rerun.
