@@ -1,5 +1,5 @@
 // The optimizer's fixed choices in a run config (train.optimizer, train.adamw,
-// train.muon_adjust_lr) as enums, each with the one table of its JSON names
+// train.muon_adjust_lr, train.schedule) as enums, each with the one table of its JSON names
 // (config/schema.h's rule): configs, config.json, checkpoints and --set keep the
 // names, the program compares the enum. The rule of which optimizers shard lives
 // here too, so train's validation and `xsagpt info` ask the same question.
@@ -39,5 +39,14 @@ inline constexpr std::array<std::pair<MuonAdjustLr, const char*>, 2> kMuonAdjust
     {{MuonAdjustLr::kOriginal, "original"}, {MuonAdjustLr::kMatchRmsAdamW, "match_rms_adamw"}}};
 inline const auto& enum_names(MuonAdjustLr) { return kMuonAdjustLrNames; }
 inline const char* name(MuonAdjustLr a) { return schema::enum_name(a); }
+
+// train.schedule: the learning rate's shape after warmup (optim/schedule.h): a cosine
+// over the rest of the run, or warmup-stable-decay (a constant rate, then a decay over
+// the run's last train.decay_fraction).
+enum class Schedule { kCosine, kWsd };
+inline constexpr std::array<std::pair<Schedule, const char*>, 2> kScheduleNames{
+    {{Schedule::kCosine, "cosine"}, {Schedule::kWsd, "wsd"}}};
+inline const auto& enum_names(Schedule) { return kScheduleNames; }
+inline const char* name(Schedule s) { return schema::enum_name(s); }
 
 }  // namespace xsagpt

@@ -28,6 +28,13 @@ void RunConfig::validate(int64_t world_size) const {
     fail("train.min_lr_ratio", fmt::format("must be in [0, 1], got {}", t.min_lr_ratio));
   if (t.warmup_steps < 0) fail("train.warmup_steps", "must be >= 0");
   if (t.max_steps < 1) fail("train.max_steps", "must be >= 1");
+  if (!(t.decay_fraction >= 0 && t.decay_fraction <= 1))
+    fail("train.decay_fraction", fmt::format("must be in [0, 1], got {}", t.decay_fraction));
+  if (t.schedule == Schedule::kWsd && t.decay_start() < t.warmup_steps)
+    fail("train.decay_fraction",
+         fmt::format("{} of {} steps is a decay of {} steps from step {}, before the warmup's {} steps end; "
+                     "choose a smaller decay_fraction or fewer warmup_steps",
+                     t.decay_fraction, t.max_steps, t.max_steps - t.decay_start(), t.decay_start(), t.warmup_steps));
   if (t.seq_len < 1 || t.seq_len > model.block_size)
     fail("train.seq_len", fmt::format("must be in 1..{} (model.block_size), got {}", model.block_size, t.seq_len));
   if (t.micro_batch < 1) fail("train.micro_batch", "must be >= 1");

@@ -8,6 +8,7 @@
 #include "config/optim_choices.h"
 #include "config/runtime.h"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,8 @@ struct DataConfig {
 struct TrainConfig {
   double lr = 6e-4;
   double min_lr_ratio = 0.1;
+  Schedule schedule = Schedule::kCosine;
+  double decay_fraction = 0.2;
   int64_t warmup_steps = 2000;
   int64_t max_steps = 200000;
   int64_t seq_len = 1024;
@@ -62,10 +65,23 @@ struct TrainConfig {
   std::string kernels = "auto";
   bool shard_optimizer = false;
 
+  // With schedule wsd, the first step of the decay (optim/schedule.h): the rate is lr
+  // until it, and the decay takes decay_fraction of max_steps, rounded to whole steps.
+  int64_t decay_start() const {
+    return max_steps - std::llround(decay_fraction * static_cast<double>(max_steps));
+  }
+
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v("lr", s.lr, "peak learning rate (after warmup)");
-    v("min_lr_ratio", s.min_lr_ratio, "cosine decay ends at lr * min_lr_ratio at max_steps");
+    v("min_lr_ratio", s.min_lr_ratio, "the decay (cosine or wsd's) ends at lr * min_lr_ratio at max_steps");
+    v("schedule", s.schedule,
+      "the rate after warmup: \"cosine\" (down to lr * min_lr_ratio over the rest of the run) or \"wsd\" "
+      "(warmup-stable-decay: lr until the last decay_fraction of the run, then 1-sqrt down to lr * min_lr_ratio, "
+      "as Hägele et al. 2024); a wsd run's max_steps may be changed on resume before its decay starts, bit-exact");
+    v("decay_fraction", s.decay_fraction,
+      "with schedule \"wsd\": the share of max_steps the decay takes (rounded to steps; 0: no decay); it starts "
+      "at max_steps - round(decay_fraction * max_steps), not before warmup_steps");
     v("warmup_steps", s.warmup_steps, "linear warmup steps from 0 to lr");
     v("max_steps", s.max_steps, "optimizer steps in the run");
     v("seq_len", s.seq_len, "tokens per sequence (<= model.block_size)");
@@ -130,6 +146,10 @@ struct RunConfig {
   void validate(int64_t world_size = 1) const;
   int64_t tokens_per_micro_step(int64_t world_size) const { return train.micro_batch * train.seq_len * world_size; }
   int64_t accumulation_steps(int64_t world_size) const;
+  // The tokens of an optimizer step over all ranks (the global batch).
+  int64_t tokens_per_step(int64_t world_size) const {
+    return train.batch_tokens > 0 ? train.batch_tokens : tokens_per_micro_step(world_size);
+  }
   // How the model runs (config/runtime.h) on a CUDA device or not: runtime_of(train, cuda).
   Runtime runtime(bool cuda) const;
 };

@@ -183,7 +183,8 @@ torch::Tensor GPTImpl::hidden(const torch::Tensor& idx, KVCache* cache) {
     }
   }
   if (cache) cache->length = past + S + T;
-  auto h = x.norm(transformer->ln_f).narrow(1, S, T);  // sinks predict nothing
+  auto h = x.norm(transformer->ln_f);
+  if (S > 0) h = h.narrow(1, S, T);  // sinks predict nothing (a narrow's backward zero-fills a copy)
   // μP's output multiplier 1/m, on the head's input so that every head path (whole
   // logits, chunks, the fused loss) takes it: logits = W (h / m).
   return cfg.width_multiplier() == 1.0 ? h : h * cfg.logit_scale();

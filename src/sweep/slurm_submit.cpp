@@ -3,36 +3,23 @@
 
 #include "sweep/point_lock.h"
 #include "sweep/slurm_plan.h"
+#include "sweep/slurm_queue.h"
 #include "sweep/slurm_scripts.h"
 #include "sweep/status.h"
 #include "util/atomic_file.h"
 #include "util/spawn.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <filesystem>
 #include <iostream>
-#include <set>
-#include <sstream>
 
 namespace xsagpt {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-// The array task ids (point indices) of this sweep's jobs in the queue, pending,
-// running or requeued: `squeue -r` lists one line per task.
-std::set<size_t> queued_points(const std::string& job_name) {
-  std::string out;
-  const int rc = run_program_output({"squeue", "--noheader", "--array", "--name=" + job_name, "--format=%K"}, out);
-  if (rc != 0) throw ConfigError(fmt::format("--submit: squeue --name={} failed (exit {}); is Slurm reachable?", job_name, rc));
-  std::set<size_t> ids;
-  std::istringstream lines(out);
-  for (std::string line; std::getline(lines, line);)
-    if (!line.empty() && line.find_first_not_of("0123456789") == std::string::npos) ids.insert(std::stoull(line));
-  return ids;
-}
 
 // sbatch --parsable prints "<id>" or "<id>;<cluster>".
 std::string sbatch_job(const std::vector<std::string>& argv) {
@@ -47,6 +34,25 @@ std::string sbatch_job(const std::vector<std::string>& argv) {
   return id;
 }
 
+// Cancels the array jobs `ids` that a refused submission had queued. Throws the refusal
+// when nothing of the sweep stays queued; otherwise says which jobs are left and returns 1.
+int withdraw(const std::vector<std::string>& ids, const std::string& refusal) {
+  std::vector<std::string> argv{"scancel"};
+  argv.insert(argv.end(), ids.begin(), ids.end());
+  std::string list;
+  for (const auto& id : ids) list += (list.empty() ? "" : " ") + id;
+  const int rc = run_program(argv, true);
+  if (rc == 0)
+    throw ConfigError(fmt::format("{}; cancelled the {} array job(s) submitted before it ({}), so nothing of this "
+                                  "sweep is queued: the same command submits it again once the refusal is fixed",
+                                  refusal, ids.size(), list));
+  spdlog::error("{}; the {} array job(s) submitted before it ({}) could not be cancelled (scancel exit {}) and stay "
+                "queued with no summary job after them: cancel them with `scancel {}`, or run --summarize once they "
+                "have ended",
+                refusal, ids.size(), list, rc, list);
+  return 1;
+}
+
 }  // namespace
 
 int run_slurm(const Sweep& sweep, const std::string& sweep_file, const SlurmRunOptions& opts,
@@ -54,7 +60,7 @@ int run_slurm(const Sweep& sweep, const std::string& sweep_file, const SlurmRunO
   if (!sweep.slurm)
     throw ConfigError(fmt::format("--slurm: {} has no \"slurm\" section (its keys: docs/cluster.md)", sweep_file));
   if (opts.submit)
-    for (const auto* tool : {"sbatch", "squeue"})
+    for (const auto* tool : {"sbatch", "squeue", "scancel"})
       if (find_on_path(tool).empty())
         throw ConfigError(fmt::format("--submit: no {} on the PATH: run it where Slurm's commands are, or without "
                                       "--submit to write the scripts alone",
@@ -71,19 +77,22 @@ int run_slurm(const Sweep& sweep, const std::string& sweep_file, const SlurmRunO
   const auto dir = fs::absolute(sweep.dir).lexically_normal();
   const auto slurm_dir = dir / "slurm";
   ctx.log_dir = (slurm_dir / "logs").string();
-  ctx.job_name = slurm_job_name(dir.string());
+  ctx.job_name = sweep_job_name(sweep);
   ctx.retry_failed = opts.retry_failed;
   ctx.plot = opts.plot;
+  std::vector<std::string> labels;
+  for (const auto& a : arrays) labels.push_back(a.label);
+  check_slurm_script_values(ctx, labels);
 
   // Which points to submit: neither done nor queued, nor held by a live process, nor
   // failed (unless retried), nor invalid.
-  const auto queued = opts.submit ? queued_points(ctx.job_name) : std::set<size_t>{};
+  const auto queued = opts.submit ? queued_tasks(sweep) : std::map<size_t, QueuedTask>{};
   const auto timing = point_lock_timing();
-  const double now = seconds_now();
+  const auto clock = sweep_lock_clock(sweep);
   std::map<std::string, size_t> counts;
   std::vector<bool> wanted(sweep.points.size(), false);
   for (size_t i = 0; i < sweep.points.size(); ++i) {
-    const auto st = point_state(sweep, sweep.points[i], timing, now);
+    const auto st = point_state(sweep, sweep.points[i], timing, clock);
     std::string why = st.state;
     if (queued.contains(i)) why = "queued";
     else if (st.state == "failed" && opts.retry_failed) why = "pending";
@@ -129,16 +138,26 @@ int run_slurm(const Sweep& sweep, const std::string& sweep_file, const SlurmRunO
                              shell_quote(summary.string()), shell_quote(sweep_file));
     return 0;
   }
-  std::string deps;
-  for (const auto& [file, what] : scripts) {
-    const auto id = sbatch_job({"sbatch", "--parsable", file.string()});
-    std::cout << fmt::format("submitted array job {} ({}): {}\n", id, file.filename().string(), what);
-    deps += ":" + id;
+  // All or nothing: a later sbatch that refuses (a partition, a node count, a limit of the
+  // cluster's) would leave the arrays before it queued with no summary job after them, so
+  // they are cancelled, and the refusal stands for the whole submission.
+  std::vector<std::string> ids;
+  try {
+    for (const auto& [file, what] : scripts) {
+      ids.push_back(sbatch_job({"sbatch", "--parsable", file.string()}));
+      std::cout << fmt::format("submitted array job {} ({}): {}\n", ids.back(), file.filename().string(), what);
+    }
+    std::string deps;
+    for (const auto& id : ids) deps += ":" + id;
+    const auto id = sbatch_job({"sbatch", "--parsable", "--dependency=afterany" + deps, summary.string()});
+    std::cout << fmt::format("submitted summary job {} (after the arrays end, whatever their outcome); watch with: "
+                             "xsagpt sweep -c {} --status\n",
+                             id, shell_quote(sweep_file));
+  } catch (const ConfigError& e) {
+    std::cout.flush();
+    if (ids.empty()) throw;
+    return withdraw(ids, e.what());
   }
-  const auto id = sbatch_job({"sbatch", "--parsable", "--dependency=afterany" + deps, summary.string()});
-  std::cout << fmt::format("submitted summary job {} (after the arrays end, whatever their outcome); watch with: "
-                           "xsagpt sweep -c {} --status\n",
-                           id, shell_quote(sweep_file));
   return 0;
 }
 

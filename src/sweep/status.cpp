@@ -3,8 +3,11 @@
 
 #include "run/run_paths.h"
 #include "sweep/point_check.h"
+#include "sweep/slurm_queue.h"
+#include "sweep/slurm_requeue.h"
 #include "sweep/text_table.h"
 #include "util/json_read.h"
+#include "util/spawn.h"
 
 #include <fmt/format.h>
 
@@ -47,17 +50,19 @@ std::string progress_text(const SweepPoint& p) {
 }
 
 // A point that is neither done, failed nor invalid: running while a live process
-// holds its lock, pending otherwise (with how far an earlier process took it).
-PointState unfinished_state(const Sweep& sweep, const SweepPoint& p, const PointLockTiming& timing, double now) {
+// holds its lock (one that stopped beating but still holds the run directory included,
+// and said so), pending otherwise (with how far an earlier process took it).
+PointState unfinished_state(const Sweep& sweep, const SweepPoint& p, const PointLockTiming& timing,
+                            const LockClock& clock) {
   const auto holder = read_point_lock(point_lock_dir(sweep.dir, p.name));
   const bool begun = fs::exists(RunPaths(p.config.out_dir).config);
   if (holder && !holder->released) {
-    const auto stale = stale_reason(*holder, timing, now);
-    if (!stale)
-      return {"running", fmt::format("{}, {}, last heartbeat {}", holder->describe(), progress_text(p),
-                                     age_text(now - holder->heartbeat))};
+    const auto check = check_holder(*holder, timing, clock, p.config.out_dir);
+    if (check.live)
+      return {"running", fmt::format("{}, {}, last heartbeat {}{}", holder->describe(), progress_text(p),
+                                     age_text(check.age), check.why.empty() ? "" : ": " + check.why)};
     return {"pending", fmt::format("{}; its holder, {}, stopped: {}; the next process takes it over",
-                                   begun ? progress_text(p) : "not started", holder->describe(), *stale)};
+                                   begun ? progress_text(p) : "not started", holder->describe(), check.why)};
   }
   if (begun) return {"pending", progress_text(p) + ", resumes from its last checkpoint"};
   return {"pending", "not started"};
@@ -65,7 +70,10 @@ PointState unfinished_state(const Sweep& sweep, const SweepPoint& p, const Point
 
 }  // namespace
 
-PointState point_state(const Sweep& sweep, const SweepPoint& p, const PointLockTiming& timing, double now) {
+LockClock sweep_lock_clock(const Sweep& sweep) { return LockClock::of(sweep.dir / ".locks"); }
+
+PointState point_state(const Sweep& sweep, const SweepPoint& p, const PointLockTiming& timing,
+                       const LockClock& clock) {
   if (const auto foreign = foreign_run(p)) return {"invalid", *foreign};
   const RunPaths run(p.config.out_dir);
   if (fs::exists(run.done)) {
@@ -77,19 +85,34 @@ PointState point_state(const Sweep& sweep, const SweepPoint& p, const PointLockT
     const auto error = failure->value("error", json("unknown"));
     return {"failed", error.is_string() ? error.get<std::string>() : error.dump()};
   }
-  return unfinished_state(sweep, p, timing, now);
+  return unfinished_state(sweep, p, timing, clock);
 }
 
 int print_sweep_status(const Sweep& sweep) {
   const auto timing = point_lock_timing();
-  const double now = seconds_now();
+  const auto clock = sweep_lock_clock(sweep);
+  // Slurm's view, where the sweep runs there: each queued task's state, and why it waits.
+  std::map<size_t, QueuedTask> queued;
+  std::string queue_note;
+  if (sweep.slurm && !find_on_path("squeue").empty()) {
+    try {
+      queued = queued_tasks(sweep);
+    } catch (const ConfigError& e) {
+      queue_note = fmt::format("(Slurm's queue left out: {})\n", e.what());
+    }
+  }
   std::map<std::string, size_t> totals{{"done", 0}, {"running", 0}, {"pending", 0}, {"failed", 0}, {"invalid", 0}};
   const size_t width = std::to_string(sweep.points.size() - 1).size();
   for (size_t i = 0; i < sweep.points.size(); ++i) {
-    const auto s = point_state(sweep, sweep.points[i], timing, now);
+    const auto& p = sweep.points[i];
+    auto s = point_state(sweep, p, timing, clock);
     totals[s.state] += 1;
-    std::cout << fmt::format("{:>{}} {:<7} {}  {}\n", i, width, s.state, sweep.points[i].name, s.detail);
+    if (s.state == "running" || s.state == "pending")
+      if (const auto requeues = requeue_summary(p)) s.detail += "; " + *requeues;
+    if (const auto it = queued.find(i); it != queued.end()) s.detail += "; in Slurm: " + it->second.describe();
+    std::cout << fmt::format("{:>{}} {:<7} {}  {}\n", i, width, s.state, p.name, s.detail);
   }
+  std::cout << queue_note;
   std::cout << fmt::format("{} point(s): {} done, {} running, {} pending, {} failed, {} invalid\n",
                            sweep.points.size(), totals["done"], totals["running"], totals["pending"],
                            totals["failed"], totals["invalid"]);

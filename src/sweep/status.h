@@ -1,7 +1,10 @@
 // Sweeps, where each point stands, read from the sweep directory alone (its points'
-// run directories and their locks, sweep/point_lock.h) without writing anything, so
+// run directories and their locks, sweep/point_lock.h) without writing anything but the
+// lock clock's probe file, removed at once, so
 // any process on any machine sharing the directory may ask while others train:
-// `xsagpt sweep --status`, and the points `--summarize` names as left out.
+// `xsagpt sweep --status`, and the points `--summarize` names as left out. On Slurm,
+// --status adds each point's requeues (sweep/slurm_requeue.h) and, where squeue
+// answers, its task in the queue with the reason it waits (sweep/slurm_queue.h).
 #pragma once
 
 #include "sweep/grid.h"
@@ -16,8 +19,12 @@ struct PointState {
   std::string detail;  // the final val loss; the holder, step and heartbeat; why; ...
 };
 
-// `now`: seconds since the epoch, against which heartbeats are aged.
-PointState point_state(const Sweep& sweep, const SweepPoint& p, const PointLockTiming& timing, double now);
+// `clock`: what lock files are aged against (sweep_lock_clock).
+PointState point_state(const Sweep& sweep, const SweepPoint& p, const PointLockTiming& timing,
+                       const LockClock& clock);
+
+// The clock a sweep's point locks are aged against: a probe in its .locks folder.
+LockClock sweep_lock_clock(const Sweep& sweep);
 
 // One line per point (its index, name, state and detail), then the totals. Returns 0.
 int print_sweep_status(const Sweep& sweep);

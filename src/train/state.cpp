@@ -1,5 +1,6 @@
 #include "train/state.h"
 
+#include "config/resume_check.h"
 #include "data/vocab.h"
 #include "run/from_checkpoint.h"
 
@@ -80,7 +81,8 @@ TrainingState::TrainingState(const RunConfig& cfg, const Runtime& rt, torch::Dev
       progress(cfg, rt, dist, device),
       cfg_(cfg),
       device_(device),
-      dist_(dist) {
+      dist_(dist),
+      trace_(dist.rank()) {
   vocab_ = check_data(cfg.model.vocab_size);
   parts = build_training(cfg.model, cfg.train, rt, device, dist);  // as bench builds them
 }
@@ -91,48 +93,44 @@ ShardVocab TrainingState::check_data(int64_t vocab_size) const {
   std::vector<const ShardInfo*> all;
   for (const auto& s : loader.shards()) all.push_back(&s);
   for (const auto& s : val.shards()) all.push_back(&s);
-  ShardVocab vocab;
-  if (!all.empty()) {
-    vocab = shard_set_vocab(all);
-    check_model_vocab(vocab, vocab_size, all.front()->path);
+  try {
+    return check_shards_for_model(all, nullptr, vocab_size, "model.vocab_size");  // a fresh model takes theirs
+  } catch (const DataError& e) {
+    throw DataError(fmt::format("{} (found before training: nothing was written or changed)", e.what()));
   }
-  // Shards are read from disk (or the page cache) in parallel; the first error in
-  // file order is the one reported.
-  const size_t workers = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
-  std::vector<std::string> errors(all.size());
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (size_t w = 0; w < std::min(workers, all.size()); ++w)
-    pool.emplace_back([&] {
-      for (size_t i; (i = next++) < all.size();) {
-        try {
-          check_token_ids(*all[i], vocab_size);
-        } catch (const std::exception& e) {
-          errors[i] = e.what();
-        }
-      }
-    });
-  for (auto& th : pool) th.join();
-  for (const auto& e : errors)
-    if (!e.empty()) throw DataError(e + " (found before training: nothing was written or changed)");
-  return vocab;
 }
 
 DataState TrainingState::data_state() {
-  return {dist_.all_gather((batches_ ? batches_->state() : loader.state()).to_json()), val.identity()};
+  return {dist_.all_gather((batches_ ? batches_->state() : loader.state()).to_json()), val.identity(),
+          val.num_sequences()};
 }
 
 void TrainingState::load_data_state(const DataState& d, const std::string& file) {
   try {
-    loader.load_state(LoaderState::from_json(d.loader[dist_.rank()]));
+    // Every rank saved the stream's position, where the next optimizer step begins,
+    // so any number of ranks continues from it.
+    for (size_t r = 1; r < d.loader.size(); ++r)
+      if (d.loader[r] != d.loader[0])
+        throw DataError(fmt::format("the loader states of ranks 0 and {} differ; every rank saves the same", r));
+    loader.load_state(LoaderState::from_json(d.loader[0]));
     val.check_identity(d.val_shards);
   } catch (const DataError& e) {
     throw DataError(fmt::format("{}: {}", file, e.what()));
   }
+  if (d.val_sequences >= 0 && d.val_sequences != val.num_sequences() && dist_.is_main())
+    spdlog::warn(
+        "validation: {}'s run evaluated {} sequences, this one evaluates {} (train.eval_tokens {} in batches of "
+        "micro_batch {} x {} rank(s)): the val losses from here on are over another set. An eval_tokens that is a "
+        "multiple of both runs' micro_batch x seq_len x ranks keeps it",
+        file, d.val_sequences, val.num_sequences(), cfg_.train.eval_tokens, cfg_.train.micro_batch, dist_.world_size());
 }
 
 void TrainingState::restore(const Checkpoint& c, const std::string& file) {
   TORCH_CHECK(!batches_, "TrainingState::restore: the batch thread has started");
+  // The model learned the ids of the vocabulary its checkpoint records; data.* may change on a
+  // resume, but not into another vocabulary.
+  check_model_input(recorded_vocab(c.vocab, file + ": vocab"), cfg_.model.vocab_size, file, vocab_,
+                    vocab_.compact() ? vocab_.file : "the shards (data.train, data.val)");
   load_model_state(parts.model, c.model, file);
   check_kernels(c, file);
   parts.optimizer->load_state(c.optimizer, file);
@@ -142,6 +140,11 @@ void TrainingState::restore(const Checkpoint& c, const std::string& file) {
   step = c.step;
   tokens = c.tokens;
   if (dist_.is_main()) spdlog::info("resumed from {} at step {}", file, step);
+  if (const int64_t then = c.data.ranks(), now = dist_.world_size(); then != now) {
+    const auto why = check_resume_ranks(cfg_, c.config, then, now, file);
+    if (dist_.is_main()) spdlog::warn("{}", why);
+    progress.add_rank_change({step, then, now});
+  }
 }
 
 void TrainingState::start(const std::filesystem::path& metrics_path) {
@@ -151,6 +154,7 @@ void TrainingState::start(const std::filesystem::path& metrics_path) {
 
 std::pair<torch::Tensor, torch::Tensor> TrainingState::next_batch() {
   auto [x, y] = batches_->next();
+  trace_.record(step + 1, x, y);  // the step this micro-batch is part of
   return {x.to(device_, /*non_blocking=*/true), y.to(device_, /*non_blocking=*/true)};
 }
 

@@ -29,6 +29,55 @@ TEST(Schedule, WarmupPeakMidAndEnd) {
   for (int64_t s = 101; s < 1100; ++s) EXPECT_LE(learning_rate(t, s), learning_rate(t, s - 1));
 }
 
+// Warmup-stable-decay written out in float64 from its definition (optim/schedule.h),
+// independently of the code's branches: linear warmup, the peak until the decay's first
+// step max_steps - round(f max_steps), then min + (peak - min)(1 - sqrt(k / n)) at the
+// decay's k-th step of n.
+double wsd_reference(double peak, double min_ratio, int64_t warmup, int64_t steps, double f, int64_t step) {
+  const int64_t n = static_cast<int64_t>(std::floor(f * static_cast<double>(steps) + 0.5));
+  const double min = peak * min_ratio;
+  if (step < warmup) return peak * static_cast<double>(step + 1) / static_cast<double>(warmup);
+  if (step >= steps) return min;
+  if (step < steps - n) return peak;
+  return min + (peak - min) * (1.0 - std::sqrt(static_cast<double>(step - (steps - n)) / static_cast<double>(n)));
+}
+
+TEST(Schedule, WsdIsWarmupThenThePeakThenOneMinusSqrtDecay) {
+  TrainConfig t;
+  t.schedule = Schedule::kWsd;
+  t.lr = 3e-3;
+  t.min_lr_ratio = 0.05;
+  t.warmup_steps = 10;
+  for (const auto& [steps, f] : std::vector<std::pair<int64_t, double>>{{100, 0.2}, {37, 0.3}, {1000, 0.99}, {50, 0}}) {
+    t.max_steps = steps;
+    t.decay_fraction = f;
+    int64_t below_peak = 0;
+    for (int64_t s = 0; s <= steps + 1; ++s) {
+      EXPECT_NEAR(learning_rate(t, s), wsd_reference(3e-3, 0.05, 10, steps, f, s), 1e-18) << steps << " " << s;
+      below_peak += s >= 10 && learning_rate(t, s) < 3e-3;
+    }
+    // Non-trivial: the decay takes as many steps as the fraction says (its first at the peak).
+    EXPECT_EQ(below_peak, std::max<int64_t>(0, std::llround(f * steps) - 1) + 2) << steps;
+  }
+  t.max_steps = 100, t.decay_fraction = 0.2;
+  EXPECT_EQ(t.decay_start(), 80);
+  EXPECT_DOUBLE_EQ(learning_rate(t, 79), 3e-3);
+  EXPECT_DOUBLE_EQ(learning_rate(t, 80), 3e-3);                                  // the decay's first step
+  EXPECT_NEAR(learning_rate(t, 85), 1.5e-4 + 2.85e-3 * (1 - 0.5), 1e-18);        // a quarter in: sqrt = 1/2
+  EXPECT_DOUBLE_EQ(learning_rate(t, 100), 1.5e-4);                               // min at max_steps
+}
+
+// The rates before a wsd run's decay do not depend on its length: a run branched from
+// another's stable phase takes the rates it would have taken from scratch.
+TEST(Schedule, WsdRatesBeforeTheDecayDoNotDependOnTheLength) {
+  TrainConfig a, b;
+  a.schedule = b.schedule = Schedule::kWsd;
+  a.warmup_steps = b.warmup_steps = 20;
+  a.max_steps = 200, b.max_steps = 1000;
+  for (int64_t s = 0; s < a.decay_start(); ++s) EXPECT_EQ(learning_rate(a, s), learning_rate(b, s)) << s;
+  EXPECT_NE(learning_rate(a, a.decay_start() + 1), learning_rate(b, a.decay_start() + 1));
+}
+
 TEST(WeightDecay, OnlyMatricesDecay) {
   auto cfg = test::small_model("xsa");
   cfg.bias = true;
