@@ -87,14 +87,14 @@ TEST(Mup, HiddenMatricesStartSmallerByTheRootOfTheMultiplier) {
   }
   // A head whose SP start depends on width: under μP it is the base width's, whatever d_model.
   auto wide = test::small_model("sa", 64);
-  wide.d_model = 4096;
-  wide.n_head = 2;
+  wide.d_model = 2500;
+  wide.mlp_ratio = 0.1;
   wide.n_layer = 1;
   wide.parametrization = Parametrization::kMup;
-  wide.mup_base_width = 256;
+  wide.mup_base_width = 100;
   torch::manual_seed(1);
   const auto head = GPT(wide)->lm_head->weight;
-  EXPECT_NEAR(head.std().item<double>(), 0.02, 0.001);  // SP's would be 0.5/sqrt(4096) = 0.0078
+  EXPECT_NEAR(head.std().item<double>(), 0.02, 0.001);  // SP's would be 0.5/sqrt(2500) = 0.01
 }
 
 TEST(Mup, EachParameterSaysItsRoleAndHiddenMatricesGetOneOverM) {
