@@ -17,7 +17,9 @@
 #include "train/signals.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 
@@ -129,7 +131,23 @@ int sweep(int argc, char** argv) {
   run.retry_failed = args.count("retry-failed") > 0;
   run.plot = args.count("no-plot") == 0;
   run.watch_hint = track_command(sweep.dir);
-  return point ? run_sweep_point(sweep, *point, run, dist) : run_sweep(sweep, run, dist);
+  if (point) return run_sweep_point(sweep, *point, run, dist);
+  int rc = run_sweep(sweep, run, dist);
+  // A ladder that tunes at its smallest rungs (ladder.tune_rungs) learns the larger rungs'
+  // rates from them: the sweep is loaded again and goes on while that adds points.
+  const Sweep* last = &sweep;
+  Sweep next;
+  while (rc != kSweepInterrupted && !last->waiting.empty()) {
+    const size_t known = last->points.size();
+    next = load_sweep(args["config"].as<std::string>(), dist.world_size());
+    last = &next;
+    if (next.points.size() == known) break;
+    rc = std::max(rc, run_sweep(next, run, dist));
+  }
+  if (dist.is_main())
+    for (const auto& t : last->tuning)
+      if (!t.lr_mult) spdlog::warn("{}: its larger rungs wait for its rate: {}", t.variant, t.waits);
+  return rc;
 }
 
 }  // namespace xsagpt::cli

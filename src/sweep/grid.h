@@ -45,7 +45,9 @@ struct Sweep {
   std::string variant_key;            // "model.attention" when the grid's attention values are the variants
   std::vector<SweepPoint> points;
   std::optional<SweepLadder> ladder;
-  std::optional<SlurmSpec> slurm;  // how its points run as Slurm jobs (sweep/slurm_spec.h)
+  std::vector<LadderTuning> tuning;  // with ladder.tune_rungs: per variant, its tuned rate
+  std::vector<SweepPoint> waiting;   // points whose rate the tuning rungs will give: never run as they are
+  std::optional<SlurmSpec> slurm;    // how its points run as Slurm jobs (sweep/slurm_spec.h)
 };
 
 // A grid value's text made safe as (part of) one directory name: '/', '%', backslash
