@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The μP transfer study (results in docs/mup-transfer-study.md): is each attention kind's
+"""The μP transfer study (results in docs/mup-transfer.md): is each attention kind's
 best learning rate flat across width under model.parametrization "mup", as it is not under
 "sp"? Reads a sweep of configs/sweeps/mup-transfer.json (each point's config.json: its
 attention, parametrization and d_model; summary.json: its train.lr, train.seed and final val
@@ -25,16 +25,26 @@ import sys
 
 
 def read_points(sweep: pathlib.Path) -> dict:
-    """(kind, parametrization) -> width -> rate -> {seed: final val loss}, the finished points."""
+    """(kind, parametrization) -> width -> rate -> {seed: final val loss}, the finished points.
+    At mup_base_width a mup model is its sp twin bit for bit (tests/cpp/model/test_mup.cpp), so
+    the sweep runs that width once, under sp, and it stands for both."""
     summary = json.loads((sweep / "summary.json").read_text())
     out: dict = collections.defaultdict(lambda: collections.defaultdict(lambda: collections.defaultdict(dict)))
+    base = {}
     for p in summary["points"]:
         loss = p.get("final_val_loss")
         if p.get("status") != "done" or not isinstance(loss, (int, float)) or not math.isfinite(loss):
             continue
         model = json.loads((sweep / p["dir"] / "config.json").read_text())["model"]
-        key = (model.get("attention", "sa"), model.get("parametrization", "sp"))
+        kind = model.get("attention", "sa")
+        key = (kind, model.get("parametrization", "sp"))
         out[key][model["d_model"]][p["values"]["train.lr"]][p["values"]["train.seed"]] = loss
+        if key[1] == "sp" and model["d_model"] == model.get("mup_base_width"):
+            base.setdefault(kind, {})[p["values"]["train.lr"], p["values"]["train.seed"]] = (model["d_model"], loss)
+    for kind, runs in base.items():
+        for (lr, seed), (width, loss) in runs.items():
+            if (kind, "mup") in out:
+                out[kind, "mup"][width][lr].setdefault(seed, loss)
     return out
 
 
