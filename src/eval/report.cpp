@@ -2,6 +2,7 @@
 
 #include "config/model_config.h"
 #include "config/model_section.h"
+#include "stats/holm.h"
 #include "stats/paired.h"
 
 #include <fmt/format.h>
@@ -160,6 +161,21 @@ json over_pairs(const json& ms, const std::vector<std::pair<size_t, size_t>>& ps
   return out;
 }
 
+// Every variant is tested against the same baseline: per task and metric, and on the
+// average, the variants' tests are one family whose p-values are Holm-adjusted together.
+void holm_per_task(json& comparisons, const std::vector<std::string>& tasks) {
+  auto adjust = [&](auto&& of) {
+    for (const char* k : kMetrics) {
+      std::vector<json*> family;
+      for (auto& c : comparisons)
+        if (json& o = of(c); o.contains(k)) family.push_back(&o[k]);
+      holm_across(family);
+    }
+  };
+  for (const auto& t : tasks) adjust([&](json& c) -> json& { return c["results"][t]; });
+  adjust([](json& c) -> json& { return c["average"]; });
+}
+
 }  // namespace
 
 json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelEval>& models,
@@ -190,6 +206,7 @@ json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelE
     c["average"] = over_pairs(ms, ps, [](const json& m) -> const json& { return m["average"]; });
     report["comparisons"].push_back(c);
   }
+  holm_per_task(report["comparisons"], tasks);
   return report;
 }
 
@@ -252,14 +269,21 @@ std::string eval_table(const json& report) {
     auto text = fmt::format("{:+.4f}", d["mean"].get<double>());
     if (!d["ci95"].is_array()) return text + " (one pair: no interval)";
     text += fmt::format(" [{:+.4f}, {:+.4f}]", d["ci95"][0].get<double>(), d["ci95"][1].get<double>());
-    return text + (d["p"].is_number() ? fmt::format(" p={:.3g}", d["p"].get<double>()) : " p=-");
+    if (!d["p"].is_number()) return text + " p=- Holm=-";
+    return text + fmt::format(" p={:.3g} Holm={:.3g}", d["p"].get<double>(), d.at("p_holm").get<double>());
   };
-  out += fmt::format("\nvariant - {} over paired seeds: mean [95% t interval] paired t-test p (pairs)\n",
-                     report["baseline"].get<std::string>());
-  out += fmt::format("{:<24} {:<{}} {:>40} {:>40}\n", "variant", "task", name_w, "acc", "acc_norm");
+  size_t m = 0;  // the largest family: the variants with a p-value on some task
+  for (const auto& c : report["comparisons"])
+    for (const auto& o : c["results"])
+      for (const auto& [k, d] : o.items()) m = std::max(m, d.value("holm_m", size_t{0}));
+  out += fmt::format(
+      "\nvariant - {} over paired seeds: mean [95% t interval] paired t-test p, and Holm: p Holm-adjusted across "
+      "the {} variant{} compared with it on each task and metric (pairs)\n",
+      report["baseline"].get<std::string>(), m, m == 1 ? "" : "s");
+  out += fmt::format("{:<24} {:<{}} {:>50} {:>50}\n", "variant", "task", name_w, "acc", "acc_norm");
   for (const auto& c : report["comparisons"]) {
     auto line = [&](const std::string& task, const json& o) {
-      out += fmt::format("{:<24} {:<{}} {:>40} {:>40}  ({})\n", c["variant"].get<std::string>(), task, name_w,
+      out += fmt::format("{:<24} {:<{}} {:>50} {:>50}  ({})\n", c["variant"].get<std::string>(), task, name_w,
                          paired(o, "acc"), paired(o, "acc_norm"), c["pairs"].size());
     };
     for (const auto& t : report["tasks"]) line(t.get<std::string>(), c["results"][t.get<std::string>()]);

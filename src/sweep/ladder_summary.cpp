@@ -5,6 +5,7 @@
 #include "run/run_paths.h"
 #include "sweep/ladder_analysis.h"
 #include "sweep/ladder_tuning.h"
+#include "sweep/lr_sensitivity.h"
 #include "sweep/step_time.h"
 
 #include <fmt/format.h>
@@ -173,6 +174,7 @@ json ladder_summary(const Sweep& sweep, const json& points) {
               {"analysis", analysis}};
   if (!l.lr_multipliers.empty()) out["lr_choice"] = choice;
   if (l.tune_rungs) out["tuning"] = tuning_json(sweep);
+  if (!l.lr_multipliers.empty()) out["lr_sensitivity"] = lr_sensitivity(sweep, points);
   if (l.extrapolate_to.empty()) out["extrapolation_note"] = l.extrapolate_note;
   return out;
 }

@@ -15,6 +15,9 @@
 //             rungs), "carried_by" ("mup" or "rate rule"), "origin" in words,
 //             "at_edge", "past_edge" (the multiplier tried past an edge, or null) and
 //             the "candidates" (mean final val loss over the tuning rungs and seeds, n);
+//   "lr_sensitivity" (with lr_multipliers): per variant and rung its loss at every rate
+//             tried (with tune_rungs, at the tuning rungs alone), their spread and
+//             Wortsman et al.'s LR sensitivity (sweep/lr_sensitivity.h);
 //   "observations": per variant, rung and seed at that rate: the final val loss, the
 //             compute it used (flops_per_token x the tokens its done.json counts) and its
 //             median seconds per step (sweep/step_time.h; null without two train records);
