@@ -31,13 +31,15 @@ def read_points(sweep: pathlib.Path) -> dict:
     summary = json.loads((sweep / "summary.json").read_text())
     out: dict = collections.defaultdict(lambda: collections.defaultdict(lambda: collections.defaultdict(dict)))
     base = {}
+    order, rank = summary["variants"], {}  # the kinds in the order of the sweep's variants, baseline first
     for p in summary["points"]:
         loss = p.get("final_val_loss")
         if p.get("status") != "done" or not isinstance(loss, (int, float)) or not math.isfinite(loss):
             continue
         model = json.loads((sweep / p["dir"] / "config.json").read_text())["model"]
-        kind = model.get("attention", "sa")
-        key = (kind, model.get("parametrization", "sp"))
+        kind = model["attention"]
+        rank[kind] = min(rank.get(kind, len(order)), order.index(p["variant"]))
+        key = (kind, model["parametrization"])
         out[key][model["d_model"]][p["values"]["train.lr"]][p["values"]["train.seed"]] = loss
         if key[1] == "sp" and model["d_model"] == model.get("mup_base_width"):
             base.setdefault(kind, {})[p["values"]["train.lr"], p["values"]["train.seed"]] = (model["d_model"], loss)
@@ -45,7 +47,7 @@ def read_points(sweep: pathlib.Path) -> dict:
         for (lr, seed), (width, loss) in runs.items():
             if (kind, "mup") in out:
                 out[kind, "mup"][width][lr].setdefault(seed, loss)
-    return out
+    return dict(sorted(out.items(), key=lambda kv: (rank[kv[0][0]], kv[0][1] != "sp")))
 
 
 def parabola_optimum(rates: list[float], losses: list[float], best: int) -> float | None:
@@ -80,8 +82,7 @@ def fmt_rate(r: float | None) -> str:
 
 def report(data: dict) -> str:
     lines = []
-    for (kind, param) in sorted(data, key=lambda k: (["sa", "xsa", "gated"].index(k[0]) if k[0] in
-                                                       ("sa", "xsa", "gated") else 9, k[1] != "sp")):
+    for (kind, param) in data:
         widths = sorted(data[kind, param])
         rows = {w: width_row(data[kind, param][w]) for w in widths}
         rates = sorted({r for w in widths for r in rows[w]["rates"]})
@@ -121,7 +122,7 @@ def figure(data: dict, path: pathlib.Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    kinds = [k for k in ("sa", "xsa", "gated") if any(key[0] == k for key in data)]
+    kinds = list(dict.fromkeys(kind for kind, _ in data))
     params = ["sp", "mup"]
     fig, axes = plt.subplots(len(params), len(kinds), figsize=(4.2 * len(kinds), 7), squeeze=False, sharey=True,
                              layout="constrained")

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "distributed/process_group.h"
+#include "sweep/ladder_tuning.h"
 #include "sweep/plan.h"
 #include "sweep/results.h"
 #include "sweep/run.h"
@@ -97,7 +98,7 @@ int sweep(int argc, char** argv) {
   if (args.count("requeue")) {
     // Asked by a batch script, one process outside srun's steps: the sweep as one process
     // resolves it, which --slurm has checked is the run its jobs train at their rank count.
-    const auto sweep = load_sweep(args["config"].as<std::string>(), 1);
+    const auto sweep = load_tuned_sweep(args["config"].as<std::string>(), 1);
     const auto point = chosen_point(args, sweep);
     if (!point || args.count("dry-run") || args.count("status") || args.count("summarize") || args.count("slurm"))
       throw ConfigError("--requeue: counts one point's requeue; give it with --point or --point-from-env alone");
@@ -105,7 +106,7 @@ int sweep(int argc, char** argv) {
   }
   auto dist_ctx = make_dist_context();  // single-process unless launched by torchrun/srun
   DistContext& dist = *dist_ctx;
-  const auto sweep = load_sweep(args["config"].as<std::string>(), dist.world_size());
+  const auto sweep = load_tuned_sweep(args["config"].as<std::string>(), dist.world_size());
   const bool dry_run = args.count("dry-run") > 0;
   const auto point = chosen_point(args, sweep);
   const bool status = args.count("status") > 0, summarize = args.count("summarize") > 0;
@@ -140,7 +141,7 @@ int sweep(int argc, char** argv) {
   Sweep next;
   while (rc != kSweepInterrupted && !last->waiting.empty()) {
     const size_t known = last->points.size();
-    next = load_sweep(args["config"].as<std::string>(), dist.world_size());
+    next = load_tuned_sweep(args["config"].as<std::string>(), dist.world_size());
     last = &next;
     if (next.points.size() == known) break;
     rc = std::max(rc, run_sweep(next, run, dist));

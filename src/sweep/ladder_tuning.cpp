@@ -1,6 +1,7 @@
 // Each variant's rate, tuned at the ladder's smallest rungs (see ladder_tuning.h).
 #include "sweep/ladder_tuning.h"
 
+#include "sweep/ladder_points.h"
 #include "sweep/point_check.h"
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <vector>
 
 namespace xsagpt {
 
@@ -101,6 +103,29 @@ std::vector<LadderTuning> tune_variants(const Sweep& s) {
     out.push_back(std::move(t));
   }
   return out;
+}
+
+Sweep load_tuned_sweep(const std::string& path, int64_t world_size) {
+  auto s = load_sweep(path, world_size);
+  if (!s.ladder || !s.ladder->tune_rungs) return s;
+  const auto& l = *s.ladder;
+  auto add = [&](const LadderStep& step) {
+    s.add_points(s, step, [&](SweepPoint p) { s.points.push_back(std::move(p)); });
+  };
+  s.tuning = tune_variants(s);
+  bool past = false;
+  for (const auto& t : s.tuning)
+    if (t.past_edge) {
+      past = true;
+      for (size_t i = 0; i < l.tune_rungs; ++i) add(ladder_step(l, i, *t.past_edge, t.variant));
+    }
+  if (past) s.tuning = tune_variants(s);
+  for (const auto& t : s.tuning) {
+    if (!t.lr_mult) continue;
+    std::erase_if(s.waiting, [&](const SweepPoint& p) { return p.variant == t.variant; });
+    for (size_t i = l.tune_rungs; i < l.rungs.size(); ++i) add(ladder_step(l, i, *t.lr_mult, t.variant));
+  }
+  return s;
 }
 
 std::string tuning_origin(const SweepLadder& l, const LadderTuning& t) {

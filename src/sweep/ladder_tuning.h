@@ -20,6 +20,8 @@
 
 #include "sweep/grid.h"
 
+#include <cstdint>
+
 #include <string>
 #include <vector>
 
@@ -27,6 +29,12 @@ namespace xsagpt {
 
 // Per variant, its tuning as its points at the tuning rungs (in s.points) stand.
 std::vector<LadderTuning> tune_variants(const Sweep& s);
+
+// A sweep as load_sweep gives it, with a tuning ladder's points resolved from the results
+// so far: each variant's tuning rungs past an edge that won (tune_past_edge), then, once
+// its multiplier is known, its larger rungs at it in place of the points that waited.
+// Every command that runs or plans a sweep loads it so.
+Sweep load_tuned_sweep(const std::string& path, int64_t world_size);
 
 // Where a variant's rate at the larger rungs comes from, in words: "tuned at d2-d3
 // (x0.5), carried by μP", or "... carried by the rate rule, not shown to transfer".
