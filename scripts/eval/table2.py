@@ -42,7 +42,9 @@ interval over the seeds and the paired t-test's two-sided p (scipy.stats.ttest_r
 `xsagpt sweep` reports val loss; with one seed no interval exists and the rows say so. Every
 variant is tested against the one baseline, so per column the variants' p-values are a family:
 the row "p Holm (m variants)" gives them Holm-adjusted (Holm 1979) across the m variants with
-a test, which keeps the chance of any false finding among them at the level read.
+a test, which keeps the chance of any false finding among them at the level read. With 3
+baseline seeds or more, the row "noise floor" under each delta gives the baseline's own
+spread over its seeds (the sample std of "Over seeds"): what reseeding it alone moves.
 These treat the seeds as the only noise (the items are shared), so they answer "does
 the difference hold across seeds", the combined error "is it beyond item sampling too".
 """
@@ -288,6 +290,9 @@ def table(rows: list[dict], baseline: str | None = None) -> str:
             near = near or d[2]
             cells.append(text)
         lines.append(f"{'delta':<{gw}}  {'':<{vw}}" + "".join(f" {c:>{cw}}" for c in cells))
+        if len(p) >= 3:  # the noise floor: the baseline's own spread over its seeds, beside the difference
+            floor = [("-" if x is None else f"{x[1]:.2f}") for x in seed_summary(p)]
+            lines.append(f"{'noise floor (' + baseline + ' sd)':<{gw}}  {'':<{vw}}" + "".join(f" {c:>{cw}}" for c in floor))
         tt = tests.get(id(g))
         if len(pairs) < 2:
             lines.append(f"{'95% t interval, p':<{gw}}  {'':<{vw}} none: one seed gives no interval over seeds")

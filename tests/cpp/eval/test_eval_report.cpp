@@ -82,7 +82,17 @@ TEST(EvalReport, ComparesAnyVariantNamesWithTheNamedBaseline) {
     EXPECT_DOUBLE_EQ(of(0)["p_holm"].get<double>(), p0 < p1 ? lo : hi);
     EXPECT_DOUBLE_EQ(of(1)["p_holm"].get<double>(), p1 < p0 ? lo : hi);
   }
+  // Beside each difference, the noise floor: sa's own sample sd over its three seeds.
+  const double sa_mean = (sa_acc[0] + sa_acc[1] + sa_acc[2]) / 3;
+  double sa_ss = 0;
+  for (double x : sa_acc) sa_ss += (x - sa_mean) * (x - sa_mean);
+  const double floor = std::sqrt(sa_ss / 2);
+  for (const auto& c : report["comparisons"]) {
+    EXPECT_EQ(c["average"]["acc"]["baseline_n"], 3);
+    EXPECT_NEAR(c["average"]["acc"]["baseline_sd"].get<double>(), floor, 1e-15);
+  }
   const auto table = eval::eval_table(report);
+  EXPECT_THAT(table, HasSubstr(fmt::format(" floor={:.4f}", floor)));
   EXPECT_THAT(table, HasSubstr("variant - sa over paired seeds"));
   EXPECT_THAT(table, HasSubstr("Holm: p Holm-adjusted across the 2 variants compared with it"));
   EXPECT_THAT(
@@ -95,4 +105,5 @@ TEST(EvalReport, ComparesAnyVariantNamesWithTheNamedBaseline) {
   EXPECT_EQ(two["baseline"], "xsa-gated");
   EXPECT_TRUE(two["comparisons"][0]["average"]["acc"]["ci95"].is_null());
   EXPECT_THAT(eval::eval_table(two), HasSubstr("(one pair: no interval)"));
+  EXPECT_THAT(eval::eval_table(two), ::testing::Not(HasSubstr("floor=")));  // one baseline seed: no floor
 }

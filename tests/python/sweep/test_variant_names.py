@@ -122,6 +122,9 @@ def test_table2_compares_every_variant_with_the_named_baseline(tmp_path):
         assert ci.split()[-1] == f"{lo:+.2f}..{hi:+.2f}"
         assert p.split()[-1] == f"{stats.ttest_rel(m, b).pvalue:.3g}"
         raw[v] = stats.ttest_rel(m, b).pvalue
+        # Beside the difference, the noise floor: sa's own sample std over its 3 seeds.
+        floor = next(l for l in block if l.startswith("noise floor (sa sd)"))
+        assert floor.split()[-1] == f"{np.std(b, ddof=1):.2f}"
     # The two variants' p-values are one family per column, Holm-adjusted together (the Avg column here).
     want, m = holm_by_definition(list(raw.values()))
     assert m == 2 and want != list(raw.values())
