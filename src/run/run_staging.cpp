@@ -3,6 +3,7 @@
 #include "run/run_staging.h"
 
 #include "run/metrics.h"
+#include "run/metrics_history.h"
 #include "run/run_paths.h"
 #include "util/atomic_file.h"
 

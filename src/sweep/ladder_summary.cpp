@@ -6,7 +6,7 @@
 #include "sweep/ladder_analysis.h"
 #include "sweep/ladder_tuning.h"
 #include "sweep/lr_sensitivity.h"
-#include "sweep/step_time.h"
+#include "run/metrics_history.h"
 
 #include <fmt/format.h>
 
@@ -139,7 +139,7 @@ json ladder_summary(const Sweep& sweep, const json& points) {
                                                                             : static_cast<double>(l.rungs[r].tokens());
         const double compute = flops_per_token(p.config.model, p.config.train.seq_len) * tokens;
         const double loss = points[i]["final_val_loss"].get<double>();
-        const auto step_time = median_step_time(RunPaths(p.config.out_dir).metrics);
+        const auto step_time = read_metrics(RunPaths(p.config.out_dir).metrics).median_step_time();
         obs.push_back({v, static_cast<int>(r), p.config.train.seed, compute, loss, step_time});
         obs_json.push_back(entry);
         obs_json.back().update({{"lr_mult", p.lr_mult},

@@ -20,7 +20,7 @@
 //             Wortsman et al.'s LR sensitivity (sweep/lr_sensitivity.h);
 //   "observations": per variant, rung and seed at that rate: the final val loss, the
 //             compute it used (flops_per_token x the tokens its done.json counts) and its
-//             median seconds per step (sweep/step_time.h; null without two train records);
+//             median seconds per step (run/metrics_history.h; null without two train records);
 //   "left_out": the points at the judged rate that are not observations (failed,
 //             diverged, invalid, unfinished), each named with why;
 //   "analysis": sweep/ladder_analysis.h's fit over the observations (or "error").

@@ -1,19 +1,18 @@
 // Sweeps, where each point stands (see sweep/status.h).
 #include "sweep/status.h"
 
+#include "run/metrics_history.h"
 #include "run/run_paths.h"
 #include "sweep/point_check.h"
 #include "sweep/slurm_queue.h"
 #include "sweep/slurm_requeue.h"
 #include "sweep/text_table.h"
 #include "util/json_read.h"
-#include "util/regular_file.h"
 #include "util/spawn.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <iostream>
 #include <map>
 
@@ -22,25 +21,6 @@ namespace xsagpt {
 namespace fs = std::filesystem;
 
 namespace {
-
-// The last step a run logged: the step of the last whole line of its metrics.jsonl
-// that has one, read from the file's last 64 KiB (the history may be long).
-std::optional<int64_t> last_logged_step(const fs::path& metrics) {
-  auto in = open_state_file(metrics, std::ios::binary | std::ios::ate);
-  if (!in) return std::nullopt;
-  const auto size = static_cast<int64_t>(in.tellg());
-  const int64_t from = std::max<int64_t>(0, size - 64 * 1024);
-  in.seekg(from);
-  std::string tail(static_cast<size_t>(size - from), '\0');
-  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
-  std::optional<int64_t> step;
-  size_t start = 0;
-  for (size_t end; (end = tail.find('\n', start)) != std::string::npos; start = end + 1) {
-    const auto r = parse_json_or_discarded(tail.substr(start, end - start));
-    if (r.is_object() && r.value("step", json()).is_number_integer()) step = r["step"].get<int64_t>();
-  }
-  return step;
-}
 
 std::string age_text(double seconds) { return fmt::format("{:.0f} s ago", std::max(0.0, seconds)); }
 

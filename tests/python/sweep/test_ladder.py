@@ -308,6 +308,14 @@ def test_no_extrapolation_past_a_decade_unless_asked(tmp_path, shards, xsagpt):
         assert x["step_time_pairs"] == 2 and x["step_time_ratio"] == pytest.approx(ratio, rel=1e-12)
         if x["multiplier"] is not None:
             assert x["time_multiplier"] == pytest.approx(x["multiplier"] * ratio, rel=1e-12)
+    # The grid's comparison at each rung gives the same step-time ratio: one step time, one pooling.
+    # Before, the grid's took (last - first train record) / steps, mean over seeds.
+    grid = [c for c in summary["comparisons"] if c["variant"] == "xsa"]
+    assert len(grid) == len(analysis["rungs"]) == 2
+    for c, r in zip(grid, analysis["rungs"]):
+        assert c["step_time_ratio"]["n"] == 2
+        assert c["step_time_ratio"]["geomean"] == pytest.approx(r["variants"]["xsa"]["step_time_ratio"], rel=1e-12)
+    assert f"| xsa | {grid[0]['step_time_ratio']['geomean']:.3f} |" in report
 
 
 def test_each_extrapolation_says_how_far_and_whether_its_fits_had_freedom(tmp_path, shards, xsagpt):
