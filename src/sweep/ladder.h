@@ -15,7 +15,10 @@
 //             "non_embedding"} (tokens = r x parameters; Chinchilla: r = 20 of all
 //             parameters) or {"flops": F} / {"flops": [F per rung]} (tokens = F /
 //             flops_per_token, model/counts.h). Steps = tokens / tokens per step, rounded;
-//             a budget under one step is refused
+//             a budget under one step is refused. Several ratios, {"per_param": [5, 10,
+//             20]}, are several budgets per rung (an axis "ratio"), with train.schedule
+//             "wsd": one run per rung at the longest budget, each shorter one a branch of
+//             it (sweep/ladder_budgets.h)
 //   "lr":     the peak rate of each rung: {"per_rung": [rate per rung]} or a power law in
 //             width {"width_exponent": k, "anchor": {"d_model": d0, "lr": lr0}}:
 //             lr = lr0 * (d_model / d0)^k
@@ -29,12 +32,14 @@
 //             expected to carry; a target further out gets null with why)
 // The schedule follows each rung's steps: warmup, evaluations and checkpoints keep the
 // fractions of the run that the base config (with "set") gives them (its warmup_steps,
-// eval_interval and ckpt_interval over its max_steps; an interval of 0 stays 0). The
+// eval_interval and ckpt_interval over its max_steps; an interval of 0 stays 0), of the
+// shortest budget's steps where a rung has several, which share them. The
 // ladder owns the keys it sets (ladder_keys()): the variants and the grid may not set
 // them, nor may "set" set the size keys or train.lr (its schedule keys are the shape).
 #pragma once
 
 #include "config/run_config.h"
+#include "sweep/ladder_budgets.h"
 
 #include <functional>
 #include <map>
@@ -53,7 +58,9 @@ struct LadderRung {
   double flops_per_token = 0;          // model/counts.h at the rung's seq_len
   int64_t step_tokens = 0;             // tokens per optimizer step
   double lr = 0;                       // the rate rule's, before any multiplier
-  std::vector<std::string> overrides;  // size, per-rung set and schedule: everything but the rate
+  std::vector<std::string> overrides;  // size, per-rung set and schedule: everything but the rate (and the budget)
+  std::vector<LadderBudget> budgets;   // several data ratios: each one's, ascending, the last the rung's own
+                                       // run (config); empty with one
   int64_t steps() const { return config.train.max_steps; }
   int64_t tokens() const { return steps() * step_tokens; }
   double flops() const { return flops_per_token * static_cast<double>(tokens()); }

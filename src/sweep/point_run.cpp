@@ -3,7 +3,9 @@
 
 #include "run/run_dir.h"
 #include "run/run_paths.h"
+#include "sweep/branch.h"
 #include "sweep/point_check.h"
+#include "sweep/status.h"
 #include "sweep/summary.h"
 #include "train/trainer.h"
 #include "util/dir_lock.h"
@@ -55,12 +57,29 @@ std::optional<PointOutcome> settled(const SweepPoint& p, bool stale, bool retry,
 PointOutcome train_point(const Sweep& sweep, const SweepPoint& p, const PointRun& run, DistContext& dist) {
   const bool stale = run.stale;
   const auto& tag = run.tag;
+  TrainOptions opts = stale ? TrainOptions{"", true} : TrainOptions{"auto", false, true};
+  if (p.branch_of) {
+    // Every rank agrees on rank 0's reading of the source's directory.
+    std::string why;
+    if (dist.is_main()) {
+      const auto file = branch_checkpoint(sweep, p);
+      if (const auto wait = branch_wait(sweep, p))
+        why = *wait;
+      else if (stale && !fs::exists(file))
+        why = "waits for " + file.string();  // its own checkpoints are stale
+    }
+    if (dist.any(!why.empty())) {
+      if (dist.is_main()) spdlog::warn("{}: not started, not recorded as failed: it {}", tag, why);
+      return PointOutcome::kWaiting;
+    }
+    opts.branch_from = branch_checkpoint(sweep, p).string();
+  }
   if (dist.is_main()) spdlog::info("{}{}", tag, stale ? ": its config changed, running it again" : "");
   if (dist.is_main()) fs::remove(failure_file(p));  // retried: its new outcome replaces the old record
   TrainResult result;
   stop_here_for_tests("sweep:point-checked");
   try {
-    result = train(p.config, stale ? TrainOptions{"", true} : TrainOptions{"auto", false, true}, dist);
+    result = train(p.config, opts, dist);
   } catch (const ForeignRun& e) {
     if (dist.is_main()) spdlog::error("{}: refused, not run and not recorded as failed: {}", tag, e.what());
     return PointOutcome::kForeign;

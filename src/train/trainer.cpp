@@ -17,6 +17,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace xsagpt {
 
 namespace {
@@ -72,7 +74,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   // Where to start: fresh, from a checkpoint, or a run already finished (run/run_dir.h).
   // Nothing is written to the run directory until the model, the data and the
   // checkpoint's state have all been set up without error.
-  RunDir run(cfg, opts.resume, opts.overwrite, dist, opts.same_config);
+  RunDir run(cfg, opts.resume, opts.overwrite, dist, opts.same_config, opts.branch_from);
   if (const auto done = run.close_if_finished())
     return TrainResult{done->step, true, done->final_train_loss, done->final_val_loss};
   setup_cpu_threads(t.threads, "train.threads");
@@ -116,7 +118,8 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     if ((t.eval_interval > 0 && s.step % t.eval_interval == 0) || last)
       log_val();
     const bool stop = dist.any(stop_requested());  // SIGINT/SIGTERM on any rank
-    if ((t.ckpt_interval > 0 && s.step % t.ckpt_interval == 0) || last || stop) {
+    const bool branch_point = std::find(t.ckpt_steps.begin(), t.ckpt_steps.end(), s.step) != t.ckpt_steps.end();
+    if ((t.ckpt_interval > 0 && s.step % t.ckpt_interval == 0) || branch_point || last || stop) {
       save();
       // A test can hold a run just after a given checkpoint (util/test_stop.h), to
       // interrupt, requeue or signal it there; a resumed run passes that step.

@@ -18,6 +18,9 @@ struct TrainOptions {
   // Continue only a run of this very config (out_dir aside): another one in out_dir
   // is refused with ForeignRun (run/run_dir.h). A sweep's points ask for this.
   bool same_config = false;
+  // With resume "auto": another run's checkpoint to start from while out_dir has none of
+  // its own, as a branch of that run (run/run_start.h: open_run).
+  std::string branch_from;
 };
 
 struct TrainResult {
