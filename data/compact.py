@@ -28,7 +28,7 @@ import pathlib
 
 import numpy as np
 
-import prepare  # the shard format's reader and writer (data/prepare.py, this folder)
+from shard_format import PrepareError, atomic_write, read_shard, shard_vocab, write_shard
 
 VOCAB_FILE = "vocab.json"
 VOCAB_FORMAT = "xsagpt compact vocabulary v1"
@@ -41,9 +41,9 @@ def count_tokens(paths: list[pathlib.Path]) -> np.ndarray:
     """Occurrences of each GPT-2 id over the shards, one shard in memory at a time."""
     counts = np.zeros(GPT2_TOKENS, dtype=np.int64)
     for p in paths:
-        t = prepare.read_shard(p)
+        t = read_shard(p)
         if len(t) and t.max() >= GPT2_TOKENS:
-            raise prepare.PrepareError(f"{p}: token id {int(t.max())} is not a GPT-2 token (expected < {GPT2_TOKENS})")
+            raise PrepareError(f"{p}: token id {int(t.max())} is not a GPT-2 token (expected < {GPT2_TOKENS})")
         counts += np.bincount(t, minlength=GPT2_TOKENS)
     return counts
 
@@ -79,27 +79,22 @@ def read_vocab(folder: pathlib.Path) -> dict | None:
     return v
 
 
-def shard_vocab(path: pathlib.Path) -> int:
-    """The compact vocabulary size a shard's header records (0: GPT-2 ids)."""
-    return int(np.fromfile(path, dtype="<i4", count=4)[3])
-
-
 def compact(src: pathlib.Path, out: pathlib.Path, size: int) -> None:
     if not 2 <= size <= GPT2_TOKENS:
-        raise prepare.PrepareError(f"--vocab-size {size}: expected 2 to {GPT2_TOKENS} (K-1 kept tokens and the rest)")
+        raise PrepareError(f"--vocab-size {size}: expected 2 to {GPT2_TOKENS} (K-1 kept tokens and the rest)")
     if src.resolve() == out.resolve():
-        raise prepare.PrepareError(f"--out-dir {out}: the source folder itself; choose another")
+        raise PrepareError(f"--out-dir {out}: the source folder itself; choose another")
     shards = sorted(src.glob("*.bin"))
     train = [p for p in shards if p.name.startswith("train_")]
     if not train:
-        raise prepare.PrepareError(f"{src}: no train_*.bin shards to count the vocabulary on")
+        raise PrepareError(f"{src}: no train_*.bin shards to count the vocabulary on")
     for p in shards:
         try:
             if shard_vocab(p):
-                raise prepare.PrepareError(f"{p}: already a compact vocabulary of {shard_vocab(p)} ids; "
+                raise PrepareError(f"{p}: already a compact vocabulary of {shard_vocab(p)} ids; "
                                            "compact the GPT-2 shards it was made from")
         except (IndexError, ValueError):
-            raise prepare.PrepareError(f"{p}: not a token shard written by prepare.py") from None
+            raise PrepareError(f"{p}: not a token shard written by prepare.py") from None
     digest = hashlib.sha256()
     for p in shards:  # the source by content: names and bytes
         digest.update(p.name.encode() + b"\0" + p.read_bytes())
@@ -114,22 +109,22 @@ def compact(src: pathlib.Path, out: pathlib.Path, size: int) -> None:
         if v and v["vocab_size"] == size and v["source"]["sha256"] == source["sha256"]:
             print(f"{out}: already complete ({size} ids from {src})")
             return
-        raise prepare.PrepareError(f"{out} holds a compact vocabulary made differently (another source or size); "
+        raise PrepareError(f"{out} holds a compact vocabulary made differently (another source or size); "
                                    "delete it or choose another --out-dir")
     if out.is_dir() and any(p.name not in source["shards"] for p in out.glob("*.bin")):
-        raise prepare.PrepareError(f"{out} holds other .bin files; choose an empty --out-dir")
+        raise PrepareError(f"{out} holds other .bin files; choose an empty --out-dir")
 
     counts = count_tokens(train)
     gpt2_ids = compact_ids(counts, size)
     table = remap_table(gpt2_ids, size)
     out.mkdir(parents=True, exist_ok=True)
     for p in shards:
-        prepare.write_shard(out / p.name, table[prepare.read_shard(p)], vocab=size)
+        write_shard(out / p.name, table[read_shard(p)], vocab=size)
     total = int(counts.sum())
     kept = int(counts[gpt2_ids].sum())
     vocab = {"format": VOCAB_FORMAT, "vocab_size": size, "rest_id": size - 1, "rest_marker": REST_MARKER,
              "counted_on": "train shards", "train_tokens": total, "train_tokens_kept": kept,
              "source": source, "gpt2_ids": [int(i) for i in gpt2_ids]}
-    prepare.atomic_write(old, json.dumps(vocab, indent=1).encode())
+    atomic_write(old, json.dumps(vocab, indent=1).encode())
     print(f"{out}: {len(shards)} shards at a vocabulary of {size}: {size - 1} GPT-2 tokens cover "
           f"{kept / max(total, 1):.2%} of the {total:,} training tokens, the rest share id {size - 1}")

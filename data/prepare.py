@@ -5,11 +5,10 @@
     python data/prepare.py text FILE... --out-dir DIR [--text-field text]
     python data/prepare.py compact SRC_DIR --out-dir DIR [--vocab-size 2048]
 
-Shards (read by src/data/shard.h): a header of 256 little-endian int32 (magic
-20240520, version 1, token count, then 0 for GPT-2 ids or K for a compact
-vocabulary of K ids), then the tokens as little-endian uint16. `compact` rewrites
-prepared shards at the K-1 most frequent training tokens plus one id for the rest,
-with the mapping in vocab.json beside them (data/compact.py).
+Shards: llm.c's format, with a compact vocabulary's size in its header (data/shard_format.py,
+read by src/data/shard.h). `compact` rewrites prepared shards at the K-1 most frequent
+training tokens plus one id for the rest, with the mapping in vocab.json beside them
+(data/compact.py).
 
 Every document is prefixed with <|endoftext|> (50256) and documents run on across shard
 boundaries, as in llm.c. The first shard, val_000000.bin (--val-tokens tokens), is
@@ -20,8 +19,6 @@ Restartable: after each shard, manifest.json in the output folder records it and
 where the next shard starts in the input (document index, tokens of that document
 already written). A rerun checks the finished shards, skips the documents they hold
 without tokenizing them again, and carries on; a finished preparation is a no-op.
-Shards are written under a temporary name and renamed, so an interrupted run never
-leaves a partial shard under a real name.
 
 Documents are tokenized by a process pool that returns them in input order, so the
 shards are byte-identical for any --workers.
@@ -43,9 +40,11 @@ from typing import Iterable, Iterator
 import numpy as np
 import tiktoken
 
+import compact  # the compact vocabulary (data/compact.py, this folder)
+from shard_format import PrepareError, atomic_write, shard_bytes, shard_name, write_shard
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 EOT = 50256  # <|endoftext|>
-MAGIC, VERSION, HEADER_INTS = 20240520, 1, 256
 # sha256 of GPT-2's vocab.bpe and encoder.json, as tiktoken's own gpt2 encoding checks them.
 GPT2_FILES = {
     "vocab.bpe": "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
@@ -53,10 +52,6 @@ GPT2_FILES = {
 }
 FINEWEB = {"fineweb": "HuggingFaceFW/fineweb", "fineweb-edu": "HuggingFaceFW/fineweb-edu"}
 SAMPLES = ("10BT", "100BT", "350BT")
-
-
-class PrepareError(Exception):
-    """Bad input or arguments; main() prints the message and exits 2."""
 
 
 # ---- tokenizer ------------------------------------------------------------------
@@ -179,35 +174,6 @@ def fineweb_documents(repo: str, name: str) -> Iterator[str]:
 
 # ---- shards -----------------------------------------------------------------------
 
-def shard_name(index: int) -> str:
-    return f"{'val' if index == 0 else 'train'}_{index:06d}.bin"
-
-
-def atomic_write(path: pathlib.Path, *chunks: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        for c in chunks:
-            f.write(c)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def write_shard(path: pathlib.Path, tokens: np.ndarray, vocab: int = 0) -> None:
-    """`vocab`: 0 for GPT-2 ids, else the size of the compact vocabulary the ids index."""
-    header = np.zeros(HEADER_INTS, dtype="<i4")
-    header[:4] = (MAGIC, VERSION, len(tokens), vocab)
-    atomic_write(path, header.tobytes(), tokens.astype("<u2", copy=False).tobytes())
-
-
-def read_shard(path: pathlib.Path) -> np.ndarray:
-    """A shard's tokens (int64), checking the header write_shard wrote."""
-    header = np.fromfile(path, dtype="<i4", count=HEADER_INTS)
-    if len(header) != HEADER_INTS or header[0] != MAGIC or header[1] != VERSION:
-        raise ValueError(f"{path}: not a token shard (expected magic {MAGIC}, version {VERSION})")
-    return np.fromfile(path, dtype="<u2", offset=HEADER_INTS * 4, count=int(header[2])).astype(np.int64)
-
-
 def load_manifest(out_dir: pathlib.Path, settings: dict) -> dict:
     """The preparation so far in `out_dir`, cut back to the shards still intact on disk."""
     path = out_dir / "manifest.json"
@@ -224,7 +190,7 @@ def load_manifest(out_dir: pathlib.Path, settings: dict) -> dict:
                            "delete it or choose another --out-dir")
     for i, s in enumerate(m["shards"]):
         f = out_dir / s["name"]
-        if not f.is_file() or f.stat().st_size != 4 * HEADER_INTS + 2 * s["tokens"]:
+        if not f.is_file() or f.stat().st_size != shard_bytes(s["tokens"]):
             print(f"{f}: missing or incomplete; redoing from there", flush=True)
             m["shards"], m["complete"] = m["shards"][:i], False
             break
@@ -306,6 +272,20 @@ def positive(s: str) -> int:
     return v
 
 
+def out_folder(s: str) -> pathlib.Path:
+    """--out-dir: a folder, made if missing. A path that is a file, or lies under one, can never
+    become a folder: refused here, before any input is read or counted."""
+    path = pathlib.Path(s)
+    for p in (path, *path.parents):
+        if p.exists() or p.is_symlink():
+            if not p.is_dir():
+                what = "is" if p == path else f"lies under {p}, which is"
+                raise argparse.ArgumentTypeError(f"{s}: {what} not a folder (a file or a broken link); "
+                                                 "expected a folder, made if missing")
+            break
+    return path
+
+
 def parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--shard-tokens", type=positive, default=10**8,
@@ -326,20 +306,20 @@ def parser() -> argparse.ArgumentParser:
                         description="Stream a FineWeb sample from Hugging Face and shard it.")
     fw.add_argument("--dataset", choices=sorted(FINEWEB), default="fineweb")
     fw.add_argument("--sample", choices=SAMPLES, default="10BT", help="which sample-* subset (default 10BT)")
-    fw.add_argument("--out-dir", help="default data/<dataset>/shards/<sample>")
+    fw.add_argument("--out-dir", type=out_folder, help="default data/<dataset>/shards/<sample>")
     tx = sub.add_parser("text", parents=[common], help="local .txt / .jsonl / .parquet files",
                         description="Shard local files: each .txt is one document, each .jsonl line or "
                                     ".parquet row one document, in the order given.")
     tx.add_argument("files", nargs="+", help=".txt, .jsonl or .parquet files")
     tx.add_argument("--text-field", default="text", help="JSON field or parquet column with the text")
-    tx.add_argument("--out-dir", required=True)
+    tx.add_argument("--out-dir", type=out_folder, required=True)
     cp = sub.add_parser("compact", help="remap prepared shards to a compact vocabulary (data/compact.py)",
                         description="Rewrite prepared GPT-2 shards at a compact vocabulary: the K-1 most frequent "
                                     "tokens of the train shards keep an id each, all others share id K-1; "
                                     "the mapping goes to vocab.json beside the new shards.")
     cp.add_argument("src", help="folder of prepared shards (val_000000.bin, train_*.bin), e.g. data/kjv/shards")
     cp.add_argument("--vocab-size", type=positive, default=2048, help="K, the ids in all (default 2048)")
-    cp.add_argument("--out-dir", required=True)
+    cp.add_argument("--out-dir", type=out_folder, required=True)
     return p
 
 
@@ -347,11 +327,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         if args.command == "compact":
-            # compact.py imports this file as `prepare` for the shard format: the same module
-            # object as this script, so its PrepareError is the one caught below.
-            sys.modules.setdefault("prepare", sys.modules[__name__])
-            import compact  # beside this file; data/ is no package
-
             compact.compact(pathlib.Path(args.src), pathlib.Path(args.out_dir), args.vocab_size)
             return 0
         args.val_tokens = args.val_tokens or args.shard_tokens

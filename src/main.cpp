@@ -2,7 +2,9 @@
 // self attention. This file only dispatches to the subcommands in src/cli/.
 #include "cli/commands.h"
 #include "config/schema.h"
+#include "train/signals.h"
 #include "util/device.h"
+#include "util/test_stop.h"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -28,10 +30,19 @@ int main(int argc, char** argv) {
     usage(argc < 2 ? std::cerr : std::cout);
     return argc < 2 ? 2 : 0;
   }
+  // The commands a signal stops with a checkpoint catch it from here on (train/signals.h):
+  // blocked now, so that one arriving before the handlers (or across the exec below) waits
+  // for them instead of killing the process.
+  const bool stoppable = !std::strcmp(argv[1], "train") || !std::strcmp(argv[1], "sweep");
+  if (stoppable) xsagpt::block_stop_signals();
   // The commands that compute with LibTorch on the CPU start OpenMP with xsagpt's
   // wait defaults; this may execute the program again (util/device.h).
   for (const char* computing : {"train", "sweep", "bench", "analyze", "sample", "score", "eval"})
     if (!std::strcmp(argv[1], computing)) xsagpt::apply_openmp_defaults(argv);
+  if (stoppable) {
+    xsagpt::stop_here_for_tests("main:stop-signals-blocked");  // a test signals it here, before the handlers
+    xsagpt::install_stop_handlers();
+  }
   // Logs go to stderr; stdout carries only what a command outputs (tables, JSON).
   spdlog::set_default_logger(spdlog::stderr_color_mt("xsagpt"));
   spdlog::set_pattern("[%Y-%m-%d %H:%M:%S] [%^%l%$] %v");

@@ -2,8 +2,9 @@
 """Rebuild an exported xsagpt model (scripts/eval/export.py: model.safetensors + config.json)
 in plain PyTorch, from the export alone: the architecture is read from config.json's
 "conventions", not from this repository's C++ or its tests, so the export can be used
-where xsagpt is not installed. A convention this loader does not implement, or one
-that does not hold what its key means, is refused naming the key rather than guessed,
+where xsagpt is not installed (with export_vocab.py, the vocabulary's half, beside it). A
+convention this loader does not implement, or one that does not hold what its key means,
+is refused naming the key rather than guessed,
 and every tensor's shape is checked against the conventions before the first forward,
 naming the tensor.
 
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import pathlib
 import re
 import sys
@@ -28,15 +28,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from export_vocab import GPT2_TOKENS, compact_vocab, gpt2_encoding  # beside this file
+
 # conventions.mlp.activation as F.gelu's `approximate`: erf's GELU or GPT-2's tanh approximation.
 GELU_APPROXIMATE = {"gelu_exact": "none", "gelu_tanh": "tanh"}
 # conventions.xsa.gate: no gate, the start of a learned one per head, or one per token
 GATE_STARTS = ("off", "sa", "xsa", "token")
 OUT_GATE_WIDTHS = ("headwise", "elementwise")  # conventions.out_gate.width
-# GPT-2's vocabulary, shipped in data/gpt2/, and the sha256 tiktoken's `gpt2` encoding checks (as data/prepare.py).
-GPT2_FILES = {"vocab.bpe": "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
-              "encoder.json": "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783"}
-SHIPPED_VOCAB = pathlib.Path(__file__).resolve().parents[2] / "data" / "gpt2"
 
 
 class Conventions:
@@ -292,7 +290,7 @@ def load_export(folder: str | pathlib.Path, dtype: torch.dtype = torch.float32) 
     check_finite(raw, str(folder / "model.safetensors"))
     weights = {k: v.to(dtype) for k, v in raw.items()}
     model = ExportedGPT(config["conventions"], weights).eval()
-    model.vocab = config.get("vocab")  # a compact vocabulary (export.py), or None for GPT-2 ids
+    model.vocab = compact_vocab(config, weights["transformer.wte.weight"].size(0))  # None: GPT-2 ids
     return model
 
 
@@ -303,29 +301,6 @@ def logprob(model: ExportedGPT, context_ids: list[int], continuation_ids: list[i
     logits = model(torch.tensor([inp]))[0, len(inp) - len(continuation_ids):]
     lp = F.log_softmax(logits.double(), dim=-1)  # over the padded vocabulary, as xsagpt does
     return lp.gather(1, torch.tensor(continuation_ids)[:, None]).sum().item()
-
-
-def gpt2_encoding():
-    """tiktoken's `gpt2` encoding built from local files ($XSAGPT_GPT2_VOCAB, else the shipped
-    data/gpt2/), never downloaded; ValueError naming where it looked when neither holds them."""
-    import tiktoken
-    from tiktoken.load import data_gym_to_mergeable_bpe_ranks
-    from tiktoken_ext.openai_public import ENDOFTEXT, r50k_pat_str  # tiktoken's own gpt2 definition
-    env = os.environ.get("XSAGPT_GPT2_VOCAB")
-    folder = pathlib.Path(env) if env else SHIPPED_VOCAB
-    where = f"XSAGPT_GPT2_VOCAB={env}" if env else str(SHIPPED_VOCAB)
-    if missing := [name for name in GPT2_FILES if not (folder / name).is_file()]:
-        raise ValueError(f"{where}: no {' or '.join(missing)}; this command downloads nothing: point "
-                         "XSAGPT_GPT2_VOCAB at a folder with GPT-2's encoder.json and vocab.bpe (the xsagpt "
-                         "repository ships them in data/gpt2/)")
-    try:
-        ranks = data_gym_to_mergeable_bpe_ranks(
-            vocab_bpe_file=str(folder / "vocab.bpe"), encoder_json_file=str(folder / "encoder.json"),
-            vocab_bpe_hash=GPT2_FILES["vocab.bpe"], encoder_json_hash=GPT2_FILES["encoder.json"])
-    except ValueError as e:  # tiktoken's hash check
-        raise ValueError(f"{where}: not GPT-2's vocabulary files ({e})") from None
-    return tiktoken.Encoding("gpt2", pat_str=r50k_pat_str, mergeable_ranks=ranks, special_tokens={ENDOFTEXT: 50256},
-                             explicit_n_vocab=50257)
 
 
 def main() -> None:
@@ -342,7 +317,11 @@ def main() -> None:
     c = enc.encode(ctx, allowed_special="all") if ctx else [enc.eot_token]
     whole = enc.encode(ctx + cont, allowed_special="all") if ctx else c + enc.encode(cont, allowed_special="all")
     if v := model.vocab:  # compact ids (export.py): GPT-2 tokens outside the table share rest_id
-        c, whole = ([v["gpt2_ids"].index(t) if t in v["gpt2_ids"] else v["rest_id"] for t in x] for x in (c, whole))
+        index = {g: i for i, g in enumerate(v["gpt2_ids"])}
+        c, whole = ([index.get(t, v["rest_id"]) for t in x] for x in (c, whole))
+    elif model.c.vocab < GPT2_TOKENS:
+        sys.exit(f"load_export.py: error: {sys.argv[1]}: the model has {model.c.vocab} token rows and no compact "
+                 f"vocabulary, so it was not trained on GPT-2's {GPT2_TOKENS} ids")
     print(logprob(model, c, whole[len(c):]))
 
 

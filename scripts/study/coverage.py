@@ -37,6 +37,43 @@ BASE = (1.8, 1.2, 0.3)  # E, excess loss at 1e18 FLOPs, alpha
 VARIANT = (1.8, 1.0, 0.34)
 
 
+class CoverageError(Exception):
+    """A bad argument or a failed analysis; main() prints it and exits 2."""
+
+
+def whole(low: int):
+    """An argument type: an integer >= low."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}") from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {v}")
+        return v
+    return parse
+
+
+def noise_multiple(text: str) -> float:
+    """--noise: a finite multiple > 0 (at 0 every interval has no width, and a coverage read off
+    them measures nothing)."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = math.nan
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"expected a finite multiple of the noise > 0, got {text!r}")
+    return v
+
+
+def json_out(text: str) -> Path:
+    """--json: a file in an existing folder, checked before the simulation, not after it."""
+    path = Path(text)
+    if path.is_dir() or not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: expected a file in an existing folder")
+    return path
+
+
 def law(p, c):
     E, excess, alpha = p
     return E + excess * (c / 1e18) ** -alpha
@@ -72,7 +109,9 @@ def inside(ci, x) -> bool:
 def coverage(tool: Path, seeds: int, ladders: int, replicates: int, noise: float, rng) -> dict:
     batch = [{"observations": ladder(rng, seeds, noise), "baseline": "base", "variants": ["variant"], "bootstrap": replicates,
               "rng_seed": k} for k in range(ladders)]
-    out = subprocess.run([str(tool)], input=json.dumps({"ladders": batch}), capture_output=True, text=True, check=True)
+    out = subprocess.run([str(tool)], input=json.dumps({"ladders": batch}), capture_output=True, text=True)
+    if out.returncode != 0:
+        raise CoverageError(f"{tool} failed (exit {out.returncode}): {out.stderr.strip()}")
     analyses = json.loads(out.stdout)["analyses"]
     slope = true_slope()
     top = rung_hits = rung_total = trend = counted = 0
@@ -97,23 +136,26 @@ def coverage(tool: Path, seeds: int, ladders: int, replicates: int, noise: float
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seeds", type=int, nargs="+", default=[2, 3, 5], help="seed counts to simulate (each >= 2)")
-    ap.add_argument("--ladders", type=int, default=300, help="simulated ladders per seed count")
-    ap.add_argument("--replicates", type=int, default=300, help="bootstrap replicates per ladder")
-    ap.add_argument("--noise", type=float, nargs="+", default=[1.0],
-                    help="multiples of the seeds' and runs' noise (sd 0.01 and 0.004) to simulate")
-    ap.add_argument("--rng-seed", type=int, default=2024, help="the simulation's seed (numpy)")
-    ap.add_argument("--json", type=Path, help="also write the table as JSON here")
+    # Every argument is checked by its type, so that a bad one is refused by name (exit 2) before
+    # anything is simulated.
+    ap.add_argument("--seeds", type=whole(2), nargs="+", default=[2, 3, 5], help="seed counts to simulate (each >= 2)")
+    ap.add_argument("--ladders", type=whole(1), default=300, help="simulated ladders per seed count")
+    ap.add_argument("--replicates", type=whole(2), default=300, help="bootstrap replicates per ladder")
+    ap.add_argument("--noise", type=noise_multiple, nargs="+", default=[1.0],
+                    help="multiples (> 0) of the seeds' and runs' noise (sd 0.01 and 0.004) to simulate")
+    ap.add_argument("--rng-seed", type=whole(0), default=2024, help="the simulation's seed (numpy; >= 0)")
+    ap.add_argument("--json", type=json_out, help="also write the table as JSON here (a file in an existing folder)")
     args = ap.parse_args()
-    if any(s < 2 for s in args.seeds) or args.ladders < 1 or args.replicates < 2:
-        print("coverage.py: --seeds must each be >= 2, --ladders >= 1, --replicates >= 2", file=sys.stderr)
-        return 2
     tool = ROOT / os.environ.get("XSAGPT_BUILD_DIR", "build") / "xsagpt_ladder_analysis"
     if not tool.exists():
         print(f"coverage.py: {tool} not found: build the project first (scripts/setup.sh)", file=sys.stderr)
         return 2
     rng = np.random.default_rng(args.rng_seed)
-    rows = [coverage(tool, s, args.ladders, args.replicates, k, rng) for k in args.noise for s in args.seeds]
+    try:
+        rows = [coverage(tool, s, args.ladders, args.replicates, k, rng) for k in args.noise for s in args.seeds]
+    except CoverageError as e:
+        print(f"coverage.py: error: {e}", file=sys.stderr)
+        return 2
     print(f"coverage of the 95% bootstrap intervals over {args.ladders} simulated ladders per row "
           f"({args.replicates} replicates each, numpy seed {args.rng_seed}):")
     print(f"{'noise':>5} {'seeds':>5} {'with intervals':>14} {'replicates dropped':>18} {'top rung':>9} "
@@ -122,7 +164,11 @@ def main() -> int:
         print(f"{r['noise']:>5g} {r['seeds']:>5} {r['with_intervals']:>14} {r['dropped']:>18.3f} "
               f"{r['top_rung']:>9.3f} {r['every_rung']:>11.3f} {r['trend']:>7.3f}")
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+        try:
+            args.json.write_text(json.dumps(rows, indent=1) + "\n")
+        except OSError as e:
+            print(f"coverage.py: error: --json {args.json}: {e.strerror}", file=sys.stderr)
+            return 2
     return 0
 
 

@@ -3,7 +3,8 @@ val loss against training compute on log axes, every seed's run and each variant
 L(C) = E + A C^-alpha over the ladder's computes, beside each variant's compute multiplier against
 the baseline at each rung with its 95% bootstrap interval (below 1: the variant needs less compute),
 and, open and flagged "?", each multiplier the analysis carried past the ladder (the curves' and the
-trend's; none further than the decades the sweep allows, ladder.extrapolate_decades). Where the
+trend's; none further than the decades the sweep allows, ladder.extrapolate_decades) or read at a
+rung where the baseline has no run (its curve extrapolated there). Where the
 analysis gave no interval (one seed) the panel's title says why instead of promising bars."""
 from __future__ import annotations
 
@@ -144,7 +145,9 @@ def multiplier_panel(ax, ladder: dict, baseline: str, pal: Palette, order: list)
     shown: list = []  # every multiplier and interval end drawn, for the axis's scale
     variants = [v for v in order if v != baseline]
     for k, (var, c) in enumerate(zip(variants, pal.colours(variants))):
-        xs, ys, lo, hi = [], [], [], []
+        # measured: the baseline has a result at the rung; guessed: it has none, and the multiplier
+        # extrapolates its curve (open markers flagged "?", not joined to the measured ones)
+        series = {False: ([], [], [], []), True: ([], [], [], [])}
         for r in rungs:
             m = r.get("variants", {}).get(var, {})
             if not is_number(m.get("multiplier")):
@@ -153,15 +156,21 @@ def multiplier_panel(ax, ladder: dict, baseline: str, pal: Palette, order: list)
             x = m.get("compute") or (r.get("baseline") or {}).get("compute")
             if not is_number(x):  # neither the variant nor the baseline says where the rung is
                 continue
-            x *= 1.04 ** (k - (len(variants) - 1) / 2)  # variants side by side at one rung
-            xs.append(x)
+            xs, ys, lo, hi = series[m.get("extrapolation") is True]
+            xs.append(x * 1.04 ** (k - (len(variants) - 1) / 2))  # variants side by side at one rung
             ys.append(m["multiplier"])
             lo.append(m["multiplier"] - ci[0] if ci else 0)
             hi.append(ci[1] - m["multiplier"] if ci else 0)
-        shown += ys + [y - d for y, d in zip(ys, lo)] + [y + d for y, d in zip(ys, hi)]
-        if xs:
-            ax.errorbar(xs, ys, yerr=[lo, hi], color=c, marker=pal.marker(var), capsize=4, lw=1.4,
-                        label=f"{tag(var)} / {baseline}")
+        for guessed, (xs, ys, lo, hi) in series.items():
+            shown += ys + [y - d for y, d in zip(ys, lo)] + [y + d for y, d in zip(ys, hi)]
+            if not xs:
+                continue
+            label = f"{tag(var)} / {baseline}" + (f" where {baseline} has no run? (its curve extrapolated)"
+                                                  if guessed else "")
+            ax.errorbar(xs, ys, yerr=[lo, hi], color=c, marker=pal.marker(var), capsize=4, lw=1.4, label=label,
+                        **({"ls": "none", "mfc": "white"} if guessed else {}))
+            for x, y in zip(xs, ys) if guessed else ():
+                ax.annotate("?", (x, y), textcoords="offset points", xytext=(4, 3), fontsize="small", color=c)
             drawn = True
         shown += extrapolated_points(ax, ladder["analysis"], var, c, pal.marker(var))
     ax.axhline(1, color="0.4", lw=0.8)

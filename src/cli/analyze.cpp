@@ -27,6 +27,7 @@
 #include "config/run_config.h"
 #include "config/schema.h"
 #include "data/loader.h"
+#include "data/vocab.h"
 #include "run/from_checkpoint.h"
 #include "util/atomic_file.h"
 #include "util/utf8.h"
@@ -59,6 +60,14 @@ Runtime run_runtime(const json& cfg, bool cuda) {
   t.precision = train.value("precision", t.precision);
   t.loss_chunk = train.value("loss_chunk", t.loss_chunk);
   return runtime_of(t, cuda);
+}
+
+// What every reader of shards checks before a model reads them (data/vocab.h): the val
+// shards hold the ids of the vocabulary the checkpoint records, each below its vocab_size.
+void check_val_vocab(const TrainedModel& trained, const ValidationSet& set) {
+  std::vector<const ShardInfo*> shards;
+  for (const auto& s : set.shards()) shards.push_back(&s);
+  check_shards_for_model(shards, &trained.vocab, trained.model->cfg.vocab_size, trained.file.string());
 }
 
 // --positions: the loss by position of `trained` on `set`, as JSON.
@@ -104,6 +113,7 @@ int write_positions(TrainedModel& trained, const cxxopts::ParseResult& args, con
       args.count("tokens") ? args["tokens"].as<int64_t>() : train.value("eval_tokens", int64_t{1} << 20);
   if (budget < T) throw ConfigError(fmt::format("--tokens: {} is less than one sequence of {} tokens", budget, T));
   ValidationSet set(lo, budget);
+  check_val_vocab(trained, set);
   const auto rt = run_runtime(cfg, device.is_cuda());
   trained.model->set_runtime(rt);
   spdlog::info(
@@ -135,6 +145,7 @@ int write_statistics(TrainedModel& trained, const cxxopts::ParseResult& args, co
   const int64_t n_seq = args["sequences"].as<int64_t>(), T = lo.seq_len;
   lo.batch_size = std::min(args.count("batch") ? args["batch"].as<int64_t>() : int64_t{4}, n_seq);
   ValidationSet set(lo, n_seq * T);
+  check_val_vocab(trained, set);
   if (set.num_batches() == 0)
     throw ConfigError(
         fmt::format("{}: holds no full batch of {} sequences of {} tokens", lo.pattern, lo.batch_size, T));

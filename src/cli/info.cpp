@@ -5,6 +5,7 @@
 #include "config/model_section.h"
 #include "config/run_config.h"
 #include "model/counts.h"
+#include "sweep/sweep_file.h"
 #include "train/memory_check.h"
 #include "train/run_check.h"
 
@@ -203,9 +204,20 @@ int config_reference(int argc, char** argv) {
       "values in order (the first is the default), each with the model.* keys it owns ({key: {\"type\", "
       "\"default\", \"help\", \"choices\"}}: type \"choice\", \"layers\", \"bool\", \"integer\" or \"number\"; "
       "choices for a choice), whether it changes attention's output, the train.kernels row that runs that step "
-      "(\"\": ATen ops) and, only where an export cannot write it, why (\"not_exportable\")");
+      "(\"\": ATen ops) and, only where an export cannot write it, why (\"not_exportable\"); and "
+      "{\"sweep_file_sections\": [...]}, the sections of the sweep file whose keys --sweep prints");
+  std::string sections;
+  for (const auto& s : sweep_file_sections()) sections += (sections.empty() ? "" : ", ") + std::string(s.name);
+  opts.add_options()("sweep",
+                     "print instead one section of the sweep file's keys as a Markdown table (" + sections +
+                         "; docs/sweeps-and-plots.md and docs/cluster.md hold them)",
+                     cxxopts::value<std::string>());
   const auto parsed = parse_command(opts, argc, argv);
   if (!parsed) return 0;
+  if (parsed->count("sweep")) {
+    std::cout << sweep_file_reference((*parsed)["sweep"].as<std::string>());
+    return 0;
+  }
   if (parsed->count("json")) {
     json kernels = json::array();
     for (const auto& k : kernel_table()) {
@@ -226,7 +238,10 @@ int config_reference(int argc, char** argv) {
     }
     json kinds = json::array();
     for (const auto& k : attention_kinds()) kinds.push_back(kind_json(k));
-    std::cout << json{{"kernels", kernels}, {"attention_kinds", kinds}}.dump(2) << "\n";
+    json sweep_sections = json::array();
+    for (const auto& s : sweep_file_sections()) sweep_sections.push_back(s.name);
+    std::cout << json{{"kernels", kernels}, {"attention_kinds", kinds}, {"sweep_file_sections", sweep_sections}}.dump(2)
+              << "\n";
     return 0;
   }
   std::cout << config_reference_markdown();

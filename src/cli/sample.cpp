@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "config/schema.h"
+#include "data/vocab.h"
 #include "run/from_checkpoint.h"
 #include "sample/generate.h"
 #include "tokenizer/gpt2_bpe.h"
@@ -88,11 +89,13 @@ int sample(int argc, char** argv) {
   const int64_t V = trained.model->cfg.vocab_size;
   if (tok && trained.vocab.compact()) tok->use_compact(trained.vocab.gpt2_ids, trained.vocab.rest_marker);
   if (tok) {
-    if (V < tok->vocab_size())
-      throw ConfigError(
-          fmt::format("{}: model.vocab_size {} is smaller than GPT-2's {} and the checkpoint records no compact "
-                      "vocabulary, so the model was not trained on GPT-2 tokens; use --prompt-ids and --ids",
-                      trained.file.string(), V, tok->vocab_size()));
+    // The text's ids, through the tokenizer, against the model's (data/vocab.h: the one check).
+    try {
+      check_model_input(trained.vocab, V, trained.file.string(), trained.vocab, "text through GPT-2's BPE",
+                        tok->vocab_size());
+    } catch (const DataError& e) {
+      throw ConfigError(fmt::format("{}; use --prompt-ids and --ids", e.what()));
+    }
     so.vocab_limit = tok->vocab_size();  // the padding rows beyond 50257 are no tokens
   }
   if (args.count("vocab-limit")) {

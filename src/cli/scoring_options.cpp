@@ -2,6 +2,7 @@
 
 #include "config/runtime.h"
 #include "config/schema.h"
+#include "data/vocab.h"
 #include "util/device.h"
 
 #include <fmt/format.h>
@@ -40,19 +41,20 @@ TrainedModel load_gpt2_model(const std::string& checkpoint, torch::Device device
   Runtime rt;  // ATen ops, as the scores were always taken
   rt.bf16 = parse_precision(precision, device.is_cuda(), "--precision");
   trained.model->set_runtime(rt);
-  if (trained.vocab.compact()) {
-    if (!compact_ok)
-      throw ConfigError(fmt::format("{}: trained on a compact vocabulary of {} ids, and these requests are GPT-2 "
-                                    "tokens; score and sample read compact ids",
-                                    trained.file.string(), trained.vocab.size));
-    tok.use_compact(trained.vocab.gpt2_ids, trained.vocab.rest_marker);
-    return trained;
+  // Text reaches the model through the tokenizer, mapped to the model's compact ids where
+  // the requests allow it (score's text; not eval's GPT-2 ids); then the one check of
+  // data/vocab.h, as every reader makes it.
+  const bool mapped = trained.vocab.compact() && compact_ok;
+  if (mapped) tok.use_compact(trained.vocab.gpt2_ids, trained.vocab.rest_marker);
+  try {
+    check_model_input(trained.vocab, trained.model->cfg.vocab_size, trained.file.string(),
+                      mapped ? trained.vocab : ShardVocab{},
+                      mapped ? "these requests, mapped through it" : "these requests (GPT-2 tokens; score and sample "
+                                                                     "read compact ids)",
+                      tok.vocab_size());
+  } catch (const DataError& e) {
+    throw ConfigError(e.what());
   }
-  if (trained.model->cfg.vocab_size < tok.vocab_size())
-    throw ConfigError(
-        fmt::format("{}: model.vocab_size {} is smaller than GPT-2's {}, so the model was not trained "
-                    "on GPT-2 tokens",
-                    trained.file.string(), trained.model->cfg.vocab_size, tok.vocab_size()));
   return trained;
 }
 

@@ -55,8 +55,8 @@ int sweep(int argc, char** argv) {
       "each with its token budget and rate by stated rules, and fits each variant's loss against compute: the "
       "compute multiplier per size with intervals, its trend and extrapolation (docs/ladder-study.md; "
       "configs/sweeps/ladder-tiny.json). Exit status: 0 every point asked for is done; 1 a point failed, is "
-      "invalid or is held by another live process; 3 interrupted by a signal (SIGTERM, SIGINT, SIGHUP, SIGUSR2), "
-      "continued by the same command. With a \"slurm\" section, --slurm writes each point as a Slurm array task "
+      "invalid, is held by another live process or was taken over by one; 3 interrupted by a signal (SIGTERM, "
+      "SIGINT, SIGHUP, SIGUSR2; also during start-up), continued by the same command. With a \"slurm\" section, --slurm writes each point as a Slurm array task "
       "(preemptible: it checkpoints on the signal before its time limit and requeues itself) with a summary job, "
       "and --submit submits the points not yet done (docs/cluster.md).");
   // clang-format off
@@ -95,6 +95,9 @@ int sweep(int argc, char** argv) {
   if (args.count("submit") && !slurm) throw ConfigError("--submit: submits what --slurm writes; give both");
   if (dry_run + status + summarize + point.has_value() + slurm > 1)
     throw ConfigError("--dry-run, --status, --summarize, --slurm and --point/--point-from-env: give one at most");
+  // Only training honours a stop signal with a checkpoint (train/signals.h, from main()); the
+  // other modes end on one as any program does, one caught during start-up included.
+  if (status || summarize || slurm || dry_run) stop_on_signals_now();
   if (status) return dist.is_main() ? print_sweep_status(sweep) : 0;
   if (summarize) return dist.is_main() ? summarize_sweep(sweep, args.count("no-plot") == 0) : 0;
   if (slurm) {

@@ -4,9 +4,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <thread>
 #include <unordered_set>
 
 
@@ -86,13 +89,9 @@ ShardVocab shard_set_vocab(const std::vector<const ShardInfo*>& shards) {
       first = v, first_shard = s;
       continue;
     }
-    auto name = [](const ShardVocab& x) {
-      return x.compact() ? fmt::format("a compact vocabulary of {} ids ({})", x.size, x.file)
-                         : std::string("GPT-2 token ids");
-    };
     if (v.size != first.size || v.gpt2_ids != first.gpt2_ids)
       throw DataError(fmt::format("{} holds {}, but {} holds {}: train and val shards must share one vocabulary",
-                                  s->path, name(v), first_shard->path, name(first)));
+                                  s->path, describe(v), first_shard->path, describe(first)));
   }
   return first;
 }
@@ -105,6 +104,55 @@ void check_model_vocab(const ShardVocab& v, int64_t vocab_size, const std::strin
                                 "(expected {}{}: set model.vocab_size={})",
                                 where, v.size, v.file, vocab_size, v.size,
                                 padded > v.size ? fmt::format(" to {}", padded) : "", v.size));
+}
+
+std::string describe(const ShardVocab& v) {
+  return v.compact() ? fmt::format("a compact vocabulary of {} ids ({})", v.size, v.file)
+                     : std::string("GPT-2 token ids");
+}
+
+ShardVocab recorded_vocab(const nlohmann::json& j, const std::string& where) {
+  return j.is_null() ? ShardVocab{} : vocab_from_json(j, where);
+}
+
+void check_model_input(const ShardVocab& model, int64_t vocab_size, const std::string& model_where,
+                       const ShardVocab& input, const std::string& input_where, int64_t input_ids) {
+  // Ids of one vocabulary mean nothing in another's, though every one may be in range.
+  if (model.size != input.size || model.gpt2_ids != input.gpt2_ids)
+    throw DataError(fmt::format("{} holds {}, but {} was trained on {}: its ids mean other tokens there", input_where,
+                                describe(input), model_where, describe(model)));
+  check_model_vocab(input, vocab_size, input_where);
+  if (input_ids > vocab_size)
+    throw DataError(fmt::format("{}: model.vocab_size {} is smaller than the {} ids of {} ({}), so the model was not "
+                                "trained on them",
+                                model_where, vocab_size, input_ids, describe(input), input_where));
+}
+
+ShardVocab check_shards_for_model(const std::vector<const ShardInfo*>& shards, const ShardVocab* model,
+                                  int64_t vocab_size, const std::string& model_where) {
+  if (shards.empty()) return model ? *model : ShardVocab{};
+  const auto data = shard_set_vocab(shards);
+  check_model_input(model ? *model : data, vocab_size, model_where, data, shards.front()->path);
+  // Shards are read from disk (or the page cache) in parallel; the first error in file
+  // order is the one reported.
+  const size_t workers = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+  std::vector<std::string> errors(shards.size());
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (size_t w = 0; w < std::min(workers, shards.size()); ++w)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < shards.size();) {
+        try {
+          check_token_ids(*shards[i], vocab_size);
+        } catch (const std::exception& e) {
+          errors[i] = e.what();
+        }
+      }
+    });
+  for (auto& th : pool) th.join();
+  for (const auto& e : errors)
+    if (!e.empty()) throw DataError(e);
+  return data;
 }
 
 }  // namespace xsagpt

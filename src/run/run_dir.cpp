@@ -85,7 +85,7 @@ RunDir::RunDir(const RunConfig& cfg, const std::string& resume, bool overwrite, 
 }
 
 RunDir::~RunDir() {
-  if (!begun_ || !dist_.is_main()) return;
+  if (!begun_ || abandoned_ || !dist_.is_main()) return;
   try {
     recover_staged_run(paths_.dir);
   } catch (const std::exception& e) {

@@ -16,6 +16,9 @@
 //                         what the run continues from (a resume staged).
 //   commit(step)          after each checkpoint: the staged session becomes the run.
 //   finish(summary)       done.json.
+//   abandon()             another process owns the run now (a sweep point taken over):
+//                         the destructor leaves what this session staged as a killed
+//                         session's, for the owner to complete or remove.
 //   ~RunDir               whatever way the session ends, what it staged is committed
 //                         if a checkpoint of it landed, else removed; then unlocked.
 //
@@ -68,6 +71,7 @@ class RunDir {
   // After the checkpoint of `step` landed.
   void commit(int64_t step);
   void finish(const RunSummary& summary);
+  void abandon() { abandoned_ = true; }
 
  private:
   // Takes the lock with `lock_fn` on rank 0; every rank learns whether it failed.
@@ -80,6 +84,7 @@ class RunDir {
   DirLock lock_;          // held for the object's life: released after the destructor's recovery
   bool existed_ = false;  // out_dir was a directory at start
   bool begun_ = false;    // begin() prepared the directory: the destructor recovers
+  bool abandoned_ = false;  // abandon(): the destructor leaves it all to the run's new owner
   RunOpening opening_;
 };
 

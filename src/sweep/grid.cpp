@@ -1,3 +1,5 @@
+// The sweep file read into points: the grid's axes, the variants and the ladder's rungs
+// expanded, each point resolved and checked; a failed point's record (see grid.h).
 #include "sweep/grid.h"
 
 #include "config/attention_kinds.h"
@@ -56,12 +58,12 @@ std::string safe_name_part(const std::string& text) {
 namespace {
 
 // The grid's axes: its keys in sorted order (JSON objects are sorted), each with its values.
-std::vector<std::vector<json>> read_axes(Sweep& s, const std::string& path) {
+std::vector<std::vector<json>> read_axes(Sweep& s, const SweepFileSection& file, const std::string& path) {
   std::vector<std::vector<json>> axes;
-  if (!s.spec.contains("grid")) return axes;
-  for (const auto& [k, v] : s.spec["grid"].items()) {
+  if (file.grid.is_null()) return axes;
+  for (const auto& [k, v] : file.grid.items()) {
     sweep_spec::refuse_point_out_dir(k, path + ": grid");
-    if (s.spec.contains("ladder")) sweep_spec::refuse_ladder_key(k, path + ": grid");
+    if (!file.ladder.is_null()) sweep_spec::refuse_ladder_key(k, path + ": grid");
     if (!v.is_array() || v.empty()) throw ConfigError(path + ": grid." + k + ": expected a non-empty list");
     s.keys.push_back(k);
     axes.push_back(std::vector<json>(v.begin(), v.end()));
@@ -70,19 +72,16 @@ std::vector<std::vector<json>> read_axes(Sweep& s, const std::string& path) {
 }
 
 // The variants, the baseline first; a sweep without them has one unnamed variant.
-sweep_spec::Variants read_sweep_variants(Sweep& s, const std::string& path, const std::string& base,
-                                         const std::vector<std::string>& fixed, int64_t world_size) {
-  const auto& spec = s.spec;
+sweep_spec::Variants read_sweep_variants(Sweep& s, const SweepFileSection& file, const std::string& path,
+                                         const std::string& base, const std::vector<std::string>& fixed,
+                                         int64_t world_size) {
   sweep_spec::Variants variants{{"", {}}};
-  std::string baseline;
-  if (spec.contains("baseline") && !spec["baseline"].is_string())
-    schema::bad(path + ": baseline", "the name of a variant", spec["baseline"]);
-  if (spec.contains("baseline")) baseline = spec["baseline"].get<std::string>();
-  if (spec.contains("variants")) {
-    variants = sweep_spec::read_variants(spec, path, base, fixed, world_size);
+  std::string baseline = file.baseline;
+  if (!file.variants.is_null()) {
+    variants = sweep_spec::read_variants(file, path, base, fixed, world_size);
     std::vector<std::string> names;
     for (const auto& v : variants) names.push_back(v.first);
-    if (!spec.contains("baseline"))
+    if (baseline.empty())
       throw ConfigError(fmt::format("{}: baseline: required with variants (one of: {})", path, fmt::join(names, ", ")));
     auto it = std::find_if(variants.begin(), variants.end(), [&](const auto& v) { return v.first == baseline; });
     if (it == variants.end())
@@ -91,10 +90,10 @@ sweep_spec::Variants read_sweep_variants(Sweep& s, const std::string& path, cons
     std::rotate(variants.begin(), it, it + 1);
     for (const auto& v : variants) s.variants.push_back(v.first);
     s.baseline = baseline;
-  } else if (spec.contains("grid") && spec["grid"].contains("model.attention")) {
+  } else if (file.grid.is_object() && file.grid.contains("model.attention")) {
     // The older form: the attention values are the variants, the directories keep their names.
     s.variant_key = "model.attention";
-    for (const auto& v : spec["grid"]["model.attention"]) s.variants.push_back(value_text(v));
+    for (const auto& v : file.grid["model.attention"]) s.variants.push_back(value_text(v));
     if (baseline.empty()) {  // the default kind where the grid has it
       const std::string plain = attention_kinds().front().name;
       baseline = std::find(s.variants.begin(), s.variants.end(), plain) != s.variants.end() ? plain : s.variants[0];
@@ -105,7 +104,7 @@ sweep_spec::Variants read_sweep_variants(Sweep& s, const std::string& path, cons
                                     fmt::join(s.variants, ", ")));
     std::rotate(s.variants.begin(), it, it + 1);
     s.baseline = baseline;
-  } else if (spec.contains("baseline")) {
+  } else if (!baseline.empty()) {
     throw ConfigError(path + ": baseline: names a variant, but the sweep has no \"variants\"");
   }
   return variants;
@@ -164,14 +163,14 @@ SweepPoint make_point(const Sweep& s, const PointInputs& in, const LadderStep& s
 
 // The ladder's rungs (sweep/ladder.h), each resolved from the base with "set" and its own
 // overrides, which may not touch what the variants and the grid set.
-void read_sweep_ladder(Sweep& s, const PointInputs& in) {
+void read_sweep_ladder(Sweep& s, const SweepFileSection& file, const PointInputs& in) {
   PointKeys others;
-  for (const auto& [name, settings] : s.spec["variants"].items())
+  for (const auto& [name, settings] : file.variants.items())
     for (const auto& [key, value] : settings.items()) others[key].push_back("variant " + name);
-  if (s.spec.contains("grid"))
-    for (const auto& [key, values] : s.spec["grid"].items()) others[key].push_back("the grid");
+  if (!file.grid.is_null())
+    for (const auto& [key, values] : file.grid.items()) others[key].push_back("the grid");
   s.ladder = read_ladder(
-      s.spec["ladder"], in.path,
+      file.ladder, in.path,
       [&](const std::vector<std::string>& more) {
         auto all = in.fixed;
         all.insert(all.end(), more.begin(), more.end());
@@ -209,18 +208,17 @@ void link_branches(Sweep& s) {
 Sweep load_sweep(const std::string& path, int64_t world_size) {
   Sweep s;
   s.spec = read_json_file(path);
-  const auto& spec = s.spec;
-  sweep_spec::check_spec(spec, path);
-  PointInputs in{path, spec["base"].get<std::string>(), sweep_spec::fixed_overrides(spec, path), {}, false, world_size};
-  if (spec.contains("constant_batch_tokens"))
-    schema::read_value(spec["constant_batch_tokens"], in.constant_tokens, path + ": constant_batch_tokens");
-  s.dir = spec["out_dir"].get<std::string>();
+  SweepFileSection file;
+  file_keys::read(s.spec, file, path, ": ");
+  sweep_spec::check_spec(file, path);
+  PointInputs in{path, file.base, sweep_spec::fixed_overrides(file, path), {}, file.constant_batch_tokens, world_size};
+  s.dir = file.out_dir;
   if (!fs::exists(in.base) && fs::exists(fs::path(path).parent_path() / in.base))
     in.base = (fs::path(path).parent_path() / in.base).string();
   in.base_cfg = load_run_config(in.base, in.fixed, world_size);
-  const auto axes = read_axes(s, path);
-  const auto variants = read_sweep_variants(s, path, in.base, in.fixed, world_size);
-  if (spec.contains("ladder")) read_sweep_ladder(s, in);
+  const auto axes = read_axes(s, file, path);
+  const auto variants = read_sweep_variants(s, file, path, in.base, in.fixed, world_size);
+  if (!file.ladder.is_null()) read_sweep_ladder(s, file, in);
   const auto steps = ladder_steps(s.ladder);
   const size_t n_ladder = s.keys.size() - axes.size();
 
@@ -251,7 +249,7 @@ Sweep load_sweep(const std::string& path, int64_t world_size) {
     for (const auto& r : s.ladder->rungs) rung_names.push_back(r.name);
   distinct.finish(rung_names);
   link_branches(s);
-  s.slurm = read_slurm(spec, path);
+  s.slurm = read_slurm(file, path);
   return s;
 }
 

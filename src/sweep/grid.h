@@ -1,24 +1,10 @@
 // Sweeps, the grid: a grid over run-config keys, every point a normal training run in its
 // own directory under the sweep directory, named after its variant and values.
 //
-// Sweep file (JSON):
-//   "base":  run config file (relative to the sweep file, or as given)
-//   "set":   overrides applied to every point, as --set (optional)
-//   "variants": named model variants, each a set of overrides (optional), e.g. a variant
-//            "sa" with no settings and "xsa-last3" with model.attention xsa and
-//            model.xsa_layers "last 3" (configs/sweeps/variants-124m.json)
-//   "baseline": the variant every other one is compared with (required with variants)
-//   "grid":  the other axes, {"train.seed": [1, 2, 3], "train.lr": [3e-4, 6e-4], ...};
-//            optional with variants (every variant once)
-//   "constant_batch_tokens": true -> when a point changes train.seq_len, keep
-//            tokens per micro-batch (micro_batch * seq_len of the base) and
-//            tokens per step (train.batch_tokens) fixed by adjusting the
-//            micro-batch and so the accumulation count (the paper's sequence-
-//            length study holds 0.5M tokens per step)
-//   "ladder": the points at several model sizes, each sized, budgeted and given its
-//            rate by stated rules (sweep/ladder.h); needs variants
-//   "slurm": how each point runs as a Slurm job, `xsagpt sweep --slurm` (sweep/slurm_spec.h)
-//   "out_dir": the sweep directory
+// The sweep file (JSON) names a base run config, overrides every point gets ("set"),
+// named "variants" with a "baseline", a "grid" over other keys, an optional "ladder"
+// (sweep/ladder.h) and "slurm" section (sweep/slurm_spec.h), and the sweep directory
+// "out_dir"; its keys are declared, with their help, in sweep/sweep_file.h.
 //
 // With variants a point is every variant at every grid setting, in a directory named
 // "<variant>,<key>=<value>,..." (just "<variant>" without a grid). A variant may not set

@@ -1,3 +1,4 @@
+// The iso-loss compute multiplier, seed by seed and over seeds (see iso_loss.h).
 #include "sweep/iso_loss.h"
 
 #include "stats/paired.h"

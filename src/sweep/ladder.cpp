@@ -37,18 +37,6 @@ struct RungSpec {
   std::vector<std::string> set;  // the rung's own overrides
 };
 
-void check_ladder_keys(const json& section, const std::string& where) {
-  static const std::set<std::string> known{"rungs",    "aspect",         "head_dim",
-                                           "tokens",   "lr",             "lr_multipliers",
-                                           "estimate", "extrapolate_to", "extrapolate_decades"};
-  if (!section.is_object()) schema::bad(where, "an object with rungs, tokens and lr", section);
-  for (const auto& [k, v] : section.items())
-    if (!known.count(k))
-      throw ConfigError(fmt::format("{}: unknown key '{}' (known: {})", where, k, fmt::join(known, ", ")));
-  for (const char* k : {"rungs", "tokens", "lr"})
-    if (!section.contains(k)) throw ConfigError(fmt::format("{}.{}: required", where, k));
-}
-
 // Who besides the rung sets `key` on its points, in words; "" when nobody does.
 std::string others_setting(const std::string& key, const PointKeys& others) {
   std::vector<std::string> who;
@@ -78,9 +66,8 @@ std::vector<std::string> rung_set(const json& set, const std::string& where, con
   return out;
 }
 
-std::vector<RungSpec> read_rung_specs(const json& section, const std::string& where, const PointKeys& others) {
-  const auto& rs = section["rungs"];
-  if (!rs.is_array() || rs.size() < 2)
+std::vector<RungSpec> read_rung_specs(const json& rs, const std::string& where, const PointKeys& others) {
+  if (rs.size() < 2)
     schema::bad(where + ".rungs", "a list of at least 2 sizes (depths or model presets), smallest first", rs);
   std::vector<RungSpec> out;
   std::set<std::string> names;
@@ -89,12 +76,11 @@ std::vector<RungSpec> read_rung_specs(const json& section, const std::string& wh
     json r = rs[i];
     RungSpec spec;
     if (r.is_object()) {
-      for (const auto& [k, v] : r.items())
-        if (k != "depth" && k != "preset" && k != "set" && k != "slurm")  // slurm: sweep/slurm_spec.h reads it
-          throw ConfigError(fmt::format("{}: unknown key '{}' (known: depth or preset, set, slurm)", at, k));
-      if (r.contains("set")) spec.set = rung_set(r["set"], at + ".set", others);
-      if (r.contains("depth") == r.contains("preset")) schema::bad(at, "one of \"depth\" or \"preset\"", r);
-      r = r.contains("depth") ? r["depth"] : r["preset"];
+      RungSection own;  // its "slurm" is read with the sweep's (sweep/slurm_spec.h)
+      file_keys::read(r, own, at);
+      if (!own.set.is_null()) spec.set = rung_set(own.set, at + ".set", others);
+      if (own.depth.has_value() == own.preset.has_value()) schema::bad(at, "one of \"depth\" or \"preset\"", r);
+      r = own.depth ? json(*own.depth) : json(*own.preset);
     }
     if (r.is_string()) {
       spec.preset = spec.name = r.get<std::string>();
@@ -111,7 +97,7 @@ std::vector<RungSpec> read_rung_specs(const json& section, const std::string& wh
 
 // Size overrides of a rung: a depth by the width rule, or the preset's own sizes (set
 // after model.base, so that a base config that sizes its model cannot resize the rung).
-std::vector<std::string> size_overrides(const RungSpec& r, const json& section, const std::string& where) {
+std::vector<std::string> size_overrides(const RungSpec& r, const LadderSection& section, const std::string& where) {
   int64_t L = r.depth, d = 0, hd = 0;
   if (!r.preset.empty()) {
     ModelConfig m;
@@ -124,16 +110,16 @@ std::vector<std::string> size_overrides(const RungSpec& r, const json& section, 
             fmt::format("model.d_model={}", m.d_model), fmt::format("model.n_head={}", m.n_head),
             fmt::format("model.head_dim={}", m.head_dim)};
   }
-  for (const char* k : {"aspect", "head_dim"})
-    if (!section.contains(k))
+  for (const auto& [k, v] : {std::pair{"aspect", section.aspect}, std::pair{"head_dim", section.head_dim}}) {
+    if (!v)
       throw ConfigError(
           fmt::format("{}.{}: required with depth rungs (d_model = n_layer x aspect, n_head = "
                       "d_model / head_dim)",
                       where, k));
-  const auto aspect = schema::read_integer<int64_t>(section["aspect"], where + ".aspect");
-  hd = schema::read_integer<int64_t>(section["head_dim"], where + ".head_dim");
-  if (aspect < 1) schema::bad(where + ".aspect", "an integer >= 1", section["aspect"]);
-  if (hd < 1) schema::bad(where + ".head_dim", "an integer >= 1", section["head_dim"]);
+    if (*v < 1) schema::bad(fmt::format("{}.{}", where, k), "an integer >= 1", json(*v));
+  }
+  const auto aspect = *section.aspect;
+  hd = *section.head_dim;
   d = L * aspect;
   if (d % hd != 0)
     throw ConfigError(
@@ -167,14 +153,12 @@ double run_compute(const RunConfig& c) {
          static_cast<double>(c.train.max_steps);
 }
 
-void read_extrapolation(SweepLadder& l, const json& section, const std::string& path, const std::string& where) {
+void read_extrapolation(SweepLadder& l, const LadderSection& section, bool decades_asked, const std::string& path,
+                        const std::string& where) {
   std::vector<fs::path> files;
-  if (section.contains("extrapolate_to")) {
-    const auto& e = section["extrapolate_to"];
-    if (!e.is_array()) schema::bad(where + ".extrapolate_to", "a list of run config paths", e);
-    for (const auto& f : e) {
-      if (!f.is_string()) schema::bad(where + ".extrapolate_to", "a list of run config paths", e);
-      fs::path p = f.get<std::string>();
+  if (section.extrapolate_to) {
+    for (const auto& f : *section.extrapolate_to) {
+      fs::path p = f;
       if (!fs::exists(p) && fs::exists(fs::path(path).parent_path() / p)) p = fs::path(path).parent_path() / p;
       files.push_back(p);
     }
@@ -185,13 +169,8 @@ void read_extrapolation(SweepLadder& l, const json& section, const std::string& 
   } else {
     l.extrapolate_note = "the paper's run configs (configs/runs/paper-*.json) were not found beside the program";
   }
-  if (section.contains("extrapolate_decades")) {
-    const auto& d = section["extrapolate_decades"];
-    if (!d.is_number() || d.is_boolean() || !std::isfinite(d.get<double>()) || d.get<double>() < 0)
-      schema::bad(where + ".extrapolate_decades", "a number of decades of compute >= 0", d);
-    l.extrapolate_decades = d.get<double>();
-    l.extrapolate_decades_asked = true;
-  }
+  l.extrapolate_decades = section.extrapolate_decades;
+  l.extrapolate_decades_asked = decades_asked;
   for (const auto& f : files) {
     try {
       l.extrapolate_to.emplace_back(f.stem().string(), run_compute(load_run_config(f.string())));
@@ -233,21 +212,24 @@ void check_rate(double lr, const std::vector<double>& multipliers, const std::st
 SweepLadder read_ladder(const json& section, const std::string& path, const ResolveConfig& resolve,
                         int64_t world_size, const PointKeys& others) {
   const std::string where = path + ": ladder";
-  check_ladder_keys(section, where);
-  const auto specs = read_rung_specs(section, where, others);
-  const auto tokens = read_token_rule(section["tokens"], specs.size(), where);
-  const auto lr = read_lr_rule(section["lr"], specs.size(), where);
+  LadderSection ls;
+  file_keys::read(section, ls, where);
+  if (!(std::isfinite(ls.extrapolate_decades) && ls.extrapolate_decades >= 0))
+    schema::bad(where + ".extrapolate_decades", "a number of decades of compute >= 0", section["extrapolate_decades"]);
+  const auto specs = read_rung_specs(ls.rungs, where, others);
+  const auto tokens = read_token_rule(ls.tokens, specs.size(), where);
+  const auto lr = read_lr_rule(ls.lr, specs.size(), where);
   SweepLadder l;
-  l.lr_multipliers = read_multipliers(section, where);
-  if (section.contains("estimate"))
-    l.estimate = check_estimate(section["estimate"], where + ".estimate", fs::path(path).parent_path());
+  if (!ls.lr_multipliers.is_null()) l.lr_multipliers = read_multipliers(ls.lr_multipliers, where + ".lr_multipliers");
+  if (!ls.estimate.is_null())
+    l.estimate = read_estimate(ls.estimate, where + ".estimate", fs::path(path).parent_path());
   const auto base = resolve({}).train;
   for (size_t i = 0; i < specs.size(); ++i) {
     const auto& s = specs[i];
     const std::string at = fmt::format("{}.rungs[{}] ({})", where, i, s.name);
     LadderRung r;
     r.name = s.name;
-    r.overrides = size_overrides(s, section, where);
+    r.overrides = size_overrides(s, ls, where);
     r.overrides.insert(r.overrides.end(), s.set.begin(), s.set.end());
     try {
       r.config = resolve(r.overrides);
@@ -298,9 +280,9 @@ SweepLadder read_ladder(const json& section, const std::string& path, const Reso
     l.rungs.push_back(std::move(r));
   }
   const bool depths = std::any_of(specs.begin(), specs.end(), [](const RungSpec& s) { return s.depth > 0; });
-  l.size_rule = depths ? fmt::format("depth rungs: d_model = {} x n_layer, n_head = d_model / {}",
-                                     section["aspect"].dump(), section["head_dim"].dump())
-                       : "model presets";
+  l.size_rule =
+      depths ? fmt::format("depth rungs: d_model = {} x n_layer, n_head = d_model / {}", *ls.aspect, *ls.head_dim)
+             : "model presets";
   l.token_rule = tokens.words;
   l.lr_rule = lr.words;
   l.schedule_rule = fmt::format(
@@ -308,7 +290,7 @@ SweepLadder read_ladder(const json& section, const std::string& path, const Reso
       "its {} steps){}",
       tokens.budgets() > 1 ? ", its shortest budget's, which its budgets share" : "", base.warmup_steps,
       base.eval_interval, base.ckpt_interval, base.max_steps, tokens.budgets() > 1 ? branch_rule(base) : "");
-  read_extrapolation(l, section, path, where);
+  read_extrapolation(l, ls, section.contains("extrapolate_decades"), path, where);
   return l;
 }
 

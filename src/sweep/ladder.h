@@ -4,32 +4,16 @@
 // rung is an ordinary set of overrides: a ladder's point is a normal run in the sweep
 // directory, named "<variant>,rung=<rung>[,lr_mult=<m>],<grid values>".
 //
-// The sweep file's "ladder" section:
-//   "rungs":  the sizes, smallest first (at least 2): a depth (an integer: model.n_layer,
-//             with d_model = n_layer * "aspect" and n_head = d_model / "head_dim", as
-//             nanochat's --depth), a model preset's name ("gpt2-124m", configs/model/),
-//             or either as {"depth": 4, "set": {...}} / {"preset": NAME, "set": {...}}
-//             with overrides of that rung alone (memory options: micro_batch, checkpointing)
-//   "aspect", "head_dim": the width rule of depth rungs (required with them)
-//   "tokens": the budget of each rung: {"per_param": r, "params": "total" |
-//             "non_embedding"} (tokens = r x parameters; Chinchilla: r = 20 of all
-//             parameters) or {"flops": F} / {"flops": [F per rung]} (tokens = F /
-//             flops_per_token, model/counts.h). Steps = tokens / tokens per step, rounded;
-//             a budget under one step is refused. Several ratios, {"per_param": [5, 10,
-//             20]}, are several budgets per rung (an axis "ratio"), with train.schedule
-//             "wsd": one run per rung at the longest budget, each shorter one a branch of
-//             it (sweep/ladder_budgets.h)
-//   "lr":     the peak rate of each rung: {"per_rung": [rate per rung]} or a power law in
-//             width {"width_exponent": k, "anchor": {"d_model": d0, "lr": lr0}}:
-//             lr = lr0 * (d_model / d0)^k
-//   "lr_multipliers": optional, e.g. [0.5, 1, 2]: every rung at each multiple of its rate
-//             (an axis "lr_mult"); each variant is then judged at its own best rate per rung
-//   "estimate": optional, what the dry run's time estimate rests on (sweep/ladder_plan.h)
-//   "extrapolate_to": optional run configs whose training compute the analysis
-//             extrapolates to (default: the paper's configs/runs/paper-{0.7b,1.4b,2.7b}.json)
-//   "extrapolate_decades": optional, how many decades of compute past the ladder's rungs
-//             a multiplier may be carried (default 1: what a ladder's data can be
-//             expected to carry; a target further out gets null with why)
+// The sweep file's "ladder" section, its keys declared in sweep/sweep_file.h
+// (LadderSection, with RungSection, TokensSection, LrSection and EstimateSection): the
+// rungs (depths by a width rule, as nanochat's --depth, or model presets, smallest
+// first), each rung's token budget (per parameter or a FLOP budget; steps are tokens
+// over tokens per step, rounded, and a budget under one step is refused; several
+// ratios per parameter are several budgets per rung, an axis "ratio", one run per rung
+// at the longest and each shorter one a branch of it: sweep/ladder_budgets.h), each
+// rung's rate (a table or a power law in width), optional rate multipliers (an axis
+// "lr_mult": each variant judged at its own best rate per rung), what the dry run's
+// estimate rests on (sweep/ladder_plan.h), and how far the analysis extrapolates.
 // The schedule follows each rung's steps: warmup, evaluations and checkpoints keep the
 // fractions of the run that the base config (with "set") gives them (its warmup_steps,
 // eval_interval and ckpt_interval over its max_steps; an interval of 0 stays 0), of the
@@ -40,9 +24,11 @@
 
 #include "config/run_config.h"
 #include "sweep/ladder_budgets.h"
+#include "sweep/sweep_file.h"
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -70,7 +56,7 @@ struct SweepLadder {
   std::vector<LadderRung> rungs;
   std::vector<double> lr_multipliers;                          // empty: one rate per rung and no lr_mult axis
   std::string size_rule, token_rule, lr_rule, schedule_rule;   // each rule in words
-  json estimate;                                               // the section's "estimate" (null when absent)
+  std::optional<EstimateSection> estimate;                     // the section's "estimate", its bench file found
   std::vector<std::pair<std::string, double>> extrapolate_to;  // name, training compute (FLOPs)
   std::string extrapolate_note;                                // why there is none, when empty
   double extrapolate_decades = 1;                              // how far past the rungs a multiplier is carried

@@ -175,10 +175,16 @@ std::optional<double> step_ratio(const Ladder& l, size_t c, int rung, const std:
   return std::exp(sum / total);
 }
 
+// Whether the baseline was measured at `rung`: only there is a variant's multiplier read
+// off the baseline's curve within the baseline's own data; elsewhere it is an extrapolation
+// of that curve, flagged as one, and the trend is fitted without it.
+bool baseline_at(const Ladder& l, int rung) { return l.at[0].count(rung) > 0; }
+
 // What one set of fits says, per variant (index c - 1 for curve c): the multiplier at
-// each rung (empty where the variant has no result there), the trend's slope (empty
-// where a multiplier is 0 or fewer than two rungs have one), and the multiplier at each
-// compute of extrapolate_to. Variants without a fit have empty rows.
+// each rung (empty where the variant has no result there), the trend's slope over the
+// rungs where the baseline was measured (empty where a multiplier there is 0 or fewer
+// than two such rungs have one), and the multiplier at each compute of extrapolate_to.
+// Variants without a fit have empty rows.
 struct Figures {
   std::vector<std::vector<std::optional<double>>> multiplier;
   std::vector<std::optional<double>> slope;
@@ -207,6 +213,7 @@ Figures figures_of(const Ladder& l, const std::vector<PowerLawFit>& fits, const 
       }
       const double m = multiplier_at(*base, *mine, c->second);
       f.multiplier[v].push_back(m);
+      if (!baseline_at(l, rung)) continue;
       zero = zero || m == 0;
       if (m > 0) log_c.push_back(std::log(c->second)), log_m.push_back(std::log(m));
     }
@@ -371,10 +378,54 @@ std::string no_multiplier(const Ladder& l, size_t c, const std::vector<PowerLawF
                      l.names[c], fits[c].law->loss(compute), l.names[0], fits[0].law->E);
 }
 
+// How far `compute` lies outside [low, high], in decades: past the largest for one above,
+// short of the smallest for one below; 0 within.
+double decades_outside(double compute, double low, double high) {
+  if (compute > high) return std::log10(compute / high);
+  if (compute < low) return std::log10(low / compute);
+  return 0.0;
+}
+
+// Why a multiplier read `decades` past `what` ("the ladder", the baseline's rungs) is not given.
+std::string too_far(double decades, const LadderOptions& opt, const std::string& what = "the ladder") {
+  return fmt::format("{:.1f} decades past {}, beyond the {:g} decade{} its data are taken to carry{}", decades, what,
+                     opt.extrapolate_decades, opt.extrapolate_decades == 1 ? "" : "s",
+                     opt.extrapolate_decades_asked ? " (ladder.extrapolate_decades)"
+                                                   : " by default (ladder.extrapolate_decades asks for more)");
+}
+
+// Whether a multiplier `decades` past the data lies beyond what they are taken to carry.
+bool carried_too_far(double decades, const LadderOptions& opt) {
+  return decades > opt.extrapolate_decades * (1 + 1e-12);
+}
+
+// Where the baseline has no result at a variant's rung, the multiplier there reads the
+// baseline's curve away from its data: an extrapolation, flagged as the targets' are and
+// carried no further than they are (left out of the trend: figures_of).
+void flag_unmeasured_rung(json& j, const Ladder& l, size_t c, int rung, const LadderOptions& opt) {
+  j["extrapolation"] = !baseline_at(l, rung);
+  if (baseline_at(l, rung)) return;
+  double low = std::numeric_limits<double>::infinity(), high = 0;
+  for (const auto& [r, compute] : l.compute[0]) low = std::min(low, compute), high = std::max(high, compute);
+  const double compute = l.compute[c].at(rung);
+  const double decades = l.compute[0].empty() ? 0.0 : decades_outside(compute, low, high);
+  j["decades_past_baseline"] = decades;
+  const auto missing = fmt::format("{} has no result at this rung", l.names[0]);
+  if (j["multiplier"].is_number() && carried_too_far(decades, opt)) {
+    j["multiplier"] = nullptr;
+    j["multiplier_ci95"] = nullptr;
+    j["why"] = fmt::format("{}: its curve would be read {}", missing, too_far(decades, opt, "its rungs"));
+  } else if (j["multiplier"].is_number()) {
+    const auto where =
+        decades > 0 ? fmt::format("{:.1f} decades past its rungs", decades) : std::string("between its rungs");
+    j["extrapolation_why"] = fmt::format("{}: the multiplier reads its curve {}", missing, where);
+  }
+}
+
 // A variant at one rung: what was observed there, paired with the baseline by seed, and
 // what the fits say.
 json rung_variant(const Ladder& l, size_t c, size_t ri, const std::vector<PowerLawFit>& fits, const Figures& f,
-                  const std::optional<Replicates>& reps) {
+                  const std::optional<Replicates>& reps, const LadderOptions& opt) {
   const int rung = l.rungs[ri];
   const auto& mine = l.at[c].at(rung);
   const double compute = l.compute[c].at(rung);
@@ -402,6 +453,7 @@ json rung_variant(const Ladder& l, size_t c, size_t ri, const std::vector<PowerL
   if (!m.empty() && m[ri] && *m[ri] > 0)
     j["multiplier_ci95"] = bootstrap_ci(reps, reps ? reps->multiplier[c - 1][ri] : std::vector<double>{}, m[ri], true);
   if (j["multiplier"].is_null()) j["why"] = no_multiplier(l, c, fits, compute);
+  flag_unmeasured_rung(j, l, c, rung, opt);
   size_t pairs = 0;
   const auto ratio = step_ratio(l, c, rung, std::vector<double>(l.seeds.size(), 1.0), &pairs);
   j["step_time_ratio"] = ratio ? json(*ratio) : json(nullptr);
@@ -421,7 +473,7 @@ json rung_variant(const Ladder& l, size_t c, size_t ri, const std::vector<PowerL
 }
 
 json rungs_json(const Ladder& l, const std::vector<PowerLawFit>& fits, const Figures& f,
-                const std::optional<Replicates>& reps) {
+                const std::optional<Replicates>& reps, const LadderOptions& opt) {
   json out = json::array();
   for (size_t ri = 0; ri < l.rungs.size(); ++ri) {
     const int rung = l.rungs[ri];
@@ -434,7 +486,7 @@ json rungs_json(const Ladder& l, const std::vector<PowerLawFit>& fits, const Fig
                        {"n", b->second.size()}};
     }
     for (size_t c = 1; c < l.names.size(); ++c)
-      if (l.at[c].count(rung)) r["variants"][l.names[c]] = rung_variant(l, c, ri, fits, f, reps);
+      if (l.at[c].count(rung)) r["variants"][l.names[c]] = rung_variant(l, c, ri, fits, f, reps, opt);
     out.push_back(r);
   }
   return out;
@@ -445,37 +497,32 @@ json trend_json(const Ladder& l, const std::vector<PowerLawFit>& fits, const Fig
   json out = json::object();
   for (size_t c = 1; c < l.names.size(); ++c) {
     const auto& slope = f.slope[c - 1];
+    const auto& m = f.multiplier[c - 1];
+    json unmeasured = json::array();  // rungs with a multiplier the trend leaves out
+    for (size_t ri = 0; ri < m.size(); ++ri)
+      if (m[ri] && !baseline_at(l, l.rungs[ri])) unmeasured.push_back(l.rungs[ri]);
     if (slope) {
       out[l.names[c]] = {{"slope", *slope},
                          {"ci95", bootstrap_ci(reps, reps ? reps->slope[c - 1] : std::vector<double>{}, slope, false)},
                          {"left_out", reps ? reps->slope_left_out[c - 1] : 0}};
-      continue;
+    } else {
+      std::string why = fmt::format("fewer than two rungs with a multiplier where {} was measured", l.names[0]);
+      if (!fits[0].law || !fits[c].law) why = no_multiplier(l, c, fits, 0.0);
+      for (size_t ri = 0; ri < m.size(); ++ri)
+        if (m[ri] == 0.0 && baseline_at(l, l.rungs[ri]))
+          why = fmt::format("at rung {} the baseline never reaches {}'s loss (multiplier 0): log 0 has no slope",
+                            l.rungs[ri], l.names[c]);
+      out[l.names[c]] = {{"slope", nullptr}, {"ci95", nullptr}, {"why", why}};
     }
-    std::string why = "fewer than two rungs with a multiplier";
-    if (!fits[0].law || !fits[c].law) why = no_multiplier(l, c, fits, 0.0);
-    for (size_t ri = 0; ri < f.multiplier[c - 1].size(); ++ri)
-      if (f.multiplier[c - 1][ri] == 0.0)
-        why = fmt::format("at rung {} the baseline never reaches {}'s loss (multiplier 0): log 0 has no slope",
-                          l.rungs[ri], l.names[c]);
-    out[l.names[c]] = {{"slope", nullptr}, {"ci95", nullptr}, {"why", why}};
+    if (!unmeasured.empty()) {
+      out[l.names[c]]["rungs_without_baseline"] = unmeasured;
+      out[l.names[c]]["rungs_why"] = fmt::format(
+          "left out of the trend: {} has no result at rung(s) {}, where a multiplier reads its curve away from its "
+          "data",
+          l.names[0], unmeasured.dump());
+    }
   }
   return out;
-}
-
-// How far `compute` lies outside [low, high], in decades: past the largest for one above,
-// short of the smallest for one below; 0 within.
-double decades_outside(double compute, double low, double high) {
-  if (compute > high) return std::log10(compute / high);
-  if (compute < low) return std::log10(low / compute);
-  return 0.0;
-}
-
-// Why a target lies further past the ladder than the analysis carries a multiplier.
-std::string too_far(double decades, const LadderOptions& opt) {
-  return fmt::format("{:.1f} decades past the ladder, beyond the {:g} decade{} its data are taken to carry{}", decades,
-                     opt.extrapolate_decades, opt.extrapolate_decades == 1 ? "" : "s",
-                     opt.extrapolate_decades_asked ? " (ladder.extrapolate_decades)"
-                                                   : " by default (ladder.extrapolate_decades asks for more)");
 }
 
 json extrapolation_json(const Ladder& l, const Rule& rule, const std::vector<PowerLawFit>& fits, const Figures& f,
@@ -503,7 +550,7 @@ json extrapolation_json(const Ladder& l, const Rule& rule, const std::vector<Pow
                 {"residual_freedom", fitted ? json(freedom) : json(nullptr)}};
       // Past the decades the data carry, no number: a curve fitted over one or two decades says
       // nothing checked about nine more, and a number printed there reads as a finding.
-      if (decades > opt.extrapolate_decades * (1 + 1e-12)) {
+      if (carried_too_far(decades, opt)) {
         x["why"] = too_far(decades, opt);
         x["trend_why"] = x["why"];
         list.push_back(x);
@@ -572,7 +619,7 @@ json ladder_analysis(const std::vector<LadderObservation>& obs, const LadderOpti
           {"fits", fits_json(l, rule, fits)},
           {"huber_fits", huber_json(l, opt)},
           {"multipliers_from", kWhichFit},
-          {"rungs", rungs_json(l, fits, figures, reps)},
+          {"rungs", rungs_json(l, fits, figures, reps, opt)},
           {"trend", trend_json(l, fits, figures, reps)},
           {"extrapolate_decades", opt.extrapolate_decades},
           {"extrapolation", extrapolation_json(l, rule, fits, figures, reps, opt)}};

@@ -41,9 +41,15 @@
 // multipliers' and the trend's covered 0.95-0.96 at 2 seeds as at 3 and 5
 // (scripts/study/coverage.py; docs/sweeps-and-plots.md has the table).
 //
+// A multiplier needs the baseline measured at its rung: where the baseline has no result
+// (its run failed or is not done), the variant's multiplier there reads the baseline's curve
+// away from the baseline's own data. It is an extrapolation, flagged as the targets' are
+// ("extrapolation": true, how many decades past the baseline's rungs, none past
+// extrapolate_decades), and the trend leaves it out.
+//
 // The trend: the least-squares slope of log multiplier against log compute over the
-// rungs, with its bootstrap interval. Below 0 the multiplier falls as compute grows: the
-// win grows with scale. 0 is a constant multiplier.
+// rungs where the baseline was measured, with its bootstrap interval. Below 0 the
+// multiplier falls as compute grows: the win grows with scale. 0 is a constant multiplier.
 //
 // Extrapolation: at each target compute (the paper's sizes), both the multiplier read off
 // the two fitted curves and the trend's line carried there (exp(intercept + slope log C)),
@@ -123,11 +129,16 @@ struct LadderOptions {
 //                              "difference" (mean paired difference), "difference_ci95" ([lo, hi] or null),
 //                              "multiplier" (or null), "multiplier_ci95" ([lo, hi] or null),
 //                              "why" (when the multiplier is null),
+//                              "extrapolation" (true where the baseline has no result at this rung:
+//                              the multiplier reads its curve away from its data), with
+//                              "decades_past_baseline" (past its rungs' computes; 0 between them) and
+//                              "extrapolation_why" (where the multiplier is given),
 //                              "step_time_ratio" (the variant's median step time over the baseline's,
 //                              geometric mean over the seeds with both; null without), "step_time_pairs",
 //                              "time_multiplier" (multiplier x step_time_ratio), "time_multiplier_ci95",
 //                              "time_why" (when the time multiplier is null)}}}],
-//  "trend": {v: {"slope", "ci95", "left_out"} or {"slope": null, "ci95": null, "why"}},
+//  "trend": {v: {"slope", "ci95", "left_out"} or {"slope": null, "ci95": null, "why"}, and where a rung with
+//            a multiplier had no baseline, "rungs_without_baseline" ([rung, ...], left out) and "rungs_why"},
 //  "extrapolate_decades": how far past the rungs a multiplier is carried,
 //  "extrapolation": {v: [{"name", "compute", "multiplier" (or null), "ci95" (or null),
 //                         "trend_multiplier", "trend_ci95" (the trend's line carried there, exp(intercept +

@@ -91,21 +91,19 @@ LadderTimes measured_basis(const Sweep& s, int64_t world, std::optional<double> 
 }  // namespace
 
 LadderTimes ladder_times(const Sweep& s, int64_t world, const MeasureStep& measure) {
-  const json& e = s.ladder->estimate;
-  const auto overhead =
-      e.is_object() && e.contains("overhead_s") ? std::optional(e["overhead_s"].get<double>()) : std::nullopt;
-  if (!(e.is_object() && (e.contains("device") || e.contains("bench"))))
-    return measured_basis(s, world, overhead, measure);
+  const auto& e = s.ladder->estimate;
+  const auto overhead = e ? e->overhead_s : std::nullopt;
+  if (!(e && (e->device || e->bench))) return measured_basis(s, world, overhead, measure);
   LadderTimes b;
   b.overhead_s = overhead.value_or(10.0);
   double rate = 0;
-  if (e.contains("bench")) {
-    rate = bench_file_rate(e, b.rests_on);
+  if (e->bench) {
+    rate = bench_file_rate(*e, b.rests_on);
   } else {
-    const auto name = e["device"].get<std::string>();
+    const auto name = *e->device;
     const bool bf16 = parse_precision(s.ladder->rungs.front().config.train.precision, /*cuda=*/true);
-    const double peak = *gpu_peak_flops(name, bf16);  // check_estimate made sure the name is known
-    const double mfu = e["mfu"].get<double>();
+    const double peak = *gpu_peak_flops(name, bf16);  // read_estimate made sure the name is known
+    const double mfu = *e->mfu;
     rate = peak * mfu;
     b.rests_on = fmt::format(
         "assumed: one {} at MFU {:.0f}% of its dense {} peak {:.0f} TFLOP/s = {:.0f} TFLOP/s (ladder.estimate; "

@@ -95,10 +95,14 @@ TextTable ladder_rung_table(const json& ladder, const std::string& b, const std:
       const json& cell = field(field(row_fit, "variants"), v);
       row.push_back(loss_cell(cell));
       row.push_back(difference_cell(cell));
-      row.push_back(multiplier_cell(cell, "multiplier", "multiplier_ci95"));
+      // Where the baseline has no result at the rung, the multiplier extrapolates its curve: "x?".
+      const bool guess = field(cell, "extrapolation") == json(true);
+      row.push_back(multiplier_cell(cell, "multiplier", "multiplier_ci95", guess));
       row.push_back(multiplier_cell(cell, "time_multiplier", "time_multiplier_ci95"));
       if (!text_of(cell, "why").empty())
         notes.push_back(fmt::format("{} at {}: no multiplier: {}", v, name, text_of(cell, "why")));
+      if (!text_of(cell, "extrapolation_why").empty())
+        notes.push_back(fmt::format("{} at {}: extrapolated (x?): {}", v, name, text_of(cell, "extrapolation_why")));
     }
     t.rows.push_back(row);
   }
@@ -229,6 +233,7 @@ TextTable ladder_trend_table(const json& a, const std::vector<std::string>& vs, 
                         ? signed4(tr["slope"].get<double>()) + ci_text(field(tr, "ci95"), signed4)
                         : "-"};
     if (!text_of(tr, "why").empty()) notes.push_back(fmt::format("{}: no trend: {}", v, text_of(tr, "why")));
+    if (!text_of(tr, "rungs_why").empty()) notes.push_back(fmt::format("{}: trend: {}", v, text_of(tr, "rungs_why")));
     if (field(ex, v).is_array())
       for (const auto& target : ex[v]) {
         const bool guess = field(target, "extrapolation") == json(true);
@@ -343,18 +348,19 @@ LadderReport build_ladder_report(const json& summary) {
 }
 
 constexpr const char* kLadderHowToRead =
-    "Compute is flops_per_token x tokens (model/counts.h: 6 x the matmul parameters plus attention). Loss: final "
-    "val loss, mean over seeds (n). Difference: variant minus baseline paired by seed, Student's t 95% interval. "
+    "Compute is flops_per_token x tokens (model/counts.h: 6 x the matmul parameters plus attention). Loss: final val "
+    "loss, mean over seeds (n). Difference: variant minus baseline paired by seed, Student's t 95% interval. "
     "Multiplier: the variant's compute over the compute the baseline's fitted curve needs to reach the variant's "
-    "fitted loss at that rung; below 1 the variant needs less. In time: that multiplier times the variant's median "
-    "seconds per step over the baseline's at that rung (paired by seed, geometric mean): the saving once each "
-    "step's own cost on this machine is counted. Their intervals and the trend's are a paired bootstrap "
-    "over seeds. Extrapolation reads the fitted curves beyond the ladder's computes, and carries the trend's line "
-    "there (log multiplier on log compute): projections, not measurements, flagged \"x?\"; beside each value, how "
-    "many decades of compute it lies past the ladder, and whether both fits had residual freedom (more rungs than "
-    "parameters; without it a curve passes through its rungs exactly and nothing checks it). A target further past "
-    "the ladder than the decades its data are taken to carry (1 unless the sweep file's ladder.extrapolate_decades "
-    "says more) gets no value, and the notes say how far it lies.";
+    "fitted loss at that rung; below 1 the variant needs less; where the baseline has no result at the rung, the "
+    "multiplier extrapolates the baseline's curve and is flagged \"x?\", and the trend leaves it out. In time: that "
+    "multiplier times the variant's median seconds per step over the baseline's at that rung (paired by seed, "
+    "geometric mean): the saving once each step's own cost on this machine is counted. Their intervals and the "
+    "trend's are a paired bootstrap over seeds. Extrapolation reads the fitted curves beyond the ladder's computes, "
+    "and carries the trend's line there (log multiplier on log compute): projections, not measurements, flagged "
+    "\"x?\"; beside each value, how many decades of compute it lies past the ladder, and whether both fits had "
+    "residual freedom (more rungs than parameters; without it a curve passes through its rungs exactly and nothing "
+    "checks it). A target further past the ladder than the decades its data are taken to carry (1 unless the sweep "
+    "file's ladder.extrapolate_decades says more) gets no value, and the notes say how far it lies.";
 
 }  // namespace
 

@@ -51,21 +51,20 @@ double LadderLrRule::operator()(size_t i, int64_t d_model) const {
 
 LadderTokenRule read_token_rule(const json& t, size_t n, const std::string& where) {
   const std::string key = where + ".tokens";
-  if (!t.is_object() || t.contains("per_param") == t.contains("flops"))
+  TokensSection section;
+  file_keys::read(t, section, key);
+  if (section.per_param.is_null() == section.flops.is_null())
     schema::bad(key, "{\"per_param\": r} (tokens = r x parameters) or {\"flops\": F or [F per rung]}", t);
   LadderTokenRule r;
-  for (const auto& [k, v] : t.items())
-    if (k != "per_param" && k != "params" && k != "flops")
-      throw ConfigError(fmt::format("{}: unknown key '{}' (known: per_param, params, flops)", key, k));
-  if (t.contains("flops")) {
+  if (!section.flops.is_null()) {
     if (t.contains("params")) throw ConfigError(key + ".params: counts parameters for per_param, not for flops");
-    r.flops = per_rung(t["flops"], n, key + ".flops");
+    r.flops = per_rung(section.flops, n, key + ".flops");
     r.words = fmt::format(
         "tokens = FLOP budget ({:.3g}{}) / flops_per_token", r.flops.front(),
         r.flops.size() > 1 && r.flops.back() != r.flops.front() ? fmt::format(" ... {:.3g}", r.flops.back()) : "");
     return r;
   }
-  const auto& pp = t["per_param"];
+  const auto& pp = section.per_param;
   const char* expected = "a positive number (Chinchilla: 20), or a list of distinct ones (several data ratios)";
   for (const auto& x : pp.is_array() ? pp : json::array({pp})) {
     if (!x.is_number() || !(x.get<double>() > 0) || !std::isfinite(x.get<double>()))
@@ -76,52 +75,46 @@ LadderTokenRule read_token_rule(const json& t, size_t n, const std::string& wher
   }
   if (r.per_param.empty()) schema::bad(key + ".per_param", expected, pp);
   std::sort(r.per_param.begin(), r.per_param.end());
-  const std::string params = t.value("params", json("total")).is_string() ? t.value("params", "total") : "";
-  if (params != "total" && params != "non_embedding")
-    schema::bad(key + ".params", "\"total\" or \"non_embedding\"", t["params"]);
-  r.non_embedding = params == "non_embedding";
-  r.words = fmt::format("tokens = {:g} x parameters ({})", fmt::join(r.per_param, ", "), params);
+  r.non_embedding = section.params == TokenParams::kNonEmbedding;
+  r.words = fmt::format("tokens = {:g} x parameters ({})", fmt::join(r.per_param, ", "),
+                        schema::enum_name(section.params));
   return r;
 }
 
 LadderLrRule read_lr_rule(const json& l, size_t n, const std::string& where) {
   const std::string key = where + ".lr";
-  const char* expected =
-      "{\"per_rung\": [rate per rung]} or {\"width_exponent\": k, \"anchor\": {\"d_model\": d0, \"lr\": lr0}}";
-  if (!l.is_object()) schema::bad(key, expected, l);
-  for (const auto& [k, v] : l.items())
-    if (k != "per_rung" && k != "width_exponent" && k != "anchor")
-      throw ConfigError(fmt::format("{}: unknown key '{}' (known: per_rung, width_exponent, anchor)", key, k));
+  LrSection section;
+  file_keys::read(l, section, key);
   LadderLrRule r;
-  if (l.contains("per_rung")) {
-    if (l.contains("width_exponent") || l.contains("anchor"))
+  if (!section.per_rung.is_null()) {
+    if (section.width_exponent || !section.anchor.is_null())
       throw ConfigError(key + ": per_rung is a table; a power law (width_exponent, anchor) is the other rule");
-    if (!l["per_rung"].is_array()) schema::bad(key + ".per_rung", "a list of one rate per rung", l["per_rung"]);
-    r.table = per_rung(l["per_rung"], n, key + ".per_rung");
+    r.table = per_rung(section.per_rung, n, key + ".per_rung");
     r.words = "lr from a table per rung";
     return r;
   }
-  if (!l.contains("width_exponent")) schema::bad(key, expected, l);
-  schema::read_value(l["width_exponent"], r.exponent, key + ".width_exponent");
-  if (!l.contains("anchor"))
+  if (!section.width_exponent)
+    schema::bad(key,
+                "{\"per_rung\": [rate per rung]} or {\"width_exponent\": k, \"anchor\": {\"d_model\": d0, \"lr\": "
+                "lr0}}",
+                l);
+  r.exponent = *section.width_exponent;
+  if (section.anchor.is_null())
     throw ConfigError(key +
                       ".anchor: required with width_exponent: the rate at one width, {\"d_model\": d0, "
                       "\"lr\": lr0}, that the power law scales from");
-  const auto& a = l["anchor"];
-  if (!a.is_object() || !a.contains("d_model") || !a.contains("lr") || a.size() != 2)
-    schema::bad(key + ".anchor", "{\"d_model\": d0, \"lr\": lr0}", a);
-  schema::read_value(a["d_model"], r.anchor_d, key + ".anchor.d_model");
-  schema::read_value(a["lr"], r.anchor_lr, key + ".anchor.lr");
-  if (!(r.anchor_d > 0) || !(r.anchor_lr > 0)) schema::bad(key + ".anchor", "a positive d_model and lr", a);
+  AnchorSection anchor;
+  file_keys::read(section.anchor, anchor, key + ".anchor");
+  r.anchor_d = anchor.d_model;
+  r.anchor_lr = anchor.lr;
+  if (!(r.anchor_d > 0) || !(r.anchor_lr > 0))
+    schema::bad(key + ".anchor", "a positive d_model and lr", section.anchor);
   r.words = fmt::format("lr = {:g} x (d_model / {:g})^{:g}", r.anchor_lr, r.anchor_d, r.exponent);
   return r;
 }
 
-std::vector<double> read_multipliers(const json& section, const std::string& where) {
-  if (!section.contains("lr_multipliers")) return {};
-  const auto& m = section["lr_multipliers"];
-  const std::string key = where + ".lr_multipliers";
-  if (!m.is_array() || m.empty()) schema::bad(key, "a non-empty list of positive numbers, e.g. [0.5, 1, 2]", m);
+std::vector<double> read_multipliers(const json& m, const std::string& key) {
+  if (m.empty()) schema::bad(key, "a non-empty list of positive numbers, e.g. [0.5, 1, 2]", m);
   std::vector<double> out;
   for (const auto& x : m) {
     if (!x.is_number() || !(x.get<double>() > 0) || !std::isfinite(x.get<double>()))
@@ -133,8 +126,8 @@ std::vector<double> read_multipliers(const json& section, const std::string& whe
   return out;
 }
 
-double bench_file_rate(const json& e, std::string& says) {
-  const std::string file = e["bench"].get<std::string>();
+double bench_file_rate(const EstimateSection& e, std::string& says) {
+  const std::string file = *e.bench;
   std::ifstream in(file);
   if (!in) throw ConfigError(fmt::format("ladder.estimate.bench: cannot read {}", file));
   const json b = json::parse(in, nullptr, false);
@@ -145,7 +138,7 @@ double bench_file_rate(const json& e, std::string& says) {
         fmt::format("ladder.estimate.bench: {} is not a JSON file `xsagpt bench --json` wrote with "
                     "a training step (\"step\": results, flops_per_token)",
                     file));
-  const std::string v = e.value("bench_variant", step["results"].begin().key());
+  const std::string v = e.bench_variant.value_or(step["results"].begin().key());
   const json r = step["results"].value(v, json());
   if (!r.is_object() || !r.value("tokens_per_s", json()).is_number())
     throw ConfigError(fmt::format("ladder.estimate.bench_variant: {} has no training step of variant '{}'", file, v));
@@ -159,35 +152,28 @@ double bench_file_rate(const json& e, std::string& says) {
   return tok_s * fpt;
 }
 
-json check_estimate(json e, const std::string& where, const std::filesystem::path& sweep_dir) {
-  if (!e.is_object()) schema::bad(where, "an object: {\"device\": GPU, \"mfu\": m} or {\"bench\": FILE}", e);
-  for (const auto& [k, v] : e.items())
-    if (k != "device" && k != "mfu" && k != "bench" && k != "bench_variant" && k != "overhead_s")
-      throw ConfigError(
-          fmt::format("{}: unknown key '{}' (known: device, mfu, bench, bench_variant, overhead_s)", where, k));
-  if (e.contains("device") && e.contains("bench"))
-    throw ConfigError(where + ": device (an assumed MFU) or bench (a measured rate), not both");
-  if (e.contains("device")) {
-    if (!e["device"].is_string() || !gpu_peak_flops(e["device"].get<std::string>(), true))
+EstimateSection read_estimate(const json& j, const std::string& where, const std::filesystem::path& sweep_dir) {
+  EstimateSection e;
+  file_keys::read(j, e, where);
+  if (e.device && e.bench) throw ConfigError(where + ": device (an assumed MFU) or bench (a measured rate), not both");
+  if (e.device) {
+    if (!gpu_peak_flops(*e.device, true))
       schema::bad(where + ".device", "a GPU whose peak train/mfu.h knows (H100, H200, A100, B200, L40S, ...)",
-                  e["device"]);
-    if (!e.contains("mfu"))
+                  j["device"]);
+    if (!e.mfu)
       throw ConfigError(where +
                         ".mfu: required with device: the share of the GPU's peak a step achieves (measured "
                         "with the default kernels on one H100: 0.38-0.40 at 124M, 0.48-0.49 at 0.7B)");
   }
-  if (e.contains("mfu") && !e.contains("device")) throw ConfigError(where + ".mfu: an MFU needs a device to be of");
-  if (e.contains("mfu") && !(e["mfu"].is_number() && e["mfu"].get<double>() > 0 && e["mfu"].get<double>() <= 1))
-    schema::bad(where + ".mfu", "a number in (0, 1]", e["mfu"]);
-  if (e.contains("bench") && !e["bench"].is_string()) schema::bad(where + ".bench", "a file path", e["bench"]);
-  if (e.contains("bench_variant") && !(e.contains("bench") && e["bench_variant"].is_string()))
+  if (e.mfu && !e.device) throw ConfigError(where + ".mfu: an MFU needs a device to be of");
+  if (e.mfu && !(*e.mfu > 0 && *e.mfu <= 1)) schema::bad(where + ".mfu", "a number in (0, 1]", j["mfu"]);
+  if (e.bench_variant && !e.bench)
     throw ConfigError(where + ".bench_variant: names a variant of the bench file's step (with bench)");
-  if (e.contains("overhead_s") && !(e["overhead_s"].is_number() && e["overhead_s"].get<double>() >= 0))
-    schema::bad(where + ".overhead_s", "seconds >= 0", e["overhead_s"]);
-  if (e.contains("bench")) {  // as given, or beside the sweep file; read now, so a bad one stops nothing midway
-    const std::filesystem::path given = e["bench"].get<std::string>();
+  if (e.overhead_s && !(*e.overhead_s >= 0)) schema::bad(where + ".overhead_s", "seconds >= 0", j["overhead_s"]);
+  if (e.bench) {  // as given, or beside the sweep file; read now, so a bad one stops nothing midway
+    const std::filesystem::path given = *e.bench;
     if (!std::filesystem::exists(given) && std::filesystem::exists(sweep_dir / given))
-      e["bench"] = (sweep_dir / given).string();
+      e.bench = (sweep_dir / given).string();
     std::string unused;
     bench_file_rate(e, unused);
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "config/model_config.h"
+#include "sweep/sweep_file.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -39,17 +40,17 @@ struct LadderLrRule {
 
 LadderLrRule read_lr_rule(const json& lr, size_t n_rungs, const std::string& where);
 
-// "lr_multipliers": positive and distinct; empty when the section has none.
-std::vector<double> read_multipliers(const json& section, const std::string& where);
+// "lr_multipliers" (a list, as read), checked (`key` names it in errors): not empty, positive and distinct.
+std::vector<double> read_multipliers(const json& multipliers, const std::string& key);
 
-// "estimate", checked (`where` names it in errors) and returned with its bench file
-// found (as given, or beside the sweep file in `sweep_dir`) and read, so that a bad one
-// stops the sweep before anything runs.
-json check_estimate(json estimate, const std::string& where, const std::filesystem::path& sweep_dir);
+// "estimate", read and checked (`where` names it in errors) and returned with its bench
+// file found (as given, or beside the sweep file in `sweep_dir`) and read, so that a bad
+// one stops the sweep before anything runs.
+EstimateSection read_estimate(const json& estimate, const std::string& where, const std::filesystem::path& sweep_dir);
 
 // The FLOP rate the training step of estimate's "bench" file (`xsagpt bench --json`)
 // achieved, of its "bench_variant" (default the file's first): tokens/s times its
 // flops_per_token; `says` gets what it rests on, in words.
-double bench_file_rate(const json& estimate, std::string& says);
+double bench_file_rate(const EstimateSection& estimate, std::string& says);
 
 }  // namespace xsagpt

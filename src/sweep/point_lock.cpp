@@ -1,15 +1,18 @@
 // A point's lock: numbered generations created by link(2), a heartbeat rewritten by
-// rename(2) (see point_lock.h).
+// rename(2), staleness by the file system's own clock (see point_lock.h).
 #include "sweep/point_lock.h"
 
 #include "util/atomic_file.h"
+#include "util/dir_lock.h"
 #include "util/error.h"
 #include "util/json_read.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <algorithm>
 #include <cerrno>
@@ -28,12 +31,11 @@ namespace xsagpt {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-
 namespace {
 
 fs::path generation_file(const fs::path& dir, int64_t g) { return dir / fmt::format("{:012d}.json", g); }
 
-// The generations present in `dir`, ascending; temporaries and anything else skipped.
+// The generations present in `dir`, ascending; temporaries, probes and anything else skipped.
 std::vector<int64_t> generations(const fs::path& dir) {
   std::vector<int64_t> gens;
   std::error_code ec;
@@ -67,28 +69,35 @@ std::string random_token() {
   return fmt::format("{:08x}{:08x}", rd(), rd());
 }
 
-// A generation file as its holder; one that is not a holder's JSON (damaged by hand)
-// is an unknown holder whose heartbeat is the file's modification time, so that it
-// goes stale like any other.
+double stamp_seconds(const struct stat& st) {
+  return static_cast<double>(st.st_mtim.tv_sec) + 1e-9 * static_cast<double>(st.st_mtim.tv_nsec);
+}
+
+// A generation file as its holder, stamped with the file's modification time (fstat of
+// the opened file: on NFS, open revalidates what the client caches). One that is not a
+// holder's JSON (damaged by hand) is an unknown holder, which goes stale like any other.
 std::optional<PointHolder> read_generation(const fs::path& dir, int64_t g) {
   const auto file = generation_file(dir, g);
-  std::ifstream in(file);
-  if (!in) return std::nullopt;  // removed since the listing
-  std::string text(64 * 1024, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return std::nullopt;  // removed since the listing
+  struct stat st {};
+  std::string text;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    text.resize(64 * 1024);
+    const ssize_t n = ::read(fd, text.data(), text.size());
+    text.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  }
+  ::close(fd);
   const auto j = parse_json_or_discarded(text);
-  if (j.is_object() && j.value("pid", json()).is_number_integer() && j.value("heartbeat", json()).is_number())
-    return PointHolder::of(j, g);
-  PointHolder unknown;
-  unknown.generation = g;
-  unknown.host = "an unknown host (its lock file is unreadable)";
-  std::error_code ec;
-  const auto mtime = fs::last_write_time(file, ec);
-  if (!ec)
-    unknown.heartbeat =
-        std::chrono::duration<double>(std::chrono::file_clock::to_sys(mtime).time_since_epoch()).count();
-  return unknown;
+  PointHolder h;
+  if (j.is_object() && j.value("pid", json()).is_number_integer() && j.value("heartbeat", json()).is_number()) {
+    h = PointHolder::of(j, g);
+  } else {
+    h.generation = g;
+    h.host = "an unknown host (its lock file is unreadable)";
+  }
+  h.stamped = stamp_seconds(st);
+  return h;
 }
 
 void write_generation(const fs::path& dir, const PointHolder& h) {
@@ -163,6 +172,18 @@ PointHolder this_process() {
 
 fs::path point_lock_dir(const fs::path& sweep_dir, const std::string& point) { return sweep_dir / ".locks" / point; }
 
+LockClock LockClock::of(const fs::path& dir) {
+  const auto probe = dir / fmt::format(".probe-{}-{}", ::getpid(), random_token());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return {seconds_now(), false};
+  struct stat st {};
+  const bool stamped = ::fstat(fd, &st) == 0;  // created: stamped by the file system, as a heartbeat's file is
+  ::close(fd);
+  ::unlink(probe.c_str());
+  if (!stamped) return {seconds_now(), false};
+  return {stamp_seconds(st), true};
+}
+
 std::optional<PointHolder> read_point_lock(const fs::path& dir) {
   auto gens = generations(dir);
   // The highest is removed only by nobody (see point_lock.h), but a listing may race a
@@ -172,17 +193,37 @@ std::optional<PointHolder> read_point_lock(const fs::path& dir) {
   return std::nullopt;
 }
 
-std::optional<std::string> stale_reason(const PointHolder& h, const PointLockTiming& timing, double now) {
+HolderCheck check_holder(const PointHolder& h, const PointLockTiming& timing, const LockClock& clock,
+                         const fs::path& run_dir) {
+  HolderCheck c;
+  c.age = clock.now - h.stamped;
   if (!h.boot_id.empty() && h.pid > 0) {
     const auto me = this_process();
     if (h.host == me.host && h.boot_id == me.boot_id && ::kill(static_cast<pid_t>(h.pid), 0) != 0 &&
-        errno == ESRCH)
-      return fmt::format("its process (pid {}) is gone from this machine", h.pid);
+        errno == ESRCH) {
+      c.live = false;
+      c.why = fmt::format("its process (pid {}) is gone from this machine", h.pid);
+      return c;
+    }
   }
-  const double age = now - h.heartbeat;
-  if (age > timing.stale_s)
-    return fmt::format("its last heartbeat is {:.0f} s old (stale after {:g} s)", age, timing.stale_s);
-  return std::nullopt;
+  const char* clock_name = clock.probed ? "" : " by this host's clock (the lock folder cannot be written)";
+  if (c.age > timing.stale_s)
+    c.why = fmt::format("its last heartbeat is {:.0f} s old{} (stale after {:g} s)", c.age, clock_name,
+                        timing.stale_s);
+  else if (-c.age > timing.stale_s)
+    c.why = fmt::format("its lock file is stamped {:.0f} s in the future{}, which no heartbeat does (a live holder "
+                        "restamps it every {:g} s; stale after {:g} s)",
+                        -c.age, clock_name, timing.heartbeat_s, timing.stale_s);
+  if (c.why.empty()) return c;
+  // Stopped beating; but a process that still holds the point's run directory is alive.
+  if (const auto runner = DirLock::holder(run_dir)) {
+    c.why = fmt::format("its heartbeat stopped past the {:g} s threshold, but {} still holds its run directory "
+                        "(stopped or stalled: it goes on when continued)",
+                        timing.stale_s, *runner);
+    return c;
+  }
+  c.live = false;
+  return c;
 }
 
 // The heartbeat: a thread that rewrites this generation's file with the time, and
@@ -194,6 +235,26 @@ struct PointLock::Beat {
   std::thread thread;
 };
 
+namespace {
+
+// Whether `me`'s generation is still in `dir`, its own and the highest.
+bool still_ours(const fs::path& dir, const PointHolder& me) {
+  const auto gens = generations(dir);
+  const auto now_held = read_generation(dir, me.generation);
+  return !gens.empty() && gens.back() == me.generation && now_held && now_held->token == me.token;
+}
+
+// Says once that the point was lost, and to whom.
+void report_lost(const fs::path& dir, std::atomic<bool>& lost) {
+  if (lost.exchange(true)) return;
+  const auto other = read_point_lock(dir);
+  spdlog::error("lost the point: its lock {} now names {}, which took the point over while this process stalled "
+                "past the staleness threshold; it writes nothing more into the point's run",
+                dir.string(), other ? other->describe() : "another process");
+}
+
+}  // namespace
+
 PointLock::PointLock(fs::path dir, PointHolder me, const PointLockTiming& timing)
     : dir_(std::move(dir)), me_(std::move(me)), lost_(std::make_shared<std::atomic<bool>>(false)),
       beat_(std::make_unique<Beat>()) {
@@ -202,16 +263,8 @@ PointLock::PointLock(fs::path dir, PointHolder me, const PointLockTiming& timing
     std::unique_lock<std::mutex> g(beat_->m);
     const auto wait = std::chrono::duration<double>(period);
     while (!beat_->cv.wait_for(g, wait, [&] { return beat_->stop; })) {
-      const auto gens = generations(dir_);
-      const auto now_held = read_generation(dir_, me.generation);
-      if (gens.empty() || gens.back() != me.generation || !now_held || now_held->token != me.token) {
-        const auto other = read_point_lock(dir_);
-        spdlog::error("the lock of {} was taken over by {} while this process held it (it stalled past the "
-                      "staleness threshold); two processes may now train this point",
-                      dir_.string(), other ? other->describe() : "another process");
-        lost_->store(true);
-        return;
-      }
+      if (lost_->load()) return;
+      if (!still_ours(dir_, me)) return report_lost(dir_, *lost_);
       me.heartbeat = seconds_now();
       try {
         write_generation(dir_, me);
@@ -220,6 +273,13 @@ PointLock::PointLock(fs::path dir, PointHolder me, const PointLockTiming& timing
       }
     }
   });
+}
+
+bool PointLock::held() {
+  if (lost_->load()) return false;
+  if (still_ours(dir_, me_)) return true;
+  report_lost(dir_, *lost_);
+  return false;
 }
 
 PointLock::~PointLock() {
@@ -239,7 +299,7 @@ PointLock::~PointLock() {
   }
 }
 
-PointLock::Attempt PointLock::acquire(const fs::path& dir, const PointLockTiming& timing) {
+PointLock::Attempt PointLock::acquire(const fs::path& dir, const PointLockTiming& timing, const fs::path& run_dir) {
   fs::create_directories(dir);
   Attempt a;
   // Each turn either takes the next generation or finds a live holder; a turn lost to
@@ -253,12 +313,13 @@ PointLock::Attempt PointLock::acquire(const fs::path& dir, const PointLockTiming
       top = read_generation(dir, gens.back());
       if (!top) continue;  // removed between the listing and the read: look again
       if (!top->released) {
-        const auto stale = stale_reason(*top, timing, seconds_now());
-        if (!stale) {
+        const auto check = check_holder(*top, timing, LockClock::of(dir), run_dir);
+        if (check.live) {
           a.holder = top;
+          a.holder_check = check;
           return a;
         }
-        why = *stale;
+        why = check.why;
       }
       next = gens.back() + 1;
     }

@@ -53,8 +53,10 @@ std::optional<PointOutcome> settled(const SweepPoint& p, bool stale, bool retry,
 }
 
 // Trains one point: a stale one starts over (overwrite), any other continues what its
-// directory holds.
-PointOutcome train_point(const Sweep& sweep, const SweepPoint& p, const PointRun& run, DistContext& dist) {
+// directory holds. `lock`: the point's lock on rank 0 (empty elsewhere), which the
+// trainer asks before each write into the run.
+PointOutcome train_point(const Sweep& sweep, const SweepPoint& p, const PointRun& run, PointLock* lock,
+                         DistContext& dist) {
   const bool stale = run.stale;
   const auto& tag = run.tag;
   TrainOptions opts = stale ? TrainOptions{"", true} : TrainOptions{"auto", false, true};
@@ -79,6 +81,7 @@ PointOutcome train_point(const Sweep& sweep, const SweepPoint& p, const PointRun
   TrainResult result;
   stop_here_for_tests("sweep:point-checked");
   try {
+    opts.still_held = [lock] { return !lock || lock->held(); };  // every rank asks; rank 0 holds the lock
     result = train(p.config, opts, dist);
   } catch (const ForeignRun& e) {
     if (dist.is_main()) spdlog::error("{}: refused, not run and not recorded as failed: {}", tag, e.what());
@@ -102,6 +105,11 @@ PointOutcome train_point(const Sweep& sweep, const SweepPoint& p, const PointRun
     if (dist.world_size() > 1) throw;
     return PointOutcome::kFailed;
   }
+  if (result.lost) {
+    // Another process took the point over while this one stalled: its run is theirs now.
+    if (dist.is_main()) spdlog::warn("{}: skipped, not recorded as failed: this process lost the point", tag);
+    return PointOutcome::kBusy;
+  }
   if (dist.is_main()) {
     if (result.finished) fs::remove(failure_file(p));
     if (run.write_summary) write_summary(sweep);
@@ -116,10 +124,11 @@ std::unique_ptr<PointLock> lock_point(const Sweep& sweep, const SweepPoint& p, c
                                       DistContext& dist) {
   std::unique_ptr<PointLock> lock;
   if (dist.is_main()) {
-    auto a = PointLock::acquire(point_lock_dir(sweep.dir, p.name), run.timing);
+    auto a = PointLock::acquire(point_lock_dir(sweep.dir, p.name), run.timing, p.config.out_dir);
     if (a.holder) {
-      spdlog::warn("{}: skipped, not recorded as failed: point {} is held by {} (last heartbeat {:.0f} s ago)",
-                   run.tag, p.name, a.holder->describe(), std::max(0.0, seconds_now() - a.holder->heartbeat));
+      spdlog::warn("{}: skipped, not recorded as failed: point {} is held by {} (last heartbeat {:.0f} s ago{})",
+                   run.tag, p.name, a.holder->describe(), std::max(0.0, a.holder_check.age),
+                   a.holder_check.why.empty() ? "" : ": " + a.holder_check.why);
     } else if (a.taken_over) {
       spdlog::warn("{}: taking the point over from {}: {}", run.tag, a.taken_over->describe(), a.stale_why);
     }
@@ -144,7 +153,7 @@ PointOutcome run_point(const Sweep& sweep, const SweepPoint& p, const PointRun& 
   PointRun now = run;
   now.stale = run.stale && foreign_run(p).has_value();
   if (const auto outcome = settled(p, now.stale, now.retry_failed, now.tag, dist.is_main())) return *outcome;
-  return train_point(sweep, p, now, dist);
+  return train_point(sweep, p, now, lock.get(), dist);
 }
 
 }  // namespace xsagpt

@@ -101,10 +101,10 @@ int summarize_sweep(const Sweep& sweep, bool draw) {
   if (draw && plot(sweep.dir)) std::cout << fmt::format("figures: {}\n", (sweep.dir / "plots").string());
   // Every point left out, with why: its state as --status tells it (sweep/status.h).
   const auto timing = point_lock_timing();
-  const double now = seconds_now();
+  const auto clock = sweep_lock_clock(sweep);
   std::vector<std::string> left;
   for (const auto& p : sweep.points) {
-    const auto s = point_state(sweep, p, timing, now);
+    const auto s = point_state(sweep, p, timing, clock);
     if (s.state != "done") left.push_back(fmt::format("{} ({}: {})", p.name, s.state, s.detail));
   }
   if (left.empty()) return 0;

@@ -23,8 +23,8 @@ namespace xsagpt {
 
 // The exit statuses of `xsagpt sweep`, a whole sweep or one point.
 inline constexpr int kSweepDone = 0;         // every point asked for is done
-inline constexpr int kSweepIncomplete = 1;   // a point failed, is invalid, or is held by another live process
-inline constexpr int kSweepInterrupted = 3;  // stopped by a signal; the same command continues it
+inline constexpr int kSweepIncomplete = 1;   // a point failed, is invalid, is held by another live process or lost to one
+inline constexpr int kSweepInterrupted = 3;  // stopped by a signal (also at start-up); the same command continues it
 
 struct SweepRunOptions {
   bool force = false;         // continue after the sweep file changed; stale points start over

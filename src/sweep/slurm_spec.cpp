@@ -22,76 +22,34 @@ std::vector<std::string> split_on(const std::string& s, char sep) {
   return parts;
 }
 
-const std::vector<std::string>& slurm_keys() {
-  static const std::vector<std::string> keys{"time",          "partition",     "account",     "qos",
-                                             "nodes",         "ntasks_per_node", "gpus_per_node", "cpus_per_task",
-                                             "array_limit",   "signal_s",      "extra",       "cluster_nodes"};
-  return keys;
+void check_count(int64_t x, const std::string& where, int64_t least) {
+  if (x < least || x > 1000000) schema::bad(where, fmt::format("an integer from {} to 1000000", least), json(x));
 }
 
-std::string slurm_keys_text() {
-  std::string out;
-  for (const auto& k : slurm_keys()) out += (out.empty() ? "" : ", ") + k;
-  return out;
-}
-
-int64_t read_slurm_count(const json& v, const std::string& where, int64_t least) {
-  const auto x = schema::read_integer<int64_t>(v, where);
-  if (x < least || x > 1000000) schema::bad(where, fmt::format("an integer from {} to 1000000", least), v);
-  return x;
-}
-
-// Applies one "slurm" object's keys to `s`; `rung` says whether it is a rung's.
-void apply_slurm(const json& section, const std::string& where, bool rung, SlurmSettings& s, int64_t* cluster_nodes) {
-  if (!section.is_object()) schema::bad(where, "an object of Slurm settings", section);
-  for (const auto& [k, v] : section.items()) {
-    const std::string at = where + "." + k;
-    if (std::find(slurm_keys().begin(), slurm_keys().end(), k) == slurm_keys().end())
-      throw ConfigError(fmt::format("{}: unknown key '{}' (known: {})", where, k, slurm_keys_text()));
-    if (k == "time") {
-      if (!v.is_string()) schema::bad(at, "a time limit as sbatch --time reads it (\"2-00:00:00\", \"90\")", v);
-      const auto secs = slurm_time_seconds(v.get<std::string>());
-      if (!secs || *secs <= 0)
-        schema::bad(at, "a time limit: minutes, M:S, H:M:S, D-H, D-H:M or D-H:M:S, above zero", v);
-      s.time = v.get<std::string>();
-      s.time_s = *secs;
-    } else if (k == "partition" || k == "account" || k == "qos") {
-      if (!v.is_string() || v.get<std::string>().empty() ||
-          v.get<std::string>().find_first_of(" \t\n'\"\\$`") != std::string::npos)
-        schema::bad(at, "a name (no spaces or quotes)", v);
-      (k == "partition" ? s.partition : k == "account" ? s.account : s.qos) = v.get<std::string>();
-    } else if (k == "extra") {
-      if (!v.is_array()) schema::bad(at, "a list of sbatch options, e.g. [\"--constraint=h100\"]", v);
-      s.extra.clear();
-      for (const auto& line : v) {
-        if (!line.is_string() || !line.get<std::string>().starts_with("-") ||
-            line.get<std::string>().find('\n') != std::string::npos)
-          schema::bad(at, "a list of sbatch options, each one line starting with '-'", line);
-        s.extra.push_back(line.get<std::string>());
-      }
-    } else if (k == "cluster_nodes") {
-      if (rung)
-        throw ConfigError(at + ": the cluster's nodes are the whole sweep's; set them in the sweep's \"slurm\" section");
-      *cluster_nodes = read_slurm_count(v, at, 1);
-    } else if (k == "nodes") {
-      s.nodes = read_slurm_count(v, at, 1);
-    } else if (k == "ntasks_per_node") {
-      s.ntasks_per_node = read_slurm_count(v, at, 1);
-    } else if (k == "gpus_per_node") {
-      s.gpus_per_node = read_slurm_count(v, at, 0);
-    } else if (k == "cpus_per_task") {
-      s.cpus_per_task = read_slurm_count(v, at, 1);
-    } else if (k == "array_limit") {
-      s.array_limit = read_slurm_count(v, at, 1);
-    } else {
-      s.signal_s = read_slurm_count(v, at, 1);
-    }
+// What the values of a "slurm" object as read (`section`, over `s`) must be.
+void check_slurm_values(const json& section, const std::string& where, SlurmSettings& s) {
+  if (section.contains("time")) {
+    const auto secs = slurm_time_seconds(s.time);
+    if (!secs || *secs <= 0)
+      schema::bad(where + ".time", "a time limit: minutes, M:S, H:M:S, D-H, D-H:M or D-H:M:S, above zero",
+                  section["time"]);
+    s.time_s = *secs;
   }
-}
-
-void check_slurm_settings(const SlurmSettings& s, const std::string& where) {
-  if (s.time.empty())
-    throw ConfigError(where + ".time: required: each job's time limit, as sbatch --time reads it (\"2-00:00:00\")");
+  for (const char* k : {"partition", "account", "qos"})
+    if (section.contains(k)) {
+      const auto& name = section[k].get<std::string>();
+      if (name.empty() || name.find_first_of(" \t\n'\"\\$`") != std::string::npos)
+        schema::bad(where + "." + k, "a name (no spaces or quotes)", section[k]);
+    }
+  for (const auto& line : s.extra)
+    if (!line.starts_with("-") || line.find('\n') != std::string::npos)
+      schema::bad(where + ".extra", "a list of sbatch options, each one line starting with '-'", json(line));
+  check_count(s.nodes, where + ".nodes", 1);
+  check_count(s.ntasks_per_node, where + ".ntasks_per_node", 1);
+  check_count(s.gpus_per_node, where + ".gpus_per_node", 0);
+  check_count(s.cpus_per_task, where + ".cpus_per_task", 1);
+  check_count(s.array_limit, where + ".array_limit", 0);
+  check_count(s.signal_s, where + ".signal_s", 1);
   if (s.signal_s >= s.time_s)
     throw ConfigError(fmt::format("{}.signal_s: {} s before a time limit of {} s ({}) leaves no time to train", where,
                                   s.signal_s, s.time_s, s.time));
@@ -132,12 +90,11 @@ std::optional<int64_t> slurm_time_seconds(const std::string& text) {
   return days * 86400 + secs;
 }
 
-std::optional<SlurmSpec> read_slurm(const json& spec, const std::string& path) {
-  const json no_rungs = json::array();
-  const bool ladder = spec.contains("ladder") && spec["ladder"].is_object() && spec["ladder"].contains("rungs") &&
-                      spec["ladder"]["rungs"].is_array();
-  const auto& rungs = ladder ? spec["ladder"]["rungs"] : no_rungs;
-  if (!spec.contains("slurm")) {
+std::optional<SlurmSpec> read_slurm(const SweepFileSection& file, const std::string& path) {
+  // A rung's own "slurm" is read here, over the sweep's (the ladder's section, its rungs
+  // a list, was read before: sweep/grid.h).
+  const json rungs = file.ladder.is_null() ? json::array() : file.ladder["rungs"];
+  if (file.slurm.is_null()) {
     for (size_t i = 0; i < rungs.size(); ++i)
       if (rungs[i].is_object() && rungs[i].contains("slurm"))
         throw ConfigError(fmt::format("{}: ladder.rungs[{}].slurm: overrides the sweep's \"slurm\" section, which it "
@@ -145,16 +102,23 @@ std::optional<SlurmSpec> read_slurm(const json& spec, const std::string& path) {
                                       path, i));
     return std::nullopt;
   }
-  SlurmSpec out;
+  SlurmSection section;
   const std::string where = path + ": slurm";
-  apply_slurm(spec["slurm"], where, false, out.base, &out.cluster_nodes);
-  check_slurm_settings(out.base, where);
+  file_keys::read(file.slurm, section, where);
+  check_slurm_values(file.slurm, where, section.job);
+  if (section.cluster_nodes) check_count(*section.cluster_nodes, where + ".cluster_nodes", 1);
+  SlurmSpec out{section.job, {}, section.cluster_nodes.value_or(0)};
   for (size_t i = 0; i < rungs.size(); ++i) {
     auto s = out.base;
     if (rungs[i].is_object() && rungs[i].contains("slurm")) {
       const auto at = fmt::format("{}: ladder.rungs[{}].slurm", path, i);
-      apply_slurm(rungs[i]["slurm"], at, true, s, nullptr);
-      check_slurm_settings(s, at);
+      const auto& own = rungs[i]["slurm"];
+      if (own.is_object() && own.contains("cluster_nodes"))
+        throw ConfigError(at +
+                          ".cluster_nodes: the cluster's nodes are the whole sweep's; set them in the sweep's "
+                          "\"slurm\" section");
+      file_keys::read(own, s, at, ".", /*overrides=*/true);
+      check_slurm_values(own, at, s);
     }
     out.rungs.push_back(std::move(s));
   }

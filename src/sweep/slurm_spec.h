@@ -2,40 +2,23 @@
 // --slurm`, sweep/slurm_submit.h), read and checked when the sweep file is, so that a
 // misspelt key is refused by name before any script is written or job submitted.
 //
-//   "slurm": {
-//     "time": "2-00:00:00",   a job's time limit, as sbatch's --time reads it (required)
-//     "partition", "account", "qos": strings, passed on when given
-//     "nodes": 1, "ntasks_per_node": 8, "gpus_per_node": 8, "cpus_per_task": 12
-//                             one point's job: its ranks are nodes x ntasks_per_node
-//     "array_limit": 4        at most this many tasks of one array at once (sbatch's %K)
-//     "signal_s": 120         USR2 this many seconds before the time limit: the trainer
-//                             checkpoints and the task requeues itself
-//     "extra": ["--constraint=h100"]   more #SBATCH lines, as written
-//     "cluster_nodes": 8      the nodes the dry run packs the arrays on (default: one job's)
-//   }
+// Its keys are declared in sweep/sweep_file.h (SlurmSection, SlurmSettings), with
+// their defaults and help; docs/cluster.md's table is printed from them. Here the
+// values are checked: a time limit sbatch reads, counts in range, names without spaces
+// or quotes, extra lines that are options.
+//
 // A ladder rung may override any of them but cluster_nodes with its own "slurm" object
 // ({"preset": "paper-2.7b", "slurm": {"nodes": 2}}): a larger rung needs more nodes or
 // time. Points whose settings are equal (a shape) share one job array.
 #pragma once
 
-#include "config/run_config.h"
+#include "sweep/sweep_file.h"
 
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace xsagpt {
-
-struct SlurmSettings {
-  std::string time, partition, account, qos;
-  int64_t nodes = 1, ntasks_per_node = 1, gpus_per_node = 0, cpus_per_task = 1;
-  int64_t array_limit = 0;  // 0: no throttle
-  int64_t signal_s = 120;
-  std::vector<std::string> extra;
-  int64_t time_s = 0;  // `time` in seconds
-  int64_t ranks() const { return nodes * ntasks_per_node; }
-  bool operator==(const SlurmSettings&) const = default;
-};
 
 struct SlurmSpec {
   SlurmSettings base;
@@ -47,7 +30,7 @@ struct SlurmSpec {
 
 // Reads the sweep file's "slurm" section (nullopt without one) and each ladder rung's
 // own. `path` names the file in refusals.
-std::optional<SlurmSpec> read_slurm(const json& spec, const std::string& path);
+std::optional<SlurmSpec> read_slurm(const SweepFileSection& file, const std::string& path);
 
 // A time limit as sbatch reads one ("M", "M:S", "H:M:S", "D-H", "D-H:M", "D-H:M:S") in
 // seconds; nullopt when it is none of them.

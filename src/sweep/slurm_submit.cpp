@@ -82,12 +82,12 @@ int run_slurm(const Sweep& sweep, const std::string& sweep_file, const SlurmRunO
   // failed (unless retried), nor invalid.
   const auto queued = opts.submit ? queued_points(ctx.job_name) : std::map<size_t, std::string>{};
   const auto timing = point_lock_timing();
-  const double now = seconds_now();
+  const auto clock = sweep_lock_clock(sweep);
   std::map<std::string, size_t> counts;
   std::vector<bool> wanted(sweep.points.size(), false);
   for (size_t i = 0; i < sweep.points.size(); ++i) {
     const auto& p = sweep.points[i];
-    const auto st = point_state(sweep, p, timing, now);
+    const auto st = point_state(sweep, p, timing, clock);
     std::string why = st.state;
     if (queued.contains(i)) why = "queued";
     else if (st.state == "failed" && opts.retry_failed) why = "pending";

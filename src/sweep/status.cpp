@@ -48,17 +48,19 @@ std::string progress_text(const SweepPoint& p) {
 }
 
 // A point that is neither done, failed nor invalid: running while a live process
-// holds its lock, pending otherwise (with how far an earlier process took it).
-PointState unfinished_state(const Sweep& sweep, const SweepPoint& p, const PointLockTiming& timing, double now) {
+// holds its lock (one that stopped beating but still holds the run directory included,
+// and said so), pending otherwise (with how far an earlier process took it).
+PointState unfinished_state(const Sweep& sweep, const SweepPoint& p, const PointLockTiming& timing,
+                            const LockClock& clock) {
   const auto holder = read_point_lock(point_lock_dir(sweep.dir, p.name));
   const bool begun = fs::exists(RunPaths(p.config.out_dir).config);
   if (holder && !holder->released) {
-    const auto stale = stale_reason(*holder, timing, now);
-    if (!stale)
-      return {"running", fmt::format("{}, {}, last heartbeat {}", holder->describe(), progress_text(p),
-                                     age_text(now - holder->heartbeat))};
+    const auto check = check_holder(*holder, timing, clock, p.config.out_dir);
+    if (check.live)
+      return {"running", fmt::format("{}, {}, last heartbeat {}{}", holder->describe(), progress_text(p),
+                                     age_text(check.age), check.why.empty() ? "" : ": " + check.why)};
     return {"pending", fmt::format("{}; its holder, {}, stopped: {}; the next process takes it over",
-                                   begun ? progress_text(p) : "not started", holder->describe(), *stale)};
+                                   begun ? progress_text(p) : "not started", holder->describe(), check.why)};
   }
   if (begun) return {"pending", progress_text(p) + ", resumes from its last checkpoint"};
   if (p.branch_of) {
@@ -70,11 +72,13 @@ PointState unfinished_state(const Sweep& sweep, const SweepPoint& p, const Point
 
 }  // namespace
 
+LockClock sweep_lock_clock(const Sweep& sweep) { return LockClock::of(sweep.dir / ".locks"); }
+
 std::optional<std::string> branch_wait(const Sweep& sweep, const SweepPoint& p, bool* source_live) {
   if (source_live) *source_live = false;
   if (branch_ready(sweep, p)) return std::nullopt;
   const auto& source = sweep.points[*p.branch_of];
-  const auto st = point_state(sweep, source, point_lock_timing(), seconds_now());
+  const auto st = point_state(sweep, source, point_lock_timing(), sweep_lock_clock(sweep));
   if (source_live) *source_live = st.state == "running";
   const auto file = branch_checkpoint(sweep, p);
   const auto step = sweep.ladder->rungs[static_cast<size_t>(p.rung)].budgets[static_cast<size_t>(p.budget)].branch_step;
@@ -85,7 +89,8 @@ std::optional<std::string> branch_wait(const Sweep& sweep, const SweepPoint& p, 
                      st.detail);
 }
 
-PointState point_state(const Sweep& sweep, const SweepPoint& p, const PointLockTiming& timing, double now) {
+PointState point_state(const Sweep& sweep, const SweepPoint& p, const PointLockTiming& timing,
+                       const LockClock& clock) {
   if (const auto foreign = foreign_run(p)) return {"invalid", *foreign};
   const RunPaths run(p.config.out_dir);
   if (fs::exists(run.done)) {
@@ -97,16 +102,16 @@ PointState point_state(const Sweep& sweep, const SweepPoint& p, const PointLockT
     const auto error = failure->value("error", json("unknown"));
     return {"failed", error.is_string() ? error.get<std::string>() : error.dump()};
   }
-  return unfinished_state(sweep, p, timing, now);
+  return unfinished_state(sweep, p, timing, clock);
 }
 
 int print_sweep_status(const Sweep& sweep) {
   const auto timing = point_lock_timing();
-  const double now = seconds_now();
+  const auto clock = sweep_lock_clock(sweep);
   std::map<std::string, size_t> totals{{"done", 0}, {"running", 0}, {"pending", 0}, {"failed", 0}, {"invalid", 0}};
   const size_t width = std::to_string(sweep.points.size() - 1).size();
   for (size_t i = 0; i < sweep.points.size(); ++i) {
-    const auto s = point_state(sweep, sweep.points[i], timing, now);
+    const auto s = point_state(sweep, sweep.points[i], timing, clock);
     totals[s.state] += 1;
     std::cout << fmt::format("{:>{}} {:<7} {}  {}\n", i, width, s.state, sweep.points[i].name, s.detail);
   }

@@ -1,5 +1,6 @@
 // Sweeps, where each point stands, read from the sweep directory alone (its points'
-// run directories and their locks, sweep/point_lock.h) without writing anything, so
+// run directories and their locks, sweep/point_lock.h) without writing anything but the
+// lock clock's probe file, removed at once, so
 // any process on any machine sharing the directory may ask while others train:
 // `xsagpt sweep --status`, and the points `--summarize` names as left out.
 #pragma once
@@ -17,8 +18,12 @@ struct PointState {
   std::string detail;  // the final val loss; the holder, step and heartbeat; why; ...
 };
 
-// `now`: seconds since the epoch, against which heartbeats are aged.
-PointState point_state(const Sweep& sweep, const SweepPoint& p, const PointLockTiming& timing, double now);
+// `clock`: what lock files are aged against (sweep_lock_clock).
+PointState point_state(const Sweep& sweep, const SweepPoint& p, const PointLockTiming& timing,
+                       const LockClock& clock);
+
+// The clock a sweep's point locks are aged against: a probe in its .locks folder.
+LockClock sweep_lock_clock(const Sweep& sweep);
 
 // Why branch `p` (sweep/branch.h) cannot train yet, naming the checkpoint it waits for
 // and where its source stands (running, pending, failed: point_state); nullopt when it

@@ -316,7 +316,7 @@ json comparisons(const Sweep& sweep, const json& points) {
 json sweep_summary(const Sweep& sweep) {
   json points = json::array();
   const auto timing = point_lock_timing();
-  const double now = seconds_now();
+  const auto clock = sweep_lock_clock(sweep);
   for (const auto& p : sweep.points) {
     const RunPaths run(p.config.out_dir);
     json e = {{"name", p.name}, {"dir", p.name}, {"variant", p.variant}, {"values", p.values}};
@@ -337,7 +337,7 @@ json sweep_summary(const Sweep& sweep) {
     } else {
       // Running only while a live process holds the point's lock, as --status says:
       // a run directory alone may be a killed job's.
-      const auto state = point_state(sweep, p, timing, now);
+      const auto state = point_state(sweep, p, timing, clock);
       e["status"] = state.state;
       e["detail"] = state.detail;
     }

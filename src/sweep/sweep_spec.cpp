@@ -11,25 +11,13 @@
 
 namespace xsagpt::sweep_spec {
 
-void check_spec(const json& spec, const std::string& path) {
-  if (!spec.is_object()) schema::bad(path, "a JSON object", spec);
-  for (const auto& [k, v] : spec.items())
-    if (k != "base" && k != "set" && k != "grid" && k != "variants" && k != "baseline" &&
-        k != "constant_batch_tokens" && k != "ladder" && k != "slurm" && k != "out_dir")
-      throw ConfigError(path + ": unknown key '" + k +
-                        "' (known: base, set, variants, baseline, grid, ladder, constant_batch_tokens, slurm, out_dir)");
-  if (!spec.contains("base") || !spec["base"].is_string())
-    throw ConfigError(path + ": base: expected a run config path");
-  if (!spec.contains("out_dir") || !spec["out_dir"].is_string())
-    throw ConfigError(path + ": out_dir: expected a directory");
-  const bool variants = spec.contains("variants");
-  if (!variants && (!spec.contains("grid") || !spec["grid"].is_object() || spec["grid"].empty()))
+void check_spec(const SweepFileSection& file, const std::string& path) {
+  const bool variants = !file.variants.is_null();
+  if (!variants && (file.grid.is_null() || file.grid.empty()))
     throw ConfigError(path + ": grid: expected an object of key -> list of values (or \"variants\")");
-  if (variants && spec.contains("grid") && !spec["grid"].is_object())
-    throw ConfigError(path + ": grid: expected an object of key -> list of values");
-  if (spec.contains("ladder") && !variants)
+  if (!file.ladder.is_null() && !variants)
     throw ConfigError(path + ": ladder: needs \"variants\" and a \"baseline\" (the ladder compares them size by size)");
-  if (spec.contains("ladder") && spec.value("constant_batch_tokens", json(false)) == json(true))
+  if (!file.ladder.is_null() && file.constant_batch_tokens)
     throw ConfigError(path +
                       ": constant_batch_tokens: not with a ladder, whose rungs' steps are sized by the base's "
                       "tokens per step");
@@ -74,10 +62,10 @@ void check_variant_name(const std::string& name, const std::string& path) {
 
 }  // namespace
 
-Variants read_variants(const json& spec, const std::string& path, const std::string& base,
+Variants read_variants(const SweepFileSection& file, const std::string& path, const std::string& base,
                        const std::vector<std::string>& fixed, int64_t world_size) {
-  const auto& vs = spec["variants"];
-  if (!vs.is_object() || vs.empty())
+  const auto& vs = file.variants;
+  if (vs.empty())
     throw ConfigError(path + ": variants: expected an object of name -> {\"section.key\": value}, with at least one");
   Variants out;
   for (const auto& [name, settings] : vs.items()) {
@@ -87,8 +75,8 @@ Variants read_variants(const json& spec, const std::string& path, const std::str
     std::vector<std::string> overrides;
     for (const auto& [key, value] : settings.items()) {
       refuse_point_out_dir(key, where);
-      if (spec.contains("ladder")) refuse_ladder_key(key, where);
-      if (spec.contains("grid") && spec["grid"].contains(key))
+      if (!file.ladder.is_null()) refuse_ladder_key(key, where);
+      if (file.grid.is_object() && file.grid.contains(key))
         throw ConfigError(
             fmt::format("{}: {} is also in the grid; set it in the variants or the grid, not both", where, key));
       overrides.push_back(key + "=" + value.dump());
@@ -105,23 +93,18 @@ Variants read_variants(const json& spec, const std::string& path, const std::str
   return out;
 }
 
-std::vector<std::string> fixed_overrides(const json& spec, const std::string& path) {
-  std::vector<std::string> fixed;
-  if (!spec.contains("set")) return fixed;
-  if (!spec["set"].is_array()) throw ConfigError(path + ": set: expected a list of \"section.key=value\"");
-  for (const auto& o : spec["set"]) {
-    if (!o.is_string()) schema::bad(path + ": set", "a list of \"section.key=value\" strings", o);
-    refuse_point_out_dir(o.get<std::string>(), path + ": set");
+std::vector<std::string> fixed_overrides(const SweepFileSection& file, const std::string& path) {
+  for (const auto& o : file.set) {
+    refuse_point_out_dir(o, path + ": set");
     // The base's schedule keys in "set" are the shape the ladder stretches to each
     // rung's steps (sweep/ladder.h); its size and rate would be replaced without a word.
-    const auto key = o.get<std::string>().substr(0, o.get<std::string>().find('='));
-    if (spec.contains("ladder") && (key.starts_with("model.") || key == "train.lr")) {
+    const auto key = o.substr(0, o.find('='));
+    if (!file.ladder.is_null() && (key.starts_with("model.") || key == "train.lr")) {
       const auto& owned = ladder_keys();
       if (std::find(owned.begin(), owned.end(), key) != owned.end()) refuse_ladder_key(key, path + ": set");
     }
-    fixed.push_back(o.get<std::string>());
   }
-  return fixed;
+  return file.set;
 }
 
 std::vector<std::string> constant_token_overrides(const RunConfig& base, int64_t T, int64_t world_size,

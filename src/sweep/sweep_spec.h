@@ -4,6 +4,7 @@
 #pragma once
 
 #include "config/run_config.h"
+#include "sweep/sweep_file.h"
 
 #include <map>
 #include <set>
@@ -13,8 +14,8 @@
 
 namespace xsagpt::sweep_spec {
 
-// The sweep file's own keys, checked; the grid and the variants are read by load_sweep.
-void check_spec(const json& spec, const std::string& path);
+// The top level as read (sweep/sweep_file.h), checked: what its keys need of each other.
+void check_spec(const SweepFileSection& file, const std::string& path);
 
 // Each point runs in its own directory under the sweep's out_dir, set last: an
 // out_dir in a variant, the grid or "set" would be ignored without a word.
@@ -28,11 +29,11 @@ using Variants = std::vector<std::pair<std::string, std::vector<std::string>>>;
 
 // "variants": name -> the overrides that make it, each checked alone against the base
 // (through --set's own validation) and against the grid, whose keys it may not set.
-Variants read_variants(const json& spec, const std::string& path, const std::string& base,
+Variants read_variants(const SweepFileSection& file, const std::string& path, const std::string& base,
                        const std::vector<std::string>& fixed, int64_t world_size);
 
 // "set": the overrides every point gets.
-std::vector<std::string> fixed_overrides(const json& spec, const std::string& path);
+std::vector<std::string> fixed_overrides(const SweepFileSection& file, const std::string& path);
 
 // constant_batch_tokens: a point with its own seq_len keeps the base's tokens per
 // micro-batch and per step, through micro_batch and batch_tokens.

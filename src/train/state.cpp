@@ -91,31 +91,11 @@ ShardVocab TrainingState::check_data(int64_t vocab_size) const {
   std::vector<const ShardInfo*> all;
   for (const auto& s : loader.shards()) all.push_back(&s);
   for (const auto& s : val.shards()) all.push_back(&s);
-  ShardVocab vocab;
-  if (!all.empty()) {
-    vocab = shard_set_vocab(all);
-    check_model_vocab(vocab, vocab_size, all.front()->path);
+  try {
+    return check_shards_for_model(all, nullptr, vocab_size, "model.vocab_size");  // a fresh model takes theirs
+  } catch (const DataError& e) {
+    throw DataError(fmt::format("{} (found before training: nothing was written or changed)", e.what()));
   }
-  // Shards are read from disk (or the page cache) in parallel; the first error in
-  // file order is the one reported.
-  const size_t workers = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
-  std::vector<std::string> errors(all.size());
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (size_t w = 0; w < std::min(workers, all.size()); ++w)
-    pool.emplace_back([&] {
-      for (size_t i; (i = next++) < all.size();) {
-        try {
-          check_token_ids(*all[i], vocab_size);
-        } catch (const std::exception& e) {
-          errors[i] = e.what();
-        }
-      }
-    });
-  for (auto& th : pool) th.join();
-  for (const auto& e : errors)
-    if (!e.empty()) throw DataError(e + " (found before training: nothing was written or changed)");
-  return vocab;
 }
 
 DataState TrainingState::data_state() {
@@ -133,6 +113,10 @@ void TrainingState::load_data_state(const DataState& d, const std::string& file)
 
 void TrainingState::restore(const Checkpoint& c, const std::string& file) {
   TORCH_CHECK(!batches_, "TrainingState::restore: the batch thread has started");
+  // The model learned the ids of the vocabulary its checkpoint records; data.* may change on a
+  // resume, but not into another vocabulary.
+  check_model_input(recorded_vocab(c.vocab, file + ": vocab"), cfg_.model.vocab_size, file, vocab_,
+                    vocab_.compact() ? vocab_.file : "the shards (data.train, data.val)");
   load_model_state(parts.model, c.model, file);
   check_kernels(c, file);
   parts.optimizer->load_state(c.optimizer, file);

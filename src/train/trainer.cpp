@@ -75,6 +75,15 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   // Nothing is written to the run directory until the model, the data and the
   // checkpoint's state have all been set up without error.
   RunDir run(cfg, opts.resume, opts.overwrite, dist, opts.same_config, opts.branch_from);
+  // Another process may take the run over while this one is stopped (a sweep point's lock):
+  // asked before each write, every rank learning rank 0's answer; once lost, nothing more
+  // is written, and what this session staged is left as a killed session's would be.
+  auto lost = [&] {
+    if (!opts.still_held || !dist.any(!opts.still_held())) return false;
+    run.abandon();
+    return true;
+  };
+  if (lost()) return TrainResult{.lost = true};
   if (const auto done = run.close_if_finished())
     return TrainResult{done->step, true, done->final_train_loss, done->final_val_loss};
   setup_cpu_threads(t.threads, "train.threads");
@@ -84,6 +93,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   if (memory.refusal) throw ConfigError(*memory.refusal);
   TrainingState s(cfg, rt, device, dist);  // model, optimizer, data, progress: the same on every rank
   s.progress.set_run_id(run.restore([&](const Checkpoint& c, const std::string& file) { s.restore(c, file); }));
+  if (lost()) return TrainResult{.lost = true};
   const auto metrics_file = run.begin();  // every check passed: the directory is written from here on
 
   const int64_t accum = cfg.accumulation_steps(world);
@@ -92,20 +102,27 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   TrainStep train_step(s.parts.model, *s.parts.optimizer, *s.parts.sync, s.parts.params, accum, t.grad_clip);
   Progress& progress = s.progress;
   auto save = [&] {
+    if (lost()) return false;
     s.save(cfg.out_dir, t.keep_checkpoints);
     run.commit(s.step);
     progress.pause();
+    return true;
   };
+  const auto lost_at = [&] { return TrainResult{s.step, false, progress.train_loss(), progress.val_loss(), true}; };
   s.start(metrics_file);
   install_stop_handlers();
 
   // A fresh run's val loss at initialisation anchors the curves (ln(vocab)).
   // Each val line also carries the similarity bias and the XSA gates (train/eval_diagnostics.h).
+  // False, writing nothing, where the run was lost during the evaluation.
   auto log_val = [&] {
     const double loss = evaluate(s.parts.model, s.val, device, dist);
-    progress.log_val(s.step, s.tokens, loss, eval_diagnostics(s.parts.model, s.val, t, device, dist));
+    const auto diagnostics = eval_diagnostics(s.parts.model, s.val, t, device, dist);
+    if (lost()) return false;
+    progress.log_val(s.step, s.tokens, loss, diagnostics);
+    return true;
   };
-  if (s.step == 0 && t.eval_interval > 0) log_val();
+  if (s.step == 0 && t.eval_interval > 0 && !log_val()) return lost_at();
   while (s.step < t.max_steps) {
     const double lr = learning_rate(t, s.step);
     const auto stats = train_step([&] { return s.next_batch(); }, lr);  // forward, backward, clip, optimizer
@@ -113,14 +130,14 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     s.tokens += step_tokens;
     progress.record(s.step, stats);
     const bool last = s.step == t.max_steps;
+    if (lost()) return lost_at();  // before this step's lines
 
     if (s.step % t.log_interval == 0 || last) progress.log_train(s.step, s.tokens, lr);
-    if ((t.eval_interval > 0 && s.step % t.eval_interval == 0) || last)
-      log_val();
+    if (((t.eval_interval > 0 && s.step % t.eval_interval == 0) || last) && !log_val()) return lost_at();
     const bool stop = dist.any(stop_requested());  // SIGINT/SIGTERM on any rank
     const bool branch_point = std::find(t.ckpt_steps.begin(), t.ckpt_steps.end(), s.step) != t.ckpt_steps.end();
     if ((t.ckpt_interval > 0 && s.step % t.ckpt_interval == 0) || branch_point || last || stop) {
-      save();
+      if (!save()) return lost_at();
       // A test can hold a run just after a given checkpoint (util/test_stop.h), to
       // interrupt, requeue or signal it there; a resumed run passes that step.
       if (!last) stop_here_for_tests(("train:checkpoint-saved-" + std::to_string(s.step)).c_str());
@@ -130,6 +147,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
       return TrainResult{s.step, false, progress.train_loss(), progress.val_loss()};
     }
   }
+  if (lost()) return lost_at();
   run.finish({s.step, s.tokens, progress.train_loss(), progress.val_loss(), progress.elapsed()});
   return TrainResult{s.step, true, progress.train_loss(), progress.val_loss()};
 }

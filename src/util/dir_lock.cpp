@@ -1,4 +1,4 @@
-// Directory ownership between processes: flock on dir/.lock, and claiming a new
+// Directory ownership between processes: an OFD lock on dir/.lock, and claiming a new
 // directory by creating it (see dir_lock.h).
 #include "util/dir_lock.h"
 
@@ -10,7 +10,6 @@
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cerrno>
@@ -45,6 +44,16 @@ std::string lock_holder(int fd) {
                      holder.contains("since") ? ", since " + str("since") : "");
 }
 
+// The whole file, for writing: what a holder takes and a question asks about.
+struct flock whole_file(short type) {
+  struct flock fl {};
+  fl.l_type = type;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = 0;
+  fl.l_len = 0;
+  return fl;
+}
+
 std::string holder_of(const fs::path& file) {
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return "another process";
@@ -59,9 +68,10 @@ DirLock DirLock::acquire(const fs::path& dir, const std::string& command, const 
   const fs::path file = dir / ".lock";
   const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) throw ConfigError(errno_message(file, "cannot open the lock file"));
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  auto fl = whole_file(F_WRLCK);
+  if (::fcntl(fd, F_OFD_SETLK, &fl) != 0) {
     const int err = errno;
-    if (err != EWOULDBLOCK && err != EINTR) {
+    if (err != EAGAIN && err != EACCES && err != EINTR) {
       ::close(fd);
       errno = err;
       spdlog::warn("{}; a second process in {} would not be detected", errno_message(file, "cannot lock"),
@@ -98,6 +108,17 @@ DirLock DirLock::create(const fs::path& dir, const std::string& command, const B
   return acquire(dir, command, busy);
 }
 
+std::optional<std::string> DirLock::holder(const fs::path& dir) {
+  const fs::path file = dir / ".lock";
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return std::nullopt;  // no lock file: nobody ever held the directory
+  auto fl = whole_file(F_WRLCK);
+  std::optional<std::string> who;
+  if (::fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK) who = lock_holder(fd);
+  ::close(fd);
+  return who;
+}
+
 DirLock::DirLock(DirLock&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
 
 DirLock& DirLock::operator=(DirLock&& o) noexcept {
@@ -109,7 +130,7 @@ DirLock& DirLock::operator=(DirLock&& o) noexcept {
 }
 
 DirLock::~DirLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing the only descriptor releases the flock
+  if (fd_ >= 0) ::close(fd_);  // closing the only descriptor releases the lock
 }
 
 }  // namespace xsagpt

@@ -20,14 +20,11 @@ using ::testing::HasSubstr;
 
 namespace {
 
-const std::vector<double> kComputes{1e17, 4e17, 1.6e18, 6.4e18, 2.56e19, 1.024e20};
-
+// The law's samples at the six computes (test::sample_law) as the fit takes them.
 std::vector<HuberPoint> sampled(const ChosenLaw& law, int seeds, double noise, uint64_t rng_seed) {
-  std::mt19937_64 rng(rng_seed);
-  std::normal_distribution<double> eps(0.0, noise);
   std::vector<HuberPoint> out;
-  for (double c : kComputes)
-    for (int s = 0; s < seeds; ++s) out.push_back({c, law.at(c) + (noise > 0 ? eps(rng) : 0.0)});
+  for (const auto& [c, loss] : test::sample_law(law, test::kSixComputes, seeds, noise, rng_seed))
+    out.push_back({c, loss});
   return out;
 }
 
@@ -87,7 +84,7 @@ TEST(HuberFit, TooFewPointsOrComputesGiveNoFitAndSayWhy) {
   EXPECT_THAT(fit_huber_power_law(two_computes).why, HasSubstr("3 distinct computes needed"));
   // Losses that rise with compute: no power law falls through them.
   std::vector<HuberPoint> rising;
-  for (double c : kComputes) rising.push_back({c, 2.0 + 0.1 * std::log10(c / 1e17)});
+  for (double c : test::kSixComputes) rising.push_back({c, 2.0 + 0.1 * std::log10(c / 1e17)});
   const auto up = fit_huber_power_law(rising);
   EXPECT_FALSE(up.law);
   EXPECT_THAT(up.why, HasSubstr("does not fall with compute"));

@@ -15,20 +15,16 @@
 using namespace xsagpt;
 using test::chosen_law;
 using test::ChosenLaw;
+using test::kSixComputes;
 using ::testing::HasSubstr;
 
 namespace {
 
-const std::vector<double> kSixComputes{1e17, 4e17, 1.6e18, 6.4e18, 2.56e19, 1.024e20};
-
-// Every compute `seeds` times, the loss the law's plus normal noise of sd `noise`.
+// A curve of the law's samples (test::sample_law).
 CurvePoints sampled_curve(const ChosenLaw& law, const std::vector<double>& computes, int seeds, double noise,
                           uint64_t rng_seed) {
-  std::mt19937_64 rng(rng_seed);
-  std::normal_distribution<double> eps(0.0, noise);
   CurvePoints c;
-  for (double x : computes)
-    for (int s = 0; s < seeds; ++s) c.add(x, law.at(x) + (noise > 0 ? eps(rng) : 0.0));
+  for (const auto& [x, y] : test::sample_law(law, computes, seeds, noise, rng_seed)) c.add(x, y);
   return c;
 }
 

@@ -4,6 +4,7 @@
 // outer norms); and the specs a ladder refuses, each by the key it names.
 #include "helpers.h"
 #include "sweep/grid.h"
+#include "sweep_files.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -22,22 +23,14 @@ constexpr int64_t kVocab = 256, kStepTokens = 64 * 4;
 // Parameters of the base's model at depth L and width d (n_head * head_dim = d, MLP 4d, no biases).
 int64_t reference_params(int64_t L, int64_t d) { return 2 * kVocab * d + L * (12 * d * d + 2 * d) + 2 * d; }
 
-class Ladders : public test::TempDirTest {
+}  // namespace
+
+class Ladders : public test::SweepFiles {
  protected:
   void SetUp() override {
-    test::TempDirTest::SetUp();
-    const json base = {{"model", {{"base", "tiny"}, {"vocab_size", kVocab}, {"block_size", 64}}},
-                       {"data", {{"train", "a/*.bin"}, {"val", "b/*.bin"}}},
-                       {"train",
-                        {{"seq_len", 64},
-                         {"micro_batch", 4},
-                         {"eval_tokens", 256},
-                         {"max_steps", 100},
-                         {"warmup_steps", 10},
-                         {"eval_interval", 25},
-                         {"ckpt_interval", 50}}},
-                       {"out_dir", "unused"}};
-    std::ofstream(tmp / "base.json") << base.dump();
+    SweepFiles::SetUp();
+    write_base({{"model", {{"base", "tiny"}, {"vocab_size", kVocab}, {"block_size", 64}}},
+                {"train", {{"max_steps", 100}, {"warmup_steps", 10}, {"eval_interval", 25}, {"ckpt_interval", 50}}}});
   }
   json ladder() const {
     return {{"rungs", {1, 2, 3}},
@@ -47,24 +40,17 @@ class Ladders : public test::TempDirTest {
             {"lr", {{"width_exponent", -1.0}, {"anchor", {{"d_model", 64}, {"lr", 1e-2}}}}}};
   }
   fs::path spec(const json& ladder_section, const json& extra = json::object()) const {
-    json j = {{"base", (tmp / "base.json").string()},
-              {"out_dir", (tmp / "sweep").string()},
-              {"variants", {{"sa", json::object()}, {"xsa", {{"model.attention", "xsa"}}}}},
-              {"baseline", "sa"},
-              {"grid", {{"train.seed", {1, 2}}}},
-              {"ladder", ladder_section}};
-    j.update(extra);
-    for (const auto& [k, v] : extra.items())
-      if (v.is_null()) j.erase(k);  // null: the key left out
-    std::ofstream(tmp / "sweep.json") << j.dump();
-    return tmp / "sweep.json";
+    json keys = {{"variants", {{"sa", json::object()}, {"xsa", {{"model.attention", "xsa"}}}}},
+                 {"baseline", "sa"},
+                 {"grid", {{"train.seed", {1, 2}}}},
+                 {"ladder", ladder_section}};
+    keys.update(extra);  // a null value leaves the key out
+    return SweepFiles::spec(keys);
   }
   std::string error_of(const json& ladder_section, const json& extra = json::object()) const {
     return test::error_of<ConfigError>([&] { load_sweep(spec(ladder_section, extra).string(), 1); });
   }
 };
-
-}  // namespace
 
 TEST_F(Ladders, DepthRungsAreSizedBudgetedAndRatedByTheRules) {
   const auto s = load_sweep(spec(ladder()).string(), 1);

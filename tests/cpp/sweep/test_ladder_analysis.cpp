@@ -486,3 +486,52 @@ TEST(LadderAnalysis, TheHuberFitsStandBesideTheLeastSquaresOnes) {
   EXPECT_THAT(text, HasSubstr("Huber loss, delta 1e-3, on log residuals"));
   EXPECT_THAT(text, HasSubstr("Which fit: the multipliers are read from the least-squares fits"));
 }
+
+// A multiplier needs the baseline measured at its rung. A 3-rung ladder whose baseline failed
+// at the top rung, two seeds, the variant's curve the baseline's shifted by a constant factor
+// in compute (multiplier 1/1.5 everywhere): with 2 baseline rungs the rule fits E = 0, whose
+// curve carried past its data puts the top rung's multiplier far off. That multiplier is an
+// extrapolation, flagged and bounded as the targets' are, and the trend is fitted through the
+// two measured rungs alone.
+TEST(LadderAnalysis, AMultiplierWhereTheBaselineWasNotMeasuredIsAnExtrapolationLeftOutOfTheTrend) {
+  const auto base = chosen_law(1.8, 1.2, 0.3), xsa = shifted_law(base, 1.5);
+  auto obs =
+      exact_ladder({{"sa", base}, {"xsa", xsa}}, {1e17, 1e18, 1e19}, {{0.004, -0.006, 0.0}, {-0.004, 0.006, 0.0}});
+  std::erase_if(obs, [](const LadderObservation& o) { return o.variant == "sa" && o.rung == 2; });
+  auto opt = ladder_options({"xsa"});
+  opt.extrapolate_decades = 1, opt.extrapolate_decades_asked = false;
+  const auto a = ladder_analysis(obs, opt);
+  ASSERT_EQ(a["e_rule"], "zero");
+  const auto& rungs = a["rungs"];
+  ASSERT_EQ(rungs.size(), 3u);
+  for (int r : {0, 1}) EXPECT_EQ(rungs[r]["variants"]["xsa"]["extrapolation"], false);
+  const auto& top = rungs[2]["variants"]["xsa"];
+  EXPECT_TRUE(rungs[2]["baseline"].is_null());
+  // Before: a number with no flag (the "0.011x"), and the trend fitted through it.
+  ASSERT_TRUE(top["multiplier"].is_number()) << top.dump();
+  EXPECT_EQ(top["extrapolation"], true);
+  EXPECT_NEAR(top["decades_past_baseline"].get<double>(), 1.0, 1e-12);
+  EXPECT_THAT(top["extrapolation_why"].get<std::string>(),
+              HasSubstr("sa has no result at this rung: the multiplier reads its curve 1.0 decades past its rungs"));
+  EXPECT_TRUE(top["time_multiplier"].is_null());
+  // The trend: the slope through the two measured rungs' own multipliers, and the top one named as left out.
+  const double m0 = rungs[0]["variants"]["xsa"]["multiplier"].get<double>();
+  const double m1 = rungs[1]["variants"]["xsa"]["multiplier"].get<double>();
+  ASSERT_GT(std::abs(std::log(top["multiplier"].get<double>() / m1)), 0.05);  // what the trend would have bent to
+  const auto& t = a["trend"]["xsa"];
+  EXPECT_NEAR(t["slope"].get<double>(), std::log(m1 / m0) / std::log(10.0), 1e-9);
+  EXPECT_EQ(t["rungs_without_baseline"], nlohmann::json::array({2}));
+  EXPECT_THAT(t["rungs_why"].get<std::string>(), HasSubstr("left out of the trend: sa has no result at rung(s) [2]"));
+  // Printed with the targets' flag, and the notes say why.
+  const auto text = ladder_table(summary_around(a, 3));
+  EXPECT_THAT(text, HasSubstr(fmt::format("{:.3f}x? ", top["multiplier"].get<double>())));
+  EXPECT_THAT(text, HasSubstr("xsa at d3: extrapolated (x?): sa has no result at this rung"));
+  EXPECT_THAT(text, HasSubstr("xsa: trend: left out of the trend"));
+  // No further past the baseline's rungs than the decades the data carry.
+  opt.extrapolate_decades = 0.5;
+  const auto far = ladder_analysis(obs, opt)["rungs"][2]["variants"]["xsa"];
+  EXPECT_TRUE(far["multiplier"].is_null());
+  EXPECT_EQ(far["extrapolation"], true);
+  EXPECT_THAT(far["why"].get<std::string>(), HasSubstr("sa has no result at this rung: its curve would be read 1.0 "
+                                                       "decades past its rungs, beyond the 0.5 decades"));
+}

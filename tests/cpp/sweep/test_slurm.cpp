@@ -5,6 +5,7 @@
 #include "sweep/cluster_estimate.h"
 #include "sweep/grid.h"
 #include "sweep/slurm_scripts.h"
+#include "sweep_files.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,28 +17,17 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 namespace fs = std::filesystem;
 
-class SlurmSpecs : public test::TempDirTest {
+class SlurmSpecs : public test::SweepFiles {
  protected:
-  void SetUp() override {
-    test::TempDirTest::SetUp();
-    const json base = {{"model", "tiny"},
-                       {"data", {{"train", "a/*.bin"}, {"val", "b/*.bin"}}},
-                       {"train", {{"seq_len", 64}, {"micro_batch", 4}, {"eval_tokens", 256}}},
-                       {"out_dir", "unused"}};
-    std::ofstream(tmp / "base.json") << base.dump();
-  }
   // A sweep of two variants over two seeds, with this "slurm" section (null: none) and
   // these extra keys.
   std::string spec(const json& slurm, const json& extra = json::object()) const {
-    json j = {{"base", (tmp / "base.json").string()},
-              {"out_dir", (tmp / "sweep").string()},
-              {"variants", {{"sa", json::object()}, {"xsa", {{"model.attention", "xsa"}}}}},
-              {"baseline", "sa"},
-              {"grid", {{"train.seed", {1, 2}}}}};
-    if (!slurm.is_null()) j["slurm"] = slurm;
-    j.update(extra);
-    std::ofstream(tmp / "sweep.json") << j.dump();
-    return (tmp / "sweep.json").string();
+    json keys = {{"variants", {{"sa", json::object()}, {"xsa", {{"model.attention", "xsa"}}}}},
+                 {"baseline", "sa"},
+                 {"grid", {{"train.seed", {1, 2}}}},
+                 {"slurm", slurm}};
+    keys.update(extra);
+    return SweepFiles::spec(keys).string();
   }
   std::string error_of(const json& slurm, const json& extra = json::object()) const {
     return test::error_of<ConfigError>([&] { load_sweep(spec(slurm, extra), 1); });

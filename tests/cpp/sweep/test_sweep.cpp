@@ -2,6 +2,7 @@
 // wrong type, and a plot command that must never go through a shell.
 #include "helpers.h"
 #include "sweep/summary.h"
+#include "sweep_files.h"
 #include "util/spawn.h"
 
 #include <gmock/gmock.h>
@@ -14,26 +15,7 @@ using namespace xsagpt;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-class Sweeps : public test::TempDirTest {
- protected:
-  void SetUp() override {
-    test::TempDirTest::SetUp();
-    const json base = {{"model", "tiny"},
-                       {"data", {{"train", "a/*.bin"}, {"val", "b/*.bin"}}},
-                       {"train", {{"seq_len", 64}, {"micro_batch", 4}, {"eval_tokens", 256}}},
-                       {"out_dir", "unused"}};
-    std::ofstream(tmp / "base.json") << base.dump();
-  }
-  fs::path spec(const json& extra) const {
-    json j = {{"base", (tmp / "base.json").string()}, {"out_dir", (tmp / "sweep").string()}};
-    j.update(extra);
-    std::ofstream(tmp / "sweep.json") << j.dump();
-    return tmp / "sweep.json";
-  }
-  std::string error_of(const json& extra) const {
-    return test::error_of<ConfigError>([&] { load_sweep(spec(extra).string(), 1); });
-  }
-};
+class Sweeps : public test::SweepFiles {};
 
 // Grid values with '/' made nested run directories, and '..' left the sweep's.
 TEST_F(Sweeps, EveryPointIsOneDirectoryInsideTheSweep) {

@@ -95,6 +95,22 @@ def test_a_rerun_is_a_no_op_and_a_different_size_is_refused(gpt2_corpus, compact
     assert {p.name: p.stat().st_mtime_ns for p in compacted.iterdir()} == before
 
 
+def test_an_out_dir_that_is_a_file_or_lies_under_one_is_refused_by_name_before_anything_is_read(gpt2_corpus,
+                                                                                                    tmp_path):
+    src = gpt2_corpus[0]
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine\n")
+    for out in (a_file, a_file / "k16"):
+        bad = compact(src, out, "--vocab-size", K, check=False)
+        assert bad.returncode == 2, bad.stderr
+        assert "Traceback" not in bad.stderr and f"--out-dir: {out}: " in bad.stderr and "not a folder" in bad.stderr
+        # the text command's --out-dir is the same argument, refused before its inputs are looked at
+        text = subprocess.run([sys.executable, str(PREPARE), "text", str(tmp_path / "absent.txt"), "--out-dir",
+                               str(out)], capture_output=True, text=True, timeout=60)
+        assert text.returncode == 2 and f"--out-dir: {out}: " in text.stderr and "Traceback" not in text.stderr
+    assert a_file.read_text() == "mine\n" and sorted(tmp_path.iterdir()) == [a_file]
+
+
 def train(xsagpt, tmp_path, shards, vocab_size, steps=1):
     cfg = write_run_config(tmp_path / f"cfg{vocab_size}.json", shards, tmp_path / f"run{vocab_size}",
                            model={"vocab_size": vocab_size}, max_steps=steps, eval_interval=steps, ckpt_interval=0,
@@ -129,3 +145,52 @@ def test_compact_shards_without_their_mapping_or_mixed_with_gpt2_ids_are_refused
     write_shard(mixed / "val_000000.bin", np.arange(200) % K)  # ids in range, but GPT-2's
     bad = train(xsagpt, tmp_path, mixed, K)
     assert bad.returncode != 0 and "GPT-2 token ids" in bad.stderr and "share one vocabulary" in bad.stderr
+
+
+@pytest.fixture(scope="module")
+def other_mapping(gpt2_corpus, tmp_path_factory):
+    """Compact shards of the same K over another mapping: the corpus with every id moved up by one."""
+    src = tmp_path_factory.mktemp("shifted")
+    for p in gpt2_corpus[0].glob("*.bin"):
+        write_shard(src / p.name, (read_shard(p) + 1) % 50257)
+    out = tmp_path_factory.mktemp("compact-other") / "k16"
+    compact(src, out, "--vocab-size", K)
+    return out
+
+
+def test_every_reader_of_shards_checks_the_models_vocabulary_the_same_way(xsagpt, gpt2_corpus, compacted,
+                                                                         other_mapping, tmp_path):
+    assert json.loads((other_mapping / "vocab.json").read_text())["gpt2_ids"] != \
+        json.loads((compacted / "vocab.json").read_text())["gpt2_ids"]
+    assert train(xsagpt, tmp_path, compacted, K, steps=2).returncode == 0
+    assert train(xsagpt, tmp_path, gpt2_corpus[0], 50304).returncode == 0
+    compact_run, gpt2_run = tmp_path / f"run{K}", tmp_path / "run50304"
+
+    def analyze(run, shards, *extra):
+        return xsagpt("analyze", run, "--val", shards / "val_*.bin", "--device", "cpu", "--threads", 1,
+                      "-o", tmp_path / "out.json", *extra, check=False)
+
+    assert analyze(compact_run, compacted).returncode == 0  # its own vocabulary
+    for extra in ((), ("--positions",)):
+        # Before: a GPT-2 model read compact ids and exited 0 with a loss; a compact model read
+        # another mapping's ids of the same K without a word.
+        for run, shards, holds, trained_on in (
+                (gpt2_run, compacted, f"a compact vocabulary of {K} ids ({compacted / 'vocab.json'})",
+                 "GPT-2 token ids"),
+                (compact_run, gpt2_corpus[0], "GPT-2 token ids", f"a compact vocabulary of {K} ids"),
+                (compact_run, other_mapping, f"a compact vocabulary of {K} ids ({other_mapping / 'vocab.json'})",
+                 f"a compact vocabulary of {K} ids")):
+            proc = analyze(run, shards, *extra)
+            assert proc.returncode != 0, (run, shards, extra)
+            assert f"holds {holds}, but " in proc.stderr and f"was trained on {trained_on}" in proc.stderr, proc.stderr
+    # A resume may point data.* elsewhere, but not into another vocabulary: refused naming the
+    # checkpoint, the run directory unchanged.
+    def files():  # the run's files; .lock holds whoever last opened the directory
+        return {p.name: p.stat().st_mtime_ns for p in compact_run.rglob("*") if p.name != ".lock"}
+    before = files()
+    cfg = write_run_config(tmp_path / "resume.json", other_mapping, compact_run, model={"vocab_size": K}, max_steps=4,
+                           eval_interval=2, ckpt_interval=0, seq_len=16, eval_tokens=128)
+    proc = xsagpt("train", "-c", cfg, "--resume", "auto", check=False)
+    assert proc.returncode != 0 and "step_00000002.pt" in proc.stderr
+    assert "was trained on a compact vocabulary" in proc.stderr
+    assert files() == before

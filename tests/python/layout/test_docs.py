@@ -1,5 +1,7 @@
 """The docs show what the code does now: the configuration reference equals
 `xsagpt config` (and the kernel list the scripts read equals `xsagpt config --json`),
+every section of the sweep file has its key table in docs/, equal to `xsagpt config
+--sweep SECTION`,
 the README names every subcommand `xsagpt --help` lists, every relative link in
 README.md and docs/ leads to a file (and a heading) that exists, the README links
 every page of docs/, and it stays a page a newcomer reads in two minutes."""
@@ -61,6 +63,24 @@ def test_config_reference_is_current(repo_root, build_dir, xsagpt):
     # cxxopts wraps the help at its column, inside a word if it must: unwrap it first
     bench_help = re.sub(r"\n\s+", "", xsagpt("bench", "--help").stdout)
     assert f"({','.join(k['name'] for k in kernels)})" in bench_help
+
+
+def test_every_sweep_file_section_has_its_table(repo_root, xsagpt):
+    """The sweep file's keys are declared once (src/sweep/sweep_file.h); each section's
+    table in docs/ is printed from the declaration (test_config_reference_is_current
+    holds the tables' text to it), and no section is left without one."""
+    sections = json.loads(xsagpt("config", "--json").stdout)["sweep_file_sections"]
+    assert {"sweep", "ladder", "slurm"} <= set(sections)
+    marked = [m for p in (repo_root / "docs").glob("*.md")
+              for m in re.findall(r"<!-- sweep-file:([a-z_]+):begin -->", p.read_text())]
+    assert sorted(marked) == sorted(sections)
+    # A key of each part is in its table, as the program prints it.
+    slurm = xsagpt("config", "--sweep", "slurm").stdout
+    assert "| `slurm.time` | time limit" in slurm and "| required |" in slurm
+    assert "| `slurm.signal_s` | integer | `120` |" in slurm
+    assert "| `ladder.extrapolate_decades` | number | `1.0` |" in xsagpt("config", "--sweep", "ladder").stdout
+    proc = xsagpt("config", "--sweep", "nope", check=False)
+    assert proc.returncode != 0 and "--sweep: expected a section of the sweep file" in proc.stderr
 
 
 def test_readme_names_every_command(repo_root, xsagpt):

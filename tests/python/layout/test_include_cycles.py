@@ -4,11 +4,17 @@ itself. The layer check (test_layers.py) sees only includes that point up betwee
 folders; a loop inside one folder passes it. Such a loop (sweep's ladder included its
 plan, which included the grid, which included the ladder) means no file of it can be
 read, built or tested without the others, and the next include that closes it is a
-compile error only when it happens to need a complete type."""
+compile error only when it happens to need a complete type.
+
+The same holds for the Python modules beside each other in a folder of data/ and
+scripts/, which import each other by name: a loop there (compact.py imported
+prepare.py for the shard format, which imported compact.py back) means neither runs
+alone, and a script that is run as __main__ is imported a second time under its name."""
 import re
 from pathlib import Path
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+IMPORT = re.compile(r"^\s*(?:import\s+(\w+)|from\s+(\w+)\s+import\b)", re.M)
 SOURCES = {".h", ".cpp", ".cu", ".cuh"}
 # The one loop left, with its reason; the test fails once it is gone, so that the
 # exception goes with it. exec.h's norm() takes a LayerNorm (model/layers.h) and the MLP
@@ -100,3 +106,28 @@ def test_the_check_sees_a_loop(tmp_path):
     assert cycles(include_graph(tmp_path)) == [["sweep/grid", "sweep/ladder", "sweep/ladder_plan"]]
     (tmp_path / "sweep" / "ladder.cpp").write_text('#include "sweep/ladder.h"\n')
     assert cycles(include_graph(tmp_path)) == []
+
+
+def import_graph(folder: Path) -> dict[str, set[str]]:
+    """module -> the modules beside it (in the same folder) that it imports by name."""
+    names = {p.stem for p in folder.glob("*.py")}
+    return {p.stem: {a or b for a, b in IMPORT.findall(p.read_text())} & names - {p.stem}
+            for p in sorted(folder.glob("*.py"))}
+
+
+def test_no_import_cycle_among_the_python_modules(repo_root):
+    folders = [repo_root / "data", *sorted(p for p in (repo_root / "scripts").rglob("*") if p.is_dir())]
+    graphs = {f.relative_to(repo_root).as_posix(): import_graph(f) for f in folders}
+    edges = sum(len(v) for g in graphs.values() for v in g.values())
+    assert edges > 30 and graphs["data"]["prepare"], f"{edges} imports found: is the scan reading the modules?"
+    found = {name: cycles(g) for name, g in graphs.items() if cycles(g)}
+    assert found == {}, f"modules that import each other in a loop: {found}"
+
+
+def test_the_python_check_sees_a_loop(tmp_path):
+    (tmp_path / "prepare.py").write_text("import numpy\nimport compact  # noqa\n")
+    (tmp_path / "compact.py").write_text("from prepare import read_shard\n")
+    (tmp_path / "shard_format.py").write_text("import os\n")
+    assert cycles(import_graph(tmp_path)) == [["compact", "prepare"]]
+    (tmp_path / "compact.py").write_text("from shard_format import read_shard\n")
+    assert cycles(import_graph(tmp_path)) == []

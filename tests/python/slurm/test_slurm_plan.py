@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 
 import pytest
 
@@ -136,3 +137,27 @@ def test_dry_run_of_the_paper_ladder_prints_gpu_hours_and_side_by_side_time(repo
     assert serial == pytest.approx(sum(t for t, _, _ in tasks) / 24, abs=0.06)
     assert wall == pytest.approx(packed(tasks, 8, 6) / 24, abs=0.06)
     assert wall < serial / 4  # the arrays run side by side, not one after another
+
+
+@pytest.mark.parametrize("rc, requeued", [(3, True), (129, True), (130, True), (140, True), (143, True),
+                                          (0, False), (1, False), (2, False), (137, False)])
+def test_a_task_requeues_itself_on_every_code_a_stop_signal_gives(tmp_path, shards, xsagpt, rc, requeued):
+    """The array script as written, its srun and scontrol stand-ins on the PATH: srun ends as the
+    point would (3 when it caught the signal; 128 + HUP, INT, USR2 or TERM when a signal ended
+    it before its handlers or a second one did), the job still RUNNING."""
+    spec = ladder_file(tmp_path, shards, LOCAL)
+    xsagpt("sweep", "-c", spec, "--slurm", env={**os.environ, "PATH": no_slurm_path(tmp_path)})
+    bin_dir, calls = tmp_path / "bin", tmp_path / "calls"
+    (bin_dir / "srun").write_text(f"#!/bin/bash\nexit {rc}\n")
+    (bin_dir / "scontrol").write_text(f"#!/bin/bash\necho \"$*\" >> {calls}\n"
+                                      "[ \"$1\" = show ] && echo 'JobId=7 JobState=RUNNING Reason=None'\nexit 0\n")
+    for tool in ("srun", "scontrol"):
+        (bin_dir / tool).chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_JOB_ID": "7", "SLURM_ARRAY_JOB_ID": "6",
+           "SLURM_ARRAY_TASK_ID": "2"}
+    proc = subprocess.run(["bash", str(tmp_path / "sweep" / "slurm" / "array-0.sh")], env=env, capture_output=True,
+                          text=True, timeout=30)
+    made = calls.read_text().splitlines() if calls.exists() else []
+    # Before: 129, 130 and 140 ended the task for good, its point left half done until a new --submit.
+    assert ("requeue 6_2" in made) == requeued, (proc.stdout, made)
+    assert proc.returncode == (0 if requeued else rc)

@@ -79,6 +79,20 @@ def test_extrapolated_multipliers_are_drawn_flagged_and_a_missing_interval_is_ex
     assert ax.get_title() == "multiplier at each rung; no interval: one seed: no interval"
 
 
+def test_a_multiplier_where_the_baseline_has_no_run_is_drawn_open_and_flagged(tmp_path):
+    section = ladder_section(FITTED)
+    top = section["analysis"]["rungs"][2]
+    top["baseline"] = None  # the baseline's top rung failed
+    top["variants"]["xsa"].update(extrapolation=True, decades_past_baseline=0.6)
+    ax = ladder_figure(load_sweep(write_ladder(tmp_path / "ladder", section))).axes[1]
+    # Before: the top rung's multiplier was drawn on the measured line, as if measured.
+    assert [t.get_text() for t in ax.texts].count("?") == 1
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert sum("has no run?" in t for t in labels) == 1 and "xsa / sa" in labels
+    measured = next(c for c in ax.containers if c.get_label() == "xsa / sa")
+    assert len(measured.lines[0].get_xdata()) == 2  # the two rungs where sa was measured, joined; the third apart
+
+
 def cut(path: str):
     """A change to a section: the key at a dotted path (list indices as numbers) deleted, or set."""
     def at(section, value, delete):

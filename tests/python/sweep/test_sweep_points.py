@@ -4,7 +4,7 @@ name before anything is written; processes sharing one sweep directory (two on o
 point: one trains, the other names it; two whole sweeps: each point trained once); a
 lock left by a killed process taken over; `--status`; `--summarize` before and after
 every point is done, equal to the serial sweep's; and the exit status of a sweep
-stopped by a signal (3), continued by the same command."""
+stopped by a signal (3), also one at start-up, continued by the same command."""
 import json
 import os
 import re
@@ -184,8 +184,8 @@ def test_a_lock_whose_heartbeat_is_stale_is_taken_over(tmp_path, base, xsagpt):
     busy = xsagpt("sweep", "-c", spec, "--point", "1", check=False, env=env)
     assert busy.returncode == 1
     assert f"point {NAMES[1]} is held by pid 31337 on host node-b (job 812_1)" in busy.stderr
-    holder["heartbeat"] = time.time() - 1000  # it stopped beating: its job died
-    (lock_dir / "000000000005.json").write_text(json.dumps(holder))
+    # It stopped beating (its job died): its file last written 1000 s ago, by the file system's clock.
+    os.utime(lock_dir / "000000000005.json", (time.time() - 1000, time.time() - 1000))
     status = xsagpt("sweep", "-c", spec, "--status", env=env).stdout.splitlines()[1]
     assert status.startswith(f"1 pending {NAMES[1]}  not started; its holder, pid 31337 on host node-b")
     assert STALE.search(status), status
@@ -199,6 +199,75 @@ def test_a_lock_whose_heartbeat_is_stale_is_taken_over(tmp_path, base, xsagpt):
         in bad.stderr
 
 
+def held_at_checkpoint(tmp_path, base, spawn, env):
+    """Point 0 of a long sweep, on a 1 s staleness threshold, stopped (SIGSTOP) just after its
+    checkpoint of step 3 and held past the threshold: its lock folder and its one generation file."""
+    spec = spec_file(tmp_path, base, steps=100000)
+    proc = spawn("sweep", "-c", spec, "--no-plot", "--point", "0", stop_at="train:checkpoint-saved-3", env=env)
+    lock_dir = tmp_path / "sw" / ".locks" / NAMES[0]
+    [mine] = lock_dir.glob("*.json")
+    time.sleep(1.5)
+    assert time.time() - mine.stat().st_mtime > 1.2  # its heartbeat stopped with it
+    return spec, proc, lock_dir, mine
+
+
+def run_files(run):
+    """Each file of a run directory with its size and stamp (.lock aside: whoever asks writes its holder)."""
+    return {str(p.relative_to(run)): (p.stat().st_size, p.stat().st_mtime_ns) for p in run.rglob("*")
+            if p.is_file() and p.name != ".lock"}
+
+
+def test_a_holder_paused_past_the_threshold_keeps_its_point_while_it_holds_its_run(tmp_path, base, xsagpt, spawn):
+    env = {"XSAGPT_POINT_LOCK_STALE_S": "1"}
+    spec, proc, lock_dir, mine = held_at_checkpoint(tmp_path, base, spawn, env)
+    before = {p.name: p.read_bytes() for p in lock_dir.iterdir()}
+    taker = xsagpt("sweep", "-c", spec, "--point", "0", check=False, env=dict(os.environ, **env))
+    # Before: the taker took the lock over, found the run directory busy and released the lock: the
+    # paused holder then trained on with no lock, --status said pending, --submit would submit it again.
+    assert taker.returncode == 1, taker.stderr
+    assert f"point {NAMES[0]} is held by pid {proc.pid} on host" in taker.stderr
+    assert "still holds its run directory" in taker.stderr and not trained(taker.stderr, NAMES[0])
+    assert {p.name: p.read_bytes() for p in lock_dir.iterdir()} == before
+    status = xsagpt("sweep", "-c", spec, "--status", env=dict(os.environ, **env)).stdout.splitlines()[0]
+    assert status.startswith(f"0 running {NAMES[0]}  pid {proc.pid} on host "), status
+    assert "step 3 of 100000" in status and "still holds its run directory" in status
+    # Continued, it beats again and trains on, its point never lost.
+    stamp = mine.stat().st_mtime_ns
+    proc.send_signal(signal.SIGCONT)
+    t0 = time.time()
+    while mine.stat().st_mtime_ns == stamp:
+        assert proc.poll() is None and time.time() - t0 < 60
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 3 and "lost the point" not in err, err
+
+
+def test_a_frozen_holder_whose_point_was_taken_over_writes_nothing_more_and_says_so(tmp_path, base, xsagpt, spawn):
+    env = {"XSAGPT_POINT_LOCK_STALE_S": "1"}
+    spec, proc, lock_dir, mine = held_at_checkpoint(tmp_path, base, spawn, env)
+    # Taken over meanwhile by another machine (whose NFS mount has no locks, so the run directory
+    # did not stop it): its generation above the holder's, the ones below removed, beating.
+    taker = {"host": "node-b", "pid": 31337, "job": "9_0", "token": "b", "since": "2026-01-01T00:00:00Z",
+             "heartbeat": time.time(), "released": False}
+    theirs = lock_dir / f"{int(mine.stem) + 1:012d}.json"
+    theirs.write_text(json.dumps(taker))
+    mine.unlink()
+    run = tmp_path / "sw" / NAMES[0]
+    before = run_files(run)
+    assert "checkpoints/step_00000003.pt" in before
+    status = xsagpt("sweep", "-c", spec, "--status", env=dict(os.environ, **env)).stdout.splitlines()[0]
+    assert status.startswith(f"0 running {NAMES[0]}  pid 31337 on host node-b (job 9_0)"), status
+    proc.send_signal(signal.SIGCONT)
+    _, err = proc.communicate(timeout=120)
+    # Before: it trained on into the run, its metrics and checkpoints beside the new holder's.
+    assert proc.returncode == 1, err
+    assert "lost the point: its lock" in err and "now names pid 31337 on host node-b" in err
+    assert "this process lost the point" in err
+    assert run_files(run) == before
+    assert sorted(p.name for p in lock_dir.iterdir()) == [theirs.name] and json.loads(theirs.read_text()) == taker
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGUSR2])
 def test_a_sweep_stopped_by_a_signal_exits_3_and_the_same_command_continues(tmp_path, base, xsagpt, spawn, sig):
     spec, proc = start_long_sweep(tmp_path, base, spawn)
@@ -209,6 +278,22 @@ def test_a_sweep_stopped_by_a_signal_exits_3_and_the_same_command_continues(tmp_
     assert "sweep interrupted; run the same command again to continue" in err and not done(tmp_path / "sw")
     status = xsagpt("sweep", "-c", spec, "--status").stdout.splitlines()[0]
     assert status.startswith("0 pending sa,train.seed=1  step ") and "resumes from its last checkpoint" in status
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGUSR2, signal.SIGINT, signal.SIGHUP])
+def test_a_signal_at_start_up_exits_3_interrupted_and_trains_nothing(tmp_path, base, spawn, sig):
+    spec = spec_file(tmp_path, base)
+    for args in (("--point", "0"), ()):
+        # Held at main()'s start, before the handlers are installed: the signal waits for them.
+        proc = spawn("sweep", "-c", spec, "--no-plot", *args, stop_at="main:stop-signals-blocked")
+        proc.send_signal(sig)
+        proc.send_signal(signal.SIGCONT)
+        _, err = proc.communicate(timeout=120)
+        # Before: the default action's exit 128 + the signal (143, 140, 130, 129), which the batch
+        # script did not all requeue.
+        assert proc.returncode == 3, (args, err)
+        assert "sweep interrupted; run the same command again to continue" in err
+        assert not any(trained(err, n) for n in NAMES) and not done(tmp_path / "sw")
 
 
 def test_summarize_names_what_is_not_done_and_once_all_is_done_equals_the_serial_sweep(tmp_path, base, xsagpt):
