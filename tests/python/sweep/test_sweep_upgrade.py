@@ -17,7 +17,7 @@ import shutil
 
 FIXTURE = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "checkpoint_v1"
 ADDED = {"model": {"gelu"}, "train": {"eval_similarity_sequences", "eval_similarity_positions",
-                                      "schedule", "decay_fraction"}}
+                                      "schedule", "decay_fraction", "ckpt_steps"}}
 
 
 def old_keys():
