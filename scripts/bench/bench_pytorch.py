@@ -7,12 +7,14 @@ The step matches xsagpt's trainer: bf16 autocast on CUDA (float32 on CPU), fused
 AdamW (0.9, 0.95, wd 0.1 on matrices), global-norm clip 1.0, TF32 matmuls.
 
     .venv/bin/python scripts/bench/bench_pytorch.py --config gpt2-124m -b 16 -t 1024 [--compile] [--attention xsa]
-Prints one JSON line per mode with tokens/s and step time.
+Prints one JSON line per mode with tokens/s and step time (on a CPU also the median and
+minimum of the steps, wall and CPU time, as `xsagpt bench --json` gives them).
 """
 import argparse
 import importlib.util
 import json
 import pathlib
+import statistics
 import sys
 import time
 
@@ -72,9 +74,17 @@ def bench(name: str, cfg: GPTConfig, batch: int, seq: int, steps: int, warmup: i
     if device == "cuda":
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
+    # On a CPU each step is also timed alone, wall and process CPU time, as `xsagpt bench`
+    # times its steps there: a median over steps and a CPU time that leaves out the waits for
+    # a core on a shared machine. A GPU's steps run ahead of the host, so only the mean is
+    # measured there.
+    wall, cpu = [], []
     t0 = time.perf_counter()
     for _ in range(steps):
+        w0, c0 = time.perf_counter(), time.process_time()
         step()
+        wall.append(time.perf_counter() - w0)
+        cpu.append(time.process_time() - c0)
     if device == "cuda":
         torch.cuda.synchronize()
     dt = (time.perf_counter() - t0) / steps
@@ -83,6 +93,9 @@ def bench(name: str, cfg: GPTConfig, batch: int, seq: int, steps: int, warmup: i
            "torch": torch.__version__}
     if device == "cuda":
         out["peak_mem_gib"] = torch.cuda.max_memory_allocated() / 2**30
+    else:
+        out.update(threads=torch.get_num_threads(), median_ms=1e3 * statistics.median(wall), min_ms=1e3 * min(wall),
+                   cpu={"median_ms": 1e3 * statistics.median(cpu), "min_ms": 1e3 * min(cpu)})
     return out
 
 
@@ -100,7 +113,13 @@ def main() -> None:
                          "later timed run (the one-call GPU verdict's warm-up)")
     ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                     help="auto: CUDA when present (bf16 autocast), else the CPU (fp32)")
+    ap.add_argument("--threads", type=int, help="CPU threads for ATen's ops (default: torch's, one per core); "
+                    "1 to compare with `xsagpt bench --threads 1`")
     args = ap.parse_args()
+    if args.threads is not None:
+        if args.threads < 1:
+            ap.error("--threads: must be >= 1")
+        torch.set_num_threads(args.threads)
     d = load_model_config(args.config)
     if args.attention:
         d["attention"] = args.attention

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <ctime>
 #include <functional>
 #include <optional>
 
@@ -39,6 +40,9 @@ double time_ms(const torch::Device& device, const std::function<void()>& f) {
   sync_device(device);
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
+
+// The process's CPU time in ms (all its threads).
+double process_cpu_ms() { return 1e3 * static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
 
 // All cases alive at once, iterations interleaved.
 Results measure_interleaved(const BenchOptions& o, const std::vector<Case>& cases) {
@@ -209,7 +213,7 @@ Results bench_train_step(const BenchOptions& o, const ModelConfig& model, int64_
   std::stable_sort(order.begin(), order.end(), [](const std::string& a, const std::string& b) {
     return parse_bench_variant(a).kind < parse_bench_variant(b).kind;
   });
-  std::map<std::string, std::vector<double>> all_ms;
+  std::map<std::string, std::vector<double>> all_ms, cpu_ms;
   Results r;
   for (int64_t round = 0; round < o.repeat; ++round) {
     std::optional<TrainingParts> parts;
@@ -224,7 +228,11 @@ Results bench_train_step(const BenchOptions& o, const ModelConfig& model, int64_
       // The first step allocates AdamW's state and the new runtime's buffers: always warm up.
       for (int64_t i = 0; i < std::max<int64_t>(1, o.warmup); ++i) iteration();
       std::vector<double> ms;
-      for (int64_t i = 0; i < o.iters; ++i) ms.push_back(time_ms(o.device, iteration));
+      for (int64_t i = 0; i < o.iters; ++i) {
+        const double cpu0 = process_cpu_ms();
+        ms.push_back(time_ms(o.device, iteration));
+        cpu_ms[v].push_back(process_cpu_ms() - cpu0);
+      }
       r[v].round_ms.push_back(summarize(ms).median_ms);
       all_ms[v].insert(all_ms[v].end(), ms.begin(), ms.end());
       if (round + 1 < o.repeat) continue;
@@ -237,6 +245,11 @@ Results bench_train_step(const BenchOptions& o, const ModelConfig& model, int64_
     const auto s = summarize(all_ms[v]);
     t.median_ms = s.median_ms;
     t.min_ms = s.min_ms;
+    if (o.device.is_cpu()) {
+      const auto c = summarize(cpu_ms[v]);
+      t.cpu_median_ms = c.median_ms;
+      t.cpu_min_ms = c.min_ms;
+    }
   }
   return r;
 }
@@ -264,6 +277,7 @@ Results bench_optimizer_step(const BenchOptions& o, const ModelConfig& model) {
 nlohmann::json to_json(const Timing& t) {
   nlohmann::json j = {{"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"peak_bytes", t.peak_bytes}};
   if (!t.round_ms.empty()) j["round_ms"] = t.round_ms;
+  if (t.cpu_median_ms > 0) j["cpu"] = {{"median_ms", t.cpu_median_ms}, {"min_ms", t.cpu_min_ms}};
   return j;
 }
 

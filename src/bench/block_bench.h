@@ -39,6 +39,9 @@ namespace xsagpt {
 
 struct Timing {
   double median_ms = 0, min_ms = 0;  // over every timed iteration of every round
+  // Training step on a CPU: the process's CPU time per step (median, min), which on a
+  // shared machine leaves out the time spent waiting for a core; 0 on a GPU.
+  double cpu_median_ms = 0, cpu_min_ms = 0;
   int64_t peak_bytes = 0;
   std::vector<double> round_ms;  // training step: the median of each round, in order
 };

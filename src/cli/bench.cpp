@@ -208,6 +208,7 @@ json run_train_step(const BenchOptions& o, const Table& table, const std::string
     j["results"][v]["tokens_per_s"] = tok_s;
     j["results"][v]["mfu"] = peak ? json(mfu) : json(nullptr);
     rates += fmt::format("  {} {:.0f} tokens/s, MFU {}", v, tok_s, peak ? fmt::format("{:.1f}%", mfu * 100) : "n/a");
+    if (r.at(v).cpu_median_ms > 0) rates += fmt::format(", CPU time {:.2f} ms a step", r.at(v).cpu_median_ms);
   }
   // The estimate `xsagpt info` prints, less what exists before the step (weights
   // and AdamW state): comparable with the measured peaks above.

@@ -11,6 +11,7 @@
 #include "sweep/plan.h"
 #include "sweep/results.h"
 #include "sweep/run.h"
+#include "sweep/slurm_requeue.h"
 #include "sweep/slurm_submit.h"
 #include "sweep/status.h"
 #include "train/signals.h"
@@ -72,19 +73,33 @@ int sweep(int argc, char** argv) {
     ("point-from-env", "train only the point whose index is in this environment variable "
                        "(SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX)", cxxopts::value<std::string>())
     ("status", "print where each point stands (done; running, with host, job, step and heartbeat; pending; "
-               "failed, with why; invalid) and the totals; writes nothing")
+               "failed, with why; invalid) and the totals; on Slurm also how often each point requeued itself "
+               "and, where squeue answers, its task's state and the reason it waits; writes nothing")
     ("summarize", "write summary.json, report.md and the figures from the points that are done, naming every "
                   "point that is not; exit 1 while any is not done")
     ("slurm", "write Slurm batch scripts under OUT/slurm/ for the points not yet done (job arrays by the sweep "
               "file's \"slurm\" section, a summary job after them) and print the sbatch commands; --dry-run with "
               "the section prints each point's GPU-hours and the wall time with the arrays side by side")
-    ("submit", "with --slurm: submit the scripts (only points neither done nor queued) and print the job ids")
+    ("submit", "with --slurm: submit the scripts (only points neither done nor queued) and print the job ids; "
+               "a refusal by sbatch part-way cancels what was submitted (exit 2; 1 if it cannot)")
+    ("requeue", "with --point/--point-from-env: count a requeue of that point by its Slurm job (the batch scripts "
+                "ask before a task requeues itself); exit 0 while it may, 1 once it has requeued itself more than "
+                "slurm.requeue_limit times in a row without a newer checkpoint, the point then failed as needing attention")
     ("no-plot", "do not draw figures at the end");
   // clang-format on
   const auto parsed = parse_command(opts, argc, argv);
   if (!parsed) return 0;
   const auto& args = *parsed;
   if (!args.count("config")) throw ConfigError("--config: required (e.g. --config configs/sweeps/cpu-lr.json)");
+  if (args.count("requeue")) {
+    // Asked by a batch script, one process outside srun's steps: the sweep as one process
+    // resolves it, which --slurm has checked is the run its jobs train at their rank count.
+    const auto sweep = load_sweep(args["config"].as<std::string>(), 1);
+    const auto point = chosen_point(args, sweep);
+    if (!point || args.count("dry-run") || args.count("status") || args.count("summarize") || args.count("slurm"))
+      throw ConfigError("--requeue: counts one point's requeue; give it with --point or --point-from-env alone");
+    return requeue_point(sweep, *point);
+  }
   auto dist_ctx = make_dist_context();  // single-process unless launched by torchrun/srun
   DistContext& dist = *dist_ctx;
   const auto sweep = load_sweep(args["config"].as<std::string>(), dist.world_size());

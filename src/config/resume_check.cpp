@@ -4,9 +4,62 @@
 #include "config/config_diff.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <vector>
+
 namespace xsagpt {
+
+namespace {
+
+// The keys that split an optimizer step, as the checkpoint's run read them.
+RunConfig saved_split(const json& saved, const std::string& file) {
+  RunConfig c;
+  const json t = saved_meaning(saved).value("train", json::object());
+  try {
+    c.train.micro_batch = t.value("micro_batch", c.train.micro_batch);
+    c.train.seq_len = t.value("seq_len", c.train.seq_len);
+    c.train.batch_tokens = t.value("batch_tokens", c.train.batch_tokens);
+  } catch (const json::exception&) {
+    throw ConfigError(file + ": the checkpoint's train.micro_batch, seq_len and batch_tokens must be integers");
+  }
+  if (c.train.micro_batch < 1 || c.train.seq_len < 1 || c.train.batch_tokens < 0)
+    throw ConfigError(fmt::format("{}: the checkpoint's train section splits no step (micro_batch {}, seq_len {})",
+                                  file, c.train.micro_batch, c.train.seq_len));
+  return c;
+}
+
+std::string ranks_text(int64_t n) { return fmt::format("{} rank{}", n, n == 1 ? "" : "s"); }
+
+// "micro_batch 4 x seq_len 32 x 2 accumulation x 3 ranks"
+std::string split_text(const RunConfig& c, int64_t ranks) {
+  return fmt::format("micro_batch {} x seq_len {} x {} accumulation x {}", c.train.micro_batch, c.train.seq_len,
+                     c.accumulation_steps(ranks), ranks_text(ranks));
+}
+
+// What keeps `tokens` per step on `ranks` for a config like `cfg`.
+std::string keeping(const RunConfig& cfg, int64_t tokens, int64_t ranks) {
+  const int64_t T = cfg.train.seq_len, sequences = tokens / T;
+  if (tokens % T != 0 || sequences % ranks != 0) {
+    std::vector<int64_t> fit;  // the rank counts that share the step's sequences equally
+    for (int64_t n = 1; n <= sequences && fit.size() < 12; ++n)
+      if (sequences % n == 0) fit.push_back(n);
+    return fmt::format("its {} sequences of {} tokens cannot be shared equally by {}; resume on {}{} ranks", sequences,
+                       T, ranks_text(ranks), fmt::join(fit, ", "), fit.size() == 12 ? ", ..." : "");
+  }
+  RunConfig keep = cfg;
+  keep.train.batch_tokens = tokens;
+  const int64_t per_rank = sequences / ranks;
+  while (per_rank % keep.train.micro_batch != 0) --keep.train.micro_batch;  // the largest that divides, at most as many
+  return fmt::format("set train.batch_tokens={}{} ({})", tokens,
+                     keep.train.micro_batch == cfg.train.micro_batch
+                         ? ""
+                         : fmt::format(" and train.micro_batch={}", keep.train.micro_batch),
+                     split_text(keep, ranks));
+}
+
+}  // namespace
 
 void check_resume_compatible(const RunConfig& cfg, const json& saved_config, const std::string& file) {
   if (!saved_config.is_object() || !saved_config.contains("model") || !saved_config["model"].is_object())
@@ -36,6 +89,26 @@ void check_resume_compatible(const RunConfig& cfg, const json& saved_config, con
         spdlog::warn("{}.{}: {} in the checkpoint, {} now; using {}", section, k, old.dump(), v.dump(), v.dump());
     }
   }
+}
+
+std::string check_resume_ranks(const RunConfig& cfg, const json& saved, int64_t saved_ranks, int64_t ranks,
+                               const std::string& file) {
+  if (saved_ranks == ranks) return "";
+  const RunConfig then = saved_split(saved, file);
+  if (then.train.seq_len != cfg.train.seq_len) return "";  // the loader refuses it, naming the key
+  const int64_t tokens = then.tokens_per_step(saved_ranks), now = cfg.tokens_per_step(ranks);
+  if (tokens != now)
+    throw ConfigError(fmt::format(
+        "{}: saved by {}, whose optimizer steps were {} tokens ({}), but this config makes them {} tokens on {} ({}). "
+        "A resume on another number of ranks keeps the tokens of a step, so that each step trains on the sequences "
+        "the uninterrupted run's would: {}",
+        file, ranks_text(saved_ranks), tokens, split_text(then, saved_ranks), now, ranks_text(ranks),
+        split_text(cfg, ranks), keeping(cfg, tokens, ranks)));
+  return fmt::format(
+      "ranks: {} was saved by {}, this run has {}: each optimizer step still trains on {} tokens, the sequences the "
+      "uninterrupted run's would ({} then, {} now), but its losses follow that run's to floating-point tolerance, "
+      "not bit for bit: the gradient is summed over micro-batches and ranks in another order",
+      file, ranks_text(saved_ranks), ranks_text(ranks), tokens, split_text(then, saved_ranks), split_text(cfg, ranks));
 }
 
 }  // namespace xsagpt

@@ -150,6 +150,10 @@ struct RunConfig {
   void validate(int64_t world_size = 1) const;
   int64_t tokens_per_micro_step(int64_t world_size) const { return train.micro_batch * train.seq_len * world_size; }
   int64_t accumulation_steps(int64_t world_size) const;
+  // The tokens of an optimizer step over all ranks (the global batch).
+  int64_t tokens_per_step(int64_t world_size) const {
+    return train.batch_tokens > 0 ? train.batch_tokens : tokens_per_micro_step(world_size);
+  }
   // How the model runs (config/runtime.h) on a CUDA device or not: runtime_of(train, cuda).
   Runtime runtime(bool cuda) const;
 };

@@ -22,7 +22,9 @@ namespace {
 // compares speed, not numerics). A kernel becomes a default only by the GPU verdict
 // (scripts/bench/lease.py: its CUDA tests, a 200-step run within 0.01 of ATen's loss,
 // faster in every paired round); the H200 verdict of 2026-11-26 found the "fused" set
-// together default-worthy (docs/benchmarks.md). Parsing, describe(), the list of
+// together default-worthy (docs/benchmarks.md). On a CPU "auto" takes the ATen twins
+// that beat the ops they replace there (scripts/bench/bench_cpu_step.py, the CPU
+// ladder's steps against plain PyTorch: docs/benchmarks.md). Parsing, describe(), the list of
 // names and the key's help text all read this table, so a new kernel is one row here
 // plus its implementation and its tests, and making one a default is one word.
 struct KernelRow {
@@ -33,6 +35,7 @@ struct KernelRow {
   const char* tests;
   bool auto_on_cuda = false;
   bool in_fused = true;
+  bool auto_on_cpu = false;
 };
 
 // The tests that train and resume the whole model with "fused" speak for every
@@ -60,7 +63,8 @@ constexpr KernelRow kKernelTable[] = {
      [](const Kernels& k) { return k.xsa == XsaImpl::kFusedWide; }, "the XSA kernels with 16-byte vector accesses",
      "XsaCuda.*", true},
     {"loss", [](Kernels& k) { k.loss = true; }, [](const Kernels& k) { return k.loss; },
-     "LM-head cross-entropy with its gradient in forward", "KernelsCuda.CrossEntropy*:KernelsCuda.LMHeadLoss*", true},
+     "LM-head cross-entropy with its gradient in forward", "KernelsCuda.CrossEntropy*:KernelsCuda.LMHeadLoss*", true,
+     /*in_fused=*/true, /*auto_on_cpu=*/true},
     {"fp8", [](Kernels& k) { k.fp8 = true; }, [](const Kernels& k) { return k.fp8 && !k.fp8_all; },
      "the blocks' linear layers large enough to gain (harmonic mean of their widths >= 2048) as FP8 GEMMs: e4m3 "
      "weights and activations, e5m2 gradients, tensorwise scales; sm_89+ on CUDA; not in \"fused\"",
@@ -83,7 +87,7 @@ constexpr KernelRow kKernelTable[] = {
 // The named sets a list may hold besides kernel names: "fused,fp8".
 void enable_set(Kernels& k, const std::string& set, bool cuda) {
   for (const auto& row : kKernelTable)
-    if (set == "fused" ? row.in_fused : cuda && row.auto_on_cuda) row.enable(k);
+    if (set == "fused" ? row.in_fused : cuda ? row.auto_on_cuda : row.auto_on_cpu) row.enable(k);
 }
 
 }  // namespace
@@ -122,7 +126,8 @@ const char* kernels_help() {
     for (size_t i = 0; i < left.size(); ++i)
       outside += (i == 0 ? "" : i + 1 == left.size() ? " and " : ", ") + left[i];
     return "fused implementations in place of ATen ops (src/kernels/): \"auto\" (those validated on a GPU: " +
-           describe(parse_kernels("auto", /*cuda=*/true)) + " on CUDA, none on CPU), \"aten\" (none), \"fused\" (all but " +
+           describe(parse_kernels("auto", /*cuda=*/true)) + " on CUDA; on a CPU the ATen twins measured faster there: " +
+           describe(parse_kernels("auto", /*cuda=*/false)) + "), \"aten\" (none), \"fused\" (all but " +
            outside + ") or a comma-separated list of " + list +
            ", \"fused\" or \"auto\" (e.g. fused,fp8). CUDA kernels on CUDA, the same arithmetic in ATen elsewhere";
   }();

@@ -73,8 +73,8 @@ std::vector<KernelInfo> kernel_table();
 Recompute parse_recompute(const std::string& mode, const std::string& key = "train.activation_checkpointing");
 inline const char* name(Recompute r) { return schema::enum_name(r); }
 
-// train.kernels: "auto" (the kernels validated on a GPU so far, on CUDA; none
-// elsewhere), "aten" (none), "fused" (all that keep the model's arithmetic: all
+// train.kernels: "auto" (the kernels validated on a GPU so far, on CUDA; the ATen
+// twins measured faster on a CPU, elsewhere), "aten" (none), "fused" (all that keep the model's arithmetic: all
 // but fp8, and gelu, which needs a model with model.gelu "tanh") or a
 // comma-separated list of names, in which "fused" and "auto" stand for their
 // sets ("fused,fp8"). Throws ConfigError naming `key` for anything else.

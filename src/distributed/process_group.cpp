@@ -1,5 +1,6 @@
 #include "distributed/process_group.h"
 
+#include "distributed/master_check.h"
 #include "util/error.h"
 
 #include <c10/core/impl/VirtualGuardImpl.h>
@@ -187,6 +188,7 @@ ProcessGroupContext::ProcessGroupContext(const LaunchEnv& env, const DistOptions
   auto& m = *impl_;
   m.env = env;
   m.opts = opts;
+  check_master_address(env);  // on every rank, before any of them waits for another
 
   const bool cuda = torch::cuda::is_available();
   if (opts.backend == "nccl" && !cuda)
@@ -291,9 +293,11 @@ ProcessGroupContext::~ProcessGroupContext() {
 std::string ProcessGroupContext::description() const {
   const auto& m = *impl_;
   return fmt::format(
-      "rank {} of {} via {}; gloo for CPU tensors{}; store {}:{}{}; timeout {} s", rank_, world_size_, m.env.launcher,
+      "rank {} of {} via {}; gloo for CPU tensors{}; store {}:{}{} (host from {}, port from {}); timeout {} s", rank_,
+      world_size_, m.env.launcher,
       m.cuda_backend.empty() ? "" : fmt::format(", {} for CUDA tensors (cuda:LOCAL_RANK)", m.cuda_backend),
       m.env.master_addr, m.env.master_port, m.env.agent_store ? " (torchrun agent's)" : " (served by rank 0)",
+      m.env.master_from, m.env.port_from,
       m.opts.timeout.count() / 1000.0);
 }
 

@@ -11,6 +11,13 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+// Rows at a time on a CPU when the caller sets no chunk. A chunk's logits then stay in
+// the core's cache from their product through the softmax to the two gradient products
+// (at a 2,048-word vocabulary, 1 MiB), while the head's gradient, which every chunk
+// adds to, is not reread too often (at 50,304 words, 16 or 32 rows were slower).
+// Measured on the CPU ladder's rungs and the quickstart's model: docs/benchmarks.md.
+constexpr int64_t kCpuRows = 128;
+
 // The chunks of the LM head: logits of `chunk` rows at a time and each row's loss
 // (and, given dh and dw, the gradients of the mean loss with respect to hidden and
 // weight, made as the chunk's logits are). Returns the rows' losses, 0 for a target
@@ -21,7 +28,7 @@ torch::Tensor head_rows(const torch::Tensor& hidden, const torch::Tensor& weight
   const auto acc = at::toOpMathType(compute);  // float32, or float64 for float64
   const auto h = hidden.to(compute).contiguous();
   const auto N = h.size(0), V = weight_c.size(0);
-  chunk = chunk > 0 ? std::min(chunk, N) : N;
+  chunk = chunk > 0 ? std::min(chunk, N) : h.is_cpu() ? std::min(kCpuRows, N) : N;
   const bool kernel = use_cuda_kernel(h) && compute != torch::kDouble;
   const bool grad = dh.defined();
 
@@ -95,13 +102,17 @@ struct LMHeadLoss : torch::autograd::Function<LMHeadLoss> {
 void cross_entropy_rows_aten(torch::Tensor& logits, const torch::Tensor& targets, const torch::Tensor& inv_count,
                              torch::Tensor& losses, bool write_grad) {
   const auto acc = losses.scalar_type();
-  const auto lf = logits.to(acc);
   const auto valid = (targets != -1).to(acc);
   const auto t = targets.clamp(0, logits.size(1) - 1).unsqueeze(1);  // ignored rows read column 0, then count 0
-  losses.copy_((torch::logsumexp(lf, -1) - lf.gather(1, t).squeeze(1)) * valid);
-  if (!write_grad) return;
+  // One pass of exponentials, the softmax's, for both the loss and its gradient (a
+  // logsumexp beside it took a second). The loss needs log sum_j exp(x_j), which is
+  // max x - log(max p): the largest probability is exp(0) / sum, at least 1/V, so its
+  // logarithm is as accurate as the sum, where the target's probability could underflow.
+  const auto lf = logits.to(acc);
   auto g = torch::softmax(lf, -1);
-  g.scatter_add_(1, t, -torch::ones({lf.size(0), 1}, g.options()));
+  losses.copy_((lf.amax(-1) - g.amax(-1).log_() - lf.gather(1, t).squeeze(1)).mul_(valid));
+  if (!write_grad) return;
+  g.scatter_add_(1, t, -torch::ones({g.size(0), 1}, g.options()));
   g.mul_((valid * inv_count.to(acc)).unsqueeze(1));
   logits.copy_(g);
 }

@@ -23,7 +23,8 @@ namespace xsagpt {
 // ignored; any other value is an error, as in ATen's cross_entropy (thrown on the
 // CPU, a device-side assert on CUDA, so no step waits for the check).
 // Returns the mean over non-ignored targets of -log softmax(hidden @ weight^T)[target]
-// (float32, or float64 for float64 inputs). chunk: rows at a time (0: all).
+// (float32, or float64 for float64 inputs). chunk: rows at a time (0: all on a GPU,
+// 128 on a CPU, where a chunk's logits then stay in cache).
 torch::Tensor lm_head_loss(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& weight_c,
                            const torch::Tensor& targets, int64_t chunk);
 

@@ -48,12 +48,13 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const tor
   if (exec->rt.kernels.rope) {
     // Its backward takes the qkv gradient's amax when the qkv product is FP8.
     std::tie(q, k, v) = rope_qkv(qkv, n_head, head_dim, cos, sin, exec->fp8_takes(c_attn->weight));
-  } else {
-    auto heads = [&](const torch::Tensor& t) { return t.view({B, T, n_head, head_dim}).transpose(1, 2); };
-    auto parts = qkv.chunk(3, -1);
-    q = apply_rope(heads(parts[0]), cos, sin);
-    k = apply_rope(heads(parts[1]), cos, sin);
-    v = heads(parts[2]);
+  } else {  // q and k rotated together: one set of RoPE's ops for both
+    auto heads = [&](const torch::Tensor& t, int64_t n) { return t.view({B, T, n, head_dim}).transpose(1, 2); };
+    auto parts = qkv.split(2 * n_head * head_dim, -1);
+    auto qk = apply_rope(heads(parts[0], 2 * n_head), cos, sin).chunk(2, 1);
+    q = qk[0];
+    k = qk[1];
+    v = heads(parts[1], n_head);
   }
 
   // y_i = sum_{j<=i} softmax(q_i.k_j / sqrt(d)) v_j  (flash kernels on CUDA)

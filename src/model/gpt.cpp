@@ -176,7 +176,8 @@ torch::Tensor GPTImpl::hidden(const torch::Tensor& idx, KVCache* cache) {
     }
   }
   if (cache) cache->length = past + S + T;
-  return x.norm(transformer->ln_f).narrow(1, S, T);  // sinks predict nothing
+  auto h = x.norm(transformer->ln_f);
+  return S > 0 ? h.narrow(1, S, T) : h;  // sinks predict nothing (a narrow's backward zero-fills a copy)
 }
 
 // The LM head's loss without the full logits: fused with its gradient (kernels/

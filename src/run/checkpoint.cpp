@@ -56,6 +56,7 @@ void save_checkpoint(const Checkpoint& c, const fs::path& path) {
   d.insert("optimizer", opt);
   d.insert("loader", json_to_ivalue(c.data.loader));
   d.insert("val_shards", json_to_ivalue(c.data.val_shards));
+  d.insert("val_sequences", c.data.val_sequences);
   GenericDict rng(c10::StringType::get(), c10::TensorType::get());
   if (c.rng.cpu.defined()) rng.insert("cpu", c.rng.cpu);
   if (c.rng.cuda.defined()) rng.insert("cuda", c.rng.cuda);
@@ -63,6 +64,7 @@ void save_checkpoint(const Checkpoint& c, const fs::path& path) {
   d.insert("train_loss", c.progress.train_loss);
   d.insert("val_loss", c.progress.val_loss);
   d.insert("run_id", c.progress.run_id);
+  d.insert("rank_changes", json_to_ivalue(c.progress.rank_changes));
   GenericDict window(c10::StringType::get(), c10::AnyType::get());
   window.insert("loss_sum", c.progress.window.loss_sum);
   window.insert("steps", c.progress.window.steps);
@@ -124,6 +126,7 @@ Checkpoint load_checkpoint(const fs::path& path) {
       c.optimizer.muon_momentum = tensor_map(opt.at("momentum_buffer"), name + ": optimizer.momentum_buffer");
     c.data.loader = ivalue_to_json(need("loader"));
     if (d.contains("val_shards")) c.data.val_shards = ivalue_to_json(d.at("val_shards"));
+    if (d.contains("val_sequences")) c.data.val_sequences = d.at("val_sequences").toInt();
     auto rng = need("rng").toGenericDict();
     if (rng.contains("cpu")) c.rng.cpu = rng.at("cpu").toTensor();
     if (rng.contains("cuda")) c.rng.cuda = rng.at("cuda").toTensor();
@@ -131,6 +134,13 @@ Checkpoint load_checkpoint(const fs::path& path) {
     if (d.contains("train_loss")) p.train_loss = d.at("train_loss").toDouble();
     if (d.contains("val_loss")) p.val_loss = d.at("val_loss").toDouble();
     if (d.contains("run_id")) p.run_id = d.at("run_id").toStringRef();
+    if (d.contains("rank_changes")) {
+      try {
+        p.rank_changes = ivalue_to_json(d.at("rank_changes")).get<std::vector<RankChange>>();
+      } catch (const nlohmann::json::exception&) {
+        throw CheckpointError(name + ": rank_changes: expected a list of {step, from, to} integers");
+      }
+    }
     if (d.contains("kernels")) c.kernels = d.at("kernels").toStringRef();
     if (d.contains("vocab")) c.vocab = ivalue_to_json(d.at("vocab"));
     if (d.contains("train_window")) {

@@ -11,9 +11,12 @@
 //     run with sharded optimizer state, optim/zero.h), "momentum_buffer": {name: t}
 //     (Muon's, for every matrix Muon updates; empty with AdamW)},
 //   "step": optimizer steps completed, "tokens": tokens trained on,
-//   "loader": [one loader state per rank],
+//   "loader": [one loader state per rank]: all the same, the stream's position (data/loader.h),
+//     their number the world size of the run that saved it,
 //   "val_shards": [{"file", "tokens", "fingerprint"} per validation shard] (data/loader.h:
-//     ValidationSet::identity; absent in older checkpoints: not checked), "rng": {"cpu": t, "cuda": t (if any)},
+//     ValidationSet::identity; absent in older checkpoints: not checked),
+//   "val_sequences": how many sequences its validation set held (absent in older
+//     checkpoints: not compared), "rng": {"cpu": t, "cuda": t (if any)},
 //   "elapsed_s": training wall time so far,
 //   "train_loss", "val_loss": the last ones logged (NaN before the first), so a
 //     checkpoint of the final step holds the run's final losses (done.json can be
@@ -24,6 +27,8 @@
 //     run logs (absent in older checkpoints: an empty window),
 //   "run_id": the run it belongs to (made when the run started, out_dir/run.json),
 //     so a checkpoint copied in from another run is never taken for one of its own,
+//   "rank_changes": [{"step", "from", "to"}] the resumes that changed its number of
+//     ranks (run/progress_state.h; absent in older checkpoints: none),
 //   "vocab": the compact vocabulary the model's ids index (data/vocab.h: vocab.json's
 //     format, vocab_size, rest_id, rest_marker and gpt2_ids), so that sample, score
 //     and the exports decode them without the shards; absent for GPT-2 ids,
@@ -60,11 +65,15 @@ namespace xsagpt {
 // know where in the file each lies (the format above).
 using ModelWeights = std::map<std::string, torch::Tensor>;  // nanoGPT-style name -> tensor
 
-// The data position: every rank's loader state (data/loader.h) and the identity of
-// the validation shards (absent in checkpoints of older versions: empty, not checked).
+// The data position: every rank's loader state (data/loader.h), the identity of the
+// validation shards and the size of the validation set (absent in checkpoints of older
+// versions: empty and -1, not checked).
 struct DataState {
   nlohmann::json loader = nlohmann::json::array();
   nlohmann::json val_shards = nlohmann::json::array();
+  int64_t val_sequences = -1;
+  // The world size of the run that saved it.
+  int64_t ranks() const { return static_cast<int64_t>(loader.size()); }
 };
 
 // The generators dropout draws from (cuda: undefined off CUDA).

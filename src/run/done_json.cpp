@@ -18,11 +18,13 @@ double number_or_nan(const json& j, const char* key) {
 
 json RunSummary::to_json() const {
   auto num = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
-  return {{"step", step},
-          {"tokens", tokens},
-          {"final_train_loss", num(final_train_loss)},
-          {"final_val_loss", num(final_val_loss)},
-          {"wall_s", wall_s}};
+  json j = {{"step", step},
+            {"tokens", tokens},
+            {"final_train_loss", num(final_train_loss)},
+            {"final_val_loss", num(final_val_loss)},
+            {"wall_s", wall_s}};
+  if (!rank_changes.empty()) j["rank_changes"] = rank_changes;
+  return j;
 }
 
 RunSummary RunSummary::from_json(const json& j) {
@@ -34,6 +36,11 @@ RunSummary RunSummary::from_json(const json& j) {
   s.final_train_loss = number_or_nan(j, "final_train_loss");
   s.final_val_loss = number_or_nan(j, "final_val_loss");
   s.wall_s = number_or_nan(j, "wall_s");
+  try {
+    s.rank_changes = j.value("rank_changes", json::array()).get<std::vector<RankChange>>();
+  } catch (const json::exception&) {
+    // Cut by hand: read as saying nothing, as the other keys.
+  }
   return s;
 }
 

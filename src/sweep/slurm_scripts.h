@@ -26,6 +26,10 @@ struct SlurmScriptContext {
   bool plot = true;
 };
 
+// Refuses, naming it, a value of `ctx` (or a label) that no batch script can carry:
+// one holding a control character or a backslash. Called before anything is written.
+void check_slurm_script_values(const SlurmScriptContext& ctx, const std::vector<std::string>& labels);
+
 // The job name of a sweep's arrays: "xsagpt-<out_dir's last part>-<hash of its absolute
 // path>", so that squeue finds this sweep's tasks and no other's.
 std::string slurm_job_name(const std::string& sweep_dir_absolute);

@@ -4,38 +4,24 @@
 #include "sweep/branch.h"
 #include "sweep/point_lock.h"
 #include "sweep/slurm_plan.h"
+#include "sweep/slurm_queue.h"
 #include "sweep/slurm_scripts.h"
 #include "sweep/status.h"
 #include "util/atomic_file.h"
 #include "util/spawn.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <filesystem>
 #include <functional>
 #include <iostream>
-#include <set>
-#include <sstream>
 
 namespace xsagpt {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-// The array task ids (point indices) of this sweep's jobs in the queue, pending,
-// running or requeued, each with its job id as a dependency names it ("<array
-// job>_<task>"): `squeue -r` lists one line per task.
-std::map<size_t, std::string> queued_points(const std::string& job_name) {
-  std::string out;
-  const int rc = run_program_output({"squeue", "--noheader", "--array", "--name=" + job_name, "--format=%K %i"}, out);
-  if (rc != 0) throw ConfigError(fmt::format("--submit: squeue --name={} failed (exit {}); is Slurm reachable?", job_name, rc));
-  std::map<size_t, std::string> ids;
-  std::istringstream lines(out);
-  for (std::string task, job; lines >> task >> job;)
-    if (task.find_first_not_of("0123456789") == std::string::npos) ids.emplace(std::stoull(task), job);
-  return ids;
-}
 
 // sbatch --parsable prints "<id>" or "<id>;<cluster>".
 std::string sbatch_job(const std::vector<std::string>& argv) {
@@ -50,6 +36,25 @@ std::string sbatch_job(const std::vector<std::string>& argv) {
   return id;
 }
 
+// Cancels the array jobs `ids` that a refused submission had queued. Throws the refusal
+// when nothing of the sweep stays queued; otherwise says which jobs are left and returns 1.
+int withdraw(const std::vector<std::string>& ids, const std::string& refusal) {
+  std::vector<std::string> argv{"scancel"};
+  argv.insert(argv.end(), ids.begin(), ids.end());
+  std::string list;
+  for (const auto& id : ids) list += (list.empty() ? "" : " ") + id;
+  const int rc = run_program(argv, true);
+  if (rc == 0)
+    throw ConfigError(fmt::format("{}; cancelled the {} array job(s) submitted before it ({}), so nothing of this "
+                                  "sweep is queued: the same command submits it again once the refusal is fixed",
+                                  refusal, ids.size(), list));
+  spdlog::error("{}; the {} array job(s) submitted before it ({}) could not be cancelled (scancel exit {}) and stay "
+                "queued with no summary job after them: cancel them with `scancel {}`, or run --summarize once they "
+                "have ended",
+                refusal, ids.size(), list, rc, list);
+  return 1;
+}
+
 }  // namespace
 
 int run_slurm(const Sweep& sweep, const std::string& sweep_file, const SlurmRunOptions& opts,
@@ -57,7 +62,7 @@ int run_slurm(const Sweep& sweep, const std::string& sweep_file, const SlurmRunO
   if (!sweep.slurm)
     throw ConfigError(fmt::format("--slurm: {} has no \"slurm\" section (its keys: docs/cluster.md)", sweep_file));
   if (opts.submit)
-    for (const auto* tool : {"sbatch", "squeue"})
+    for (const auto* tool : {"sbatch", "squeue", "scancel"})
       if (find_on_path(tool).empty())
         throw ConfigError(fmt::format("--submit: no {} on the PATH: run it where Slurm's commands are, or without "
                                       "--submit to write the scripts alone",
@@ -74,13 +79,16 @@ int run_slurm(const Sweep& sweep, const std::string& sweep_file, const SlurmRunO
   const auto dir = fs::absolute(sweep.dir).lexically_normal();
   const auto slurm_dir = dir / "slurm";
   ctx.log_dir = (slurm_dir / "logs").string();
-  ctx.job_name = slurm_job_name(dir.string());
+  ctx.job_name = sweep_job_name(sweep);
   ctx.retry_failed = opts.retry_failed;
   ctx.plot = opts.plot;
+  std::vector<std::string> labels;
+  for (const auto& a : arrays) labels.push_back(a.label);
+  check_slurm_script_values(ctx, labels);
 
   // Which points to submit: neither done nor queued, nor held by a live process, nor
   // failed (unless retried), nor invalid.
-  const auto queued = opts.submit ? queued_points(ctx.job_name) : std::map<size_t, std::string>{};
+  const auto queued = opts.submit ? queued_tasks(sweep) : std::map<size_t, QueuedTask>{};
   const auto timing = point_lock_timing();
   const auto clock = sweep_lock_clock(sweep);
   std::map<std::string, size_t> counts;
@@ -145,7 +153,7 @@ int run_slurm(const Sweep& sweep, const std::string& sweep_file, const SlurmRunO
     if (!s.after) return {};
     const auto it = queued.find(*s.after);
     return {"--dependency=afterany:" +
-            (it != queued.end() ? it->second : fmt::format("{}_{}", job(script_of.at(*s.after)), *s.after))};
+            (it != queued.end() ? it->second.job : fmt::format("{}_{}", job(script_of.at(*s.after)), *s.after))};
   };
 
   if (!opts.submit) {
@@ -162,21 +170,30 @@ int run_slurm(const Sweep& sweep, const std::string& sweep_file, const SlurmRunO
                              shell_quote(summary.string()), shell_quote(sweep_file));
     return 0;
   }
-  std::string deps;
+  // All or nothing: a later sbatch that refuses (a partition, a node count, a limit of the
+  // cluster's) would leave the arrays before it queued with no summary job after them, so
+  // they are cancelled, and the refusal stands for the whole submission.
   std::vector<std::string> ids;
-  for (const auto& script : scripts) {
-    std::vector<std::string> argv{"sbatch", "--parsable"};
-    for (auto& d : after(script, [&](size_t n) { return ids.at(n); })) argv.push_back(d);
-    argv.push_back(script.file.string());
-    ids.push_back(sbatch_job(argv));
-    std::cout << fmt::format("submitted array job {} ({}): {}{}\n", ids.back(), script.file.filename().string(),
-                             script.what, argv.size() > 3 ? " (" + argv[2] + ")" : "");
-    deps += ":" + ids.back();
+  try {
+    for (const auto& script : scripts) {
+      std::vector<std::string> argv{"sbatch", "--parsable"};
+      for (auto& d : after(script, [&](size_t n) { return ids.at(n); })) argv.push_back(d);
+      argv.push_back(script.file.string());
+      ids.push_back(sbatch_job(argv));
+      std::cout << fmt::format("submitted array job {} ({}): {}{}\n", ids.back(), script.file.filename().string(),
+                               script.what, argv.size() > 3 ? " (" + argv[2] + ")" : "");
+    }
+    std::string deps;
+    for (const auto& id : ids) deps += ":" + id;
+    const auto id = sbatch_job({"sbatch", "--parsable", "--dependency=afterany" + deps, summary.string()});
+    std::cout << fmt::format("submitted summary job {} (after the arrays end, whatever their outcome); watch with: "
+                             "xsagpt sweep -c {} --status\n",
+                             id, shell_quote(sweep_file));
+  } catch (const ConfigError& e) {
+    std::cout.flush();
+    if (ids.empty()) throw;
+    return withdraw(ids, e.what());
   }
-  const auto id = sbatch_job({"sbatch", "--parsable", "--dependency=afterany" + deps, summary.string()});
-  std::cout << fmt::format("submitted summary job {} (after the arrays end, whatever their outcome); watch with: "
-                           "xsagpt sweep -c {} --status\n",
-                           id, shell_quote(sweep_file));
   return 0;
 }
 

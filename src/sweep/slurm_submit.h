@@ -3,9 +3,11 @@
 // scripts written under OUT/slurm/ (sweep/slurm_scripts.h) with the summary job's, and
 // the sbatch commands printed or, with submit, run: the arrays first, then the summary
 // job depending on them (afterany), printing every job id. The same command after every
-// point has finished submits nothing and says so. Every refusal (no sbatch or squeue on
-// the PATH, a rank count or time limit the points cannot run with) comes before the
-// first job is submitted.
+// point has finished submits nothing and says so. Every refusal of ours (no sbatch,
+// squeue or scancel on the PATH, a rank count or time limit the points cannot run with, a
+// path no script can carry) comes before the first job is submitted; a refusal by sbatch
+// itself after the first (a later array's partition or node count) cancels the arrays
+// already submitted, so that none stays queued without its summary job.
 #pragma once
 
 #include "sweep/grid.h"
@@ -21,7 +23,9 @@ struct SlurmRunOptions {
   bool plot = true;           // the summary job draws the figures
 };
 
-// Returns 0, or throws ConfigError naming what is refused.
+// Returns 0, or throws ConfigError naming what is refused (nothing of the sweep then
+// queued). Returns 1 when sbatch refused part of a submission and the arrays queued
+// before it could not be cancelled; the message names them.
 int run_slurm(const Sweep& sweep, const std::string& sweep_file, const SlurmRunOptions& opts,
               const MeasureStep& measure);
 

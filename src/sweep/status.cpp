@@ -4,8 +4,11 @@
 #include "run/run_paths.h"
 #include "sweep/branch.h"
 #include "sweep/point_check.h"
+#include "sweep/slurm_queue.h"
+#include "sweep/slurm_requeue.h"
 #include "sweep/text_table.h"
 #include "util/json_read.h"
+#include "util/spawn.h"
 
 #include <fmt/format.h>
 
@@ -108,13 +111,28 @@ PointState point_state(const Sweep& sweep, const SweepPoint& p, const PointLockT
 int print_sweep_status(const Sweep& sweep) {
   const auto timing = point_lock_timing();
   const auto clock = sweep_lock_clock(sweep);
+  // Slurm's view, where the sweep runs there: each queued task's state, and why it waits.
+  std::map<size_t, QueuedTask> queued;
+  std::string queue_note;
+  if (sweep.slurm && !find_on_path("squeue").empty()) {
+    try {
+      queued = queued_tasks(sweep);
+    } catch (const ConfigError& e) {
+      queue_note = fmt::format("(Slurm's queue left out: {})\n", e.what());
+    }
+  }
   std::map<std::string, size_t> totals{{"done", 0}, {"running", 0}, {"pending", 0}, {"failed", 0}, {"invalid", 0}};
   const size_t width = std::to_string(sweep.points.size() - 1).size();
   for (size_t i = 0; i < sweep.points.size(); ++i) {
-    const auto s = point_state(sweep, sweep.points[i], timing, clock);
+    const auto& p = sweep.points[i];
+    auto s = point_state(sweep, p, timing, clock);
     totals[s.state] += 1;
-    std::cout << fmt::format("{:>{}} {:<7} {}  {}\n", i, width, s.state, sweep.points[i].name, s.detail);
+    if (s.state == "running" || s.state == "pending")
+      if (const auto requeues = requeue_summary(p)) s.detail += "; " + *requeues;
+    if (const auto it = queued.find(i); it != queued.end()) s.detail += "; in Slurm: " + it->second.describe();
+    std::cout << fmt::format("{:>{}} {:<7} {}  {}\n", i, width, s.state, p.name, s.detail);
   }
+  std::cout << queue_note;
   std::cout << fmt::format("{} point(s): {} done, {} running, {} pending, {} failed, {} invalid\n",
                            sweep.points.size(), totals["done"], totals["running"], totals["pending"],
                            totals["failed"], totals["invalid"]);

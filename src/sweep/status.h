@@ -2,7 +2,9 @@
 // run directories and their locks, sweep/point_lock.h) without writing anything but the
 // lock clock's probe file, removed at once, so
 // any process on any machine sharing the directory may ask while others train:
-// `xsagpt sweep --status`, and the points `--summarize` names as left out.
+// `xsagpt sweep --status`, and the points `--summarize` names as left out. On Slurm,
+// --status adds each point's requeues (sweep/slurm_requeue.h) and, where squeue
+// answers, its task in the queue with the reason it waits (sweep/slurm_queue.h).
 #pragma once
 
 #include "sweep/grid.h"

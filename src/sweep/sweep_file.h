@@ -214,6 +214,7 @@ struct SlurmSettings {
   int64_t nodes = 1, ntasks_per_node = 1, gpus_per_node = 0, cpus_per_task = 1;
   int64_t array_limit = 0;  // 0: no throttle
   int64_t signal_s = 120;
+  int64_t requeue_limit = 3;
   std::vector<std::string> extra;
   int64_t time_s = 0;  // `time` in seconds
   int64_t ranks() const { return nodes * ntasks_per_node; }
@@ -233,8 +234,14 @@ struct SlurmSettings {
     v("cpus_per_task", s.cpus_per_task, "CPUs per rank");
     v("array_limit", s.array_limit, "at most this many tasks of one array at once (sbatch's %K); 0: no limit");
     v("signal_s", s.signal_s,
-      "USR2 this many seconds before the time limit: the point checkpoints and its task requeues itself");
-    v("extra", s.extra, "more #SBATCH lines, as written ([\"--constraint=h100\", \"--exclusive\"])");
+      "USR2 this many seconds before the time limit (at most 65535, sbatch's limit): the point checkpoints and its "
+      "task requeues itself");
+    v("requeue_limit", s.requeue_limit,
+      "how many times in a row a point may requeue itself without a newer checkpoint (0 to 1000); past it the point "
+      "stops and is failed as needing attention");
+    v("extra", s.extra,
+      "more #SBATCH lines, as written ([\"--constraint=h100\", \"--exclusive\"]); none may set an option the "
+      "scripts set themselves");
   }
 };
 

@@ -34,7 +34,7 @@ std::string human_rate(double x) {
 Progress::Progress(const RunConfig& cfg, const Runtime& rt, DistContext& dist, torch::Device device)
     : cfg_(cfg),
       dist_(dist),
-      step_tokens_(cfg.tokens_per_micro_step(dist.world_size()) * cfg.accumulation_steps(dist.world_size())),
+      step_tokens_(cfg.tokens_per_step(dist.world_size())),
       flops_per_step_(flops_per_token(cfg.model, cfg.train.seq_len) * static_cast<double>(step_tokens_)),
       peak_flops_(device.is_cuda() ? gpu_peak_flops(device_name(device), rt.bf16) : std::nullopt) {
   auto opts = torch::TensorOptions().device(device);
@@ -49,10 +49,12 @@ void Progress::load_state(const ProgressState& s) {
   loss_sum_.fill_(s.window.loss_sum);
   window_steps_ = s.window.steps;
   run_id_ = s.run_id;
+  rank_changes_ = s.rank_changes;
 }
 
 ProgressState Progress::state() {
-  return {elapsed(), train_loss_, val_loss_, {dist_.mean(loss_sum_).item<double>(), window_steps_}, run_id_};
+  const TrainWindow window{dist_.mean(loss_sum_).item<double>(), window_steps_};
+  return {elapsed(), train_loss_, val_loss_, window, run_id_, rank_changes_};
 }
 
 void Progress::start(const std::filesystem::path& metrics_path) {

@@ -7,9 +7,9 @@
 // left out of tokens/s (pause()).
 //
 // It is also a stateful part of the run (run/progress_state.h): the losses last
-// logged, the train-loss window, the training time and the run id go into every
-// checkpoint through state() and come back through load_state(), so nothing of them
-// passes through the training loop.
+// logged, the train-loss window, the training time, the run id and the resumes that
+// changed the number of ranks go into every checkpoint through state() and come back
+// through load_state(), so nothing of them passes through the training loop.
 #pragma once
 
 #include "config/run_config.h"
@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace xsagpt {
 
@@ -35,6 +36,9 @@ class Progress {
   // (run/run_dir.h decides it; checkpoints of older versions carry none).
   void load_state(const ProgressState& s);
   void set_run_id(std::string id) { run_id_ = std::move(id); }
+  // Before start(): this session continues the run on another number of ranks.
+  void add_rank_change(const RankChange& c) { rank_changes_.push_back(c); }
+  const std::vector<RankChange>& rank_changes() const { return rank_changes_; }
   // For a checkpoint; every rank calls it (the window's sum is averaged over ranks).
   ProgressState state();
 
@@ -71,6 +75,7 @@ class Progress {
   double elapsed_before_ = 0;
   double train_loss_ = NAN, val_loss_ = NAN;
   std::string run_id_;
+  std::vector<RankChange> rank_changes_;
   Clock::time_point start_ = Clock::now(), interval_start_ = Clock::now();
   int64_t interval_steps_ = 0;  // steps since the throughput clock started (this session)
   int64_t window_steps_ = 0;    // steps whose losses loss_sum_ holds (earlier sessions' too)

@@ -1,5 +1,6 @@
 #include "train/state.h"
 
+#include "config/resume_check.h"
 #include "data/vocab.h"
 #include "run/from_checkpoint.h"
 
@@ -80,7 +81,8 @@ TrainingState::TrainingState(const RunConfig& cfg, const Runtime& rt, torch::Dev
       progress(cfg, rt, dist, device),
       cfg_(cfg),
       device_(device),
-      dist_(dist) {
+      dist_(dist),
+      trace_(dist.rank()) {
   vocab_ = check_data(cfg.model.vocab_size);
   parts = build_training(cfg.model, cfg.train, rt, device, dist);  // as bench builds them
 }
@@ -99,16 +101,28 @@ ShardVocab TrainingState::check_data(int64_t vocab_size) const {
 }
 
 DataState TrainingState::data_state() {
-  return {dist_.all_gather((batches_ ? batches_->state() : loader.state()).to_json()), val.identity()};
+  return {dist_.all_gather((batches_ ? batches_->state() : loader.state()).to_json()), val.identity(),
+          val.num_sequences()};
 }
 
 void TrainingState::load_data_state(const DataState& d, const std::string& file) {
   try {
-    loader.load_state(LoaderState::from_json(d.loader[dist_.rank()]));
+    // Every rank saved the stream's position, where the next optimizer step begins,
+    // so any number of ranks continues from it.
+    for (size_t r = 1; r < d.loader.size(); ++r)
+      if (d.loader[r] != d.loader[0])
+        throw DataError(fmt::format("the loader states of ranks 0 and {} differ; every rank saves the same", r));
+    loader.load_state(LoaderState::from_json(d.loader[0]));
     val.check_identity(d.val_shards);
   } catch (const DataError& e) {
     throw DataError(fmt::format("{}: {}", file, e.what()));
   }
+  if (d.val_sequences >= 0 && d.val_sequences != val.num_sequences() && dist_.is_main())
+    spdlog::warn(
+        "validation: {}'s run evaluated {} sequences, this one evaluates {} (train.eval_tokens {} in batches of "
+        "micro_batch {} x {} rank(s)): the val losses from here on are over another set. An eval_tokens that is a "
+        "multiple of both runs' micro_batch x seq_len x ranks keeps it",
+        file, d.val_sequences, val.num_sequences(), cfg_.train.eval_tokens, cfg_.train.micro_batch, dist_.world_size());
 }
 
 void TrainingState::restore(const Checkpoint& c, const std::string& file) {
@@ -126,6 +140,11 @@ void TrainingState::restore(const Checkpoint& c, const std::string& file) {
   step = c.step;
   tokens = c.tokens;
   if (dist_.is_main()) spdlog::info("resumed from {} at step {}", file, step);
+  if (const int64_t then = c.data.ranks(), now = dist_.world_size(); then != now) {
+    const auto why = check_resume_ranks(cfg_, c.config, then, now, file);
+    if (dist_.is_main()) spdlog::warn("{}", why);
+    progress.add_rank_change({step, then, now});
+  }
 }
 
 void TrainingState::start(const std::filesystem::path& metrics_path) {
@@ -135,6 +154,7 @@ void TrainingState::start(const std::filesystem::path& metrics_path) {
 
 std::pair<torch::Tensor, torch::Tensor> TrainingState::next_batch() {
   auto [x, y] = batches_->next();
+  trace_.record(step + 1, x, y);  // the step this micro-batch is part of
   return {x.to(device_, /*non_blocking=*/true), y.to(device_, /*non_blocking=*/true)};
 }
 

@@ -16,6 +16,7 @@
 #include "model/gpt.h"
 #include "optim/run_optimizer.h"
 #include "run/checkpoint.h"
+#include "train/batch_trace.h"
 #include "train/parts.h"
 #include "train/progress.h"
 
@@ -63,6 +64,7 @@ class TrainingState {
   torch::Device device_;
   DistContext& dist_;
   std::unique_ptr<PrefetchingLoader> batches_;
+  BatchTrace trace_;  // off unless a test asks for it
   ShardVocab vocab_;  // the shards' (check_data), recorded in every checkpoint
 };
 

@@ -97,7 +97,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   const auto metrics_file = run.begin();  // every check passed: the directory is written from here on
 
   const int64_t accum = cfg.accumulation_steps(world);
-  const int64_t step_tokens = cfg.tokens_per_micro_step(world) * accum;
+  const int64_t step_tokens = cfg.tokens_per_step(world);
   announce(cfg, rt, device, s, memory, step_tokens, dist);
   TrainStep train_step(s.parts.model, *s.parts.optimizer, *s.parts.sync, s.parts.params, accum, t.grad_clip);
   Progress& progress = s.progress;
@@ -148,7 +148,8 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     }
   }
   if (lost()) return lost_at();
-  run.finish({s.step, s.tokens, progress.train_loss(), progress.val_loss(), progress.elapsed()});
+  run.finish(
+      {s.step, s.tokens, progress.train_loss(), progress.val_loss(), progress.elapsed(), progress.rank_changes()});
   return TrainResult{s.step, true, progress.train_loss(), progress.val_loss()};
 }
 

@@ -46,7 +46,7 @@ inline void run_ranks(int world, const std::function<void(int, ProcessGroupConte
     threads.emplace_back([&, r] {
       try {
         torch::set_num_threads(1);
-        LaunchEnv env{"test", r, 0, world, "127.0.0.1", port, false};
+        LaunchEnv env{.launcher = "test", .rank = r, .world_size = world, .master_addr = "127.0.0.1", .master_port = port};
         DistOptions opts{"gloo", std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000))};
         ProcessGroupContext ctx(env, opts);
         body(r, ctx);

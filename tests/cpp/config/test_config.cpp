@@ -234,3 +234,63 @@ TEST(ConfigDifference, StepLayersMeanTheLayersTheySelect) {
                 HasSubstr("model.xsa_layers is \"last 2\" in the checkpoint but \"last 4\" in this config"));
   }
 }
+
+// A resume on another number of ranks keeps the tokens of an optimizer step, split
+// another way, and says why its losses are not bit-exact; a step that would change
+// is refused with the settings that keep it.
+namespace {
+RunConfig split_run(int64_t micro_batch, int64_t batch_tokens) {
+  RunConfig c;
+  c.train.seq_len = 32;
+  c.train.micro_batch = micro_batch;
+  c.train.batch_tokens = batch_tokens;
+  return c;
+}
+}  // namespace
+
+TEST(ResumeRanks, TheSameStepOnOtherRanksIsTakenSayingWhyItIsNotBitExact) {
+  const json saved = to_json(split_run(3, 12 * 32));  // 12 sequences: 3 x 2 accumulation x 2 ranks
+  EXPECT_EQ(check_resume_ranks(split_run(7, 0), saved, 2, 2, "ck.pt"), "");  // the same ranks: not checked here
+  const auto line = check_resume_ranks(split_run(4, 12 * 32), saved, 2, 1, "ck.pt");
+  EXPECT_THAT(line, HasSubstr("ck.pt was saved by 2 ranks, this run has 1 rank: each optimizer step still trains on "
+                              "384 tokens"));
+  EXPECT_THAT(line, HasSubstr("(micro_batch 3 x seq_len 32 x 2 accumulation x 2 ranks then, micro_batch 4 x seq_len "
+                              "32 x 3 accumulation x 1 rank now)"));
+  EXPECT_THAT(line, HasSubstr("not bit for bit: the gradient is summed over micro-batches and ranks in another order"));
+  EXPECT_THAT(check_resume_ranks(split_run(2, 12 * 32), saved, 2, 3, "ck.pt"), HasSubstr("x 3 ranks now"));
+  // A step of micro_batch x seq_len x ranks (batch_tokens 0) continues where batch_tokens spells it out.
+  EXPECT_THAT(check_resume_ranks(split_run(4, 256), to_json(split_run(4, 0)), 2, 1, "ck.pt"),
+              HasSubstr("still trains on 256 tokens"));
+  // A checkpoint of a version without batch_tokens took its default, 0.
+  json older = to_json(split_run(4, 0));
+  older["train"].erase("batch_tokens");
+  EXPECT_THAT(check_resume_ranks(split_run(2, 256), older, 2, 4, "ck.pt"), HasSubstr("still trains on 256 tokens"));
+}
+
+TEST(ResumeRanks, AStepThatWouldChangeIsRefusedNamingWhatKeepsIt) {
+  const json saved = to_json(split_run(4, 0));  // 256 tokens: 4 x 32 x 2 ranks
+  auto refusal = [&](const RunConfig& now, int64_t ranks) {
+    return test::error_of<ConfigError>([&] { check_resume_ranks(now, saved, 2, ranks, "ck.pt"); });
+  };
+  // batch_tokens 0 follows the number of ranks: half the step on one.
+  const auto one = refusal(split_run(4, 0), 1);
+  EXPECT_THAT(one, HasSubstr("ck.pt: saved by 2 ranks, whose optimizer steps were 256 tokens (micro_batch 4 x seq_len "
+                             "32 x 1 accumulation x 2 ranks), but this config makes them 128 tokens on 1 rank "
+                             "(micro_batch 4 x seq_len 32 x 1 accumulation x 1 rank)"));
+  EXPECT_THAT(one, HasSubstr("set train.batch_tokens=256 (micro_batch 4 x seq_len 32 x 2 accumulation x 1 rank)"));
+  // On 4 ranks the 8 sequences leave 2 a rank: micro_batch comes down to them.
+  EXPECT_THAT(refusal(split_run(4, 0), 4),
+              HasSubstr("set train.batch_tokens=256 and train.micro_batch=2 (micro_batch 2 x seq_len 32 x 1 "
+                        "accumulation x 4 ranks)"));
+  // 8 sequences have no equal share on 3 ranks.
+  EXPECT_THAT(
+      refusal(split_run(1, 0), 3),
+      HasSubstr("its 8 sequences of 32 tokens cannot be shared equally by 3 ranks; resume on 1, 2, 4, 8 ranks"));
+  // A batch set to another size is a change of the step too.
+  EXPECT_THAT(refusal(split_run(4, 512), 1), HasSubstr("makes them 512 tokens on 1 rank"));
+  // A checkpoint whose train section is not numbers is named.
+  json broken = saved;
+  broken["train"]["micro_batch"] = "four";
+  EXPECT_THAT(test::error_of<ConfigError>([&] { check_resume_ranks(split_run(4, 256), broken, 2, 1, "ck.pt"); }),
+              HasSubstr("ck.pt: the checkpoint's train.micro_batch, seq_len and batch_tokens must be integers"));
+}

@@ -140,18 +140,21 @@ TEST(RunConfig, ADirectoryIsNotAConfigFile) {
 }
 
 // train.kernels: "auto" is the kernels the GPU verdict found default-worthy, on CUDA
-// (the H200 verdict of 2026-11-26: the "fused" set, docs/benchmarks.md), nothing
-// elsewhere; "fused" is every kernel, the vectorised XSA kernels included, but fp8,
+// (the H200 verdict of 2026-11-26: the "fused" set, docs/benchmarks.md), and on a CPU
+// the ATen twin that beat plain PyTorch's step there, the loss's; "fused" is every kernel, the vectorised XSA kernels included, but fp8,
 // which changes the arithmetic, and gelu, which needs another model; a list names
 // them and may hold "fused" or "auto" for their sets; describe() gives back what
 // parse_kernels reads.
 TEST(RunConfig, KernelNamesParseAndRoundTrip) {
-  EXPECT_EQ(parse_kernels("auto", /*cuda=*/false), Kernels{});
+  Kernels cpu;
+  cpu.loss = true;
+  EXPECT_EQ(parse_kernels("auto", /*cuda=*/false), cpu);
   const Kernels verdict{true, true, true, true, XsaImpl::kFusedWide};  // weights, norm, rope, loss, xsa_wide
   EXPECT_EQ(parse_kernels("auto", /*cuda=*/true), verdict);
   EXPECT_EQ(describe(parse_kernels("auto", true)), "weights,norm,rope,xsa_wide,loss");
   // What --help and `xsagpt config` say "auto" is on a GPU is that same set.
-  EXPECT_THAT(kernels_help(), HasSubstr("\"auto\" (those validated on a GPU: weights,norm,rope,xsa_wide,loss on CUDA"));
+  EXPECT_THAT(kernels_help(), HasSubstr("\"auto\" (those validated on a GPU: weights,norm,rope,xsa_wide,loss on CUDA; "
+                                        "on a CPU the ATen twins measured faster there: loss)"));
   EXPECT_EQ(parse_kernels("aten", true), Kernels{});
   EXPECT_EQ(parse_kernels("fused", false), (Kernels{true, true, true, true, XsaImpl::kFusedWide, false, /*clip=*/true,
                                                      false, false, /*norm_regs=*/true}));

@@ -4,6 +4,8 @@
 // the averaged gradients, a plain loop for the replica checksum).
 #include "config/schema.h"
 #include "distributed/launch_env.h"
+#include "distributed/master_check.h"
+#include "helpers.h"
 #include "distributed/process_group.h"
 #include "ranks.h"
 
@@ -106,15 +108,43 @@ TEST(LaunchEnv, SlurmFallback) {
   EXPECT_EQ(e->local_rank, 1);
   EXPECT_EQ(e->world_size, 8);  // the step's tasks, not the allocation's
   EXPECT_EQ(e->master_addr, "gpu007");
+  EXPECT_EQ(e->master_from, "the first host of SLURM_STEP_NODELIST=gpu[007-010],cpu1");
   EXPECT_EQ(e->master_port, 15000 + 123456 % 15000);
+  EXPECT_EQ(e->port_from, "SLURM_JOB_ID");
+  EXPECT_EQ(e->nodes, 0);  // not said
   EXPECT_FALSE(e->agent_store);
+
+  // Slurm's ports reserved for the step (MpiParams=ports) win over the job id's: no other
+  // step on the node holds them.
+  auto reserved = srun;
+  reserved["SLURM_STEP_RESV_PORTS"] = "12007-12009";
+  reserved["SLURM_STEP_NUM_NODES"] = "3";
+  e = read_launch_env(env_of(reserved));
+  EXPECT_EQ(e->master_port, 12007);
+  EXPECT_EQ(e->port_from, "SLURM_STEP_RESV_PORTS");
+  EXPECT_EQ(e->nodes, 3);
+  reserved["SLURM_STEP_RESV_PORTS"] = "12011";
+  EXPECT_EQ(read_launch_env(env_of(reserved))->master_port, 12011);
+  reserved["SLURM_STEP_RESV_PORTS"] = "ports";
+  EXPECT_THAT(config_error(env_of(reserved)), HasSubstr("SLURM_STEP_RESV_PORTS: expected a port range"));
+  // Whatever the job id, the port it gives stays below Linux's default ephemeral range (32768-60999).
+  for (const char* id : {"0", "14999", "15000", "29999", "987654321"}) {
+    auto job = srun;
+    job["SLURM_JOB_ID"] = id;
+    const auto port = read_launch_env(env_of(job))->master_port;
+    EXPECT_GE(port, 15000) << id;
+    EXPECT_LT(port, 32768) << id;
+  }
 
   auto explicit_master = srun;
   explicit_master["MASTER_ADDR"] = "10.0.0.1";
   explicit_master["MASTER_PORT"] = "12345";
+  explicit_master["SLURM_STEP_RESV_PORTS"] = "12007-12009";
   e = read_launch_env(env_of(explicit_master));
   EXPECT_EQ(e->master_addr, "10.0.0.1");
+  EXPECT_EQ(e->master_from, "MASTER_ADDR");
   EXPECT_EQ(e->master_port, 12345);
+  EXPECT_EQ(e->port_from, "MASTER_PORT");
 
   // torchrun's variables win inside a SLURM allocation.
   auto both = srun;
@@ -144,14 +174,65 @@ TEST(LaunchEnv, SlurmFallback) {
   EXPECT_THAT(config_error(env_of(bad_rank)), HasSubstr("SLURM_PROCID: 8 is not below SLURM_STEP_NUM_TASKS = 8"));
 }
 
-TEST(LaunchEnv, FirstSlurmHost) {
-  EXPECT_EQ(first_slurm_host("node1"), "node1");
-  EXPECT_EQ(first_slurm_host("node1,node2"), "node1");
-  EXPECT_EQ(first_slurm_host("gpu[003-010,12],login1"), "gpu003");
-  EXPECT_EQ(first_slurm_host("a[7,1-3]"), "a7");
-  EXPECT_EQ(first_slurm_host("rack[2,5]-n[010-012]-ib,x"), "rack2-n010-ib");
-  EXPECT_THROW(first_slurm_host("gpu[1-2"), ConfigError);
-  EXPECT_THROW(first_slurm_host(""), ConfigError);
+// The table of node lists (tests/fixtures/slurm_nodelists.json, checked against Slurm's
+// own `scontrol show hostnames` by tests/python/distributed/test_nodelists.py): every
+// host in order, the first as the master a step takes from its node list, and every
+// refusal by name.
+TEST(LaunchEnv, SlurmNodeListsFromTheTable) {
+  const auto table = nlohmann::json::parse(test::slurp(test::source_path("tests/fixtures/slurm_nodelists.json")));
+  ASSERT_GE(table["lists"].size(), 30u);
+  for (const auto& row : table["lists"]) {
+    const auto list = row["list"].get<std::string>();
+    if (row.contains("refused")) {
+      const auto e = test::error_of<ConfigError>([&] { slurm_hostnames(list); });
+      EXPECT_THAT(e, HasSubstr("Slurm node list \"" + list + "\": ")) << list;
+      EXPECT_THAT(e, HasSubstr(row["refused"].get<std::string>())) << list;
+      continue;
+    }
+    const auto hosts = row["hosts"].get<std::vector<std::string>>();
+    EXPECT_EQ(slurm_hostnames(list), hosts) << list;
+    EXPECT_EQ(first_slurm_host(list), hosts.front()) << list;
+    const auto e = read_launch_env(env_of({{"SLURM_PROCID", "1"},
+                                           {"SLURM_LOCALID", "0"},
+                                           {"SLURM_STEP_NUM_TASKS", "2"},
+                                           {"SLURM_STEP_ID", "0"},
+                                           {"SLURM_STEP_NODELIST", list},
+                                           {"SLURM_JOB_ID", "42"}}));
+    EXPECT_EQ(e->master_addr, hosts.front()) << list;
+    EXPECT_EQ(slurm_hostnames(list, 2), std::vector<std::string>(hosts.begin(), hosts.begin() + std::min<size_t>(2, hosts.size())))
+        << list;
+  }
+  // A list of a million hosts is not expanded to find its first.
+  EXPECT_EQ(first_slurm_host("n[1-999999999]"), "n1");
+}
+
+// A host name that resolves to loopback only (localhost, or a node's own name in a
+// default /etc/hosts) is refused on a job of several nodes, on every rank: each node would
+// look for the store on itself. (A name that does not resolve at all is refused too:
+// tests/python/distributed/test_master_address.py, in a network namespace of its own so
+// that the failed lookup queries no outside server.)
+TEST(MasterCheck, ALoopbackMasterIsRefusedOnlyWhereTheJobSpansSeveralNodes) {
+  LaunchEnv e;
+  e.launcher = "SLURM";
+  e.world_size = 2;
+  e.master_addr = "localhost";
+  e.master_from = "the first host of SLURM_STEP_NODELIST=localhost,n2";
+  e.master_port = 15001;
+  e.port_from = "SLURM_JOB_ID";
+  for (const int64_t nodes : {0, 1}) {
+    e.nodes = nodes;
+    EXPECT_NO_THROW(check_master_address(e)) << nodes;
+  }
+  e.nodes = 2;
+  for (const int64_t rank : {0, 1}) {
+    e.rank = rank;
+    EXPECT_THAT(test::error_of<ConfigError>([&] { check_master_address(e); }),
+                HasSubstr(fmt::format("rank {} of 2: the master address \"localhost\" (the first host of "
+                                      "SLURM_STEP_NODELIST=localhost,n2) resolves to 127.0.0.1",
+                                      rank)));
+  }
+  e.master_addr = "127.0.0.2";
+  EXPECT_THAT(test::error_of<ConfigError>([&] { check_master_address(e); }), HasSubstr("a loopback address"));
 }
 
 TEST(DistOptions, FromEnvironment) {

@@ -50,3 +50,24 @@ TEST(RoPE, RotateHalfConventionAtPositionOne) {
     EXPECT_NEAR(r[i + D / 2].item<double>(), x2 * std::cos(a) + x1 * std::sin(a), 1e-5);
   }
 }
+
+// RoPE as the model computes it, x [c, c] + [x2, x1] [-s, s], gives the rotation's own
+// products and sums bit for bit in float32, and its gradient is the inverse rotation
+// (float64: dx1 = g1 c + g2 s, dx2 = g2 c - g1 s).
+TEST(RoPE, TheRotationExactlyAndItsTransposeAsGradient) {
+  torch::manual_seed(3);
+  const int64_t T = 6, D = 8, h = D / 2;
+  auto [cos, sin] = rope_tables(T, D, 10000.0);
+  auto x = torch::randn({2, 3, T, D});
+  const auto x1 = x.narrow(-1, 0, h), x2 = x.narrow(-1, h, h);
+  EXPECT_TRUE(torch::equal(apply_rope(x, cos, sin), torch::cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, -1)));
+
+  const auto c = cos.to(torch::kFloat64), s = sin.to(torch::kFloat64);
+  auto x64 = x.to(torch::kFloat64).requires_grad_(true);
+  auto g = torch::randn({2, 3, T, D}, torch::kFloat64);
+  apply_rope(x64, c, s).backward(g);
+  const auto g1 = g.narrow(-1, 0, h), g2 = g.narrow(-1, h, h);
+  const auto want = torch::cat({g1 * c + g2 * s, g2 * c - g1 * s}, -1);
+  ASSERT_GT(want.abs().max().item<double>(), 0.1);
+  EXPECT_LT((x64.grad() - want).abs().max().item<double>(), 1e-14);
+}

@@ -174,3 +174,53 @@ TEST(ShardedAdamW, OneProcessIsPlainAdamW) {
   for (size_t i = 0; i < p.size(); ++i) EXPECT_TRUE(torch::equal(p[i].second, want_p[i].second));
   expect_equal_state(opt.state(), want_state);
 }
+
+// A checkpoint holds the full state whatever the sharding, so one written by 2 ranks
+// continues on 3 (each keeping its part of another partition) and on 1, as the
+// unsharded run does, bit for bit.
+TEST(ShardedAdamW, AStateSavedByTwoRanksContinuesOnThreeAndOnOne) {
+  constexpr int kSteps = 4, kSplit = 2;
+  const AdamWConfig cfg{0.9, 0.95, 1e-8, 0.1, AdamWImpl::kFused};
+  const auto [want_p, want_state] = reference(AdamWImpl::kFused, kSteps);
+  AdamWState saved;  // as rank 0 writes it into the checkpoint
+  Named saved_p;
+  test::run_ranks(2, [&](int r, ProcessGroupContext& d) {
+    auto p = make_params();
+    ShardedAdamW opt(p, cfg, d, /*shard=*/true);
+    for (int s = 0; s < kSplit; ++s) {
+      set_grads(p, s);
+      opt.step(lr_at(s));
+    }
+    auto full = opt.state();
+    if (r == 0) {
+      saved = full;
+      saved_p = p;
+    }
+  });
+  ASSERT_EQ(saved.exp_avg.size(), saved_p.size());  // both ranks' parts, assembled
+  std::vector<int64_t> bytes;
+  for (const auto& [name, t] : saved_p) bytes.push_back(static_cast<int64_t>(t.nbytes()));
+  EXPECT_NE(partition_by_size(bytes, 2), partition_by_size(bytes, 3));  // the parts change hands
+
+  auto continue_on = [&](DistContext& d, int world) {
+    auto q = make_params();
+    for (size_t i = 0; i < q.size(); ++i) {
+      torch::NoGradGuard no_grad;
+      q[i].second.copy_(saved_p[i].second);
+    }
+    ShardedAdamW opt(q, cfg, d, /*shard=*/true);
+    EXPECT_EQ(opt.sharded(), world > 1);
+    opt.load_state(saved);
+    for (int s = kSplit; s < kSteps; ++s) {
+      set_grads(q, s);
+      opt.step(lr_at(s));
+    }
+    for (size_t i = 0; i < q.size(); ++i)
+      EXPECT_TRUE(torch::equal(q[i].second, want_p[i].second)) << "world " << world << " " << q[i].first;
+    const auto full = opt.state();
+    if (d.is_main()) expect_equal_state(full, want_state);
+  };
+  test::run_ranks(3, [&](int, ProcessGroupContext& d) { continue_on(d, 3); });
+  DistContext single;
+  continue_on(single, 1);
+}

@@ -61,6 +61,8 @@ std::vector<std::string> names_in(const fs::path& dir) {
   return out;
 }
 
+}  // namespace
+
 class RunDirFiles : public test::TempDirTest {
  protected:
   RunConfig config(const fs::path& out, int64_t max_steps) const {
@@ -96,8 +98,6 @@ class RunDirFiles : public test::TempDirTest {
     }
   }
 };
-
-}  // namespace
 
 // ---- atomic writes ------------------------------------------------------------
 

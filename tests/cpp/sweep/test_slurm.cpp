@@ -4,6 +4,7 @@
 #include "helpers.h"
 #include "sweep/cluster_estimate.h"
 #include "sweep/grid.h"
+#include "sweep/slurm_queue.h"
 #include "sweep/slurm_scripts.h"
 #include "sweep_files.h"
 
@@ -75,7 +76,39 @@ TEST_F(SlurmSpecs, RefusesBadKeysByName) {
   EXPECT_THAT(error_of({{"time", "10"}, {"extra", "--exclusive"}}), HasSubstr("slurm.extra: expected a list"));
   EXPECT_THAT(error_of({{"time", "10"}, {"extra", {"exclusive"}}}), HasSubstr("slurm.extra: expected a list"));
   EXPECT_THAT(error_of({{"time", "10"}, {"partition", "a b"}}), HasSubstr("slurm.partition: expected a name"));
+  // sbatch's --signal takes at most 65535 seconds.
+  EXPECT_THAT(error_of({{"time", "2-00:00:00"}, {"signal_s", 65536}}),
+              HasSubstr("slurm.signal_s: expected an integer from 1 to 65535"));
+  EXPECT_EQ(load_sweep(spec({{"time", "2-00:00:00"}, {"signal_s", 65535}}), 1).slurm->base.signal_s, 65535);
   EXPECT_THAT(error_of(json::array()), HasSubstr("slurm: expected an object"));
+}
+
+TEST_F(SlurmSpecs, ExtraLinesMayNotSetWhatTheScriptsSetThemselves) {
+  const std::vector<std::pair<std::string, std::string>> refused{
+      {"--job-name=mine", "sets --job-name"},  {"-J mine", "sets --job-name"},
+      {"-Jmine", "sets --job-name"},           {"--job=mine", "sets --job-name"},  // getopt's prefix
+      {"--array=0-3", "sets --array"},         {"-a 0-3", "sets --array"},
+      {"--signal=USR1@60", "sets --signal"},   {"--time=5", "sets --time"},
+      {"-t 5", "sets --time"},                 {"--exclusive --time 5", "sets --time"},  // two on one line
+      {"-Ot 5", "sets --time"},                // a flag, then -t in one group
+      {"--output=/tmp/x.out", "sets --output"}, {"-e err.txt", "sets --error"},
+      {"--no-requeue", "sets --no-requeue"},   {"--open-mode=truncate", "sets --open-mode"},
+      {"-D /tmp", "sets --chdir"},             {"--nodes=2", "sets --nodes"},
+      {"-n 4", "sets --ntasks"},               {"--partition=gpu", "sets --partition"},
+      {"--wrap=hostname", "sets --wrap"},      {"--wait", "sets --wait"}};
+  for (const auto& [line, message] : refused) {
+    const auto e = error_of({{"time", "10"}, {"extra", {"--exclusive", line}}});
+    EXPECT_THAT(e, HasSubstr("slurm.extra: \"" + line + "\"")) << line;
+    EXPECT_THAT(e, HasSubstr(message)) << line;
+  }
+  EXPECT_THAT(error_of({{"time", "10"}}, ladder({{"depth", 2}, {"slurm", {{"extra", {"--job-name=x"}}}}})),
+              HasSubstr("ladder.rungs[1].slurm.extra: \"--job-name=x\": --job-name=x sets --job-name"));
+  // Options of their own, and values that merely look like one: accepted as written.
+  const std::vector<std::string> fine{"--gpus=8",          "--constraint=h100", "-C time",
+                                      "-Cgpu-a",           "--time-min=5",      "--nodelist=n[1-2]",
+                                      "--comment=\"-J x\"", "--exclusive # -J in a comment"};
+  const auto s = load_sweep(spec({{"time", "10"}, {"extra", fine}}), 1);
+  EXPECT_EQ(s.slurm->base.extra, fine);
 }
 
 TEST_F(SlurmSpecs, ARungOverridesTheSweepsSettings) {
@@ -134,16 +167,66 @@ TEST(SlurmScripts, EachTaskRunsItsPointUnderSrunAndRequeuesOnlyItself) {
   for (const auto* line :
        {"#SBATCH --array=1,3,6%2\n", "#SBATCH --nodes=2\n", "#SBATCH --ntasks-per-node=4\n",
         "#SBATCH --gpus-per-node=4\n", "#SBATCH --signal=USR2@90\n", "#SBATCH --account=proj\n",
-        "#SBATCH --exclusive\n", "#SBATCH --chdir=/work\n", "#SBATCH --job-name=xsagpt-ladder-00000001\n",
+        "#SBATCH --exclusive\n", "#SBATCH --chdir=\"/work\"\n", "#SBATCH --job-name=xsagpt-ladder-00000001\n",
+        "#SBATCH --output=\"/s/runs/slurm/logs/%x-%A_%a.out\"\n",
         "srun --kill-on-bad-exit=1 '/opt/x sagpt' sweep -c /s/ladder.json --point-from-env SLURM_ARRAY_TASK_ID\n",
-        "scontrol requeue \"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\""})
+        "scontrol requeue \"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\"",
+        // The point says whether it may requeue (slurm.requeue_limit) before the task does.
+        "  if '/opt/x sagpt' sweep -c /s/ladder.json --point-from-env SLURM_ARRAY_TASK_ID --requeue; then\n"})
     EXPECT_THAT(text, HasSubstr(line));
+  EXPECT_LT(text.find("--requeue; then"), text.find("scontrol requeue"));
   EXPECT_THAT(text, Not(HasSubstr("B:USR2")));  // a signal to the batch shell alone never reaches srun's tasks
   EXPECT_THAT(text, Not(HasSubstr("--partition")));
   const auto summary = slurm_summary_script(s, ctx);
   EXPECT_THAT(summary, HasSubstr("'/opt/x sagpt' sweep -c /s/ladder.json --summarize\n"));
   EXPECT_THAT(summary, HasSubstr("#SBATCH --job-name=xsagpt-ladder-00000001-summary\n"));
   EXPECT_THAT(summary, Not(HasSubstr("--array")));
+}
+
+TEST(SlurmScripts, PathsAreQuotedAsSbatchReadsThemOrRefused) {
+  SlurmSettings s;
+  s.time = "10";
+  s.time_s = 600;
+  SlurmScriptContext ctx{"/opt/x", "/s/my \"sweep\".json", "/w ork", "/s/runs 100%/slurm/logs", "xsagpt-runs-1"};
+  const auto text = slurm_array_script(s, {0}, "every point", ctx);
+  EXPECT_THAT(text, HasSubstr("#SBATCH --chdir=\"/w ork\"\n"));
+  // '%' doubled where sbatch reads file name patterns; its own %x, %A and %a kept.
+  EXPECT_THAT(text, HasSubstr("#SBATCH --output=\"/s/runs 100%%/slurm/logs/%x-%A_%a.out\"\n"));
+  EXPECT_THAT(text, HasSubstr("sweep -c '/s/my \"sweep\".json' --point-from-env"));
+  EXPECT_THAT(slurm_summary_script(s, ctx), HasSubstr("#SBATCH --output=\"/s/runs 100%%/slurm/logs/%x-%j.out\"\n"));
+  EXPECT_NO_THROW(check_slurm_script_values(ctx, {"every point"}));
+
+  auto refusal = [&](SlurmScriptContext c, std::vector<std::string> labels = {}) {
+    return test::error_of<ConfigError>([&] { check_slurm_script_values(c, labels); });
+  };
+  auto with = [&](std::string SlurmScriptContext::*field, const std::string& v) {
+    auto c = ctx;
+    c.*field = v;
+    return c;
+  };
+  EXPECT_THAT(refusal(with(&SlurmScriptContext::log_dir, "/s/a\nrm -rf x/slurm/logs")),
+              HasSubstr("out_dir's log folder \"/s/a\\nrm -rf x/slurm/logs\" holds a control character"));
+  EXPECT_THAT(refusal(with(&SlurmScriptContext::sweep_file, "/s/a\rb.json")), HasSubstr("the sweep file's path"));
+  EXPECT_THAT(refusal(with(&SlurmScriptContext::workdir, "/w\\x")), HasSubstr("the working directory \"/w\\\\x\" holds a backslash"));
+  EXPECT_THAT(refusal(with(&SlurmScriptContext::binary, "/b\tx")), HasSubstr("the xsagpt binary's path"));
+  EXPECT_THAT(refusal(ctx, {"rung a\nb"}), HasSubstr("the array's label"));
+}
+
+TEST(SlurmQueue, ReadsSqueuesTasksWithTheReasonEachWaits) {
+  const auto tasks = parse_queued_tasks(
+      "3|4711_3|PENDING|Priority\n"
+      "5|4711_5|PENDING|launch failed requeued held\n"
+      "N/A|4712|PENDING|Dependency\n"  // the summary job: no task of an array
+      "7|4711_7|RUNNING|None\n"
+      "8|4711_8|PENDING|SomeNewReason\n"
+      "not a line of squeue's\n");
+  ASSERT_EQ(tasks.size(), 4u);
+  EXPECT_EQ(tasks.at(3).job, "4711_3");
+  EXPECT_EQ(tasks.at(3).describe(), "job 4711_3 PENDING (Priority: waiting for jobs of higher priority)");
+  EXPECT_EQ(tasks.at(5).describe(), "job 4711_5 PENDING (launch failed requeued held: its launch failed on a node and "
+                                    "Slurm held it: check the node, then `scontrol release`)");
+  EXPECT_EQ(tasks.at(7).describe(), "job 4711_7 RUNNING");
+  EXPECT_EQ(tasks.at(8).describe(), "job 4711_8 PENDING (SomeNewReason)");  // as squeue gives it
 }
 
 TEST(SlurmScripts, JobNamesAreStablePerSweepDirectory) {

@@ -33,6 +33,7 @@ def test_tiny_grid_writes_json(tmp_path, xsagpt):
     assert step["recompute"] == "none" and step["loss_chunk"] == 0
     for r in step["results"].values():  # throughput follows from the step time; no MFU without a GPU peak
         assert r["tokens_per_s"] == pytest.approx(2 * 16 / (r["median_ms"] / 1e3)) and r["mfu"] is None
+        assert 0 < r["cpu"]["min_ms"] <= r["cpu"]["median_ms"]  # on a CPU also the process's CPU time a step
     # The memory estimate `xsagpt info` prints bounds the measured step (CPU bytes are exact).
     assert 0.5 * step["estimated_peak_bytes"] < step["results"]["xsa"]["peak_bytes"] <= step["estimated_peak_bytes"]
     lines = proc.stdout.splitlines()
@@ -155,3 +156,45 @@ def test_compare_table_matches_both_benchmarks(tmp_path, xsagpt, repo_root):
         assert r[0] == str(model) and r[1] == "2 x 16"
         assert float(r[9]) == pytest.approx(step[r[2]]["tokens_per_s"] / torch_rate[r[2]], abs=1e-3)
         assert r[10] == "-"  # no compiled run here
+
+
+def test_cpu_step_comparison_runs_both_sides_alternated(tmp_path, build_dir, repo_root):
+    """scripts/bench/bench_cpu_step.py: per rung, each round's xsagpt and PyTorch step
+    times (wall and CPU) from fresh processes of the two benchmarks, and speed-ups that
+    follow from them; the rung's model is the ladder's shape (d_model = aspect x depth)."""
+    import subprocess
+    import sys
+    out = tmp_path / "cmp.json"
+    proc = subprocess.run([sys.executable, repo_root / "scripts" / "bench" / "bench_cpu_step.py", "--rungs", "1,2",
+                           "--aspect", "16", "--vocab", "64", "-b", "2", "-t", "16", "--rounds", "2", "--steps", "2",
+                           "--warmup", "0", "--xsagpt", build_dir / "xsagpt", "--json", out],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert set(data["results"]) == {"d1", "d2"} and data["rounds"] == 2 and "load average" in data["load_start"]
+    for depth, res in ((1, data["results"]["d1"]), (2, data["results"]["d2"])):
+        m = res["model"]
+        assert (m["n_layer"], m["d_model"], m["n_head"], m["head_dim"], m["vocab_size"]) == (depth, 16 * depth,
+                                                                                            2 * depth, 8, 64)
+        for clock in ("wall", "cpu"):
+            r = res[clock]
+            xs, ts = r["xsagpt_ms"]["rounds"], r["pytorch_ms"]["rounds"]
+            assert len(xs) == len(ts) == 2 and min(xs + ts) > 0
+            assert r["speedup"]["best"] == pytest.approx(min(ts) / min(xs))
+            assert r["speedup"]["median"] == pytest.approx(r["pytorch_ms"]["median"] / r["xsagpt_ms"]["median"])
+    rows = [l for l in proc.stdout.splitlines() if l.startswith("| d")]
+    assert [r.split("|")[1].strip() for r in rows] == ["d1", "d2"]
+
+
+def test_pytorch_step_takes_a_thread_count_and_times_each_cpu_step(tmp_path, repo_root):
+    import subprocess
+    import sys
+    model = tmp_path / "m.json"
+    model.write_text(json.dumps({"vocab_size": 64, "block_size": 16, "n_layer": 1, "d_model": 16, "n_head": 2,
+                                 "head_dim": 8}))
+    run = [sys.executable, repo_root / "scripts" / "bench" / "bench_pytorch.py", "--config", model, "-b", "2", "-t",
+           "16", "--steps", "3", "--warmup", "0", "--device", "cpu"]
+    r = json.loads(subprocess.run(run + ["--threads", "1"], capture_output=True, text=True, check=True).stdout)
+    assert r["threads"] == 1 and 0 < r["min_ms"] <= r["median_ms"] and 0 < r["cpu"]["min_ms"] <= r["cpu"]["median_ms"]
+    bad = subprocess.run(run + ["--threads", "0"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--threads" in bad.stderr

@@ -31,7 +31,7 @@ def worker_env(**extra):
            if not k.startswith(("SLURM_", "TORCHELASTIC_")) and k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE",
                                                                           "MASTER_ADDR", "MASTER_PORT")}
     # CPU ranks on Gloo also where there are GPUs (NCCL would want one GPU per rank).
-    env.update(OMP_NUM_THREADS="1", XSAGPT_DIST_TIMEOUT="30", XSAGPT_DIST_BACKEND="gloo", **extra)
+    env.update({"OMP_NUM_THREADS": "1", "XSAGPT_DIST_TIMEOUT": "30", "XSAGPT_DIST_BACKEND": "gloo", **extra})
     return env
 
 
@@ -41,8 +41,9 @@ def torchrun(build_dir, *args, nproc=2):
             str(build_dir / "xsagpt"), "train", *map(str, args)]
 
 
-def run(cmd, **kw):
+def run(cmd, env=None, **kw):
+    """Runs cmd in worker_env, updated with `env`; returns its output, failing on a non-zero exit."""
     cmd = [str(c) for c in cmd]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=worker_env(), timeout=TIMEOUT, **kw)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=worker_env(**(env or {})), timeout=TIMEOUT, **kw)
     assert proc.returncode == 0, f"{' '.join(cmd)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout + proc.stderr

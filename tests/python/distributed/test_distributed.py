@@ -156,11 +156,12 @@ def test_stop_on_one_rank_and_resume_is_exact(shards, build_dir, tmp_path):
     assert 1 <= stopped_at < 150, log
     assert max(metrics(out)) == stopped_at
 
-    # Another world size cannot take over this run's data stream.
+    # On one rank, batch_tokens 0 would halve the step (test_reshard.py resumes on other ranks).
     single = subprocess.run([build_dir / "xsagpt", "train", "-c", cfg, "--out", out, "--resume", "auto"],
                             capture_output=True, text=True, env=worker_env(), timeout=TIMEOUT)
     assert single.returncode == 2
-    assert "saved by 2 rank(s) but this run has world size 1" in single.stderr
+    assert "saved by 2 ranks, whose optimizer steps were 256 tokens" in single.stderr, single.stderr
+    assert "set train.batch_tokens=256 (micro_batch 4 x seq_len 32 x 2 accumulation x 1 rank)" in single.stderr
 
     run(torchrun(build_dir, "-c", cfg, "--out", out, "--resume", "auto"))
     assert metrics(out) == metrics(tmp_path / "straight")

@@ -243,6 +243,9 @@ def test_the_resume_table_says_what_a_resume_does(tmp_path, markov_shards, xsagp
             continue
         assert proc.returncode == 0, f"{key}: {proc.stderr}"
         assert (f"] {key}: " in proc.stderr) == (action == "warns"), f"{key}: {action}\n{proc.stderr}"
+        # The validation set is the same 16 sequences in batches of 2 as of 4; 256 tokens make it 8, and the
+        # resume says its val losses are over another set from there on.
+        assert ("evaluated 16 sequences, this one evaluates 8" in proc.stderr) == (key == "train.eval_tokens"), key
         # Bit-exact: the weights at the end are those of the uninterrupted run, bit for bit (and the
         # changes the table calls not bit-exact show that this comparison sees a difference).
         ours, theirs = (torch.load(d / "checkpoints" / "step_00000006.pt", weights_only=True)["model"]
@@ -261,7 +264,7 @@ def test_a_resume_with_other_kernels_says_so_even_when_the_config_words_match(tm
     xsagpt("train", "-c", cfg)
     ckpt_path = full / "checkpoints" / "step_00000004.pt"
     ckpt = torch.load(ckpt_path, weights_only=True)
-    assert ckpt["kernels"] == "aten" and ckpt["config"]["train"]["kernels"] == "auto"  # CPU: "auto" is none
+    assert ckpt["kernels"] == "loss" and ckpt["config"]["train"]["kernels"] == "auto"  # CPU: "auto" is the loss's
 
     def resume(name, *sets, kernels_entry=...):
         run = tmp_path / name
@@ -278,14 +281,14 @@ def test_a_resume_with_other_kernels_says_so_even_when_the_config_words_match(tm
         return xsagpt("train", "-c", cfg, "--out", run, "--resume", "auto", *sets).stderr
 
     same = resume("same")
-    assert "kernels:" not in same.replace("] kernels: aten", "")  # the start-up line only; no warning
+    assert "kernels:" not in same.replace("] kernels: loss", "")  # the start-up line only; no warning
     # "auto" both times, but the run so far computed with XSA's kernel (an older "auto" on CUDA).
     auto = resume("auto-differs", kernels_entry="xsa")
-    assert "the checkpoint's run computed with xsa, this run computes with aten" in auto
+    assert "the checkpoint's run computed with xsa, this run computes with loss" in auto
     assert 'train.kernels "auto"' in auto and "train.kernels: " not in auto  # the config's words did not change
     # Another train.kernels: the config key's warning and the kernels' own.
     fused = resume("fused", "--set", "train.kernels=fused")
     assert "train.kernels: " in fused
-    assert "computed with aten, this run computes with weights,norm_regs,rope,xsa_wide,loss" in fused
+    assert "computed with loss, this run computes with weights,norm_regs,rope,xsa_wide,loss" in fused
     older = resume("older", kernels_entry=None)
     assert "does not record which kernels its run computed with" in older

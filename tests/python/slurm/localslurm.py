@@ -1,6 +1,7 @@
 """The local Slurm cluster as the Slurm tests see it: SlurmCluster (its slurm.conf, the
-environment its commands need, sbatch, a job's state, waiting for one) and starting or
-stopping one with scripts/slurm/start.sh and stop.sh. The fixture is in conftest.py."""
+environment its commands need, its nodes, sbatch, a job's state, waiting for one) and
+starting or stopping one with scripts/slurm/start.sh and stop.sh. The fixtures are in
+conftest.py."""
 import dataclasses
 import os
 import pathlib
@@ -33,6 +34,19 @@ class SlurmCluster:
             raise AssertionError(f"{' '.join(map(str, args))} exited {proc.returncode}: {proc.stderr.strip()}")
         return proc
 
+    @property
+    def nodes(self) -> list:
+        """The nodes' names, as sinfo lists them: ["localhost"], or ["n-01", "n-02"]."""
+        return sorted(set(self.run("sinfo", "-h", "-N", "-o", "%N").stdout.split()))
+
+    def namespace(self, node: str) -> str:
+        """The network namespace a node of a multi-node cluster runs in (start.sh's name)."""
+        for line in (self.state / "net.env").read_text().splitlines():
+            what, _, name = line.partition(" ")
+            if what == "netns" and name.endswith("-" + node):
+                return name
+        raise AssertionError(f"no namespace of node {node} in {self.state / 'net.env'}")
+
     def sbatch(self, *args) -> str:
         return self.run("sbatch", "--parsable", *args).stdout.strip().split(";")[0]
 
@@ -54,11 +68,20 @@ class SlurmCluster:
             time.sleep(0.2)
 
 
-def start_cluster(state: pathlib.Path) -> pathlib.Path:
-    """Starts a cluster in `state` with scripts/slurm/start.sh; returns its slurm.conf."""
-    proc = subprocess.run(["bash", str(START), str(state)], capture_output=True, text=True, timeout=120)
+# start.sh's exit status where network namespaces cannot be made (not root, no ip netns).
+NO_NAMESPACES = 3
+
+
+def start_cluster(state: pathlib.Path, nodes: int = 1):
+    """Starts a cluster of `nodes` in `state` with scripts/slurm/start.sh; returns its
+    slurm.conf, or, for several nodes where namespaces cannot be made, start.sh's reason."""
+    proc = subprocess.run(["bash", str(START), "--nodes", str(nodes), str(state)], capture_output=True, text=True,
+                          timeout=120)
+    if nodes > 1 and proc.returncode == NO_NAMESPACES:
+        return proc.stderr.strip()
     if proc.returncode != 0:
-        pytest.fail(f"scripts/slurm/start.sh {state} exited {proc.returncode}:\n{proc.stderr}", pytrace=False)
+        pytest.fail(f"scripts/slurm/start.sh --nodes {nodes} {state} exited {proc.returncode}:\n{proc.stderr}",
+                    pytrace=False)
     return state / "slurm.conf"
 
 

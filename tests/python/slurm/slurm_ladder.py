@@ -39,12 +39,16 @@ def point_names(dry_run_stdout: str) -> list:
 
 
 def sbatch_lines(script: pathlib.Path) -> dict:
-    """A batch script's #SBATCH options: name -> value ('' for a flag)."""
+    """A batch script's #SBATCH options: name -> value ('' for a flag), a value in double
+    quotes read as sbatch reads it (the quotes removed, \\" a quote)."""
     out = {}
     for line in script.read_text().splitlines():
         m = re.match(r"#SBATCH (--[\w-]+)(?:=(.*))?$", line)
         if m:
-            out[m.group(1)] = m.group(2) or ""
+            value = m.group(2) or ""
+            if len(value) > 1 and value[0] == value[-1] == '"':
+                value = value[1:-1].replace('\\"', '"')
+            out[m.group(1)] = value
     return out
 
 

@@ -1,6 +1,9 @@
 """The local Slurm cluster that the Slurm tests run on (scripts/slurm/start.sh and stop.sh):
-a batch job runs, and its job steps too; a requeued job comes back; stop.sh ends the
-daemons and jobs of its own cluster and leaves every other process alone."""
+a batch job runs, and its job steps too; a requeued job comes back; on a multi-node
+cluster each node is a host of its own (name, address, namespaces) that the others
+resolve, and nothing of it reaches beyond its bridge; stop.sh ends the daemons and jobs of
+its own cluster, removes the namespaces and links it made, and leaves every other process,
+namespace and link alone."""
 import pathlib
 import subprocess
 import tempfile
@@ -55,15 +58,51 @@ echo "restart ${{SLURM_RESTART_COUNT:-0}}" >> {runs}
     assert runs.read_text().splitlines() == ["restart 0", "restart 1"]
 
 
+def namespaces():
+    return {l.split()[0] for l in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+            .splitlines() if l.strip()}
+
+
+def links():
+    out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    return {l.split(": ")[1].split("@")[0] for l in out.splitlines() if ": " in l}
+
+
+def test_each_node_is_a_host_of_its_own(two_nodes, tmp_path):
+    """A job step on every node: each task on its own host name and address, every node's
+    name resolving to its address in every node, and no route out of the bridge."""
+    cluster = two_nodes
+    out = cluster.run("srun", "-N", len(cluster.nodes), "--ntasks-per-node=1", "bash", "-c",
+                      'echo "$(hostname) $(hostname -I)"; getent hosts ' + " ".join(cluster.nodes) +
+                      "; ip route get 192.0.2.1 2>&1 | head -n 1", timeout=60).stdout
+    lines = out.splitlines()
+    addresses = {l.split()[0]: l.split()[1] for l in lines if l.split()[0] in cluster.nodes and len(l.split()) == 2}
+    assert sorted(addresses) == cluster.nodes and len(set(addresses.values())) == len(cluster.nodes), out
+    for node, addr in addresses.items():  # every node resolves every node's name to its address
+        assert sum(1 for l in lines if l.split() == [addr, node]) == len(cluster.nodes), out
+    # TEST-NET-1 (192.0.2.1): no node has a route beyond its bridge.
+    assert sum("unreachable" in l for l in lines) == len(cluster.nodes), out
+
+
 def test_stop_ends_its_own_cluster_and_nothing_else(slurm_cluster, tmp_path):
-    """A second cluster beside the session's: stopping it ends its daemons and its running
-    job, and leaves the session's cluster and a process that only uses its slurm.conf."""
+    """A second cluster beside the session's (of two nodes where namespaces can be made):
+    stopping it ends its daemons and its running job, removes its namespaces, links and
+    /etc/netns entries, and leaves the session's cluster (its namespaces too) and a process
+    that only uses its slurm.conf; a second stop does nothing."""
     state = pathlib.Path(tempfile.mkdtemp(prefix="xsagpt-slurm."))
     bystander = None
+    before_ns, before_links = namespaces(), links()
     try:
-        second = SlurmCluster(conf=start_cluster(state), state=state, owned=True)
+        conf = start_cluster(state, nodes=2)
+        nodes = ["n-01", "n-02"] if not isinstance(conf, str) else ["localhost"]
+        second = SlurmCluster(conf=conf if not isinstance(conf, str) else start_cluster(state), state=state,
+                              owned=True)
+        made_ns, made_links = namespaces() - before_ns, links() - before_links
+        if len(nodes) > 1:
+            assert len(made_ns) == 3 and all(n.startswith("xsagpt-") for n in made_ns), made_ns
+            assert len(made_links) == 4, made_links  # the bridge and a veth per namespace
         daemons = {f.stem: int(f.read_text()) for f in (state / "run").glob("*.pid")}
-        assert sorted(daemons) == ["munged", "slurmctld", "slurmd"]
+        assert sorted(daemons) == ["munged", "slurmctld", *(f"slurmd-{n}" for n in nodes)]
         assert all(alive(pid) for pid in daemons.values())
         job_pid = tmp_path / "job.pid"
         script = write_script(tmp_path / "job.sh", f"echo $$ > {job_pid}.tmp; mv {job_pid}.tmp {job_pid}; sleep 120\n")
@@ -78,9 +117,13 @@ def test_stop_ends_its_own_cluster_and_nothing_else(slurm_cluster, tmp_path):
         poll("the second cluster's daemons and job ending",
              lambda: not any(alive(p) for p in [*daemons.values(), job]), timeout=10)
         assert bystander.poll() is None, "stop.sh killed a process that only had the cluster's SLURM_CONF"
-        assert slurm_cluster.run("sinfo", "-h", "-N", "-o", "%T").stdout.strip() in {"idle", "mixed", "allocated"}
+        assert namespaces() == before_ns and links() == before_links  # its own gone, every other one kept
+        assert not any(pathlib.Path("/etc/netns", n).exists() for n in made_ns)
+        states = slurm_cluster.run("sinfo", "-h", "-N", "-o", "%T").stdout.split()
+        assert states and set(states) <= {"idle", "mixed", "allocated"}, states
         again = stop_cluster(state)
         assert again.returncode == 0, again.stderr
+        assert namespaces() == before_ns and links() == before_links
     finally:
         if bystander is not None:
             bystander.kill()

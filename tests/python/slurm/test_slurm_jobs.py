@@ -1,12 +1,13 @@
 """A sweep's points as Slurm jobs on a real local Slurm (the slurm_cluster fixture), not a
 mock. One module-wide scenario, two sweeps submitted side by side so that their waits
 overlap (this suite's time budget):
-- the ladder (2 variants x 2 rungs x 2 seeds, its second rung at 2 Gloo ranks) with
+- the ladder (2 variants x 2 rungs x 2 seeds, its second rung at 2 Gloo ranks: one task
+  on each of two nodes where the cluster has them, else both on its one) with
   `--slurm --submit`, 2 tasks at a time. Every task is held just after its step-2
-  checkpoint (util/test_stop.h); the first held is requeued with `scontrol requeue`,
-  the second cancelled and then submitted again by the same `--slurm --submit`, the
-  others let go. Its final losses equal the serial run's (each point in one process or
-  2 ranks, as its job) bit for bit;
+  checkpoint (util/test_stop.h); the first held task of the second rung is requeued with
+  `scontrol requeue`, the first other held task cancelled and then submitted again by the
+  same `--slurm --submit`, the others let go. Its final losses equal the serial run's
+  (each point in one process or 2 ranks, as its job) bit for bit;
 - a sweep whose jobs have a 1-minute limit: a held task is let go only once the
   limit's USR2 is pending for it, so it checkpoints, requeues itself and finishes; its
   other point diverges, and the summary job's report names it.
@@ -16,6 +17,7 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
@@ -72,18 +74,41 @@ def task_log(sweep_dir, task):
     return "".join(p.read_text() for p in sorted((sweep_dir / "slurm" / "logs").glob(f"*_{task}.out")))
 
 
-def serial(xsagpt, cluster, binary, spec, points_at_2_ranks=(), failing=()):
-    """The serial reference: each point in one process, or under `srun -n 2` where its
-    job has 2 ranks; the points in `failing` must fail."""
+def serial(xsagpt, cluster, binary, spec, points_at_2_ranks=(), failing=(), nodes=1):
+    """The serial reference: each point in one process, or under `srun -n 2` (on `nodes`
+    nodes) where its job has 2 ranks; the points in `failing` must fail."""
     n = len([l for l in xsagpt("sweep", "-c", spec, "--dry-run").stdout.splitlines()
              if l.startswith("  ") and "attention=" in l])
     for k in range(n):
         if k in points_at_2_ranks:
-            cluster.run("srun", "-n", "2", "--overcommit", "--time=5", binary, "sweep", "-c", spec, "--point", k,
-                        timeout=120)
+            cluster.run("srun", "-N", nodes, "-n", "2", "--overcommit", "--time=5", binary, "sweep", "-c", spec,
+                        "--point", k, timeout=120)
         else:
             proc = xsagpt("sweep", "-c", spec, "--point", k, check=False)
             assert proc.returncode == (1 if k in failing else 0), proc.stderr
+
+
+def release_on_usr2(sweep_file, released, stop):
+    """Lets each held run of the sweep go on once its time limit's USR2 is pending (it then
+    checkpoints and exits 3), until `stop`; `released` holds the pids let go."""
+    while not stop.is_set():
+        for pid, job, task, pending in held(sweep_file):
+            if pending & USR2 and pid not in released:
+                released.add(pid)
+                os.kill(pid, signal.SIGCONT)
+        stop.wait(0.2)
+
+
+def poll_status(xsagpt, spec, index, env, timeout=60):
+    """Waits until --status no longer calls point `index` running."""
+    deadline = time.monotonic() + timeout
+    while True:
+        line = next(l for l in xsagpt("sweep", "-c", spec, "--status", env=env).stdout.splitlines()
+                    if l.split()[:1] == [str(index)])
+        if line.split()[1] != "running":
+            return
+        assert time.monotonic() < deadline, line
+        time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
@@ -92,8 +117,10 @@ def scenario(slurm_cluster, tmp_path_factory, shards, xsagpt, build_dir):
     d = tmp_path_factory.mktemp("slurmjobs")
     local = {"time": "10:00", "array_limit": 2, "signal_s": 30, "extra": ["--overcommit"]}
     (d / "ladder").mkdir(), (d / "ref").mkdir(), (d / "limit").mkdir(), (d / "limitref").mkdir()
-    ladder = ladder_file(d / "ladder", shards, local)
-    ladder_ref = ladder_file(d / "ref", shards, local)
+    nodes = min(2, len(cluster.nodes))
+    rung2 = {"nodes": 2, "ntasks_per_node": 1} if nodes == 2 else None
+    ladder = ladder_file(d / "ladder", shards, local, rung2_slurm=rung2)
+    ladder_ref = ladder_file(d / "ref", shards, local, rung2_slurm=rung2)
     # One minute, the signal asked 50 s before the limit; one point at a rate that diverges.
     short = {"time": "1", "signal_s": 50, "extra": ["--overcommit"]}
     limit = ladder_file(d / "limit", shards, short, name="limit-lr.json")
@@ -113,12 +140,17 @@ def scenario(slurm_cluster, tmp_path_factory, shards, xsagpt, build_dir):
     for name, spec in (("limit", limit), ("ladder", ladder)):
         submitted[name] = xsagpt("sweep", "-c", spec, "--slurm", "--submit", env=env, timeout=120).stdout
     names = {"ladder": job_name(d / "ladder" / "sweep"), "limit": job_name(d / "limit" / "sweep")}
+    # The limit's held task is let go once its USR2 is pending, from a thread: the serial
+    # references below may outlast the signal's lead on a loaded machine.
+    released, stop = set(), threading.Event()
+    watcher = threading.Thread(target=release_on_usr2, args=(limit, released, stop), daemon=True)
+    watcher.start()
     # The serial references while the jobs wait for their signal or their requeue.
     binary = build_dir / "xsagpt"
-    serial(xsagpt, cluster, binary, ladder_ref, points_at_2_ranks=(4, 5, 6, 7))
+    serial(xsagpt, cluster, binary, ladder_ref, points_at_2_ranks=(4, 5, 6, 7), nodes=nodes)
     serial(xsagpt, cluster, binary, limit_ref, failing=(1,))
 
-    acted = {"requeued": None, "cancelled": None, "signalled": set()}
+    acted = {"requeued": None, "cancelled": None}
     done_pids = set()
     resubmitted = None
     deadline = time.monotonic() + 240
@@ -130,31 +162,35 @@ def scenario(slurm_cluster, tmp_path_factory, shards, xsagpt, build_dir):
             # Slurm's SIGCONT may let a held run go on before its SIGTERM lands (and finish, 6
             # steps being milliseconds): the SIGTERM is made pending first, so the run stops at
             # its next step as a requeued or cancelled run on a cluster does, mid-way.
-            if acted["requeued"] is None:
+            if acted["requeued"] is None and task >= 4:  # a task of the second rung, on 2 ranks
                 acted["requeued"] = (job, task)
                 terminate(ladder, job, task)
                 cluster.run("scontrol", "requeue", f"{job}_{task}")
-            elif acted["cancelled"] is None and (job, task) != acted["requeued"]:
+            elif acted["cancelled"] is None and (job, task) != acted["requeued"] and task < 4:
                 acted["cancelled"] = (job, task)
                 terminate(ladder, job, task)
                 cluster.run("scancel", f"{job}_{task}")
             elif (job, task) not in (acted["requeued"], acted["cancelled"]):
                 os.kill(pid, signal.SIGCONT)
             done_pids.add(pid)
-        for pid, job, task, pending in held(limit):
-            if pending & USR2 and pid not in done_pids:  # the limit's signal has come: let it handle it
-                acted["signalled"].add(task)
-                os.kill(pid, signal.SIGCONT)
-                done_pids.add(pid)
         if not queued(cluster, names["ladder"]) and resubmitted is None:
             report_before = (d / "ladder" / "sweep" / "report.md").read_text()
-            resubmitted = xsagpt("sweep", "-c", ladder, "--slurm", "--submit", env=cluster.env, timeout=120).stdout
+            # The cancelled run, stopped by its second SIGTERM, left its point's lock behind. On
+            # two nodes its holder ran on another host (n-01, not this one), whose pid no process
+            # here may judge: the lock is free once its heartbeat is stale, as on a cluster. A
+            # 5 s threshold for the resubmission and the job it submits.
+            stale = {**cluster.env, "XSAGPT_POINT_LOCK_STALE_S": "5"}
+            poll_status(xsagpt, ladder, acted["cancelled"][1], stale)
+            resubmitted = xsagpt("sweep", "-c", ladder, "--slurm", "--submit", env=stale, timeout=120).stdout
         elif resubmitted is not None and not queued(cluster, names["ladder"]) and not queued(cluster, names["limit"]):
             break
         time.sleep(0.2)
+    stop.set()
+    watcher.join()
     again = xsagpt("sweep", "-c", ladder, "--slurm", "--submit", env=cluster.env, timeout=120).stdout
     order = point_names(xsagpt("sweep", "-c", ladder, "--dry-run").stdout)
-    return {"d": d, "cluster": cluster, "names": order, "ladder": ladder, "ladder_ref": ladder_ref, "limit": limit,
+    return {"d": d, "cluster": cluster, "nodes": nodes, "names": order, "ladder": ladder, "ladder_ref": ladder_ref,
+            "limit": limit,
             "limit_ref": limit_ref, "submitted": submitted, "resubmitted": resubmitted, "again": again,
             "acted": acted, "report_before": report_before}
 
@@ -174,6 +210,8 @@ def test_ladder_as_slurm_jobs_equals_the_serial_run(scenario):
     # Each point trained by its job at its rank count: the second rung's on 2 ranks, the first's on one.
     assert "accumulation x 2 rank(s)" in task_log(s["d"] / "ladder" / "sweep", 5)
     assert "accumulation x 1 rank(s)" in task_log(s["d"] / "ladder" / "sweep", 2)
+    if s["nodes"] == 2:  # one rank on each node, meeting at the first
+        assert "host from the first host of SLURM_STEP_NODELIST=n-[01-02]" in task_log(s["d"] / "ladder" / "sweep", 5)
 
 
 def test_a_requeued_and_a_cancelled_task_resume_from_their_checkpoints(scenario):

@@ -100,11 +100,12 @@ def test_cuda_run_follows_the_cpu_run(tmp_path, shards, xsagpt):
 def test_tiny_model_learns_real_text(tmp_path, kjv_shards, xsagpt, repo_root, attention):
     xsagpt("train", "-c", repo_root / "configs" / "runs" / "cpu-demo-sa.json", "--out", tmp_path / attention,
            "--set", f"model.attention={attention}", "--set", "model.d_model=64", "--set", "model.n_layer=2",
-           "--set", "train.max_steps=60", "--set", "train.seq_len=64", "--set", "train.micro_batch=8", "--set", "train.eval_interval=60",
+           "--set", "train.max_steps=60", "--set", "train.seq_len=64", "--set", "train.micro_batch=4", "--set", "train.eval_interval=60",
            "--set", "train.eval_tokens=4096", "--set", "train.warmup_steps=10", "--set", "train.device=cpu")
     val = metrics(tmp_path / attention, "val_loss")
     assert abs(val[0] - math.log(50304)) < 0.3  # starts at chance
-    assert val[60] < val[0] - 3.0, val  # and learns
+    # and learns: 60 steps of 256 tokens take SA and XSA 4.3-4.4 nats down, so 3 leaves a margin
+    assert val[60] < val[0] - 3.0, val
 
 
 # ---- two trainers, one new run directory ----------------------------------------------
