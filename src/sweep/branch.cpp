@@ -13,6 +13,7 @@ fs::path branch_checkpoint(const Sweep& sweep, const SweepPoint& p) {
 }
 
 bool branch_ready(const Sweep& sweep, const SweepPoint& p) {
+  if (!p.branch_of) return true;
   return fs::exists(branch_checkpoint(sweep, p)) || !list_checkpoints(p.config.out_dir).empty();
 }
 

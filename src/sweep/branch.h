@@ -22,8 +22,8 @@ namespace xsagpt {
 // The checkpoint branch `p` starts from: its source's at the branch's decay start.
 std::filesystem::path branch_checkpoint(const Sweep& sweep, const SweepPoint& p);
 
-// Whether branch `p` can train now: the checkpoint it starts from exists, or it has
-// checkpoints of its own to continue from.
+// Whether point `p` can train now: true for a point that is no branch; for a branch, the
+// checkpoint it starts from exists, or it has checkpoints of its own to continue from.
 bool branch_ready(const Sweep& sweep, const SweepPoint& p);
 
 }  // namespace xsagpt
