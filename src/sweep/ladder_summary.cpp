@@ -5,6 +5,7 @@
 #include "run/run_paths.h"
 #include "sweep/ladder_analysis.h"
 #include "sweep/ladder_surface.h"
+#include "sweep/lr_sensitivity.h"
 #include "sweep/step_time.h"
 
 #include <fmt/format.h>
@@ -203,6 +204,7 @@ json ladder_summary(const Sweep& sweep, const json& points) {
     out.update(longest);
     out["surface"] = surface_results(sweep, out["ratios"]);
   }
+  if (!l.lr_multipliers.empty()) out["lr_sensitivity"] = lr_sensitivity(sweep, points);
   if (l.extrapolate_to.empty()) out["extrapolation_note"] = l.extrapolate_note;
   return out;
 }
