@@ -162,6 +162,11 @@ struct RunConfig {
 // build theirs here, so `bench` times the step `train` runs.
 Runtime runtime_of(const TrainConfig& train, bool cuda);
 
+// ConfigError naming `key` when the optimizer cannot train the model as its
+// parametrization asks: μP's rates are AdamW's, so Muon with model.parametrization
+// "mup" is refused (docs/training.md#mup says why).
+void check_optimizer_fits_model(Optimizer optimizer, const ModelConfig& model, const std::string& key);
+
 // The sections and out_dir, plus "variant" (the model's AttentionSpec::name) for the tools that
 // read config.json; reading ignores "variant", which the model section determines.
 json to_json(const RunConfig& c);

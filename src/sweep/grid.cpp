@@ -15,6 +15,7 @@
 #include <cctype>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -228,22 +229,34 @@ Sweep load_sweep(const std::string& path, int64_t world_size) {
   for (const auto& axis : axes) total *= axis.size();
   SweepProgress progress(path + ": resolving and checking the points", total);
   sweep_spec::DistinctPoints distinct(path);
-  for (const auto& step : steps) {
+  // The points of one ladder step: every variant's (or the step's variant's) at every grid
+  // setting. Kept in the sweep, as the points a tuning ladder adds later are made the same way.
+  s.add_points = [in, axes, variants, n_ladder](const Sweep& sweep, const LadderStep& step,
+                                                const std::function<void(SweepPoint)>& take) {
     std::vector<size_t> idx(axes.size(), 0);
     while (true) {
       std::vector<std::pair<std::string, json>> grid_values;
-      for (size_t a = 0; a < axes.size(); ++a) grid_values.emplace_back(s.keys[n_ladder + a], axes[a][idx[a]]);
-      for (const auto& variant : variants) {
-        auto p = make_point(s, in, step, variant, grid_values);
-        distinct.add(p.name, p.config, p.variant, p.values, p.rung);
-        s.points.push_back(std::move(p));
-        progress.step();
-      }
+      for (size_t a = 0; a < axes.size(); ++a) grid_values.emplace_back(sweep.keys[n_ladder + a], axes[a][idx[a]]);
+      for (const auto& variant : variants)
+        if (step.variant.empty() || step.variant == variant.first)
+          take(make_point(sweep, in, step, variant, grid_values));
       size_t a = axes.size();
       while (a > 0 && ++idx[a - 1] == axes[a - 1].size()) idx[--a] = 0;
       if (a == 0) break;
     }
-  }
+  };
+  for (const auto& step : steps)
+    s.add_points(s, step, [&](SweepPoint p) {
+      distinct.add(p.name, p.config, p.variant, p.values, p.rung);
+      s.points.push_back(std::move(p));
+      progress.step();
+    });
+  // A ladder that tunes at its smallest rungs: its larger rungs wait for each variant's
+  // rate (at x1 until then, named lr_mult=tuned); sweep/ladder_tuning.h resolves them.
+  if (s.ladder)
+    for (size_t i = s.ladder->tune_rungs ? s.ladder->tune_rungs : s.ladder->rungs.size(); i < s.ladder->rungs.size();
+         ++i)
+      s.add_points(s, ladder_step(*s.ladder, i, 1.0, "", "tuned"), [&](SweepPoint p) { s.waiting.push_back(p); });
   std::vector<std::string> rung_names;
   if (s.ladder)
     for (const auto& r : s.ladder->rungs) rung_names.push_back(r.name);

@@ -20,11 +20,14 @@
 #include "sweep/slurm_spec.h"
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace xsagpt {
+
+struct LadderStep;  // sweep/ladder_points.h
 
 struct SweepPoint {
   std::string name;                    // "model.attention=xsa,train.lr=0.0006"; its directory under the sweep's
@@ -48,7 +51,11 @@ struct Sweep {
   std::string variant_key;            // "model.attention" when the grid's attention values are the variants
   std::vector<SweepPoint> points;
   std::optional<SweepLadder> ladder;
-  std::optional<SlurmSpec> slurm;  // how its points run as Slurm jobs (sweep/slurm_spec.h)
+  std::vector<LadderTuning> tuning;  // with ladder.tune_rungs: per variant, its tuned rate
+  std::vector<SweepPoint> waiting;   // points whose rate the tuning rungs will give: never run as they are
+  // Makes the points of one ladder step as load_sweep made the others, handing each to `take`.
+  std::function<void(const Sweep&, const LadderStep&, const std::function<void(SweepPoint)>& take)> add_points;
+  std::optional<SlurmSpec> slurm;    // how its points run as Slurm jobs (sweep/slurm_spec.h)
 };
 
 // A grid value's text made safe as (part of) one directory name: '/', '%', backslash

@@ -207,7 +207,46 @@ void check_rate(double lr, const std::vector<double>& multipliers, const std::st
                                     at, lr, m, lr * m));
 }
 
+// tune_rungs and tune_past_edge, checked against the multipliers and the rungs.
+void read_tuning(SweepLadder& l, const LadderSection& ls, size_t n_rungs, const std::string& where) {
+  if (ls.tune_past_edge && !ls.tune_rungs)
+    throw ConfigError(where + ".tune_past_edge: goes with tune_rungs (the rungs it tunes at)");
+  if (!ls.tune_rungs) return;
+  if (l.lr_multipliers.size() < 2)
+    throw ConfigError(
+        fmt::format("{}.tune_rungs: needs lr_multipliers with at least 2 multipliers to choose "
+                    "from (has {})",
+                    where, l.lr_multipliers.size()));
+  if (*ls.tune_rungs < 1 || static_cast<size_t>(*ls.tune_rungs) >= n_rungs)
+    schema::bad(where + ".tune_rungs",
+                fmt::format("a number of rungs from 1 to {} (fewer than the {} rungs)", n_rungs - 1, n_rungs),
+                json(*ls.tune_rungs));
+  l.tune_rungs = static_cast<size_t>(*ls.tune_rungs);
+  l.tune_past_edge = ls.tune_past_edge;
+}
+
+// The multipliers rung i may run at: every one at a tuning rung (and those past the
+// edges with tune_past_edge), one of them above.
+std::vector<double> tried_multipliers(const SweepLadder& l, size_t i) {
+  auto out = l.lr_multipliers;
+  if (l.tune_past_edge && tunes_at(l, i)) {
+    const auto [lo, hi] = past_edge_multipliers(l.lr_multipliers);
+    out.push_back(lo);
+    out.push_back(hi);
+  }
+  return out;
+}
+
 }  // namespace
+
+std::pair<double, double> past_edge_multipliers(const std::vector<double>& multipliers) {
+  auto m = multipliers;
+  std::sort(m.begin(), m.end());
+  const size_t n = m.size();
+  // Rounded to 12 digits: 0.3 x 0.3 / 0.03 is 3, not 2.9999999999999996, in a point's name.
+  auto round = [](double x) { return std::stod(fmt::format("{:.12g}", x)); };
+  return {round(m[0] * m[0] / m[1]), round(m[n - 1] * m[n - 1] / m[n - 2])};
+}
 
 SweepLadder read_ladder(const json& section, const std::string& path, const ResolveConfig& resolve,
                         int64_t world_size, const PointKeys& others) {
@@ -221,6 +260,13 @@ SweepLadder read_ladder(const json& section, const std::string& path, const Reso
   const auto lr = read_lr_rule(ls.lr, specs.size(), where);
   SweepLadder l;
   if (!ls.lr_multipliers.is_null()) l.lr_multipliers = read_multipliers(ls.lr_multipliers, where + ".lr_multipliers");
+  read_tuning(l, ls, specs.size(), where);
+  // A tuned rate is carried up per variant, each point a rate of its own; a data ratio's
+  // branches start from the point at the same rate, which the tuned rungs do not list.
+  if (l.tune_rungs && tokens.budgets() > 1)
+    throw ConfigError(where +
+                      ".tune_rungs: not with several data ratios (tokens.per_param a list): tune at one ratio, "
+                      "or list lr_multipliers for every rung");
   if (!ls.estimate.is_null())
     l.estimate = read_estimate(ls.estimate, where + ".estimate", fs::path(path).parent_path());
   const auto base = resolve({}).train;
@@ -260,7 +306,7 @@ SweepLadder read_ladder(const json& section, const std::string& path, const Reso
     else
       r.overrides.push_back(fmt::format("train.max_steps={}", steps.front()));
     r.lr = lr(i, r.config.model.d_model);
-    check_rate(r.lr, l.lr_multipliers, lr.words, r.config.model.d_model, at);
+    check_rate(r.lr, tried_multipliers(l, i), lr.words, r.config.model.d_model, at);
     try {
       auto with_rate = r.overrides;
       if (!r.budgets.empty())

@@ -52,9 +52,23 @@ struct LadderRung {
   double flops() const { return flops_per_token * static_cast<double>(tokens()); }
 };
 
+// A variant's rate tuned at the ladder's smallest rungs (tune_rungs), read from its
+// points there each time the sweep is loaded (sweep/ladder_tuning.h).
+struct LadderTuning {
+  std::string variant;
+  std::optional<double> lr_mult;    // the multiplier carried up; nullopt while its tuning rungs run
+  std::optional<double> past_edge;  // the multiplier tried past an edge (tune_past_edge), once one won
+  bool at_edge = false;             // lr_mult is the smallest or largest multiplier tried
+  bool mup = false;                 // its tuning points use model.parametrization "mup"
+  json candidates = json::array();  // per multiplier tried: mean final val loss over rungs and seeds, n
+  std::string waits;                // why lr_mult is not known yet
+};
+
 struct SweepLadder {
   std::vector<LadderRung> rungs;
   std::vector<double> lr_multipliers;                          // empty: one rate per rung and no lr_mult axis
+  size_t tune_rungs = 0;                                       // rungs that run every multiplier; 0: all
+  bool tune_past_edge = false;                                 // one more multiplier past an edge that wins
   std::string size_rule, token_rule, lr_rule, schedule_rule;   // each rule in words
   std::optional<EstimateSection> estimate;                     // the section's "estimate", its bench file found
   std::vector<std::pair<std::string, double>> extrapolate_to;  // name, training compute (FLOPs)
@@ -83,6 +97,13 @@ using PointKeys = std::map<std::string, std::vector<std::string>>;
 // naming the rule and the rung.
 SweepLadder read_ladder(const json& section, const std::string& path, const ResolveConfig& resolve, int64_t world_size,
                         const PointKeys& others = {});
+
+// The multipliers past the edges of lr_multipliers that tune_past_edge may add: the
+// smallest times its ratio to the next, the largest times its ratio to the one before.
+std::pair<double, double> past_edge_multipliers(const std::vector<double>& multipliers);
+
+// Whether rung i runs every multiplier (every rung does unless tune_rungs is set).
+inline bool tunes_at(const SweepLadder& l, size_t i) { return l.tune_rungs == 0 || i < l.tune_rungs; }
 
 // A rung's rate times a multiplier, as the --set override its points get.
 std::string lr_override(double lr);

@@ -3,10 +3,13 @@
 
 #include "model/counts.h"
 #include "sweep/ladder_rules.h"
+#include "sweep/ladder_tuning.h"
 #include "train/mfu.h"
 #include "util/device.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -38,6 +41,18 @@ std::string plan_duration(double s) {
 
 namespace {
 
+// A point of rung i, of the first variant where it has one: every rung has one among the
+// points or, with tune_rungs before its rate is known, among those that wait.
+const SweepPoint& rung_point(const Sweep& s, size_t i) {
+  const SweepPoint* found = nullptr;
+  for (const auto* list : {&s.points, &s.waiting})
+    for (const auto& p : *list)
+      if (p.rung == static_cast<int>(i) && (!found || (p.variant == s.points.front().variant &&
+                                                       found->variant != s.points.front().variant)))
+        found = &p;
+  return *found;
+}
+
 // Measured here (by `measure`): each rung's steps timed while they take seconds (a first step under
 // kFirstStepFlops, each later one predicted from the last rate under kMeasureSeconds);
 // larger rungs at the last rate measured.
@@ -63,10 +78,7 @@ LadderTimes measured_basis(const Sweep& s, int64_t world, std::optional<double> 
     const double step_flops = r.flops_per_token * static_cast<double>(r.step_tokens);
     const bool quick = last ? 4 * step_flops / *last < kMeasureSeconds : step_flops < first_cap;
     if (quick) {
-      const auto it = std::find_if(s.points.begin(), s.points.end(), [&](const SweepPoint& p) {
-        return p.rung == static_cast<int>(i) && p.variant == s.points.front().variant;
-      });
-      last = measure(it->config, device, world);
+      last = measure(rung_point(s, i).config, device, world);
       ++measured;
     }
     b.rate[i] = last;
@@ -190,7 +202,62 @@ void print_ladder_rungs(const Sweep& s) {
                                    ? " (the rung's run: the other ratios branch off it)"
                                    : fmt::format(" (a branch: trains {} steps)", b.steps - b.branch_step));
   }
+  if (!l.tune_rungs) return;
+  std::cout << fmt::format(
+      "tuning: every multiplier at the {} smallest rung(s){}; each variant's best carried above:\n", l.tune_rungs,
+      l.tune_past_edge ? ", one more past an edge that wins" : "");
+  std::vector<std::string> by_rule;
+  for (const auto& t : s.tuning) {
+    std::cout << fmt::format("  {:<12} {}\n", t.variant, tuning_origin(l, t));
+    if (!t.mup) by_rule.push_back(t.variant);
+  }
+  const bool mup = std::any_of(s.tuning.begin(), s.tuning.end(), [](const auto& t) { return t.mup; });
+  if (mup && std::any_of(l.rungs.begin(), l.rungs.end(), [&](const auto& r) { return r.lr != l.rungs.front().lr; }))
+    spdlog::warn(
+        "the rate rule ({}) changes the rate with width, which μP does already: a tuned rate carried by μP "
+        "holds at the tuning rungs' rate; give the ladder a rate that stays the same across its rungs",
+        l.lr_rule);
+  if (!by_rule.empty())
+    spdlog::warn(
+        "{}: the tuned rate is carried to the larger rungs by the ladder's rate rule ({}), which nothing "
+        "has shown to transfer across width; under model.parametrization \"mup\" it carries by μP "
+        "(docs/mup-transfer.md)",
+        fmt::join(by_rule, ", "), l.lr_rule);
 }
+
+namespace {
+
+// With tune_rungs: what the ladder costs against tuning at every rung (every multiplier at
+// every rung), and at most what the multipliers past an edge add (each variant's tuning
+// rungs at one more multiplier, where its best is at an edge).
+void print_tuning_price(const Sweep& s, int64_t world, const LadderTimes& basis, double flops, double secs,
+                        bool unknown) {
+  const auto& l = *s.ladder;
+  // The grid's settings per variant, and a point per rung whose time stands for every one there.
+  size_t per_variant = 0;
+  for (const auto& p : s.points)
+    per_variant += p.rung == 0 && p.variant == s.baseline && p.lr_mult == l.lr_multipliers.front();
+  const double n_each = static_cast<double>(per_variant * s.variants.size());
+  double all_flops = 0, all_s = 0, past_flops = 0, past_s = 0;
+  for (size_t i = 0; i < l.rungs.size(); ++i) {
+    const auto t = ladder_point_seconds(s, rung_point(s, i), basis, world).value_or(0);
+    const double n = n_each * static_cast<double>(l.lr_multipliers.size());
+    all_flops += n * l.rungs[i].flops(), all_s += n * t;
+    if (l.tune_past_edge && tunes_at(l, i)) past_flops += n_each * l.rungs[i].flops(), past_s += n_each * t;
+  }
+  auto cost = [&](double f, double t) {
+    return unknown ? si_count(f, true) + " FLOPs"
+                   : fmt::format("{} FLOPs, about {}", si_count(f, true), plan_duration(t));
+  };
+  std::cout << fmt::format(
+      "tuning at the {} smallest rung(s) (tune_rungs): {}; tuning at every rung instead: {} points, {} ({:.2g}x "
+      "the FLOPs){}\n",
+      l.tune_rungs, cost(flops, secs), static_cast<size_t>(n_each) * l.lr_multipliers.size() * l.rungs.size(),
+      cost(all_flops, all_s), all_flops / flops,
+      l.tune_past_edge ? fmt::format("; past an edge (tune_past_edge) at most {} more", cost(past_flops, past_s)) : "");
+}
+
+}  // namespace
 
 LadderTimes print_ladder_estimate(const Sweep& s, int64_t world, const MeasureStep& measure) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -200,7 +267,11 @@ LadderTimes print_ladder_estimate(const Sweep& s, int64_t world, const MeasureSt
                            "point", "params", "tokens", "FLOPs", "time");
   double total_flops = 0, total_s = 0, scratch_flops = 0, scratch_s = 0;
   bool unknown = false, no_eval = false;
-  for (const auto& p : s.points) {
+  std::vector<const SweepPoint*> listed;
+  for (const auto* list : {&s.points, &s.waiting})
+    for (const auto& p : *list) listed.push_back(&p);
+  for (const auto* point : listed) {
+    const auto& p = *point;
     const auto& r = s.ladder->rungs[p.rung];
     const int64_t from = first_step(s, p, false);
     no_eval |= !eval_flops(p, r, world, from);
@@ -224,8 +295,10 @@ LadderTimes print_ladder_estimate(const Sweep& s, int64_t world, const MeasureSt
                    : fmt::format("about {} ({} s)", plan_duration(total),
                                  total < 1e12 ? fmt::format("{:.0f}", total) : fmt::format("{:.3g}", total));
   };
-  std::cout << fmt::format("total: {} points, {} training FLOPs, {}\n", s.points.size(), si_count(total_flops, true),
-                           seconds(total_s));
+  std::cout << fmt::format(
+      "total: {} points{}, {} training FLOPs, {}\n", listed.size(),
+      s.waiting.empty() ? "" : fmt::format(" ({} wait for the tuning rungs' rate)", s.waiting.size()),
+      si_count(total_flops, true), seconds(total_s));
   if (scratch_flops > total_flops)
     std::cout << fmt::format(
         "  each data ratio its own run from scratch instead of a branch: {} training FLOPs, {}; the branches "
@@ -237,6 +310,7 @@ LadderTimes print_ladder_estimate(const Sweep& s, int64_t world, const MeasureSt
       no_eval ? "; evaluation of the whole val set (eval_tokens 0) not counted"
               : "; evaluation counted as forward FLOPs",
       spent > 1 ? fmt::format(" (measuring took {:.1f} s)", spent) : "");
+  if (s.ladder->tune_rungs) print_tuning_price(s, world, basis, total_flops, total_s, unknown);
   return basis;
 }
 

@@ -284,21 +284,42 @@ TextTable ladder_trend_table(const json& a, const std::vector<std::string>& vs, 
   return t;
 }
 
-// With rate multipliers: per variant and rung the rate it is judged at.
+// With rate multipliers: per variant and rung the rate it is judged at; with tune_rungs,
+// the larger rungs' rate is the variant's tuned one, marked "tuned" (or "waits"), and a
+// note says where it came from.
 TextTable ladder_rate_table(const json& ladder, std::vector<std::string>& notes) {
   TextTable t{"", {"variant"}, {}};
   for (const auto& r : ladder["rungs"]) t.head.push_back(r["name"].get<std::string>());
+  const json& tuning = field(ladder, "tuning");
   for (const auto& [v, choices] : ladder["lr_choice"].items()) {
     TableRow row{v};
-    for (const auto& c : choices) {
-      const bool edge = field(c, "at_edge") == json(true);
-      row.push_back(
-          fmt::format("{:.3g} (x{:g}){}", c["lr"].get<double>(), c["lr_mult"].get<double>(), edge ? " *" : ""));
-      if (edge)
+    for (const auto& r : ladder["rungs"]) {
+      const auto it =
+          std::find_if(choices.begin(), choices.end(), [&](const json& c) { return c["rung"] == r["name"]; });
+      if (it == choices.end()) {
+        row.push_back(field(tuning, v).is_object() ? "waits for tuning" : "-");
+        continue;
+      }
+      const json& c = *it;
+      const bool edge = field(c, "at_edge") == json(true), tuned = !text_of(c, "origin").empty();
+      row.push_back(fmt::format("{:.3g} (x{:g}{}){}", c["lr"].get<double>(), c["lr_mult"].get<double>(),
+                                tuned ? ", tuned" : "", edge ? " *" : ""));
+      if (edge && !tuned)
         notes.push_back(
             fmt::format("{} at {}: its best rate is at the edge of the multipliers swept; its optimum may "
                         "lie beyond them",
                         v, c["rung"].get<std::string>()));
+    }
+    if (field(tuning, v).is_object()) {
+      const auto& tv = tuning[v];
+      notes.push_back(fmt::format("{}: the larger rungs' rate {}{}{}", v, text_of(tv, "origin"),
+                                  tv["at_edge"] == json(true)
+                                      ? "; at the edge of the multipliers tried, so its optimum "
+                                        "may lie beyond them"
+                                      : "",
+                                  tv["carried_by"] == json("rate rule")
+                                      ? "; under model.parametrization \"mup\" the tuned rate would carry by μP"
+                                      : ""));
     }
     t.rows.push_back(row);
   }

@@ -126,4 +126,27 @@ std::optional<std::string> unusable_run(const SweepPoint& p, const json& done) {
   return std::nullopt;
 }
 
+std::optional<json> finished_point(const SweepPoint& p) {
+  const RunPaths run(p.config.out_dir);
+  json e;
+  if (const auto foreign = foreign_run(p)) {
+    e["status"] = "invalid";  // another run's results are never this point's
+    e["error"] = *foreign;
+  } else if (fs::exists(run.done)) {
+    const auto done = read_run_file(run.done);
+    // A finished run is compared only once its files agree.
+    const auto unusable = unusable_run(p, done);
+    e["status"] = unusable ? "invalid" : "done";
+    if (unusable) e["error"] = *unusable;
+    for (const char* k : {"final_train_loss", "final_val_loss", "tokens", "wall_s", "step"})
+      e[k] = done.is_object() ? done.value(k, json()) : json();
+  } else if (const auto failure = point_failure(p)) {
+    e["status"] = "failed";
+    e["error"] = failure->value("error", json("unknown"));
+  } else {
+    return std::nullopt;
+  }
+  return e;
+}
+
 }  // namespace xsagpt

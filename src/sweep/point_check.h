@@ -27,4 +27,11 @@ std::optional<std::string> foreign_run(const SweepPoint& p);
 // so equal-time and equal-token readings of its curve reach its end.
 std::optional<std::string> unusable_run(const SweepPoint& p, const json& done);
 
+// A point that has come to an end, as the summary records it: {"status": "done", and
+// done.json's final_train_loss, final_val_loss, tokens, wall_s and step} for a run that
+// every check holds; "invalid" with "error" for a run of another config or one that fails
+// a check; "failed" with "error" (sweep/grid.h's failed.json). nullopt: not finished
+// (pending or running, which the lock tells: sweep/status.h).
+std::optional<json> finished_point(const SweepPoint& p);
+
 }  // namespace xsagpt

@@ -107,9 +107,10 @@ int summarize_sweep(const Sweep& sweep, bool draw) {
     const auto s = point_state(sweep, p, timing, clock);
     if (s.state != "done") left.push_back(fmt::format("{} ({}: {})", p.name, s.state, s.detail));
   }
+  for (const auto& p : sweep.waiting) left.push_back(p.name + " (waiting for its tuned rate)");
   if (left.empty()) return 0;
   spdlog::error("{} of {} point(s) are not done and are left out of the summary: {}", left.size(),
-                sweep.points.size(), fmt::join(left, "; "));
+                sweep.points.size() + sweep.waiting.size(), fmt::join(left, "; "));
   return 1;
 }
 

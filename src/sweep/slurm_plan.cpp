@@ -1,6 +1,8 @@
 // Sweeps on Slurm: arrays by shape and their checks (see slurm_plan.h).
 #include "sweep/slurm_plan.h"
 
+#include "sweep/ladder_tuning.h"
+
 #include <fmt/format.h>
 
 #include <map>
@@ -48,7 +50,7 @@ void check_slurm_arrays(const Sweep& sweep, const std::string& sweep_file, const
                                           sweep_file, a.label, a.settings.nodes, a.settings.ntasks_per_node, ranks);
     if (ranks > 1 && !at_ranks.contains(ranks)) {
       try {
-        at_ranks.emplace(ranks, load_sweep(sweep_file, ranks));
+        at_ranks.emplace(ranks, load_tuned_sweep(sweep_file, ranks));
       } catch (const ConfigError& e) {
         throw ConfigError(fmt::format("{}: {}", where, e.what()));
       }

@@ -67,6 +67,11 @@ int run_slurm(const Sweep& sweep, const std::string& sweep_file, const SlurmRunO
         throw ConfigError(fmt::format("--submit: no {} on the PATH: run it where Slurm's commands are, or without "
                                       "--submit to write the scripts alone",
                                       tool));
+  if (!sweep.waiting.empty())
+    spdlog::warn(
+        "--slurm: {} point(s) of the larger rungs wait for their variant's rate from the tuning rungs "
+        "(ladder.tune_rungs) and are not written; run --slurm again once those are done",
+        sweep.waiting.size());
   const auto arrays = slurm_arrays(sweep);
   std::optional<LadderTimes> times;
   if (sweep.ladder) times = ladder_times(sweep, 1, measure);

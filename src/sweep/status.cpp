@@ -132,10 +132,17 @@ int print_sweep_status(const Sweep& sweep) {
     if (const auto it = queued.find(i); it != queued.end()) s.detail += "; in Slurm: " + it->second.describe();
     std::cout << fmt::format("{:>{}} {:<7} {}  {}\n", i, width, s.state, p.name, s.detail);
   }
+  // A tuning ladder's larger rungs, until their variant's rate is known (sweep/ladder_tuning.h).
+  for (const auto& p : sweep.waiting) {
+    const auto t =
+        std::find_if(sweep.tuning.begin(), sweep.tuning.end(), [&](const auto& x) { return x.variant == p.variant; });
+    std::cout << fmt::format("{:>{}} {:<7} {}  its rate waits: {}\n", "-", width, "waiting", p.name, t->waits);
+  }
   std::cout << queue_note;
-  std::cout << fmt::format("{} point(s): {} done, {} running, {} pending, {} failed, {} invalid\n",
-                           sweep.points.size(), totals["done"], totals["running"], totals["pending"],
-                           totals["failed"], totals["invalid"]);
+  std::cout << fmt::format(
+      "{} point(s): {} done, {} running, {} pending, {} failed, {} invalid{}\n", sweep.points.size(), totals["done"],
+      totals["running"], totals["pending"], totals["failed"], totals["invalid"],
+      sweep.waiting.empty() ? "" : fmt::format("; {} more wait for their tuned rate", sweep.waiting.size()));
   return 0;
 }
 

@@ -331,22 +331,9 @@ json sweep_summary(const Sweep& sweep) {
   const auto timing = point_lock_timing();
   const auto clock = sweep_lock_clock(sweep);
   for (const auto& p : sweep.points) {
-    const RunPaths run(p.config.out_dir);
     json e = {{"name", p.name}, {"dir", p.name}, {"variant", p.variant}, {"values", p.values}};
-    if (const auto foreign = foreign_run(p)) {
-      e["status"] = "invalid";  // another run's results are never this point's
-      e["error"] = *foreign;
-    } else if (fs::exists(run.done)) {
-      const auto done = read_run_file(run.done);
-      // A finished run is compared only once its files agree (sweep/point_check.h).
-      const auto unusable = unusable_run(p, done);
-      e["status"] = unusable ? "invalid" : "done";
-      if (unusable) e["error"] = *unusable;
-      for (const char* k : {"final_train_loss", "final_val_loss", "tokens", "wall_s", "step"})
-        e[k] = done.is_object() ? done.value(k, json()) : json();
-    } else if (const auto failure = point_failure(p)) {
-      e["status"] = "failed";
-      e["error"] = failure->value("error", json("unknown"));
+    if (const auto finished = finished_point(p)) {
+      e.update(*finished);
     } else {
       // Running only while a live process holds the point's lock, as --status says:
       // a run directory alone may be a killed job's.

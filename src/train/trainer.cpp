@@ -1,6 +1,7 @@
 #include "train/trainer.h"
 
 #include "model/counts.h"
+#include "model/mup.h"
 #include "model/sdpa_backend.h"
 #include "optim/schedule.h"
 #include "run/run_dir.h"
@@ -42,6 +43,7 @@ void announce(const RunConfig& cfg, const Runtime& rt, torch::Device device, con
   spdlog::info("model: {} layers, d_model {}, {}x{} heads, attention {}, {:.2f}M parameters ({:.2f}M non-embedding)",
                cfg.model.n_layer, cfg.model.d_model, cfg.model.n_head, cfg.model.head_dim, cfg.model.spec().describe(),
                counts.total / 1e6, counts.non_embedding / 1e6);
+  if (cfg.model.mup()) spdlog::info("parametrization: {}", describe_parametrization(cfg.model));
   spdlog::info("training: {} steps of {} tokens ({} x {} x {} accumulation x {} rank(s)), {} on {}, AdamW {}",
                t.max_steps, step_tokens, t.micro_batch, t.seq_len, cfg.accumulation_steps(world), world,
                !rt.bf16        ? "fp32"
