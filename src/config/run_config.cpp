@@ -93,6 +93,9 @@ void RunConfig::validate(int64_t world_size) const {
                      t.eval_tokens, t.micro_batch, t.seq_len, world_size, per));
   if (t.ckpt_interval < 0) fail("train.ckpt_interval", "must be >= 0");
   if (t.keep_checkpoints < 1) fail("train.keep_checkpoints", "must be >= 1");
+  for (const auto step : t.ckpt_steps)
+    if (step < 1 || step > t.max_steps)
+      fail("train.ckpt_steps", fmt::format("{} is not a step of this run (1 to max_steps = {})", step, t.max_steps));
   parse_precision(t.precision, /*cuda=*/false);
   check_device_spec(t.device, "train.device");
   check_cpu_threads(t.threads, "train.threads");

@@ -135,6 +135,7 @@ SweepPoint make_point(const Sweep& s, const PointInputs& in, const LadderStep& s
   SweepPoint p;
   p.values = step.values;
   p.rung = step.rung;
+  p.budget = step.budget;
   p.lr_mult = step.lr_mult;
   p.overrides = in.fixed;
   p.overrides.insert(p.overrides.end(), step.overrides.begin(), step.overrides.end());
@@ -187,8 +188,28 @@ void read_sweep_ladder(Sweep& s, const SweepFileSection& file, const PointInputs
       in.world_size, others);
   // The ladder's axes come first in every point's values, name and the summary's columns.
   std::vector<std::string> keys{"rung"};
+  if (!s.ladder->rungs.front().budgets.empty()) keys.push_back("ratio");
   if (!s.ladder->lr_multipliers.empty()) keys.push_back("lr_mult");
   s.keys.insert(s.keys.begin(), keys.begin(), keys.end());
+}
+
+// Each branch's source (sweep/branch.h): the point of the same variant and values, the
+// ratio aside, at its rung's longest budget.
+void link_branches(Sweep& s) {
+  if (!s.ladder) return;
+  auto key = [](const SweepPoint& p) {
+    json values = p.values;
+    values.erase("ratio");
+    return json{p.variant, values};
+  };
+  auto longest = [&](const SweepPoint& p) {
+    return static_cast<size_t>(p.budget) + 1 == s.ladder->rungs[static_cast<size_t>(p.rung)].budgets.size();
+  };
+  std::map<json, size_t> sources;
+  for (size_t i = 0; i < s.points.size(); ++i)
+    if (s.points[i].budget >= 0 && longest(s.points[i])) sources.emplace(key(s.points[i]), i);
+  for (auto& p : s.points)
+    if (p.budget >= 0 && !longest(p)) p.branch_of = sources.at(key(p));
 }
 
 }  // namespace
@@ -248,6 +269,7 @@ Sweep load_sweep(const std::string& path, int64_t world_size) {
   if (s.ladder)
     for (const auto& r : s.ladder->rungs) rung_names.push_back(r.name);
   distinct.finish(rung_names);
+  link_branches(s);
   s.slurm = read_slurm(file, path);
   return s;
 }

@@ -11,7 +11,8 @@
 // a key the grid sets. A sweep file without "variants" that has model.attention in its
 // grid (the older form) keeps its directory names; its attention values are its variants,
 // with the baseline "sa" (or "baseline", if given). With a ladder the names are
-// "<variant>,rung=<rung>[,lr_mult=<m>],<key>=<value>,...", rung outermost in the order.
+// "<variant>,rung=<rung>[,ratio=<r>][,lr_mult=<m>],<key>=<value>,...", rung outermost in the
+// order, then the ratio (longest first: the run its branches start from comes before them).
 #pragma once
 
 #include "config/run_config.h"
@@ -36,13 +37,15 @@ struct SweepPoint {
   std::vector<std::string> overrides;  // everything --set would receive
   RunConfig config;                    // resolved and validated
   int rung = -1;                       // its rung in the sweep's ladder; -1 without one
+  int budget = -1;                     // its data ratio: an index into the rung's budgets; -1 with one
   double lr_mult = 1;                  // the ladder's multiplier of the rung's rate
+  std::optional<size_t> branch_of;     // a branch (sweep/branch.h): the point it starts from
 };
 
 struct Sweep {
   json spec;  // the sweep file as read
   std::filesystem::path dir;
-  std::vector<std::string> keys;      // "rung" (and "lr_mult") with a ladder, then the grid keys, sorted
+  std::vector<std::string> keys;      // "rung" (and "ratio", "lr_mult") with a ladder, then the grid keys, sorted
   std::vector<std::string> variants;  // names, the baseline first; empty: a sweep without variants
   std::string baseline;               // one of variants ("" without)
   std::string variant_key;            // "model.attention" when the grid's attention values are the variants

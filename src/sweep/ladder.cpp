@@ -3,6 +3,7 @@
 
 #include "config/attention_kinds.h"
 #include "model/counts.h"
+#include "sweep/ladder_budgets.h"
 #include "sweep/ladder_rules.h"
 #include "util/paths.h"
 
@@ -19,9 +20,10 @@ namespace xsagpt {
 namespace fs = std::filesystem;
 
 const std::vector<std::string>& ladder_keys() {
-  static const std::vector<std::string> keys{
-      "model.n_layer", "model.d_model",   "model.n_head",       "model.head_dim",      "model.base",
-      "train.lr",      "train.max_steps", "train.warmup_steps", "train.eval_interval", "train.ckpt_interval"};
+  static const std::vector<std::string> keys{"model.n_layer",       "model.d_model",      "model.n_head",
+                                             "model.head_dim",      "model.base",         "train.lr",
+                                             "train.max_steps",     "train.warmup_steps", "train.eval_interval",
+                                             "train.ckpt_interval", "train.ckpt_steps"};
   return keys;
 }
 
@@ -136,11 +138,12 @@ int64_t stretched(int64_t interval, int64_t base_steps, int64_t steps) {
   return std::max<int64_t>(1, std::llround(frac * static_cast<double>(steps)));
 }
 
-std::vector<std::string> schedule_overrides(const TrainConfig& base, int64_t steps) {
-  return {fmt::format("train.max_steps={}", steps),
-          fmt::format("train.warmup_steps={}", std::min(steps, stretched(base.warmup_steps, base.max_steps, steps))),
-          fmt::format("train.eval_interval={}", stretched(base.eval_interval, base.max_steps, steps)),
-          fmt::format("train.ckpt_interval={}", stretched(base.ckpt_interval, base.max_steps, steps))};
+// The base's warmup and intervals stretched to `shape` steps (the rung's shortest budget,
+// which its budgets share).
+std::vector<std::string> schedule_overrides(const TrainConfig& base, int64_t shape) {
+  return {fmt::format("train.warmup_steps={}", std::min(shape, stretched(base.warmup_steps, base.max_steps, shape))),
+          fmt::format("train.eval_interval={}", stretched(base.eval_interval, base.max_steps, shape)),
+          fmt::format("train.ckpt_interval={}", stretched(base.ckpt_interval, base.max_steps, shape))};
 }
 
 // The training compute of a run config: flops_per_token x every token of its steps.
@@ -258,6 +261,12 @@ SweepLadder read_ladder(const json& section, const std::string& path, const Reso
   SweepLadder l;
   if (!ls.lr_multipliers.is_null()) l.lr_multipliers = read_multipliers(ls.lr_multipliers, where + ".lr_multipliers");
   read_tuning(l, ls, specs.size(), where);
+  // A tuned rate is carried up per variant, each point a rate of its own; a data ratio's
+  // branches start from the point at the same rate, which the tuned rungs do not list.
+  if (l.tune_rungs && tokens.budgets() > 1)
+    throw ConfigError(where +
+                      ".tune_rungs: not with several data ratios (tokens.per_param a list): tune at one ratio, "
+                      "or list lr_multipliers for every rung");
   if (!ls.estimate.is_null())
     l.estimate = read_estimate(ls.estimate, where + ".estimate", fs::path(path).parent_path());
   const auto base = resolve({}).train;
@@ -275,17 +284,33 @@ SweepLadder read_ladder(const json& section, const std::string& path, const Reso
     }
     r.step_tokens =
         r.config.train.batch_tokens > 0 ? r.config.train.batch_tokens : r.config.tokens_per_micro_step(world_size);
-    std::tie(r.budget_tokens, r.budget_params) = tokens(i, r.config.model, r.config.train.seq_len);
-    check_budget(r.budget_tokens, tokens.words, at);
-    if (r.budget_tokens < static_cast<double>(r.step_tokens))
-      throw ConfigError(fmt::format("{}: its budget is {:.0f} tokens ({}), less than one step of {} tokens", at,
-                                    r.budget_tokens, tokens.words, r.step_tokens));
-    const auto steps = std::llround(r.budget_tokens / static_cast<double>(r.step_tokens));
-    for (auto& o : schedule_overrides(base, steps)) r.overrides.push_back(o);
+    std::vector<int64_t> steps;  // each budget's, ascending
+    for (size_t b = 0; b < tokens.budgets(); ++b) {
+      std::tie(r.budget_tokens, r.budget_params) = tokens(i, r.config.model, r.config.train.seq_len, b);
+      check_budget(r.budget_tokens, tokens.words, at);
+      if (r.budget_tokens < static_cast<double>(r.step_tokens))
+        throw ConfigError(fmt::format("{}: its budget is {:.0f} tokens ({}), less than one step of {} tokens", at,
+                                      r.budget_tokens, tokens.words, r.step_tokens));
+      steps.push_back(std::llround(r.budget_tokens / static_cast<double>(r.step_tokens)));
+    }
+    for (auto& o : schedule_overrides(base, steps.front())) r.overrides.push_back(o);
+    if (steps.size() > 1)
+      r.budgets = ladder_budgets(
+          tokens, steps, r.step_tokens,
+          [&](const std::vector<std::string>& budget) {
+            auto all = r.overrides;
+            all.insert(all.end(), budget.begin(), budget.end());
+            return resolve(all);
+          },
+          at);
+    else
+      r.overrides.push_back(fmt::format("train.max_steps={}", steps.front()));
     r.lr = lr(i, r.config.model.d_model);
     check_rate(r.lr, tried_multipliers(l, i), lr.words, r.config.model.d_model, at);
     try {
       auto with_rate = r.overrides;
+      if (!r.budgets.empty())
+        with_rate.insert(with_rate.end(), r.budgets.back().overrides.begin(), r.budgets.back().overrides.end());
       with_rate.push_back(lr_override(r.lr));
       r.config = resolve(with_rate);
     } catch (const ConfigError& e) {
@@ -307,9 +332,10 @@ SweepLadder read_ladder(const json& section, const std::string& path, const Reso
   l.token_rule = tokens.words;
   l.lr_rule = lr.words;
   l.schedule_rule = fmt::format(
-      "the base's schedule stretched to each rung's steps (warmup {}, evaluation every {}, checkpoint every {} of "
-      "its {} steps)",
-      base.warmup_steps, base.eval_interval, base.ckpt_interval, base.max_steps);
+      "the base's schedule stretched to each rung's steps{} (warmup {}, evaluation every {}, checkpoint every {} of "
+      "its {} steps){}",
+      tokens.budgets() > 1 ? ", its shortest budget's, which its budgets share" : "", base.warmup_steps,
+      base.eval_interval, base.ckpt_interval, base.max_steps, tokens.budgets() > 1 ? branch_rule(base) : "");
   read_extrapolation(l, ls, section.contains("extrapolate_decades"), path, where);
   return l;
 }

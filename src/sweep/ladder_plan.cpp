@@ -128,28 +128,42 @@ LadderTimes ladder_times(const Sweep& s, int64_t world, const MeasureStep& measu
 
 namespace {
 
-// Evaluation's FLOPs in a point's run: forward only (a third of training's per token)
-// over the val tokens at every evaluation (step 0, each interval, the end); nullopt when
-// train.eval_tokens is 0 (the whole val set, whose size the plan does not read).
-std::optional<double> eval_flops(const SweepPoint& p, const LadderRung& r, int64_t world) {
+// The step a point's training starts from: 0, or a branch's start (sweep/branch.h),
+// which its source trained; 0 too as the point's own run from scratch.
+int64_t first_step(const Sweep& s, const SweepPoint& p, bool from_scratch) {
+  if (from_scratch || !p.branch_of) return 0;
+  return s.ladder->rungs[p.rung].budgets[p.budget].branch_step;
+}
+
+// Evaluation's FLOPs in a point's training from step `from`: forward only (a third of
+// training's per token) over the val tokens at every evaluation (step 0, each interval,
+// the end); nullopt when train.eval_tokens is 0 (the whole val set, whose size the plan
+// does not read).
+std::optional<double> eval_flops(const SweepPoint& p, const LadderRung& r, int64_t world, int64_t from) {
   const auto& t = p.config.train;
   if (t.eval_tokens == 0) return std::nullopt;
   const int64_t batch = p.config.tokens_per_micro_step(world);
   const double tokens = static_cast<double>(t.eval_tokens / batch * batch);
-  const int64_t evals =
-      t.eval_interval > 0 ? 1 + t.max_steps / t.eval_interval + (t.max_steps % t.eval_interval != 0) : 1;
+  const int64_t i = t.eval_interval;  // 0: at the end only
+  const int64_t evals = i > 0 ? (from == 0) + t.max_steps / i - from / i + (t.max_steps % i != 0) : 1;
   return static_cast<double>(evals) * tokens * r.flops_per_token / 3;
+}
+
+// The training FLOPs of a point from step `from` on.
+double train_flops(const SweepPoint& p, const LadderRung& r, int64_t from) {
+  return r.flops_per_token * static_cast<double>(r.step_tokens) * static_cast<double>(p.config.train.max_steps - from);
 }
 
 }  // namespace
 
-std::optional<double> ladder_point_seconds(const Sweep& s, const SweepPoint& p, const LadderTimes& times,
-                                           int64_t ranks) {
+std::optional<double> ladder_point_seconds(const Sweep& s, const SweepPoint& p, const LadderTimes& times, int64_t ranks,
+                                           bool from_scratch) {
   const auto& r = s.ladder->rungs[p.rung];
   const auto rate = times.rate[p.rung];
   if (!rate) return std::nullopt;
+  const int64_t from = first_step(s, p, from_scratch);
   // A rate is one process's: ranks of a data-parallel run share the step's tokens.
-  const double flops = r.flops() + eval_flops(p, r, ranks).value_or(0);
+  const double flops = train_flops(p, r, from) + eval_flops(p, r, ranks, from).value_or(0);
   return times.overhead_s + flops / (*rate * static_cast<double>(ranks));
 }
 
@@ -181,6 +195,12 @@ void print_ladder_rungs(const Sweep& s) {
         m.n_layer, m.d_model, m.n_head, r.params, blocks, r.tokens(),
         static_cast<double>(r.tokens()) / static_cast<double>(std::max<int64_t>(blocks, 1)), r.steps(),
         r.config.train.warmup_steps, r.lr, si_count(r.flops(), true));
+    for (const auto& b : r.budgets)
+      std::cout << fmt::format("    ratio {:g}: {} tokens, {} steps, decay from step {}{}\n", b.ratio,
+                               b.steps * r.step_tokens, b.steps, b.branch_step,
+                               b.steps == r.steps()
+                                   ? " (the rung's run: the other ratios branch off it)"
+                                   : fmt::format(" (a branch: trains {} steps)", b.steps - b.branch_step));
   }
   if (!l.tune_rungs) return;
   std::cout << fmt::format(
@@ -245,7 +265,7 @@ LadderTimes print_ladder_estimate(const Sweep& s, int64_t world, const MeasureSt
   const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << fmt::format("time, as each point would train (estimate):\n  {:<48} {:>9} {:>10} {:>10} {:>10}\n",
                            "point", "params", "tokens", "FLOPs", "time");
-  double total_flops = 0, total_s = 0;
+  double total_flops = 0, total_s = 0, scratch_flops = 0, scratch_s = 0;
   bool unknown = false, no_eval = false;
   std::vector<const SweepPoint*> listed;
   for (const auto* list : {&s.points, &s.waiting})
@@ -253,25 +273,37 @@ LadderTimes print_ladder_estimate(const Sweep& s, int64_t world, const MeasureSt
   for (const auto* point : listed) {
     const auto& p = *point;
     const auto& r = s.ladder->rungs[p.rung];
-    no_eval |= !eval_flops(p, r, world);
-    total_flops += r.flops();
+    const int64_t from = first_step(s, p, false);
+    no_eval |= !eval_flops(p, r, world, from);
+    total_flops += train_flops(p, r, from);
+    scratch_flops += train_flops(p, r, 0);
     std::string time = "-";
     if (const auto secs = ladder_point_seconds(s, p, basis, world)) {
       total_s += *secs;
+      scratch_s += *ladder_point_seconds(s, p, basis, world, true);
       time = plan_duration(*secs);
     } else {
       unknown = true;
     }
-    std::cout << fmt::format("  {:<48} {:>9} {:>10} {:>10} {:>10}\n", p.name, si_count(static_cast<double>(r.params)),
-                             si_count(static_cast<double>(r.tokens())), si_count(r.flops(), true), time);
+    std::cout << fmt::format("  {:<48} {:>9} {:>10} {:>10} {:>10}{}\n", p.name, si_count(static_cast<double>(r.params)),
+                             si_count(static_cast<double>(p.config.train.max_steps * r.step_tokens)),
+                             si_count(train_flops(p, r, from), true), time,
+                             from ? fmt::format("  (a branch from step {})", from) : "");
   }
+  auto seconds = [&](double total) {
+    return unknown ? "no time estimate for every point"
+                   : fmt::format("about {} ({} s)", plan_duration(total),
+                                 total < 1e12 ? fmt::format("{:.0f}", total) : fmt::format("{:.3g}", total));
+  };
   std::cout << fmt::format(
       "total: {} points{}, {} training FLOPs, {}\n", listed.size(),
       s.waiting.empty() ? "" : fmt::format(" ({} wait for the tuning rungs' rate)", s.waiting.size()),
-      si_count(total_flops, true),
-      unknown ? "no time estimate for every point"
-              : fmt::format("about {} ({} s)", plan_duration(total_s),
-                            total_s < 1e12 ? fmt::format("{:.0f}", total_s) : fmt::format("{:.3g}", total_s)));
+      si_count(total_flops, true), seconds(total_s));
+  if (scratch_flops > total_flops)
+    std::cout << fmt::format(
+        "  each data ratio its own run from scratch instead of a branch: {} training FLOPs, {}; the branches "
+        "save {:.0f}%\n",
+        si_count(scratch_flops, true), seconds(scratch_s), 100 * (1 - total_flops / scratch_flops));
   std::cout << fmt::format(
       "the time rests on {}{}; plus {:g} s per point (start, checkpoints, summary){}{}\n", basis.rests_on,
       world > 1 ? fmt::format(", times {} ranks (assumed to scale linearly)", world) : "", basis.overhead_s,

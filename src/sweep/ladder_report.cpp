@@ -5,6 +5,7 @@
 #include "sweep/text_table.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <vector>
@@ -135,6 +136,55 @@ TextTable ladder_rung_table(const json& ladder, const std::string& b, const std:
         notes.push_back(fmt::format("{} at {}: extrapolated (x?): {}", v, name, text_of(cell, "extrapolation_why")));
     }
     t.rows.push_back(row);
+  }
+  return t;
+}
+
+// With several data ratios: each variant's multiplier per rung at every ratio, each from
+// that ratio's own fit across rungs (summary.json's ladder.ratios).
+TextTable ladder_ratio_table(const json& ladder, const std::vector<std::string>& vs) {
+  TextTable t{"", {"rung"}, {}};
+  for (const auto& v : vs) {
+    for (const auto& r : ladder["ratios"])
+      t.head.push_back(fmt::format("{} at {:g} tok/param", v, r["ratio"].get<double>()));
+    t.head.push_back(v + " at the optimal ratio");
+  }
+  const json& budgets = field(field(ladder, "surface"), "budgets");
+  for (size_t i = 0; i < ladder["rungs"].size(); ++i) {
+    const auto name = ladder["rungs"][i]["name"].get<std::string>();
+    TableRow row{name};
+    for (const auto& v : vs) {
+      for (const auto& r : ladder["ratios"]) {
+        json cell;
+        for (const auto& x : field(field(r, "analysis"), "rungs"))
+          if (field(x, "rung") == json(i)) cell = field(field(x, "variants"), v);
+        row.push_back(multiplier_cell(cell, "multiplier", "multiplier_ci95"));
+      }
+      json at;
+      for (const auto& b : budgets.is_array() ? budgets : json::array())
+        if (field(b, "name") == json(name)) at = field(field(b, "variants"), v);
+      row.push_back(
+          has_number(at, "multiplier")
+              ? fmt::format("{:.3f}x at {:.3g} tok/param", at["multiplier"].get<double>(), at["ratio"].get<double>())
+              : "-");
+    }
+    t.rows.push_back(row);
+  }
+  return t;
+}
+
+// The loss surface of each variant (summary.json's ladder.surface.fits).
+TextTable ladder_surface_table(const json& surface) {
+  TextTable t{"", {"variant", "E", "A", "alpha", "B", "beta", "points", "Huber objective"}, {}};
+  for (const auto& [v, f] : field(surface, "fits").items()) {
+    if (!has_number(f, "alpha")) {
+      t.rows.push_back({v, "-", "-", "-", "-", "-", field(f, "points").dump() + ": " + text_of(f, "why"), "-"});
+      continue;
+    }
+    t.rows.push_back({v, bounded_fixed(f["E"].get<double>(), 4) + (f.value("e_capped", false) ? " (capped)" : ""),
+                      fmt::format("{:.4g}", f["A"].get<double>()), bounded_fixed(f["alpha"].get<double>(), 4),
+                      fmt::format("{:.4g}", f["B"].get<double>()), bounded_fixed(f["beta"].get<double>(), 4),
+                      field(f, "points").dump(), fmt::format("{:.3g}", f["objective"].get<double>())});
   }
   return t;
 }
@@ -296,6 +346,23 @@ LadderReport build_ladder_report(const json& summary) {
     return rep;
   }
   const auto vs = variants_of(summary);
+  if (ladder.contains("ratios")) {
+    std::vector<double> ratios;
+    for (const auto& x : ladder["ratios"]) ratios.push_back(x["ratio"].get<double>());
+    rep.lines.push_back(
+        fmt::format("Data ratios: {:g} tokens per parameter, each shorter one branched off the "
+                    "longest's runs; the table of rungs and the fits below are the longest ratio's ({:g}).",
+                    fmt::join(ratios, ", "), ratios.back()));
+    rep.tables.emplace_back(
+        "Multiplier at each data ratio (each ratio's own fit across rungs), and at the "
+        "compute-optimal ratio for the rung's longest run's budget (each variant's surface)",
+        ladder_ratio_table(ladder, vs));
+    if (ladder.contains("surface"))
+      rep.tables.emplace_back(
+          "Loss surfaces across ratios, L(N, D) = E + A N^-alpha + B D^-beta (Chinchilla's "
+          "form; Huber loss of log residuals, L-BFGS from a grid of starts; no interval)",
+          ladder_surface_table(ladder["surface"]));
+  }
   rep.tables.emplace_back("", ladder_rung_table(ladder, b, vs, rep.notes));
   if (field(a, "seeds") == json(0)) {  // words, not a fit table of dashes and "Seeds: 0"
     rep.lines.push_back("No point of the ladder finished with a usable result: nothing to fit or compare (each point "

@@ -4,6 +4,7 @@
 #include "model/counts.h"
 #include "run/run_paths.h"
 #include "sweep/ladder_analysis.h"
+#include "sweep/ladder_surface.h"
 #include "sweep/ladder_tuning.h"
 #include "sweep/lr_sensitivity.h"
 #include "run/metrics_history.h"
@@ -39,6 +40,11 @@ json rung_rows(const SweepLadder& l) {
                     {"flops_per_token", r.flops_per_token},
                     {"flops", r.flops()},
                     {"lr", r.lr}});
+    for (const auto& b : r.budgets)
+      rows.back()["budgets"].push_back({{"ratio", b.ratio},
+                                        {"steps", b.steps},
+                                        {"tokens", b.steps * r.step_tokens},
+                                        {"branch_step", b.branch_step}});
   }
   return rows;
 }
@@ -102,15 +108,16 @@ std::string why_left_out(const json& p) {
   return status + " (not finished)";
 }
 
-}  // namespace
-
-json ladder_summary(const Sweep& sweep, const json& points) {
+// The fit across rungs of the points at one data ratio (`budget`: an index into the
+// rungs' budgets; -1 with one): the rate each variant is judged at, the observations,
+// the points left out and the analysis.
+json ratio_results(const Sweep& sweep, const json& points, int budget) {
   const SweepLadder& l = *sweep.ladder;
   // (variant, rung) -> multiplier -> points
   std::map<std::pair<std::string, int>, ByMultiplier> groups;
   for (size_t i = 0; i < sweep.points.size(); ++i) {
     const auto& p = sweep.points[i];
-    groups[{p.variant, p.rung}][p.lr_mult].push_back(i);
+    if (p.budget == budget) groups[{p.variant, p.rung}][p.lr_mult].push_back(i);
   }
   json choice = json::object(), obs_json = json::array(), left_out = json::array();
   std::vector<LadderObservation> obs;
@@ -135,14 +142,16 @@ json ladder_summary(const Sweep& sweep, const json& points) {
           left_out.back()["why"] = why_left_out(points[i]);
           continue;
         }
-        const double tokens = points[i].value("tokens", json()).is_number() ? points[i]["tokens"].get<double>()
-                                                                            : static_cast<double>(l.rungs[r].tokens());
+        const double tokens = points[i].value("tokens", json()).is_number()
+                                  ? points[i]["tokens"].get<double>()
+                                  : static_cast<double>(p.config.train.max_steps * l.rungs[r].step_tokens);
         const double compute = flops_per_token(p.config.model, p.config.train.seq_len) * tokens;
         const double loss = points[i]["final_val_loss"].get<double>();
         const auto step_time = read_metrics(RunPaths(p.config.out_dir).metrics).median_step_time();
         obs.push_back({v, static_cast<int>(r), p.config.train.seed, compute, loss, step_time});
         obs_json.push_back(entry);
         obs_json.back().update({{"lr_mult", p.lr_mult},
+                                {"tokens", tokens},
                                 {"compute", compute},
                                 {"loss", loss},
                                 {"step_time_s", step_time ? json(*step_time) : json(nullptr)}});
@@ -161,6 +170,36 @@ json ladder_summary(const Sweep& sweep, const json& points) {
   } catch (const std::exception& e) {
     analysis = {{"error", e.what()}};
   }
+  json out = {{"observations", obs_json}, {"left_out", left_out}, {"analysis", analysis}};
+  if (!l.lr_multipliers.empty()) out["lr_choice"] = choice;
+  return out;
+}
+
+// The fit across ratios (sweep/ladder_surface.h) from every ratio's observations.
+json surface_results(const Sweep& sweep, const json& ratios) {
+  const SweepLadder& l = *sweep.ladder;
+  std::map<std::string, double> params;  // rung -> the parameters its token rule counts
+  std::vector<std::pair<std::string, double>> budgets;
+  for (const auto& r : l.rungs) {
+    params[r.name] = static_cast<double>(r.budget_params);
+    budgets.emplace_back(r.name, 6 * params[r.name] * static_cast<double>(r.tokens()));
+  }
+  budgets.insert(budgets.end(), l.extrapolate_to.begin(), l.extrapolate_to.end());
+  std::vector<SurfaceObservation> obs;
+  for (const auto& ratio : ratios)
+    for (const auto& o : ratio["observations"])
+      obs.push_back({o["variant"].get<std::string>(), params.at(o["rung"].get<std::string>()),
+                     o["tokens"].get<double>(), o["loss"].get<double>()});
+  std::vector<std::string> variants;
+  for (const auto& v : sweep.variants)
+    if (v != sweep.baseline) variants.push_back(v);
+  return ladder_surface(obs, sweep.baseline, variants, budgets, l.extrapolate_decades);
+}
+
+}  // namespace
+
+json ladder_summary(const Sweep& sweep, const json& points) {
+  const SweepLadder& l = *sweep.ladder;
   json out = {{"rules",
                {{"size", l.size_rule},
                 {"tokens", l.token_rule},
@@ -168,11 +207,20 @@ json ladder_summary(const Sweep& sweep, const json& points) {
                 {"lr_multipliers", l.lr_multipliers},
                 {"schedule", l.schedule_rule},
                 {"extrapolate_decades", l.extrapolate_decades}}},
-              {"rungs", rung_rows(l)},
-              {"observations", obs_json},
-              {"left_out", left_out},
-              {"analysis", analysis}};
-  if (!l.lr_multipliers.empty()) out["lr_choice"] = choice;
+              {"rungs", rung_rows(l)}};
+  const int budgets = static_cast<int>(l.rungs.front().budgets.size());
+  if (budgets == 0) {
+    out.update(ratio_results(sweep, points, -1));
+  } else {
+    out["ratios"] = json::array();
+    for (int b = 0; b < budgets; ++b) {
+      out["ratios"].push_back({{"ratio", l.rungs.front().budgets[b].ratio}});
+      out["ratios"].back().update(ratio_results(sweep, points, b));
+    }
+    const json longest = out["ratios"].back();  // the rungs' own runs
+    out.update(longest);
+    out["surface"] = surface_results(sweep, out["ratios"]);
+  }
   if (l.tune_rungs) out["tuning"] = tuning_json(sweep);
   if (!l.lr_multipliers.empty()) out["lr_sensitivity"] = lr_sensitivity(sweep, points);
   if (l.extrapolate_to.empty()) out["extrapolation_note"] = l.extrapolate_note;

@@ -19,11 +19,17 @@
 //             tried (with tune_rungs, at the tuning rungs alone), their spread and
 //             Wortsman et al.'s LR sensitivity (sweep/lr_sensitivity.h);
 //   "observations": per variant, rung and seed at that rate: the final val loss, the
-//             compute it used (flops_per_token x the tokens its done.json counts) and its
+//             tokens its done.json counts, the compute it used (flops_per_token x those) and its
 //             median seconds per step (run/metrics_history.h; null without two train records);
 //   "left_out": the points at the judged rate that are not observations (failed,
 //             diverged, invalid, unfinished), each named with why;
 //   "analysis": sweep/ladder_analysis.h's fit over the observations (or "error").
+// With several data ratios (sweep/ladder_budgets.h) each rung row has "budgets" (ratio,
+// steps, tokens, branch_step: where it branches off the rung's longest run) and
+// "ratios" holds, per ratio ascending, {"ratio", "lr_choice", "observations",
+// "left_out", "analysis"}: the fit across rungs at that ratio alone. The fields above
+// are then the longest ratio's (the rungs' own runs), with its "ratio"; and "surface" is
+// the fit across ratios (sweep/ladder_surface.h) over every ratio's observations.
 #pragma once
 
 #include "sweep/grid.h"

@@ -82,6 +82,11 @@ void report_end(const Sweep& sweep, const Unfinished& u, bool draw, DistContext&
           "they are free",
           u.busy.size(), n, fmt::join(u.busy, "; "));
   }
+  if (dist.is_main() && !u.waiting.empty())
+    spdlog::error(
+        "{} of {} point(s) are branches that did not start, their checkpoint missing (--status says what each "
+        "waits for): {}; run the sweep again once their sources have reached it",
+        u.waiting.size(), n, fmt::join(u.waiting, "; "));
   if (dist.is_main() && !u.foreign.empty())
     spdlog::error(
         "{} of {} point(s) hold a run of another config in their directory and did not run: {}; move that run "

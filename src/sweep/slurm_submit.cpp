@@ -1,6 +1,7 @@
 // `xsagpt sweep --slurm [--submit]` (see slurm_submit.h).
 #include "sweep/slurm_submit.h"
 
+#include "sweep/branch.h"
 #include "sweep/point_lock.h"
 #include "sweep/slurm_plan.h"
 #include "sweep/slurm_queue.h"
@@ -13,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <functional>
 #include <iostream>
 
 namespace xsagpt {
@@ -97,18 +99,29 @@ int run_slurm(const Sweep& sweep, const std::string& sweep_file, const SlurmRunO
   std::map<std::string, size_t> counts;
   std::vector<bool> wanted(sweep.points.size(), false);
   for (size_t i = 0; i < sweep.points.size(); ++i) {
-    const auto st = point_state(sweep, sweep.points[i], timing, clock);
+    const auto& p = sweep.points[i];
+    const auto st = point_state(sweep, p, timing, clock);
     std::string why = st.state;
     if (queued.contains(i)) why = "queued";
     else if (st.state == "failed" && opts.retry_failed) why = "pending";
-    if (why == "invalid") std::cout << fmt::format("  {} {}: invalid, not submitted: {}\n", i, sweep.points[i].name, st.detail);
+    // A branch whose checkpoint is missing goes only after its source's task, submitted now
+    // or queued before (a source comes before its branches in the order).
+    if (why == "pending" && p.branch_of && !branch_ready(sweep, p) && !wanted[*p.branch_of] &&
+        !queued.contains(*p.branch_of)) {
+      why = "waiting";
+      std::cout << fmt::format("  {} {}: not submitted: it {}\n", i, p.name, st.detail);
+    }
+    if (why == "invalid") std::cout << fmt::format("  {} {}: invalid, not submitted: {}\n", i, p.name, st.detail);
     counts[why] += 1;
     wanted[i] = why == "pending";
   }
-  std::cout << fmt::format("{} point(s): {} done, {} queued, {} running, {} failed{}, {} invalid; {} to submit\n",
-                           sweep.points.size(), counts["done"], counts["queued"], counts["running"], counts["failed"],
-                           counts["failed"] ? " (--retry-failed submits them again)" : "", counts["invalid"],
-                           counts["pending"]);
+  std::cout << fmt::format(
+      "{} point(s): {} done, {} queued, {} running, {} failed{}, {} invalid{}; {} to submit\n", sweep.points.size(),
+      counts["done"], counts["queued"], counts["running"], counts["failed"],
+      counts["failed"] ? " (--retry-failed submits them again)" : "", counts["invalid"],
+      counts["waiting"] ? fmt::format(", {} branch(es) waiting for a source neither done nor queued", counts["waiting"])
+                        : "",
+      counts["pending"]);
   if (counts["pending"] == 0) {
     std::cout << "nothing to submit: every point is done, queued, running, failed or invalid (see --status)\n";
     return 0;
@@ -117,26 +130,45 @@ int run_slurm(const Sweep& sweep, const std::string& sweep_file, const SlurmRunO
   fs::create_directories(slurm_dir / "logs");
   for (const auto& f : fs::directory_iterator(slurm_dir))
     if (f.path().filename().string().starts_with("array-")) fs::remove(f.path());  // another plan's
-  std::vector<std::pair<fs::path, std::string>> scripts;  // the array scripts, each with what it holds
+  struct Script {
+    fs::path file;
+    std::string what;
+    std::optional<size_t> after;  // a branch array whose tasks wait for this point's task
+  };
+  std::vector<Script> scripts;
+  std::map<size_t, size_t> script_of;  // a point submitted now -> its script
   for (size_t k = 0; k < arrays.size(); ++k) {
     std::vector<size_t> tasks;
+    bool wait = false;
     for (const auto i : arrays[k].points)
-      if (wanted[i]) tasks.push_back(i);
+      if (wanted[i]) tasks.push_back(i), wait |= !branch_ready(sweep, sweep.points[i]);
     if (tasks.empty()) continue;
+    for (const auto i : tasks) script_of[i] = scripts.size();
     const auto file = slurm_dir / fmt::format("array-{}.sh", k);
     write_file_atomic(file, slurm_array_script(arrays[k].settings, tasks, arrays[k].label, ctx));
-    scripts.emplace_back(file, fmt::format("{}: point(s) {}", arrays[k].label, slurm_task_list(tasks)));
+    scripts.push_back({file, fmt::format("{}: point(s) {}", arrays[k].label, slurm_task_list(tasks)),
+                       wait ? arrays[k].after : std::nullopt});
   }
   const auto summary = slurm_dir / "summary.sh";
   write_file_atomic(summary, slurm_summary_script(sweep.slurm->base, ctx));
+  // A branch array's dependency: its source's task, by its job id or (`job` printing the
+  // shell variable of) the script that submits it. afterany: a source that failed ends
+  // too, and its branches, finding no checkpoint, say so (a requeued task has not ended).
+  auto after = [&](const Script& s, const std::function<std::string(size_t)>& job) -> std::vector<std::string> {
+    if (!s.after) return {};
+    const auto it = queued.find(*s.after);
+    return {"--dependency=afterany:" +
+            (it != queued.end() ? it->second.job : fmt::format("{}_{}", job(script_of.at(*s.after)), *s.after))};
+  };
 
   if (!opts.submit) {
     std::cout << fmt::format("wrote {} array script(s) and summary.sh in {}; submit them with:\n", scripts.size(),
                              slurm_dir.string());
     std::string deps;
     for (size_t k = 0; k < scripts.size(); ++k) {
-      std::cout << fmt::format("  job{}=$(sbatch --parsable {})   # {}\n", k, shell_quote(scripts[k].first.string()),
-                               scripts[k].second);
+      const auto dep = after(scripts[k], [](size_t n) { return fmt::format("${{job{}%%;*}}", n); });
+      std::cout << fmt::format("  job{}=$(sbatch --parsable{} {})   # {}\n", k, dep.empty() ? "" : " " + dep.front(),
+                               shell_quote(scripts[k].file.string()), scripts[k].what);
       deps += fmt::format(":${{job{}%%;*}}", k);
     }
     std::cout << fmt::format("  sbatch --dependency=afterany{} {}\nor: xsagpt sweep -c {} --slurm --submit\n", deps,
@@ -148,9 +180,13 @@ int run_slurm(const Sweep& sweep, const std::string& sweep_file, const SlurmRunO
   // they are cancelled, and the refusal stands for the whole submission.
   std::vector<std::string> ids;
   try {
-    for (const auto& [file, what] : scripts) {
-      ids.push_back(sbatch_job({"sbatch", "--parsable", file.string()}));
-      std::cout << fmt::format("submitted array job {} ({}): {}\n", ids.back(), file.filename().string(), what);
+    for (const auto& script : scripts) {
+      std::vector<std::string> argv{"sbatch", "--parsable"};
+      for (auto& d : after(script, [&](size_t n) { return ids.at(n); })) argv.push_back(d);
+      argv.push_back(script.file.string());
+      ids.push_back(sbatch_job(argv));
+      std::cout << fmt::format("submitted array job {} ({}): {}{}\n", ids.back(), script.file.filename().string(),
+                               script.what, argv.size() > 3 ? " (" + argv[2] + ")" : "");
     }
     std::string deps;
     for (const auto& id : ids) deps += ":" + id;

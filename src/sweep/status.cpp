@@ -3,6 +3,7 @@
 
 #include "run/metrics_history.h"
 #include "run/run_paths.h"
+#include "sweep/branch.h"
 #include "sweep/point_check.h"
 #include "sweep/slurm_queue.h"
 #include "sweep/slurm_requeue.h"
@@ -46,12 +47,31 @@ PointState unfinished_state(const Sweep& sweep, const SweepPoint& p, const Point
                                    begun ? progress_text(p) : "not started", holder->describe(), check.why)};
   }
   if (begun) return {"pending", progress_text(p) + ", resumes from its last checkpoint"};
+  if (p.branch_of) {
+    if (const auto why = branch_wait(sweep, p)) return {"pending", *why};
+    return {"pending", "not started; branches from " + branch_checkpoint(sweep, p).string()};
+  }
   return {"pending", "not started"};
 }
 
 }  // namespace
 
 LockClock sweep_lock_clock(const Sweep& sweep) { return LockClock::of(sweep.dir / ".locks"); }
+
+std::optional<std::string> branch_wait(const Sweep& sweep, const SweepPoint& p, bool* source_live) {
+  if (source_live) *source_live = false;
+  if (branch_ready(sweep, p)) return std::nullopt;
+  const auto& source = sweep.points[*p.branch_of];
+  const auto st = point_state(sweep, source, point_lock_timing(), sweep_lock_clock(sweep));
+  if (source_live) *source_live = st.state == "running";
+  const auto file = branch_checkpoint(sweep, p);
+  const auto step = sweep.ladder->rungs[static_cast<size_t>(p.rung)].budgets[static_cast<size_t>(p.budget)].branch_step;
+  return fmt::format("waits for {}, step {} of {} ({}: {})", file.string(), step, source.name,
+                     st.state == "done" ? "done, but the checkpoint is gone; train it again (move its directory "
+                                          "away) to make it"
+                                        : st.state,
+                     st.detail);
+}
 
 PointState point_state(const Sweep& sweep, const SweepPoint& p, const PointLockTiming& timing,
                        const LockClock& clock) {

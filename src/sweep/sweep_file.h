@@ -148,14 +148,17 @@ inline const auto& enum_names(TokenParams) { return kTokenParamsNames; }
 
 // "ladder.tokens": one of per_param or flops.
 struct TokensSection {
-  std::optional<double> per_param;
+  json per_param;
   TokenParams params = TokenParams::kTotal;
   json flops;
 
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v("per_param", s.per_param,
-      "tokens = per_param x parameters (Chinchilla: 20 of all parameters); one of per_param or flops");
+      "tokens = per_param x parameters (Chinchilla: 20 of all parameters); one of per_param or flops. Several "
+      "ratios ([5, 10, 20]) are several budgets per rung (an axis ratio), with train.schedule \"wsd\": one run "
+      "per rung at the largest, each smaller one a branch of it that decays from its checkpoint",
+      {.shape = "a positive number, or a list of distinct ones"});
     v("params", s.params, "the parameters per_param counts: all of them, or the blocks' alone");
     v("flops", s.flops,
       "a FLOP budget, one for every rung or one per rung: tokens = flops / flops_per_token (src/model/counts.h)",

@@ -18,6 +18,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace xsagpt {
 
 namespace {
@@ -74,7 +76,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   // Where to start: fresh, from a checkpoint, or a run already finished (run/run_dir.h).
   // Nothing is written to the run directory until the model, the data and the
   // checkpoint's state have all been set up without error.
-  RunDir run(cfg, opts.resume, opts.overwrite, dist, opts.same_config);
+  RunDir run(cfg, opts.resume, opts.overwrite, dist, opts.same_config, opts.branch_from);
   // Another process may take the run over while this one is stopped (a sweep point's lock):
   // asked before each write, every rank learning rank 0's answer; once lost, nothing more
   // is written, and what this session staged is left as a killed session's would be.
@@ -135,7 +137,8 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     if (s.step % t.log_interval == 0 || last) progress.log_train(s.step, s.tokens, lr);
     if (((t.eval_interval > 0 && s.step % t.eval_interval == 0) || last) && !log_val()) return lost_at();
     const bool stop = dist.any(stop_requested());  // SIGINT/SIGTERM on any rank
-    if ((t.ckpt_interval > 0 && s.step % t.ckpt_interval == 0) || last || stop) {
+    const bool branch_point = std::find(t.ckpt_steps.begin(), t.ckpt_steps.end(), s.step) != t.ckpt_steps.end();
+    if ((t.ckpt_interval > 0 && s.step % t.ckpt_interval == 0) || branch_point || last || stop) {
       if (!save()) return lost_at();
       // A test can hold a run just after a given checkpoint (util/test_stop.h), to
       // interrupt, requeue or signal it there; a resumed run passes that step.

@@ -142,6 +142,15 @@ TEST(PackedWall, MatchesSchedulesWorkedOutByHand) {
   EXPECT_DOUBLE_EQ(packed_wall_seconds({}, 3, {0}), 0);
 }
 
+TEST(PackedWall, ABranchStartsOnlyOnceTheTaskItWaitsForEnded) {
+  // Three nodes: a source of 5 h and its two branches of 1 h (sweep/branch.h) run after it, side
+  // by side, ending at 6; beside them another source of 4 h. Without the dependency: 5.
+  EXPECT_DOUBLE_EQ(packed_wall_seconds({{5, 1, 0}, {1, 1, 1, 0}, {1, 1, 1, 0}, {4, 1, 0}}, 3, {0, 0}), 6);
+  EXPECT_DOUBLE_EQ(packed_wall_seconds({{5, 1, 0}, {1, 1, 1}, {1, 1, 1}, {4, 1, 0}}, 3, {0, 0}), 5);
+  // One node: the branch waits for its source even where it would fit before it.
+  EXPECT_DOUBLE_EQ(packed_wall_seconds({{1, 1, 0, 1}, {2, 1, 0}}, 1, {0}), 3);
+}
+
 TEST(SlurmScripts, EachTaskRunsItsPointUnderSrunAndRequeuesOnlyItself) {
   SlurmSettings s;
   s.time = "1:00:00";

@@ -17,7 +17,8 @@ import shutil
 
 FIXTURE = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "checkpoint_v1"
 ADDED = {"model": {"gelu", "parametrization", "mup_base_width", "mup_base_head_dim"},
-         "train": {"eval_similarity_sequences", "eval_similarity_positions", "schedule", "decay_fraction"}}
+         "train": {"eval_similarity_sequences", "eval_similarity_positions", "schedule", "decay_fraction",
+                   "ckpt_steps"}}
 
 
 def old_keys():
