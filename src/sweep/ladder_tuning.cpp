@@ -56,11 +56,11 @@ std::vector<LadderTuning> tune_variants(const Sweep& s) {
     ++t.points;
     const auto it = mup.emplace(p.variant, true).first;
     it->second = it->second && p.config.model.mup();
-    const auto finished = finished_point(p);
-    if (!finished) {
+    const auto ended = ended_state(p);
+    if (!ended) {
       ++t.unfinished;
-    } else if ((*finished)["status"] == "done" && (*finished)["final_val_loss"].is_number()) {
-      const double loss = (*finished)["final_val_loss"].get<double>();
+    } else if (ended->status == PointStatus::kDone && ended->record["final_val_loss"].is_number()) {
+      const double loss = ended->record["final_val_loss"].get<double>();
       if (std::isfinite(loss)) t.sum += loss, ++t.n;
     }
   }

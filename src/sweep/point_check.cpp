@@ -4,6 +4,7 @@
 #include "config/config_diff.h"
 #include "run/metrics_history.h"
 #include "run/run_paths.h"
+#include "sweep/text_table.h"
 #include "util/json_read.h"
 
 #include <fmt/format.h>
@@ -91,27 +92,46 @@ std::optional<std::string> unusable_run(const SweepPoint& p, const json& done) {
   return std::nullopt;
 }
 
-std::optional<json> finished_point(const SweepPoint& p) {
+const char* status_name(PointStatus s) {
+  switch (s) {
+    case PointStatus::kDone: return "done";
+    case PointStatus::kRunning: return "running";
+    case PointStatus::kPending: return "pending";
+    case PointStatus::kFailed: return "failed";
+    case PointStatus::kInvalid: return "invalid";
+  }
+  return "pending";
+}
+
+std::optional<PointState> ended_state(const SweepPoint& p) {
   const RunPaths run(p.config.out_dir);
-  json e;
+  PointState st;
   if (const auto foreign = foreign_run(p)) {
-    e["status"] = "invalid";  // another run's results are never this point's
-    e["error"] = *foreign;
+    st.status = PointStatus::kInvalid;  // another run's results are never this point's
+    st.detail = *foreign;
+    st.record["error"] = *foreign;
   } else if (fs::exists(run.done)) {
     const auto done = read_run_file(run.done);
-    // A finished run is compared only once its files agree.
-    const auto unusable = unusable_run(p, done);
-    e["status"] = unusable ? "invalid" : "done";
-    if (unusable) e["error"] = *unusable;
     for (const char* k : {"final_train_loss", "final_val_loss", "tokens", "wall_s", "step"})
-      e[k] = done.is_object() ? done.value(k, json()) : json();
+      st.record[k] = done.is_object() ? done.value(k, json()) : json();
+    // A finished run is compared only once its files agree.
+    if (const auto unusable = unusable_run(p, done)) {
+      st.status = PointStatus::kInvalid;
+      st.detail = *unusable;
+      st.record["error"] = *unusable;
+    } else {
+      st.status = PointStatus::kDone;
+      st.detail = "final val loss " + bounded_fixed(done["final_val_loss"].get<double>(), 4);
+    }
   } else if (const auto failure = point_failure(p)) {
-    e["status"] = "failed";
-    e["error"] = failure->value("error", json("unknown"));
+    const auto error = failure->value("error", json("unknown"));
+    st.status = PointStatus::kFailed;
+    st.detail = error.is_string() ? error.get<std::string>() : error.dump();
+    st.record["error"] = error;
   } else {
     return std::nullopt;
   }
-  return e;
+  return st;
 }
 
 }  // namespace xsagpt

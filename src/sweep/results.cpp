@@ -103,13 +103,14 @@ int summarize_sweep(const Sweep& sweep, bool draw) {
   print_results(summary);
   std::cout << fmt::format("summary: {}\n", (sweep.dir / "summary.json").string());
   if (draw && plot(sweep.dir)) std::cout << fmt::format("figures: {}\n", (sweep.dir / "plots").string());
-  // Every point left out, with why: its state as --status tells it (sweep/status.h).
-  const auto timing = point_lock_timing();
-  const auto clock = sweep_lock_clock(sweep);
+  // Every point left out, with why: its state as the summary read it (sweep/status.h's
+  // point_state, as --status tells it), not read again.
   std::vector<std::string> left;
-  for (const auto& p : sweep.points) {
-    const auto s = point_state(sweep, p, timing, clock);
-    if (s.state != "done") left.push_back(fmt::format("{} ({}: {})", p.name, s.state, s.detail));
+  for (const auto& p : summary["points"]) {
+    if (p["status"] == "done") continue;
+    const auto& why = p.contains("error") ? p["error"] : p.value("detail", json(""));
+    left.push_back(fmt::format("{} ({}: {})", p["name"].get<std::string>(), p["status"].get<std::string>(),
+                               why.is_string() ? why.get<std::string>() : why.dump()));
   }
   for (const auto& p : sweep.waiting) left.push_back(p.name + " (waiting for its tuned rate)");
   if (left.empty()) return 0;

@@ -41,17 +41,17 @@ PointState unfinished_state(const Sweep& sweep, const SweepPoint& p, const Point
   if (holder && !holder->released) {
     const auto check = check_holder(*holder, timing, clock, p.config.out_dir);
     if (check.live)
-      return {"running", fmt::format("{}, {}, last heartbeat {}{}", holder->describe(), progress_text(p),
+      return {PointStatus::kRunning, fmt::format("{}, {}, last heartbeat {}{}", holder->describe(), progress_text(p),
                                      age_text(check.age), check.why.empty() ? "" : ": " + check.why)};
-    return {"pending", fmt::format("{}; its holder, {}, stopped: {}; the next process takes it over",
+    return {PointStatus::kPending, fmt::format("{}; its holder, {}, stopped: {}; the next process takes it over",
                                    begun ? progress_text(p) : "not started", holder->describe(), check.why)};
   }
-  if (begun) return {"pending", progress_text(p) + ", resumes from its last checkpoint"};
+  if (begun) return {PointStatus::kPending, progress_text(p) + ", resumes from its last checkpoint"};
   if (p.branch_of) {
-    if (const auto why = branch_wait(sweep, p)) return {"pending", *why};
-    return {"pending", "not started; branches from " + branch_checkpoint(sweep, p).string()};
+    if (const auto why = branch_wait(sweep, p)) return {PointStatus::kPending, *why};
+    return {PointStatus::kPending, "not started; branches from " + branch_checkpoint(sweep, p).string()};
   }
-  return {"pending", "not started"};
+  return {PointStatus::kPending, "not started"};
 }
 
 }  // namespace
@@ -63,29 +63,19 @@ std::optional<std::string> branch_wait(const Sweep& sweep, const SweepPoint& p, 
   if (branch_ready(sweep, p)) return std::nullopt;
   const auto& source = sweep.points[*p.branch_of];
   const auto st = point_state(sweep, source, point_lock_timing(), sweep_lock_clock(sweep));
-  if (source_live) *source_live = st.state == "running";
+  if (source_live) *source_live = st.status == PointStatus::kRunning;
   const auto file = branch_checkpoint(sweep, p);
   const auto step = sweep.ladder->rungs[static_cast<size_t>(p.rung)].budgets[static_cast<size_t>(p.budget)].branch_step;
   return fmt::format("waits for {}, step {} of {} ({}: {})", file.string(), step, source.name,
-                     st.state == "done" ? "done, but the checkpoint is gone; train it again (move its directory "
+                     st.status == PointStatus::kDone ? "done, but the checkpoint is gone; train it again (move its directory "
                                           "away) to make it"
-                                        : st.state,
+                                                     : st.name(),
                      st.detail);
 }
 
 PointState point_state(const Sweep& sweep, const SweepPoint& p, const PointLockTiming& timing,
                        const LockClock& clock) {
-  if (const auto foreign = foreign_run(p)) return {"invalid", *foreign};
-  const RunPaths run(p.config.out_dir);
-  if (fs::exists(run.done)) {
-    const auto done = read_run_file(run.done);
-    if (const auto unusable = unusable_run(p, done)) return {"invalid", *unusable};
-    return {"done", "final val loss " + bounded_fixed(done["final_val_loss"].get<double>(), 4)};
-  }
-  if (const auto failure = point_failure(p)) {
-    const auto error = failure->value("error", json("unknown"));
-    return {"failed", error.is_string() ? error.get<std::string>() : error.dump()};
-  }
+  if (auto ended = ended_state(p)) return std::move(*ended);
   return unfinished_state(sweep, p, timing, clock);
 }
 
@@ -107,11 +97,11 @@ int print_sweep_status(const Sweep& sweep) {
   for (size_t i = 0; i < sweep.points.size(); ++i) {
     const auto& p = sweep.points[i];
     auto s = point_state(sweep, p, timing, clock);
-    totals[s.state] += 1;
-    if (s.state == "running" || s.state == "pending")
+    totals[s.name()] += 1;
+    if (s.status == PointStatus::kRunning || s.status == PointStatus::kPending)
       if (const auto requeues = requeue_summary(p)) s.detail += "; " + *requeues;
     if (const auto it = queued.find(i); it != queued.end()) s.detail += "; in Slurm: " + it->second.describe();
-    std::cout << fmt::format("{:>{}} {:<7} {}  {}\n", i, width, s.state, p.name, s.detail);
+    std::cout << fmt::format("{:>{}} {:<7} {}  {}\n", i, width, s.name(), p.name, s.detail);
   }
   // A tuning ladder's larger rungs, until their variant's rate is known (sweep/ladder_tuning.h).
   for (const auto& p : sweep.waiting) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "sweep/grid.h"
+#include "sweep/point_check.h"
 #include "sweep/point_lock.h"
 
 #include <optional>
@@ -15,11 +16,8 @@
 
 namespace xsagpt {
 
-struct PointState {
-  std::string state;   // done, running, pending, failed or invalid
-  std::string detail;  // the final val loss; the holder, step and heartbeat; why; ...
-};
-
+// Where `p` stands (PointState, sweep/point_check.h): ended_state where it has ended,
+// otherwise running while a live process holds its lock, pending if not.
 // `clock`: what lock files are aged against (sweep_lock_clock).
 PointState point_state(const Sweep& sweep, const SweepPoint& p, const PointLockTiming& timing,
                        const LockClock& clock);

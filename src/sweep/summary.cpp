@@ -326,15 +326,12 @@ json sweep_summary(const Sweep& sweep) {
   const auto clock = sweep_lock_clock(sweep);
   for (const auto& p : sweep.points) {
     json e = {{"name", p.name}, {"dir", p.name}, {"variant", p.variant}, {"values", p.values}};
-    if (const auto finished = finished_point(p)) {
-      e.update(*finished);
-    } else {
-      // Running only while a live process holds the point's lock, as --status says:
-      // a run directory alone may be a killed job's.
-      const auto state = point_state(sweep, p, timing, clock);
-      e["status"] = state.state;
-      e["detail"] = state.detail;
-    }
+    // Running only while a live process holds the point's lock, as --status says: a run
+    // directory alone may be a killed job's.
+    const auto state = point_state(sweep, p, timing, clock);
+    e["status"] = state.name();
+    e.update(state.record);
+    if (state.status == PointStatus::kRunning || state.status == PointStatus::kPending) e["detail"] = state.detail;
     points.push_back(e);
   }
   // Per point: its variant minus the baseline at the same values and seed. The

@@ -2,7 +2,7 @@
 // override the sweep's, time limits read as sbatch reads them; the side-by-side wall
 // time against schedules worked out by hand; the batch script's text.
 #include "helpers.h"
-#include "sweep/cluster_estimate.h"
+#include "sweep/slurm_estimate.h"
 #include "sweep/grid.h"
 #include "sweep/slurm_queue.h"
 #include "sweep/slurm_scripts.h"

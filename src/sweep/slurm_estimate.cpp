@@ -1,5 +1,5 @@
-// The dry run's cost on the cluster (see cluster_estimate.h).
-#include "sweep/cluster_estimate.h"
+// The dry run's cost on the cluster (see slurm_estimate.h).
+#include "sweep/slurm_estimate.h"
 
 #include <fmt/format.h>
 
