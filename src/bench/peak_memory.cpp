@@ -12,7 +12,9 @@
 
 namespace xsagpt {
 
-namespace {
+// Named, not anonymous: PeakMemory::Impl holds one, and a class of external linkage with a
+// member of an anonymous namespace's type is what GCC's -Wsubobject-linkage warns about.
+namespace peak_memory_detail {
 
 // Receives the CPU allocator's reports: +bytes on allocation, -bytes on free.
 struct CpuAllocationCounter : c10::MemoryReportingInfoBase {
@@ -26,7 +28,8 @@ struct CpuAllocationCounter : c10::MemoryReportingInfoBase {
   bool memoryProfilingEnabled() const override { return true; }
 };
 
-}  // namespace
+}  // namespace peak_memory_detail
+using peak_memory_detail::CpuAllocationCounter;
 
 struct PeakMemory::Impl {
   explicit Impl(torch::Device d) : device(d) {}

@@ -20,7 +20,9 @@ using namespace xsagpt;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-namespace {
+// A namespace of this file's own, not an anonymous one: its fixture is the base of the
+// TEST_F classes, which have external linkage (GCC's -Wsubobject-linkage).
+namespace test_data {
 
 using Tokens = std::vector<uint16_t>;
 
@@ -103,7 +105,8 @@ std::vector<int64_t> first_tokens(DataLoader& l, int64_t n) {
   return out;
 }
 
-}  // namespace
+}  // namespace test_data
+using namespace test_data;
 
 TEST_F(Data, DetectsLlmcAndRawFormats) {
   const Tokens t = ramp(100, 7);

@@ -22,7 +22,9 @@ using namespace xsagpt;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-namespace {
+// A namespace of this file's own, not an anonymous one: its fixture is the base of the
+// TEST_F classes, which have external linkage (GCC's -Wsubobject-linkage).
+namespace test_tokenizer {
 
 std::optional<fs::path> vocab_dir() {  // same places as tests/python/conftest.py
   std::vector<fs::path> cands;
@@ -162,7 +164,8 @@ struct ScratchVocab {
   std::string read(const std::string& name) const { return test::slurp(dir / name); }
 };
 
-}  // namespace
+}  // namespace test_tokenizer
+using namespace test_tokenizer;
 
 // ---- UTF-8 -------------------------------------------------------------------
 
