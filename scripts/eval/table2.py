@@ -39,7 +39,12 @@ sqrt(se_SA^2 + se_XSA^2 + sd_delta^2 / seeds): the item sampling error of both s
 noise of the mean difference. A difference within that error is marked "~". With two
 or more paired seeds, the rows below it give the mean difference's 95% Student's t
 interval over the seeds and the paired t-test's two-sided p (scipy.stats.ttest_rel), as
-`xsagpt sweep` reports val loss; with one seed no interval exists and the rows say so.
+`xsagpt sweep` reports val loss; with one seed no interval exists and the rows say so. Every
+variant is tested against the one baseline, so per column the variants' p-values are a family:
+the row "p Holm (m variants)" gives them Holm-adjusted (Holm 1979) across the m variants with
+a test, which keeps the chance of any false finding among them at the level read. With 3
+baseline seeds or more, the row "noise floor" under each delta gives the baseline's own
+spread over its seeds (the sample std of "Over seeds"): what reseeding it alone moves.
 These treat the seeds as the only noise (the items are shared), so they answer "does
 the difference hold across seeds", the combined error "is it beyond item sampling too".
 """
@@ -216,6 +221,18 @@ def paired_t(pairs: list[tuple[dict, dict]]) -> list | None:
     return out
 
 
+def holm(ps: list) -> list:
+    """Holm's step-down adjustment (Holm 1979) of a family of p-values, None (no test) left out of the
+    family and kept: sorted ascending, the k-th (from 0) becomes the running maximum of
+    min(1, (m - k) p), m the p-values given. As src/stats/holm.h does it for `xsagpt eval`."""
+    order = sorted((i for i, p in enumerate(ps) if p is not None), key=lambda i: ps[i])
+    out, running = list(ps), 0.0
+    for k, i in enumerate(order):
+        running = max(running, min(1.0, (len(order) - k) * ps[i]))
+        out[i] = running
+    return out
+
+
 def table(rows: list[dict], baseline: str | None = None) -> str:
     for r in rows:
         paper_cells(r)
@@ -249,10 +266,19 @@ def table(rows: list[dict], baseline: str | None = None) -> str:
         cells = "".join(f" {'-' if s is None else f'{s[0]:.2f}±{s[1]:.2f}':>{cw}}" for s in seed_summary(g))
         lines.append(f"{name:<{gw}}  {(g[0]['variant'] or '?'):<{vw}}{cells}  [{len(g)}]")
     near = False
+    # Every variant is tested against the one baseline: per column, their p-values are one family,
+    # Holm-adjusted together.
+    pairs_of = {id(g): pair_seeds(p, g) for g, p in others if p is not None}
+    tests = {k: paired_t(pairs) for k, pairs in pairs_of.items() if len(pairs) > 1}
+    family = [k for k, t in tests.items() if t is not None]
+    held = {k: [] for k in family}
+    for i in range(len(TASKS) + 1):
+        for k, a in zip(family, holm([None if tests[k][i] is None else tests[k][i][1] for k in family])):
+            held[k].append(a)
     for g, p in others:
         if p is None:
             continue
-        pairs = pair_seeds(p, g)
+        pairs = pairs_of[id(g)]
         lines += ["", f"{g[0]['variant']} - {baseline}, paired over {len(pairs)} seed(s): {g[0]['label']} - "
                   f"{p[0]['label']}: mean difference ± combined error"]
         cells = []
@@ -264,7 +290,10 @@ def table(rows: list[dict], baseline: str | None = None) -> str:
             near = near or d[2]
             cells.append(text)
         lines.append(f"{'delta':<{gw}}  {'':<{vw}}" + "".join(f" {c:>{cw}}" for c in cells))
-        tt = paired_t(pairs)
+        if len(p) >= 3:  # the noise floor: the baseline's own spread over its seeds, beside the difference
+            floor = [("-" if x is None else f"{x[1]:.2f}") for x in seed_summary(p)]
+            lines.append(f"{'noise floor (' + baseline + ' sd)':<{gw}}  {'':<{vw}}" + "".join(f" {c:>{cw}}" for c in floor))
+        tt = tests.get(id(g))
         if len(pairs) < 2:
             lines.append(f"{'95% t interval, p':<{gw}}  {'':<{vw}} none: one seed gives no interval over seeds")
             continue
@@ -275,6 +304,9 @@ def table(rows: list[dict], baseline: str | None = None) -> str:
         ps = [("-" if t is None or t[1] is None else f"{t[1]:.3g}") for t in tt]
         lines.append(f"{'95% t interval':<{gw}}  {'':<{vw}}" + "".join(f" {c:>{cw}}" for c in ci))
         lines.append(f"{'paired t-test p':<{gw}}  {'':<{vw}}" + "".join(f" {c:>{cw}}" for c in ps))
+        m = len(family)
+        lines.append(f"{f'p Holm ({m} variant' + ('s)' if m != 1 else ')'):<{gw}}  {'':<{vw}}" +
+                     "".join(f" {'-' if a is None else f'{a:.3g}':>{cw}}" for a in held[id(g)]))
     if near:
         lines.append("~ |delta| is within the combined error sqrt(se_base^2 + se_variant^2 + sd_delta^2/seeds): "
                      "not distinguishable from no difference at one standard error")

@@ -73,7 +73,8 @@ int eval(int argc, char** argv) {
       "compared side by side, every variant against the baseline: a checkpoint's variant is NAME when given as\n"
       "NAME=PATH, else its attention keys (\"xsa\", \"xsa layers=last 3\", \"xsa gate=sa\"); models of one variant\n"
       "and config with different train.seed are its seeds, paired with the baseline's by seed (mean difference,\n"
-      "95% t interval, paired t-test p; docs/evaluation.md).");
+      "95% t interval, paired t-test p and p Holm-adjusted across the variants; from 3 baseline seeds, the\n"
+      "baseline's own sd over them; docs/evaluation.md).");
   // clang-format off
   opts.add_options()
     ("checkpoints", "checkpoint files or run directories (their newest checkpoint), each optionally NAME=PATH "

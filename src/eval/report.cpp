@@ -2,6 +2,7 @@
 
 #include "config/model_config.h"
 #include "config/model_section.h"
+#include "stats/holm.h"
 #include "stats/paired.h"
 
 #include <fmt/format.h>
@@ -138,26 +139,48 @@ Pairs pair_with_baseline(json& report, const std::vector<std::string>& tasks, co
   return pairs;
 }
 
-// Over a variant's pairs (its seeds): the paired statistics of each metric's differences.
+// Over a variant's pairs (its seeds): the paired statistics of each metric's differences,
+// and beside them the baseline's own spread over the seeds it was paired with (the noise floor).
 template <typename Of>
 json over_pairs(const json& ms, const std::vector<std::pair<size_t, size_t>>& ps, Of&& of) {
   json out = json::object();
   for (const char* k : kMetrics) {
-    std::vector<double> d;
+    std::vector<double> d, base;
+    std::set<size_t> seen;  // a baseline model paired twice counts once
     for (const auto& [i, j] : ps)
-      if (of(ms[i]).contains(k) && of(ms[j]).contains(k))
+      if (of(ms[i]).contains(k) && of(ms[j]).contains(k)) {
         d.push_back(of(ms[j])[k].template get<double>() - of(ms[i])[k].template get<double>());
+        if (seen.insert(i).second) base.push_back(of(ms[i])[k].template get<double>());
+      }
     if (d.empty()) continue;
     const auto s = paired_stats(d);
+    const auto b = paired_stats(base);  // its sample sd
     out[k] = {{"n", s.n},
               {"mean", s.mean},
               {"sd", s.sd ? json(*s.sd) : json(nullptr)},
               {"df", s.n - 1},
               {"ci95", s.ci_low ? json::array({*s.ci_low, *s.ci_high}) : json(nullptr)},
               {"t", s.t ? json(*s.t) : json(nullptr)},
-              {"p", s.p ? json(*s.p) : json(nullptr)}};
+              {"p", s.p ? json(*s.p) : json(nullptr)},
+              {"baseline_n", b.n},
+              {"baseline_sd", b.sd ? json(*b.sd) : json(nullptr)}};
   }
   return out;
+}
+
+// Every variant is tested against the same baseline: per task and metric, and on the
+// average, the variants' tests are one family whose p-values are Holm-adjusted together.
+void holm_per_task(json& comparisons, const std::vector<std::string>& tasks) {
+  auto adjust = [&](auto&& of) {
+    for (const char* k : kMetrics) {
+      std::vector<json*> family;
+      for (auto& c : comparisons)
+        if (json& o = of(c); o.contains(k)) family.push_back(&o[k]);
+      holm_across(family);
+    }
+  };
+  for (const auto& t : tasks) adjust([&](json& c) -> json& { return c["results"][t]; });
+  adjust([](json& c) -> json& { return c["average"]; });
 }
 
 }  // namespace
@@ -190,6 +213,7 @@ json eval_report(const std::vector<std::string>& tasks, const std::vector<ModelE
     c["average"] = over_pairs(ms, ps, [](const json& m) -> const json& { return m["average"]; });
     report["comparisons"].push_back(c);
   }
+  holm_per_task(report["comparisons"], tasks);
   return report;
 }
 
@@ -252,14 +276,26 @@ std::string eval_table(const json& report) {
     auto text = fmt::format("{:+.4f}", d["mean"].get<double>());
     if (!d["ci95"].is_array()) return text + " (one pair: no interval)";
     text += fmt::format(" [{:+.4f}, {:+.4f}]", d["ci95"][0].get<double>(), d["ci95"][1].get<double>());
-    return text + (d["p"].is_number() ? fmt::format(" p={:.3g}", d["p"].get<double>()) : " p=-");
+    // The noise floor, from 3 baseline seeds: the baseline's own sd over them.
+    const auto floor = d.value("baseline_n", 0) >= 3 && d["baseline_sd"].is_number()
+                           ? fmt::format(" floor={:.4f}", d["baseline_sd"].get<double>())
+                           : std::string();
+    if (!d["p"].is_number()) return text + " p=- Holm=-" + floor;
+    return text + fmt::format(" p={:.3g} Holm={:.3g}", d["p"].get<double>(), d.at("p_holm").get<double>()) + floor;
   };
-  out += fmt::format("\nvariant - {} over paired seeds: mean [95% t interval] paired t-test p (pairs)\n",
-                     report["baseline"].get<std::string>());
-  out += fmt::format("{:<24} {:<{}} {:>40} {:>40}\n", "variant", "task", name_w, "acc", "acc_norm");
+  size_t m = 0;  // the largest family: the variants with a p-value on some task
+  for (const auto& c : report["comparisons"])
+    for (const auto& o : c["results"])
+      for (const auto& [k, d] : o.items()) m = std::max(m, d.value("holm_m", size_t{0}));
+  out += fmt::format(
+      "\nvariant - {} over paired seeds: mean [95% t interval] paired t-test p, and Holm: p Holm-adjusted across "
+      "the {} variant{} compared with it on each task and metric; floor: the baseline's own sample sd over its "
+      "seeds, from 3 (pairs)\n",
+      report["baseline"].get<std::string>(), m, m == 1 ? "" : "s");
+  out += fmt::format("{:<24} {:<{}} {:>64} {:>64}\n", "variant", "task", name_w, "acc", "acc_norm");
   for (const auto& c : report["comparisons"]) {
     auto line = [&](const std::string& task, const json& o) {
-      out += fmt::format("{:<24} {:<{}} {:>40} {:>40}  ({})\n", c["variant"].get<std::string>(), task, name_w,
+      out += fmt::format("{:<24} {:<{}} {:>64} {:>64}  ({})\n", c["variant"].get<std::string>(), task, name_w,
                          paired(o, "acc"), paired(o, "acc_norm"), c["pairs"].size());
     };
     for (const auto& t : report["tasks"]) line(t.get<std::string>(), c["results"][t.get<std::string>()]);

@@ -12,7 +12,11 @@
 // one with the same train.seed, else one not yet paired; without such a partner, the
 // baseline model when there is exactly one. Over the pairs of a variant (its seeds)
 // the differences get the paired treatment of a sweep (stats/paired.h): mean, 95%
-// t interval and paired t-test p, per task and on average; with one pair, no interval.
+// t interval and paired t-test p, per task and on average; with one pair, no interval. All
+// variants are tested against the one baseline, so per task and metric (and on the average)
+// their p-values are Holm-adjusted together (stats/holm.h): "p_holm" and "holm_m" beside "p";
+// and the baseline's own spread over the seeds it was paired with, "baseline_sd" (sample sd,
+// null below 2) of "baseline_n" models: the noise floor, which the table prints from 3.
 //
 //   {"tasks": [name, ...], "baseline": variant,
 //    "models": [{"checkpoint", "file", "step", "variant", "attention", "model": config.model, "seed",
@@ -20,7 +24,9 @@
 //                "average": {"acc", "acc_stderr", "acc_norm", "acc_norm_stderr"}}],
 //    "differences": [{"baseline": i, "model": j, "results": {task: {"acc", "acc_stderr", ...}}, "average": {...}}],
 //    "comparisons": [{"variant", "baseline", "pairs": [[i, j], ...],
-//                     "results": {task: {"acc": {"n", "mean", "sd", "df", "ci95", "t", "p"}, "acc_norm": ...}},
+//                     "results": {task: {"acc": {"n", "mean", "sd", "df", "ci95", "t", "p", "p_holm", "holm_m",
+//                                                "baseline_n", "baseline_sd"},
+//                                        "acc_norm": ...}},
 //                     "average": {...}}]}
 // Greedy (LAMBADA-shaped) tasks have no acc_norm and add "perplexity"; the acc_norm
 // average is over the tasks that have it.

@@ -2,6 +2,7 @@
 #include "sweep/ladder_analysis.h"
 
 #include "stats/bootstrap.h"
+#include "stats/holm.h"
 #include "stats/huber_fit.h"
 #include "stats/line_fit.h"
 #include "stats/paired.h"
@@ -446,6 +447,7 @@ json rung_variant(const Ladder& l, size_t c, size_t ri, const std::vector<PowerL
             {"pairs", d.n},
             {"difference", d.n > 0 ? json(d.mean) : json(nullptr)},
             {"difference_ci95", d.ci_low ? json::array({*d.ci_low, *d.ci_high}) : json(nullptr)},
+            {"difference_p", d.p ? json(*d.p) : json(nullptr)},
             {"multiplier", nullptr},
             {"multiplier_ci95", nullptr}};
   const auto& m = f.multiplier[c - 1];
@@ -479,14 +481,19 @@ json rungs_json(const Ladder& l, const std::vector<PowerLawFit>& fits, const Fig
     const int rung = l.rungs[ri];
     json r = {{"rung", rung}, {"baseline", nullptr}, {"variants", json::object()}};
     if (const auto b = l.at[0].find(rung); b != l.at[0].end()) {
-      double sum = 0;
-      for (const auto& p : b->second) sum += p.loss;
+      std::vector<double> losses;
+      for (const auto& p : b->second) losses.push_back(p.loss);
+      const auto spread = paired_stats(losses);  // its mean and sample sd; the t-test is not used
       r["baseline"] = {{"compute", l.compute[0].at(rung)},
-                       {"loss", sum / static_cast<double>(b->second.size())},
-                       {"n", b->second.size()}};
+                       {"loss", spread.mean},
+                       {"n", b->second.size()},
+                       {"sd", spread.sd ? json(*spread.sd) : json(nullptr)}};
     }
+    std::vector<json*> family;  // the variants' tests at this rung: Holm-adjusted together
     for (size_t c = 1; c < l.names.size(); ++c)
-      if (l.at[c].count(rung)) r["variants"][l.names[c]] = rung_variant(l, c, ri, fits, f, reps, opt);
+      if (l.at[c].count(rung))
+        family.push_back(&(r["variants"][l.names[c]] = rung_variant(l, c, ri, fits, f, reps, opt)));
+    holm_across(family, "difference_p");
     out.push_back(r);
   }
   return out;

@@ -67,7 +67,8 @@
 // it drew.
 //
 // Also per rung: the observed paired difference (variant minus baseline final val loss,
-// per seed present in both) with its Student-t 95% interval (stats/paired.h).
+// per seed present in both) with its Student-t 95% interval and paired t-test (stats/paired.h),
+// the test's p Holm-adjusted across the variants compared at that rung (stats/holm.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -123,10 +124,14 @@ struct LadderOptions {
 //                 curve, beside "fits"),
 //  "multipliers_from": which fits the multipliers are read from, and why, in words,
 //  "rungs": [{"rung" (every rung of any curve, in order),
-//             "baseline": {"compute", "loss" (observed mean), "n"} (null without results there),
+//             "baseline": {"compute", "loss" (observed mean), "n", "sd" (sample standard deviation of its
+//                          seeds' losses, null below 2: the noise floor)} (null without results there),
 //             "variants": {v: {"compute", "loss" (observed mean), "fitted_loss", "n", "pairs" (seeds
 //                              in both),
 //                              "difference" (mean paired difference), "difference_ci95" ([lo, hi] or null),
+//                              "difference_p" (the paired t-test's two-sided p, or null), "difference_p_holm"
+//                              (it Holm-adjusted across the variants at this rung), "holm_m" (their count
+//                              with a p: stats/holm.h),
 //                              "multiplier" (or null), "multiplier_ci95" ([lo, hi] or null),
 //                              "why" (when the multiplier is null),
 //                              "extrapolation" (true where the baseline has no result at this rung:

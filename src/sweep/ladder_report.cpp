@@ -1,10 +1,12 @@
 // The ladder's tables, as text and as markdown (see ladder_report.h).
 #include "sweep/ladder_report.h"
 
+#include "sweep/lr_sensitivity.h"
 #include "sweep/text_table.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace xsagpt {
@@ -44,10 +46,36 @@ std::string ci_text(const json& ci, Cell cell) {
 
 std::string signed4(double x) { return bounded_fixed(x, 4, true); }
 
+// The paired difference, its interval, and its p beside p Holm-adjusted across the rung's variants.
 std::string difference_cell(const json& v) {
   if (!has_number(v, "difference")) return "-";
   const auto ci = ci_text(field(v, "difference_ci95"), signed4);
-  return fmt::format("{}{}", bounded_fixed(v["difference"].get<double>(), 4, true), ci.empty() ? " (no interval)" : ci);
+  const auto p = has_number(v, "difference_p") && has_number(v, "difference_p_holm")
+                     ? fmt::format("; p {:.3g}, Holm {:.3g}", v["difference_p"].get<double>(),
+                                   v["difference_p_holm"].get<double>())
+                     : "";
+  return fmt::format("{}{}{}", bounded_fixed(v["difference"].get<double>(), 4, true),
+                     ci.empty() ? " (no interval)" : ci, p);
+}
+
+// The baseline's own seed-to-seed spread at a rung, from 3 seeds: the noise floor beside the differences.
+std::string noise_floor_cell(const json& baseline) {
+  if (!has_number(baseline, "sd") || !has_number(baseline, "n") || baseline["n"].get<int64_t>() < 3)
+    return "- (under 3 seeds)";
+  return bounded_fixed(baseline["sd"].get<double>(), 4);
+}
+
+// The largest Holm family of any rung: how many variants its p-values were adjusted across.
+int64_t holm_family(const json& a) {
+  int64_t m = 0;
+  if (!field(a, "rungs").is_array()) return m;
+  for (const auto& r : a["rungs"]) {
+    const json& variants = field(r, "variants");
+    if (!variants.is_object()) continue;
+    for (const auto& x : variants)
+      if (has_number(x, "holm_m")) m = std::max(m, x["holm_m"].get<int64_t>());
+  }
+  return m;
 }
 
 // A multiplier and its interval: three decimals, or three significant digits for one far
@@ -74,10 +102,10 @@ std::vector<std::string> variants_of(const json& summary) {
 // The table of rungs: sizes and budgets, the baseline's loss, each variant's loss, difference and multiplier.
 TextTable ladder_rung_table(const json& ladder, const std::string& b, const std::vector<std::string>& vs,
                             std::vector<std::string>& notes) {
-  TextTable t{"", {"rung", "params", "tokens", "FLOPs", b + " loss"}, {}};
+  TextTable t{"", {"rung", "params", "tokens", "FLOPs", b + " loss", b + " sd (noise floor)"}, {}};
   for (const auto& v : vs)
-    for (const auto& h : {v + " loss", v + " - " + b + " [95% CI]", v + " multiplier [95% CI]",
-                          v + " in time [95% CI]"})
+    for (const auto& h :
+         {v + " loss", v + " - " + b + " [95% CI]; p, Holm", v + " multiplier [95% CI]", v + " in time [95% CI]"})
       t.head.push_back(h);
   const json& a = ladder["analysis"];
   for (size_t i = 0; i < ladder["rungs"].size(); ++i) {
@@ -87,9 +115,12 @@ TextTable ladder_rung_table(const json& ladder, const std::string& b, const std:
       for (const auto& x : a["rungs"])
         if (field(x, "rung") == json(i)) row_fit = x;
     const std::string name = r["name"].get<std::string>();
-    TableRow row{name, fmt::format("{:.3g}", r["params"].get<double>()),
-                 fmt::format("{:.3g}", r["tokens"].get<double>()), fmt::format("{:.3g}", r["flops"].get<double>()),
-                 loss_cell(field(row_fit, "baseline"))};
+    TableRow row{name,
+                 fmt::format("{:.3g}", r["params"].get<double>()),
+                 fmt::format("{:.3g}", r["tokens"].get<double>()),
+                 fmt::format("{:.3g}", r["flops"].get<double>()),
+                 loss_cell(field(row_fit, "baseline")),
+                 noise_floor_cell(field(row_fit, "baseline"))};
     for (const auto& v : vs) {
       const json& cell = field(field(row_fit, "variants"), v);
       row.push_back(loss_cell(cell));
@@ -251,6 +282,11 @@ LadderReport build_ladder_report(const json& summary) {
     add_left_out(ladder, rep.notes);
     return rep;
   }
+  if (const auto m = holm_family(a); m > 0)
+    rep.lines.push_back(fmt::format(
+        "p: the paired t-test of the difference; Holm: those p-values Holm-adjusted across the {} variant{} compared "
+        "with {} at each rung (fewer where a rung lacks their pairs).",
+        m, m == 1 ? "" : "s", b));
   const json& boot = field(a, "bootstrap");
   rep.lines.push_back(fmt::format(
       "E rule: {} ({}). Seeds: {}. Intervals: {}.", field(a, "e_rule").is_string() ? text_of(a, "e_rule") : "none",
@@ -274,6 +310,12 @@ LadderReport build_ladder_report(const json& summary) {
   if (ladder.contains("lr_choice"))
     rep.tables.emplace_back("Rates each variant is judged at (lowest mean final val loss over seeds)",
                             ladder_rate_table(ladder, rep.notes));
+  if (ladder.contains("lr_sensitivity"))
+    rep.tables.emplace_back(
+        "Loss at each rate tried (mean final val loss over seeds, each capped at ln(vocab size), "
+        "the loss at initialization, which a diverged seed counts as), its spread and LR "
+        "sensitivity (Wortsman et al. 2023: the mean excess over the best rate's loss)",
+        lr_sensitivity_table(ladder["lr_sensitivity"], rep.notes));
   add_left_out(ladder, rep.notes);
   if (ladder.contains("extrapolation_note"))
     rep.notes.push_back("no extrapolation: " + ladder["extrapolation_note"].get<std::string>());
@@ -282,7 +324,9 @@ LadderReport build_ladder_report(const json& summary) {
 
 constexpr const char* kLadderHowToRead =
     "Compute is flops_per_token x tokens (model/counts.h: 6 x the matmul parameters plus attention). Loss: final val "
-    "loss, mean over seeds (n). Difference: variant minus baseline paired by seed, Student's t 95% interval. "
+    "loss, mean over seeds (n). Noise floor: the sample standard deviation of the baseline's final val loss over its "
+    "seeds at that rung, from 3 seeds. Difference: variant minus baseline paired by seed, Student's t 95% interval, "
+    "the paired t-test's two-sided p and that p Holm-adjusted (Holm 1979) across the variants compared at the rung. "
     "Multiplier: the variant's compute over the compute the baseline's fitted curve needs to reach the variant's "
     "fitted loss at that rung; below 1 the variant needs less; where the baseline has no result at the rung, the "
     "multiplier extrapolates the baseline's curve and is flagged \"x?\", and the trend leaves it out. In time: that "

@@ -4,6 +4,7 @@
 #include "model/counts.h"
 #include "run/run_paths.h"
 #include "sweep/ladder_analysis.h"
+#include "sweep/lr_sensitivity.h"
 #include "sweep/step_time.h"
 
 #include <fmt/format.h>
@@ -155,6 +156,7 @@ json ladder_summary(const Sweep& sweep, const json& points) {
               {"left_out", left_out},
               {"analysis", analysis}};
   if (!l.lr_multipliers.empty()) out["lr_choice"] = choice;
+  if (!l.lr_multipliers.empty()) out["lr_sensitivity"] = lr_sensitivity(sweep, points);
   if (l.extrapolate_to.empty()) out["extrapolation_note"] = l.extrapolate_note;
   return out;
 }

@@ -8,6 +8,8 @@
 //             where the most seeds finished (a rate at which a seed failed or diverged
 //             loses to one at which none did), each candidate's mean and n, and
 //             "at_edge" when the winner is the smallest or largest multiplier swept;
+//   "lr_sensitivity" (with lr_multipliers): per variant and rung its loss at every rate
+//             tried, their spread and Wortsman et al.'s LR sensitivity (sweep/lr_sensitivity.h);
 //   "observations": per variant, rung and seed at that rate: the final val loss, the
 //             compute it used (flops_per_token x the tokens its done.json counts) and its
 //             median seconds per step (sweep/step_time.h; null without two train records);

@@ -31,31 +31,53 @@ std::string mean_sd(const json& s) {
   return fixed4(s["mean"]) + (s["std"].is_number() ? " ± " + fixed4(s["std"]) : " (one seed: no sd)");
 }
 
-// The paired difference's three cells: mean, 95% interval, p (or why there is none).
+// A p-value's cell, or why there is none.
+std::string p_cell(const json& d, const char* key) {
+  const json& p = d.contains(key) ? d[key] : json();
+  return p.is_number() ? fmt::format("{:.3g}", p.get<double>()) : "- (no spread)";
+}
+
+// The paired difference's four cells: mean, 95% interval, p and p Holm-adjusted across the variants (or why
+// there are none).
 Row paired_cells(const json& d) {
   const auto n = d["n"].get<int64_t>();
-  if (n == 0) return {"-", "-", "-"};
+  if (n == 0) return {"-", "-", "-", "-"};
   Row r{fixed4(d["mean"], true)};
-  if (n < 2) return {r[0], "no interval (one seed)", "-"};
+  if (n < 2) return {r[0], "no interval (one seed)", "-", "-"};
   r.push_back(d["ci95"].is_array() ? fmt::format("[{}, {}]", fixed4(d["ci95"][0], true), fixed4(d["ci95"][1], true))
                                    : "-");
-  r.push_back(d["p"].is_number() ? fmt::format("{:.3g}", d["p"].get<double>()) : "- (no spread)");
+  r.push_back(p_cell(d, "p"));
+  r.push_back(p_cell(d, "p_holm"));
   return r;
 }
 
-// The iso-loss multiplier's cells on one axis: multiplier, 95% interval, p, seeds that reached the target.
+// The head of a Holm column: the family's size, as the comparisons of one setting hold it at `path`.
+std::string holm_head(const std::vector<const json*>& cs, const char* path) {
+  size_t m = 0;
+  for (const json* c : cs) m = std::max(m, c->value(json::json_pointer(path), json(0)).get<size_t>());
+  return m == 0 ? "p Holm" : fmt::format("p Holm ({} variant{})", m, m == 1 ? "" : "s");  // 0: no p to adjust
+}
+
+// The noise floor beside a difference: the sample standard deviation of the baseline's
+// own final val loss over its seeds, given from 3 seeds (the sd of 2 rests on one degree of freedom).
+std::string noise_floor(const json& baseline) {
+  if (!baseline["std"].is_number() || baseline["n"].get<int64_t>() < 3) return "- (under 3 seeds)";
+  return fixed4(baseline["std"]);
+}
+
+// The iso-loss multiplier's cells on one axis: multiplier, 95% interval, p, p Holm, seeds that reached the target.
 Row iso_cells(const json& m) {
   const auto n = m["n"].get<int64_t>();
   const auto total = n + m["not_reached"].size() + m["skipped"].size();
   const std::string reached = fmt::format("{} of {}", n, total);
-  if (n == 0) return {"-", "-", "-", reached};
+  if (n == 0) return {"-", "-", "-", "-", reached};
   const std::string mult = bounded_fixed(m["multiplier"].get<double>(), 3) + "x";
-  if (n < 2) return {mult, "no interval (one seed)", "-", reached};
+  if (n < 2) return {mult, "no interval (one seed)", "-", "-", reached};
   return {mult,
           m["ci95"].is_array() ? fmt::format("[{}, {}]", bounded_fixed(m["ci95"][0].get<double>(), 3),
                                              bounded_fixed(m["ci95"][1].get<double>(), 3))
                                : "-",
-          m["p"].is_number() ? fmt::format("{:.3g}", m["p"].get<double>()) : "- (no spread)", reached};
+          p_cell(m, "p"), p_cell(m, "p_holm"), reached};
 }
 
 // Where each equal-time pair was read, in seed order: the earlier end, and whose it was.
@@ -142,22 +164,28 @@ std::vector<Table> tables(const json& summary, std::vector<std::string>& notes) 
   for (size_t k = 0; k < settings.size(); ++k) {
     const auto& values = settings[k];
     const std::string where = setting(values);
-    Table fin{
-        where, {"variant", "final val loss (mean ± sd)", "n", "- " + b + " (paired)", "95% CI", "p", "pairs"}, {}};
+    const auto& cs = of_setting[k];
+    Table fin{where,
+              {"variant", "final val loss (mean ± sd)", "n", "- " + b + " (paired)", "95% CI", "p",
+               holm_head(cs, "/minus_baseline/holm_m"), "pairs", "noise floor: sd of " + b},
+              {}};
     Table eq{where,
-             {"variant", "step time / " + b, "equal time: - " + b, "95% CI", "p", "pairs", "time read at",
-              "equal tokens: - " + b, "95% CI", "p", "pairs"},
+             {"variant", "step time / " + b, "equal time: - " + b, "95% CI", "p", holm_head(cs, "/equal_time/holm_m"),
+              "pairs", "time read at", "equal tokens: - " + b, "95% CI", "p", holm_head(cs, "/equal_tokens/holm_m"),
+              "pairs"},
              {}};
     Table iso{where,
-              {"variant", "tokens to " + b + "'s final loss / " + b + "'s", "95% CI", "p", "reached",
-               "time to it / " + b + "'s", "95% CI", "p", "reached"},
+              {"variant", "tokens to " + b + "'s final loss / " + b + "'s", "95% CI", "p",
+               holm_head(cs, "/iso_loss/tokens/holm_m"), "reached", "time to it / " + b + "'s", "95% CI", "p",
+               holm_head(cs, "/iso_loss/time/holm_m"), "reached"},
               {}};
     bool first = true;
-    for (const json* cp : of_setting[k]) {
+    for (const json* cp : cs) {
       const json& c = *cp;
       if (first) {
         const auto& s = c["baseline_final_val_loss"];
-        fin.rows.push_back({b + " (baseline)", mean_sd(s), std::to_string(s["n"].get<int64_t>()), "", "", "", ""});
+        fin.rows.push_back(
+            {b + " (baseline)", mean_sd(s), std::to_string(s["n"].get<int64_t>()), "", "", "", "", "", ""});
         first = false;
       }
       const auto v = c["variant"].get<std::string>();
@@ -165,6 +193,7 @@ std::vector<Table> tables(const json& summary, std::vector<std::string>& notes) 
       Row r{v, mean_sd(s), std::to_string(s["n"].get<int64_t>())};
       for (auto& cell : paired_cells(c["minus_baseline"])) r.push_back(cell);
       r.push_back(std::to_string(c["minus_baseline"]["n"].get<int64_t>()));
+      r.push_back(noise_floor(c["baseline_final_val_loss"]));
       fin.rows.push_back(r);
 
       const auto& ratio = c["step_time_ratio"];
@@ -215,7 +244,12 @@ std::optional<Table> trend_table(const json& summary) {
 constexpr const char* kHowToRead =
     "Differences are variant minus baseline, paired by seed (the same seed: the same initial weights and data "
     "order); negative means a lower loss than the baseline. 95% CI: Student's t interval of the mean difference "
-    "(n - 1 degrees of freedom); p: the paired t-test, two-sided. Equal time: both val curves of a pair read "
+    "(n - 1 degrees of freedom); p: the paired t-test, two-sided, as if this variant were the only one tested; "
+    "p Holm (m variants): the same p-values Holm-adjusted (Holm 1979) across the m variants compared with the "
+    "baseline at this setting on this measure (those with a p-value), which keeps the chance of any false finding "
+    "among them at the level read (for a single variant it is p). Noise floor: the sample standard deviation of the "
+    "baseline's own final val loss across its seeds, given from 3 seeds: a difference not well beyond it is within "
+    "what reseeding the baseline alone moves. Equal time: both val curves of a pair read "
     "(linearly between evaluations) at the earlier of their two final wall-clock times, the variant's minus the "
     "baseline's, so no curve is extrapolated and a faster variant keeps its seed; \"time read at\" gives that time "
     "per pair in seed order and whose end it is. Equal tokens: the same at the earlier final token count. Step "
@@ -223,9 +257,10 @@ constexpr const char* kHowToRead =
     "(or seconds) at which the variant's val curve first reaches the baseline's final val loss, over those at "
     "which the baseline's curve first reached it, per seed (read linearly between evaluations); below 1 the "
     "variant needs less. Its mean is the geometric mean over seeds, its 95% CI Student's t on the mean log ratio "
-    "(n - 1 degrees of freedom) mapped back by exp, p the t-test of log ratio 0; a seed that never reaches the "
-    "target is named in the notes and left out, never extrapolated (\"reached\"); so is a seed whose baseline "
-    "never went below its first evaluation, or whose variant starts at the target, in both columns alike.";
+    "(n - 1 degrees of freedom) mapped back by exp, p the t-test of log ratio 0 (and Holm-adjusted as above); a seed "
+    "that never reaches the target is named in the notes and left out, never extrapolated (\"reached\"); so is a "
+    "seed whose baseline never went below its first evaluation, or whose variant starts at the target, in both "
+    "columns alike.";
 
 constexpr const char* kHowToReadTrend =
     "Each row: the variant's paired differences (final val loss minus the baseline's, same seed and values) "

@@ -1,6 +1,7 @@
 #include "sweep/summary.h"
 
 #include "run/run_paths.h"
+#include "stats/holm.h"
 #include "stats/paired.h"
 #include "sweep/dial_trend.h"
 #include "sweep/iso_loss.h"
@@ -287,6 +288,16 @@ json compare_variant(const Sweep& sweep, const json& points, const BySeed& base,
   return c;
 }
 
+// The variants compared with the baseline at one setting are one family per measure
+// (stats/holm.h): their p-values are Holm-adjusted together, out[first..] being that setting's.
+void holm_per_measure(json& out, size_t first) {
+  for (const char* path : {"/minus_baseline", "/equal_time", "/equal_tokens", "/iso_loss/tokens", "/iso_loss/time"}) {
+    std::vector<json*> family;
+    for (size_t i = first; i < out.size(); ++i) family.push_back(&out[i][json::json_pointer(path)]);
+    holm_across(family);
+  }
+}
+
 // Every variant against the baseline at each setting of the other keys.
 json comparisons(const Sweep& sweep, const json& points) {
   json out = json::array();
@@ -301,12 +312,14 @@ json comparisons(const Sweep& sweep, const json& points) {
       if (!curves.count(i)) curves[i] = read_curves(RunPaths(sweep.points[i].config.out_dir).metrics);
       return curves[i];
     };
+    const size_t first = out.size();
     for (const auto& v : sweep.variants) {
       if (v == sweep.baseline) continue;
       json c = compare_variant(sweep, points, by_variant[sweep.baseline], by_variant[v], v, curve);
       c["values"] = settings.values[k];
       out.push_back(std::move(c));
     }
+    holm_per_measure(out, first);
   }
   return out;
 }

@@ -17,13 +17,16 @@ namespace xsagpt {
 //             final val loss over seeds (mean, sd, min, max, n) beside the baseline's,
 //             and the variant minus the baseline paired by seed ("minus_baseline": n,
 //             mean, sd, df, 95% t interval, paired t-test t and two-sided p, the seeds
-//             used and those dropped with the reason); the same at equal wall-clock time
+//             used and those dropped with the reason; "p_holm": p Holm-adjusted across the
+//             variants at this setting, and "holm_m": how many p-values that family holds,
+//             stats/holm.h); the same at equal wall-clock time
 //             ("equal_time") and equal tokens ("equal_tokens"), each pair read at the earlier
 //             of its two ends, the curve that ended later interpolated there ("at": seed, x,
 //             end_of: whose end x is, val_loss, baseline_val_loss), a pair listed instead
 //             only where one curve starts after the other ends ("extrapolation_refused":
 //             seed, x, baseline_start, variant_start); the iso-loss multiplier in tokens and
-//             in time ("iso_loss": sweep/iso_loss.h); and the ratio of the variant's step time
+//             in time ("iso_loss": sweep/iso_loss.h; each measure's p Holm-adjusted across the
+//             variants as the final loss's is); and the ratio of the variant's step time
 //             to the baseline's;
 //   "trends": per variant, numeric grid key (train.seq_len, train.lr, ...) and setting of
 //             the other keys, the slope of "differences" against log2 of the key's value

@@ -68,8 +68,35 @@ TEST(EvalReport, ComparesAnyVariantNamesWithTheNamedBaseline) {
     EXPECT_NEAR(acc["ci95"][1].get<double>(), mean + half, 1e-9);
     EXPECT_GT(acc["p"].get<double>(), 0.0);
   }
+  // Two variants against one baseline: each task's (and the average's) p-values are Holm-adjusted as a
+  // family of 2: the smaller doubled, the larger kept unless below that (both p's differ here).
+  for (const char* where : {"results", "average"}) {
+    auto of = [&](size_t i) -> const json& {
+      const auto& c = report["comparisons"][i];
+      return std::string(where) == "average" ? c["average"]["acc"] : c["results"]["task"]["acc"];
+    };
+    const double p0 = of(0)["p"].get<double>(), p1 = of(1)["p"].get<double>();
+    ASSERT_NE(p0, p1);
+    const double lo = std::min(1.0, 2 * std::min(p0, p1)), hi = std::max(lo, std::max(p0, p1));
+    EXPECT_EQ(of(0)["holm_m"], 2);
+    EXPECT_DOUBLE_EQ(of(0)["p_holm"].get<double>(), p0 < p1 ? lo : hi);
+    EXPECT_DOUBLE_EQ(of(1)["p_holm"].get<double>(), p1 < p0 ? lo : hi);
+  }
+  // Beside each difference, the noise floor: sa's own sample sd over its three seeds.
+  const double sa_mean = (sa_acc[0] + sa_acc[1] + sa_acc[2]) / 3;
+  double sa_ss = 0;
+  for (double x : sa_acc) sa_ss += (x - sa_mean) * (x - sa_mean);
+  const double floor = std::sqrt(sa_ss / 2);
+  for (const auto& c : report["comparisons"]) {
+    EXPECT_EQ(c["average"]["acc"]["baseline_n"], 3);
+    EXPECT_NEAR(c["average"]["acc"]["baseline_sd"].get<double>(), floor, 1e-15);
+  }
   const auto table = eval::eval_table(report);
+  EXPECT_THAT(table, HasSubstr(fmt::format(" floor={:.4f}", floor)));
   EXPECT_THAT(table, HasSubstr("variant - sa over paired seeds"));
+  EXPECT_THAT(table, HasSubstr("Holm: p Holm-adjusted across the 2 variants compared with it"));
+  EXPECT_THAT(
+      table, HasSubstr(fmt::format("Holm={:.3g}", report["comparisons"][0]["average"]["acc"]["p_holm"].get<double>())));
   EXPECT_THAT(table, HasSubstr("xsa layers=last 1"));
   EXPECT_THAT(test::error_of<ConfigError>([&] { eval::eval_report({"task"}, models, "xsa"); }),
               HasSubstr("--baseline: 'xsa' is none of the models' variants (xsa-gated, sa, xsa layers=last 1)"));
@@ -78,4 +105,5 @@ TEST(EvalReport, ComparesAnyVariantNamesWithTheNamedBaseline) {
   EXPECT_EQ(two["baseline"], "xsa-gated");
   EXPECT_TRUE(two["comparisons"][0]["average"]["acc"]["ci95"].is_null());
   EXPECT_THAT(eval::eval_table(two), HasSubstr("(one pair: no interval)"));
+  EXPECT_THAT(eval::eval_table(two), ::testing::Not(HasSubstr("floor=")));  // one baseline seed: no floor
 }

@@ -3,8 +3,10 @@ stated rules, checked here against the reference formulas (a GPT's parameters an
 token written out below, not read from the program); a 2-rung ladder of 2-step runs trains,
 writes summary.json's ladder section, report.md's table and the figure; a rung that fails and
 a rung that diverges are named and left out of the fit; with rate multipliers every variant is
-judged at its own best rate per rung; a named GPU's estimate is the stated arithmetic; bad
-ladder specs are refused by name with nothing created."""
+judged at its own best rate per rung, and its loss at every rate tried is reported with their
+spread and LR sensitivity, a diverged rate counting as the loss at initialization; a named
+GPU's estimate is the stated arithmetic; bad ladder specs are refused by name with nothing
+created."""
 import json
 import math
 import re
@@ -140,6 +142,44 @@ def test_each_variant_is_judged_at_its_own_best_rate(tmp_path, shards, xsagpt):
     assert {(o["variant"], o["rung"], o["lr_mult"]) for o in ladder["observations"]} == picked
     assert len(ladder["observations"]) == 8
     assert "Rates each variant is judged at" in run.stdout
+    # Each variant's loss at every rate tried, per rung, with its spread and Wortsman et al.'s LR
+    # sensitivity: the mean over the rates of min(loss, l0) minus the best, l0 = ln(vocab) the loss at init.
+    l0 = math.log(VOCAB)
+    for v in ("sa", "xsa"):
+        rows = ladder["lr_sensitivity"][v]
+        assert [r["rung"] for r in rows] == ["d1", "d2"]
+        for r in rows:
+            capped = [float(np.mean([min(x, l0) for x in means[(v, r["rung"], m)]])) for m in (0.1, 1, 10)]
+            assert r["l0"] == pytest.approx(l0, rel=1e-15) and r["values"] == {}
+            assert [x["lr_mult"] for x in r["rates"]] == [0.1, 1, 10]
+            assert [x["loss"] for x in r["rates"]] == pytest.approx(capped, rel=1e-12)
+            assert [(x["n"], x["diverged"]) for x in r["rates"]] == [(2, 0)] * 3
+            assert r["spread"] == pytest.approx(max(capped) - min(capped), rel=1e-12)
+            assert r["sensitivity"] == pytest.approx(np.mean(capped) - min(capped), rel=1e-9)
+            assert r["spread"] > 0
+    assert "LR sensitivity (Wortsman)" in run.stdout and "LR sensitivity (Wortsman)" in (
+        tmp_path / "sweep" / "report.md").read_text()
+
+
+def test_a_diverged_rate_counts_as_the_loss_at_initialization(tmp_path, shards, xsagpt):
+    spec = ladder_spec(tmp_path, shards, seeds=(1,), ladder={"lr_multipliers": [1, 1e30]})
+    run = xsagpt("sweep", "-c", spec, "--no-plot", check=False)
+    assert run.returncode == 1  # the rate that blows up fails its points
+    summary = json.loads((tmp_path / "sweep" / "summary.json").read_text())
+    l0 = math.log(VOCAB)
+    for v in ("sa", "xsa"):
+        rows = summary["ladder"]["lr_sensitivity"][v]
+        assert [r["rung"] for r in rows] == ["d1", "d2"]
+        for row in rows:
+            at = {p["values"]["lr_mult"]: p for p in summary["points"]
+                  if p["variant"] == v and p["values"]["rung"] == row["rung"]}
+            good, bad = at[1], at[1e30]
+            assert bad["status"] == "failed" and "not finite" in bad["error"]
+            assert [(x["loss"], x["n"], x["diverged"]) for x in row["rates"]] == [
+                (pytest.approx(min(good["final_val_loss"], l0), rel=1e-15), 1, 0), (pytest.approx(l0, rel=1e-15), 1, 1)]
+            assert row["spread"] == pytest.approx(l0 - good["final_val_loss"], rel=1e-12) and row["spread"] > 0
+            assert row["sensitivity"] == pytest.approx(row["spread"] / 2, rel=1e-12)
+    assert f"{l0:.4f} (n=1, 1 diverged)" in run.stdout
 
 
 def test_named_gpu_estimate_is_the_stated_arithmetic(tmp_path, shards, xsagpt):

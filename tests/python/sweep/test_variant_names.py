@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 
+from holm_reference import holm_by_definition
 from plot_inputs import load_run, load_sweep
 from plotfiles import ROOT, check_png, plot_ok, write_run
 
@@ -109,6 +110,7 @@ def test_table2_compares_every_variant_with_the_named_baseline(tmp_path):
     proc = subprocess.run([sys.executable, ROOT / "scripts" / "eval" / "table2.py", out, "--baseline", "sa"], check=True,
                           capture_output=True, text=True)
     text = proc.stdout
+    raw = {}
     for v in ("xsa gate=sa", "xsa layers=last 3"):
         block = text.split(f"{v} - sa, paired over 3 seed(s)")[1].splitlines()
         delta, ci, p = (next(l for l in block if l.startswith(k)) for k in ("delta", "95% t interval", "paired t-test p"))
@@ -119,6 +121,16 @@ def test_table2_compares_every_variant_with_the_named_baseline(tmp_path):
         assert delta.split()[-1].startswith(f"{d.mean():+.2f}")  # the Avg column
         assert ci.split()[-1] == f"{lo:+.2f}..{hi:+.2f}"
         assert p.split()[-1] == f"{stats.ttest_rel(m, b).pvalue:.3g}"
+        raw[v] = stats.ttest_rel(m, b).pvalue
+        # Beside the difference, the noise floor: sa's own sample std over its 3 seeds.
+        floor = next(l for l in block if l.startswith("noise floor (sa sd)"))
+        assert floor.split()[-1] == f"{np.std(b, ddof=1):.2f}"
+    # The two variants' p-values are one family per column, Holm-adjusted together (the Avg column here).
+    want, m = holm_by_definition(list(raw.values()))
+    assert m == 2 and want != list(raw.values())
+    for v, w in zip(raw, want):
+        block = text.split(f"{v} - sa, paired over 3 seed(s)")[1].splitlines()
+        assert next(l for l in block if l.startswith("p Holm (2 variants)")).split()[-1] == f"{w:.3g}"
     # Another baseline: every other variant against it, by name.
     other = subprocess.run([sys.executable, ROOT / "scripts" / "eval" / "table2.py", out, "--baseline", "xsa gate=sa"],
                            check=True, capture_output=True, text=True).stdout

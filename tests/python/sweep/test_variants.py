@@ -13,6 +13,7 @@ import pytest
 
 stats = pytest.importorskip("scipy.stats")  # the eval extra (requirements-eval.txt); not on every GPU image
 
+from holm_reference import holm_by_definition
 from tinyrun import write_run_config
 
 VARIANTS = {"sa": {}, "xsa": {"model.attention": "xsa"},
@@ -78,10 +79,43 @@ def test_points_are_named_by_variant_and_paired_by_seed(sweep):
         # The table and report.md show the same numbers, rounded.
         row = f"{mine.mean():.4f} ± {mine.std(ddof=1):.4f}"
         cells = f"{d.mean():+.4f}", f"[{lo:+.4f}, {hi:+.4f}]", f"{res.pvalue:.3g}"
-        assert f"| {v} | {row} | 3 | {' | '.join(cells)} | 3 |" in report
+        assert f"| {v} | {row} | 3 | {' | '.join(cells)} | " in report
         line = next(l for l in out.splitlines() if l.startswith(v + " ") and row in l)
         assert all(cell in line for cell in cells)
     assert f"| sa (baseline) | {base.mean():.4f} ± {base.std(ddof=1):.4f} | 3 |" in report
+
+
+def test_p_values_are_holm_adjusted_across_the_variants_beside_the_noise_floor(sweep):
+    sw, out = sweep
+    s = json.loads((sw / "summary.json").read_text())
+    report = (sw / "report.md").read_text()
+    comps = sorted(s["comparisons"], key=lambda c: c["variant"])
+    assert len(comps) == 3
+    for path in (("minus_baseline",), ("equal_time",), ("equal_tokens",), ("iso_loss", "tokens"), ("iso_loss", "time")):
+        tests = []
+        for c in comps:
+            for k in path:
+                c = c[k]
+            tests.append(c)
+        raw = [t["p"] for t in tests]
+        want, m = holm_by_definition(raw)
+        assert m == sum(p is not None for p in raw)
+        for t, w in zip(tests, want):
+            assert t["holm_m"] == m
+            assert t["p_holm"] == (None if w is None else pytest.approx(w, rel=1e-15))
+    # The final loss's family: three p-values, at least one moved by the adjustment.
+    fin = [c["minus_baseline"] for c in comps]
+    assert all(f["p"] is not None for f in fin) and any(f["p_holm"] > f["p"] for f in fin)
+    assert "p Holm (3 variants)" in report and "p Holm (3 variants)" in out
+    assert "Holm-adjusted (Holm 1979) across the m variants" in report
+    # The noise floor beside each difference: the baseline's sample sd over its 3 seeds.
+    base = [p["final_val_loss"] for p in s["points"] if p["variant"] == "sa"]
+    floor = f"{np.std(base, ddof=1):.4f}"
+    for c in comps:
+        m = c["minus_baseline"]
+        cells = f"{m['p']:.3g}", f"{m['p_holm']:.3g}", "3", floor
+        assert f"| {' | '.join(cells)} |" in report
+    assert "noise floor: sd of sa" in out
 
 
 def test_equal_time_and_equal_tokens_follow_the_logged_curves(sweep):
