@@ -90,7 +90,8 @@ def main() -> None:
     ap.add_argument("--vocab", type=int, default=2048)
     ap.add_argument("-b", "--batch", type=int, default=8)
     ap.add_argument("-t", "--seq-len", type=int, default=128)
-    ap.add_argument("--attention", default="sa", help="model.attention of both sides")
+    ap.add_argument("--attention", default=None,
+                    help="model.attention of both sides (default: the first kind `xsagpt config --json` lists)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=20, help="timed steps per process")
     ap.add_argument("--warmup", type=int, default=3)
@@ -101,6 +102,9 @@ def main() -> None:
                     help="the Python that runs bench_pytorch.py (default: this one)")
     ap.add_argument("--json", type=pathlib.Path, help="also write the results here")
     args = ap.parse_args()
+    if args.attention is None:  # the model's default kind, read from the table rather than spelled here
+        listed = subprocess.run([str(args.xsagpt), "config", "--json"], check=True, capture_output=True, text=True)
+        args.attention = json.loads(listed.stdout)["attention_kinds"][0]["name"]
     try:
         rungs = [int(r) for r in args.rungs.split(",")]
     except ValueError:

@@ -6,6 +6,7 @@ transformers folder (export_hf.py) reads them too.
 """
 from __future__ import annotations
 
+import math
 import sys
 
 GPT2_VOCAB = 50257  # the tokenizer's real vocabulary; model.vocab_size pads it
@@ -58,6 +59,20 @@ def gelu_kind(m: dict) -> str:
     return kind
 
 
+def scales(m: dict) -> tuple[float, float]:
+    """The forward pass's two μP multipliers (src/config/model_config.h: attention_scale,
+    logit_scale): what q.k is multiplied by, and what the LM head's logits are; SP's
+    1/sqrt(head_dim) and 1 for a config without model.parametrization or with "sp"."""
+    head_dim = int(m.get("head_dim", 64))
+    parametrization = m.get("parametrization", "sp")
+    if parametrization not in ("sp", "mup"):
+        sys.exit(f"model.parametrization = {parametrization!r}: this exporter knows 'sp' and 'mup'")
+    if parametrization == "sp":
+        return 1.0 / math.sqrt(head_dim), 1.0
+    base_head = int(m.get("mup_base_head_dim", 0)) or head_dim
+    return math.sqrt(base_head) / head_dim, int(m.get("mup_base_width", 256)) / int(m.get("d_model", 768))
+
+
 def conventions(m: dict) -> dict:
     """Everything besides the weights that the forward pass depends on, as the C++ model
     (src/model/) implements it, so that scripts/eval/load_export.py, or anyone, can rebuild it
@@ -67,15 +82,18 @@ def conventions(m: dict) -> dict:
     token_gate = kind in SELECTS_LAYERS and kind != "xsa"  # XSA's step gated per token
     activation = GELU_ACTIVATIONS[gelu_kind(m)][0]
     d_model = int(m.get("d_model", 768))
+    score_scale, logit_scale = scales(m)
     return {
         "embedding": "wte(idx), n_sink learned sink vectors (transformer.sink) prepended, then LayerNorm ln_e",
         "block": "pre-norm: x = x + attn(ln_1(x)); x = x + mlp(ln_2(x))",
-        "head": "logits = lm_head(ln_f(x)) at the token positions (sinks predict nothing)",
+        "head": "logits = logit_scale * lm_head(ln_f(x)) at the token positions (sinks predict nothing)",
+        "logit_scale": logit_scale,
         "norm": {"type": "layernorm", "eps": float(m.get("norm_eps", 1e-5)), "bias": bool(m.get("bias", False))},
         "linear_bias": bool(m.get("bias", False)),
         "attention": {"qkv": "c_attn, one matrix, output split q|k|v along the last dim, heads contiguous",
                       "n_head": int(m.get("n_head", 12)), "head_dim": int(m.get("head_dim", 64)),
-                      "scale": "1/sqrt(head_dim)", "causal": True},
+                      "scale": "score_scale: 1/sqrt(head_dim), or under μP sqrt(base head size)/head_dim",
+                      "score_scale": score_scale, "causal": True},
         "rope": {"layout": "rotate_half", "theta": float(m.get("rope_theta", 10000.0)),
                  "pairs": "(x_i, x_{i+head_dim/2}), angle pos * theta^(-2i/head_dim)", "applied_to": "q,k",
                  "positions": "sinks at 0..n_sink-1, tokens from n_sink"},

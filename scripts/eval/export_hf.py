@@ -35,6 +35,7 @@ def hf_config(config: dict) -> dict:
         "xsa_layers": conv["xsa"]["layers"], "xsa_eps": conv["xsa"]["eps"], "xsa_gate": conv["xsa"]["gate"],
         "out_gate_layers": conv.get("out_gate", {}).get("layers", []),
         "out_gate": conv.get("out_gate", {}).get("width", "headwise"),
+        "attention_scale": conv["attention"]["score_scale"], "logit_scale": conv["logit_scale"],
         "n_sink": conv["n_sink"], "tie_word_embeddings": conv["tied_embeddings"], "use_cache": True,
         "bos_token_id": EOT, "eos_token_id": EOT, "dtype": config["dtype"],
         "conventions": conv,

@@ -57,6 +57,10 @@ class Conventions:
         self.theta, self.norm_eps = self.number("rope", "theta"), self.number("norm", "eps")
         self.norm_bias, self.linear_bias = self.flag("norm", "bias"), self.flag("linear_bias")
         self.tied = self.flag("tied_embeddings")
+        # μP's multipliers; an export written before they were recorded is SP's.
+        self.score_scale = self.number("attention", "score_scale") if "score_scale" in conv.get("attention", {}) \
+            else 1.0 / math.sqrt(self.head_dim)
+        self.logit_scale = self.number("logit_scale") if "logit_scale" in conv else 1.0
         self.xsa_layers, self.xsa_eps = self.layers("xsa"), self.number("xsa", "eps")
         self.xsa_gate = self.choice(GATE_STARTS, "xsa", "gate")
         self.out_gate = "out_gate" in conv  # the section is there only for the kind that has the gate
@@ -245,7 +249,7 @@ class ExportedGPT(nn.Module):
             h = _norm(w, f"{p}.ln_1", x, eps)
             q, k, v = (t.view(B, L, H, D).transpose(1, 2) for t in _linear(w, f"{p}.attn.c_attn", h).split(H * D, -1))
             q, k = self._rope(q, L), self._rope(k, L)
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1.0 / math.sqrt(D))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=c.score_scale)
             if step.xsa:
                 y = step.exclude_self(y, v, h, c.xsa_eps, w)
             if step.out_gated:
@@ -254,7 +258,7 @@ class ExportedGPT(nn.Module):
             h = _norm(w, f"{p}.ln_2", x, eps)
             x = x + _linear(w, f"{p}.mlp.c_proj", F.gelu(_linear(w, f"{p}.mlp.c_fc", h), approximate=c.gelu))
         head = w["transformer.wte.weight"] if c.tied else w["lm_head.weight"]
-        return F.linear(_norm(w, "transformer.ln_f", x[:, S:], eps), head)
+        return c.logit_scale * F.linear(_norm(w, "transformer.ln_f", x[:, S:], eps), head)
 
 
 def check_finite(weights: dict[str, torch.Tensor], where: str) -> None:

@@ -6,6 +6,8 @@ from it, so that the modules there read as the architecture alone.
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 from typing import Any, Mapping, Optional
 
 
@@ -23,6 +25,20 @@ ATTENTION_KINDS = {
     "xsa_token": {"xsa_layers": None},
 }
 XSA_GATES = ("off", "sa", "xsa")
+# model.parametrization's values (src/config/model_config.h): standard, or μP (Tensor
+# Programs V), whose rules the reference applies by PARAMETRIZATION's multipliers and
+# the hidden matrices below.
+PARAMETRIZATIONS = ("sp", "mup")
+# Per kind, the parameters its step adds that μP treats as hidden matrices (their start
+# over sqrt(m), their AdamW rate over m): the projections a gate reads the token through.
+# Per-head gates and biases are vector-like. Spelled here from the kinds' formulas, apart
+# from the C++ rows' declarations, so that a test comparing the two can fail.
+MUP_HIDDEN_STEP_PARAMETERS = {
+    "sa": (),
+    "xsa": (),
+    "gated": ("out_gate",),
+    "xsa_token": ("xsa_token_gate",),
+}
 # model.gelu's values as F.gelu's `approximate` (src/config/model_config.h: GeluKind):
 # erf's GELU, or GPT-2's tanh approximation.
 GELU_KINDS = {"exact": "none", "tanh": "tanh"}
@@ -60,6 +76,9 @@ class GPTConfig:
     xsa_gate: str = "off"  # "off" | "sa" | "xsa": learnable per-head tanh(alpha) on the XSA term
     n_sink: int = 0  # learned sink vectors in front of every sequence
     out_gate: Optional[str] = None  # the gated kind's option: "headwise" (its default) | "elementwise"
+    parametrization: str = "sp"  # "sp" | "mup"
+    mup_base_width: int = 256  # under mup: the d_model at which the model is its sp twin
+    mup_base_head_dim: int = 0  # under mup: the base model's head size (0: head_dim)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "model") -> "GPTConfig":
@@ -82,6 +101,30 @@ class GPTConfig:
     @property
     def mlp_dim(self) -> int:
         return int(self.mlp_ratio * self.d_model)
+
+    @property
+    def width_multiplier(self) -> float:
+        """μP's m = d_model / mup_base_width; 1 under sp."""
+        return self.d_model / self.mup_base_width if self.parametrization == "mup" else 1.0
+
+    @property
+    def attention_scale(self) -> float:
+        """q.k's factor: 1/sqrt(head_dim); under mup 1/head_dim times sqrt(base head size), the
+        constant that makes it SP's at the base (as the mup package's 8/d is at d = 64)."""
+        if self.parametrization != "mup":
+            return 1.0 / math.sqrt(self.head_dim)
+        return math.sqrt(self.mup_base_head_dim or self.head_dim) / self.head_dim
+
+    def mup_hidden(self, name: str) -> bool:
+        """Whether parameter `name` is a hidden matrix to μP: a block's q/k/v, attention output
+        and MLP matrices, and the kind's parameters MUP_HIDDEN_STEP_PARAMETERS names."""
+        m = re.fullmatch(r"transformer\.h\.\d+\.(attn|mlp)\.(\w+)(\.weight)?", name)
+        if not m:
+            return False  # outside the blocks, norms, biases
+        module, param, weight = m.groups()
+        if weight:
+            return param in ("c_attn", "c_proj", "c_fc")
+        return module == "attn" and param in MUP_HIDDEN_STEP_PARAMETERS[self.attention]
 
     def xsa_layer_set(self) -> set[int]:
         """The layers that apply the kind's step."""
@@ -133,6 +176,11 @@ class GPTConfig:
             raise ValueError(f'{key}: expected null, a list of layer indices or "last N", got {xl!r}')
         if self.gelu not in GELU_KINDS:
             raise ValueError(f"{where}.gelu: expected one of {tuple(GELU_KINDS)}, got {self.gelu!r}")
+        if self.parametrization not in PARAMETRIZATIONS:
+            raise ValueError(f"{where}.parametrization: expected one of {PARAMETRIZATIONS}, got {self.parametrization!r}")
+        if not self.mup_base_width > 0 or self.mup_base_head_dim < 0:
+            raise ValueError(f"{where}.mup_base_width/mup_base_head_dim: expected > 0 and >= 0, got "
+                             f"{self.mup_base_width!r}, {self.mup_base_head_dim!r}")
         if self.xsa_gate not in XSA_GATES:
             raise ValueError(f"{where}.xsa_gate: expected one of {XSA_GATES}, got {self.xsa_gate!r}")
         if not (isinstance(self.n_sink, int) and self.n_sink >= 0):

@@ -4,10 +4,12 @@ specification rather than translated from the C++, so the two can check each oth
     x = ln_e(wte(idx))                                  post-embedding LayerNorm
     for each block:  x = x + attn(ln_1(x));  x = x + mlp(ln_2(x))
     logits = lm_head(ln_f(x))                           own matrix, zero at init (or tied to wte)
+                                                        (under μP: divided by m = d_model / mup_base_width)
 
 Attention: fused q,k,v projection (`c_attn`, split q|k|v along the last dim),
 n_head heads of head_dim each (n_head*head_dim need not equal d_model), RoPE
-(rotate-half layout) on q and k, causal scaled_dot_product_attention, then the kind's step on each head's output y
+(rotate-half layout) on q and k, causal scaled_dot_product_attention (scores q.k / sqrt(head_dim), or
+under μP q.k sqrt(b) / head_dim, b the base head size), then the kind's step on each head's output y
 (model.attention; x is the layer's input, after ln_1):
   xsa        z = y - g (y . v^) v^ with v^ = v / max(||v||, xsa_eps), in float32 at least;
              g = 1, or tanh(alpha_h) with model.xsa_gate
@@ -77,6 +79,7 @@ class CausalSelfAttention(nn.Module):
         self.c_proj = nn.Linear(self.inner, cfg.d_model, bias=cfg.bias)
         self.resid_drop = nn.Dropout(cfg.dropout)
         self.dropout, self.step, self.xsa_eps = cfg.dropout, variant.step, cfg.xsa_eps
+        self.scale = cfg.attention_scale  # 1/sqrt(head_dim), or μP's
         # Gated XSA: z = y - tanh(alpha_h) (y . v^) v^; alpha is loaded from the checkpoint.
         self.xsa_gate = nn.Parameter(torch.zeros(cfg.n_head)) if variant.gated else None
         if self.step == "gated":  # z = y * sigmoid(x W^T), W (n_head or inner, d_model), no bias
@@ -91,7 +94,7 @@ class CausalSelfAttention(nn.Module):
                    for t in self.c_attn(x).split(self.inner, dim=-1))
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0,
-                                           is_causal=True)
+                                           is_causal=True, scale=self.scale)
         if self.step == "xsa":
             gate = None if self.xsa_gate is None else torch.tanh(self.xsa_gate.double()).float().view(-1, 1, 1)
             y = exclude_self_value(y, v, self.xsa_eps, gate)
@@ -160,7 +163,10 @@ class GPT(nn.Module):
     @torch.no_grad()
     def init_weights(self) -> None:
         """nanoGPT's: N(0, 0.02), residual projections scaled by 1/sqrt(2 n_layer); an untied
-        head starts at zero (uniform predictions, loss ln(vocab))."""
+        head N(0, min(0.02, 0.5/sqrt(width))) or zero. Under μP the hidden matrices' std is
+        over sqrt(m) and the head's width is the base's."""
+        cfg = self.cfg
+        head_width = cfg.mup_base_width if cfg.parametrization == "mup" else cfg.d_model
         for name, p in self.named_parameters():
             if name.endswith(".bias"):
                 p.zero_()
@@ -176,9 +182,11 @@ class GPT(nn.Module):
                 if self.cfg.head_init == "zero":
                     p.zero_()
                 else:  # xsagpt's untied "normal": nanoGPT's 0.02, capped at logit std 0.5
-                    p.normal_(0.0, min(0.02, 0.5 / math.sqrt(self.cfg.d_model)))
+                    p.normal_(0.0, min(0.02, 0.5 / math.sqrt(head_width)))
             else:
                 p.normal_(0.0, 0.02)
+            if cfg.mup_hidden(name):
+                p.div_(math.sqrt(cfg.width_multiplier))
 
     def _accept_checkpoint_layout(self, state_dict, prefix, *args) -> None:
         # The C++ state dict may carry the RoPE tables and, with a tied head, may
@@ -204,6 +212,8 @@ class GPT(nn.Module):
         for block in tr.h:
             x = block(x, cos, sin)
         logits = self.lm_head(tr.ln_f(x[:, S:]))  # sinks predict nothing
+        if self.cfg.parametrization == "mup":
+            logits = logits / self.cfg.width_multiplier  # μP's output multiplier
         loss = None
         if targets is not None:
             acc = torch.promote_types(logits.dtype, torch.float32)  # float32, float64 for float64

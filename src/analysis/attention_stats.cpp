@@ -20,7 +20,7 @@ HeadStats attention_head_stats(CausalSelfAttentionImpl& attn, const torch::Tenso
   auto k = apply_rope(heads(qkv[1]), cos, sin).to(torch::kFloat64);
   auto v = heads(qkv[2]).to(torch::kFloat64);
 
-  auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(D));
+  auto scores = torch::matmul(q, k.transpose(-1, -2)) * attn.scale;  // 1/sqrt(D), or μP's
   auto future = torch::ones({L, L}, h.options().dtype(torch::kBool)).triu(1);
   auto a = torch::softmax(scores.masked_fill(future, -INFINITY), -1);  // (B, H, L, L)
   auto y = torch::matmul(a, v);

@@ -11,9 +11,10 @@
 //                  z_i vanishes (y_i along v_i: a first token sees only itself) it
 //                  counts as orthogonal; its direction would be rounding noise.
 // The attention weights a_ij are computed explicitly, softmax over j <= i of
-// q_i.k_j/sqrt(d) with RoPE, since fused attention kernels never form them:
-// q, k, v as the model computes them, everything after in float64. Memory is
-// B*n_head*(n_sink+T)^2 float64 per layer; lower the batch for long sequences.
+// q_i.k_j times the layer's scale (1/sqrt(d), or μP's) with RoPE, since fused
+// attention kernels never form them: q, k, v as the model computes them, everything
+// after in float64. Memory is B*n_head*(n_sink+T)^2 float64 per layer; lower the
+// batch for long sequences.
 // The layer's figure is the mean over sequences and heads.
 #pragma once
 

@@ -5,6 +5,7 @@
 #include "config/model_section.h"
 #include "config/run_config.h"
 #include "model/counts.h"
+#include "model/mup.h"
 #include "sweep/sweep_file.h"
 #include "train/memory_check.h"
 #include "train/run_check.h"
@@ -94,6 +95,7 @@ InfoRun info_run(const cxxopts::ParseResult& args, const ModelConfig& cfg) {
   run.train.micro_batch = B;
   run.train.seq_len = T;
   run.train.optimizer = schema::enum_from_name<Optimizer>(args["optimizer"].as<std::string>(), "--optimizer");
+  check_optimizer_fits_model(run.train.optimizer, cfg, "--optimizer");
   run.train.shard_optimizer = r.shards > 1;
   if (run.train.shard_optimizer && !shardable(run.train.optimizer))
     throw ConfigError(fmt::format("--optimizer-shards: train.shard_optimizer is not supported with train.optimizer={}",
@@ -141,13 +143,14 @@ void print_info_table(const InfoRun& r, const ParamCounts& p, double flops, cons
   const auto& k = rt.kernels;
   const std::string copies = k.fp8 ? (rt.bf16 && k.weights ? "bf16 + e4m3" : "e4m3") : "bf16";
   std::cout << fmt::format(
-      "model        {} layers, d_model {}, {} heads x {} (inner {}), mlp {}, vocab {}, attention {}\n"
+      "model        {} layers, d_model {}, {} heads x {} (inner {}), mlp {}, vocab {}, attention {}\n{}"
       "parameters   {} total, {} non-embedding, {} embedding{}\n"
       "FLOPs/token  {} (training, seq_len {})\n"
       "memory       {} estimated at micro-batch {} x {} tokens, {} activations, checkpointing {}, loss chunk {}:\n"
       "             weights {}{}, grads {}, {} {}{}, RoPE tables {}, activations {}, logits {}{}{}\n",
       cfg.n_layer, cfg.d_model, cfg.n_head, cfg.head_dim, cfg.inner_dim(), cfg.mlp_dim(), cfg.vocab_size,
-      cfg.spec().describe(), human(p.total), human(p.non_embedding), human(p.embedding),
+      cfg.spec().describe(), cfg.mup() ? "             parametrization " + describe_parametrization(cfg) + "\n" : "",
+      human(p.total), human(p.non_embedding), human(p.embedding),
       cfg.tie_embeddings ? " (head tied)" : "", human(flops, "FLOP"), T, gib(mem.total()), B, T,
       rt.bf16 ? "bf16" : "fp32", name(rt.recompute), rt.loss_chunk ? std::to_string(rt.loss_chunk) : "off",
       gib(mem.params_bytes),

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "distributed/process_group.h"
+#include "sweep/ladder_tuning.h"
 #include "sweep/plan.h"
 #include "sweep/results.h"
 #include "sweep/run.h"
@@ -17,7 +18,9 @@
 #include "train/signals.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 
@@ -95,7 +98,7 @@ int sweep(int argc, char** argv) {
   if (args.count("requeue")) {
     // Asked by a batch script, one process outside srun's steps: the sweep as one process
     // resolves it, which --slurm has checked is the run its jobs train at their rank count.
-    const auto sweep = load_sweep(args["config"].as<std::string>(), 1);
+    const auto sweep = load_tuned_sweep(args["config"].as<std::string>(), 1);
     const auto point = chosen_point(args, sweep);
     if (!point || args.count("dry-run") || args.count("status") || args.count("summarize") || args.count("slurm"))
       throw ConfigError("--requeue: counts one point's requeue; give it with --point or --point-from-env alone");
@@ -103,7 +106,7 @@ int sweep(int argc, char** argv) {
   }
   auto dist_ctx = make_dist_context();  // single-process unless launched by torchrun/srun
   DistContext& dist = *dist_ctx;
-  const auto sweep = load_sweep(args["config"].as<std::string>(), dist.world_size());
+  const auto sweep = load_tuned_sweep(args["config"].as<std::string>(), dist.world_size());
   const bool dry_run = args.count("dry-run") > 0;
   const auto point = chosen_point(args, sweep);
   const bool status = args.count("status") > 0, summarize = args.count("summarize") > 0;
@@ -130,7 +133,23 @@ int sweep(int argc, char** argv) {
   run.retry_failed = args.count("retry-failed") > 0;
   run.plot = args.count("no-plot") == 0;
   run.watch_hint = track_command(sweep.dir);
-  return point ? run_sweep_point(sweep, *point, run, dist) : run_sweep(sweep, run, dist);
+  if (point) return run_sweep_point(sweep, *point, run, dist);
+  int rc = run_sweep(sweep, run, dist);
+  // A ladder that tunes at its smallest rungs (ladder.tune_rungs) learns the larger rungs'
+  // rates from them: the sweep is loaded again and goes on while that adds points.
+  const Sweep* last = &sweep;
+  Sweep next;
+  while (rc != kSweepInterrupted && !last->waiting.empty()) {
+    const size_t known = last->points.size();
+    next = load_tuned_sweep(args["config"].as<std::string>(), dist.world_size());
+    last = &next;
+    if (next.points.size() == known) break;
+    rc = std::max(rc, run_sweep(next, run, dist));
+  }
+  if (dist.is_main())
+    for (const auto& t : last->tuning)
+      if (!t.lr_mult) spdlog::warn("{}: its larger rungs wait for its rate: {}", t.variant, t.waits);
+  return rc;
 }
 
 }  // namespace xsagpt::cli

@@ -29,7 +29,12 @@ int train(int argc, char** argv) {
      cxxopts::value<std::string>())
     ("overwrite", "discard the run in the run directory and start over; with --resume PATH, discard what the "
                   "directory holds that is not part of that checkpoint's history (another run, or the same "
-                  "run's later checkpoints and metrics) and continue from it");
+                  "run's later checkpoints and metrics) and continue from it")
+    ("branch-from", "start from another run's checkpoint while the run directory has none of its own: a new run "
+                    "whose history is that run's up to the checkpoint (a wsd decay branched off a stable phase, "
+                    "docs/training.md); later sessions continue its own checkpoints, as --resume auto; with "
+                    "--overwrite, discard what the directory holds and branch again",
+     cxxopts::value<std::string>());
   // clang-format on
   const auto parsed = parse_command(opts, argc, argv);
   if (!parsed) return 0;
@@ -51,6 +56,10 @@ int train(int argc, char** argv) {
   TrainOptions topts;
   if (args.count("resume")) topts.resume = args["resume"].as<std::string>();
   topts.overwrite = args.count("overwrite") > 0;
+  if (args.count("branch-from")) {  // run/run_start.h refuses it beside --resume PATH
+    topts.branch_from = args["branch-from"].as<std::string>();
+    if (!args.count("resume") && !topts.overwrite) topts.resume = "auto";
+  }
   auto result = train(cfg, topts, dist);
   if (dist.is_main() && result.finished)
     spdlog::info("done: step {}, train loss {:.4f}, val loss {:.4f}", result.step, result.final_train_loss,

@@ -40,7 +40,11 @@ json model_meaning(const json& model) {
   // cannot read (a newer version's key, a value since refused) stays as written, with
   // the fields it lacks at their defaults, so that what differs is still named.
   try {
-    const auto c = model_config_from_json(model);
+    auto c = model_config_from_json(model);
+    // μP's keys mean nothing under "sp", and a base head size of head_dim is the 0 that says so.
+    const ModelConfig defaults;
+    if (!c.mup()) c.mup_base_width = defaults.mup_base_width;
+    if (!c.mup() || c.mup_base_head_dim == c.head_dim) c.mup_base_head_dim = defaults.mup_base_head_dim;
     json j = schema::write(c);
     j.update(c.spec().meaning());
     return j;

@@ -12,7 +12,8 @@
 // what those runs did, so its absence means its default. A model section means the
 // model it builds: an attention kind's key left out and the same key at its default
 // (model.out_gate "headwise" on a gated model), or model.xsa_layers "last N" on an
-// N-layer model and null, are one model (config/attention_spec.h: meaning). An
+// N-layer model and null, are one model (config/attention_spec.h: meaning), as are
+// "sp" models whose unused μP keys differ. An
 // upgrade therefore keeps its runs and sweeps: a sweep continues its points and a
 // resume its checkpoint, and the sweep's points are told apart, all through
 // saved_meaning, here.

@@ -3,12 +3,14 @@
 #include "config/model_section.h"
 #include "util/json_read.h"
 #include "util/paths.h"
+#include "util/regular_file.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -29,6 +31,17 @@ void ModelConfig::set_attention(const std::string& kind, const json& keys, const
   attention = kind;
 }
 
+double ModelConfig::width_multiplier() const {
+  return mup() ? static_cast<double>(d_model) / static_cast<double>(mup_base_width) : 1.0;
+}
+
+double ModelConfig::attention_scale() const {
+  const double d = static_cast<double>(head_dim);
+  if (!mup()) return 1.0 / std::sqrt(d);
+  const double base = mup_base_head_dim > 0 ? static_cast<double>(mup_base_head_dim) : d;
+  return std::sqrt(base) / d;
+}
+
 void ModelConfig::validate(const std::string& where) const {
   auto positive = [&](const char* key, double value) {
     if (!(value > 0)) throw ConfigError(where + "." + key + ": must be > 0, got " + json(value).dump());
@@ -43,6 +56,10 @@ void ModelConfig::validate(const std::string& where) const {
   positive("rope_theta", rope_theta);
   positive("norm_eps", norm_eps);
   positive("xsa_eps", xsa_eps);
+  positive("mup_base_width", mup_base_width);
+  if (mup_base_head_dim < 0)
+    throw ConfigError(where + ".mup_base_head_dim: must be >= 0 (0: the model's own head_dim), got " +
+                      std::to_string(mup_base_head_dim));
   if (head_dim % 2 != 0)
     throw ConfigError(where + ".head_dim: RoPE rotates pairs, so it must be even, got " + std::to_string(head_dim));
   if (dropout < 0 || dropout >= 1)
@@ -107,8 +124,8 @@ json to_json(const ModelConfig& c) {
 }
 
 json read_json_file(const fs::path& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) throw ConfigError(path.string() + ": is a directory, expected a JSON file");
+  if (const auto what = not_a_regular_file(path); !what.empty())
+    throw ConfigError(path.string() + ": is " + what + ", expected a JSON file");
   std::ifstream in(path);
   if (!in) throw ConfigError(path.string() + ": cannot open: " + std::strerror(errno));
   // JSON objects keep the last of two equal keys; a config with "lr" twice would

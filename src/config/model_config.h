@@ -31,6 +31,25 @@ inline constexpr std::array<std::pair<HeadInit, const char*>, 4> kHeadInitNames{
 inline const auto& enum_names(HeadInit) { return kHeadInitNames; }
 inline const char* name(HeadInit h) { return schema::enum_name(h); }
 
+// model.parametrization: how initialisation, the optimizer's rates and two multipliers
+// in the forward pass scale with width. "sp" is the standard parametrization every model
+// trained before had; "mup" is the Maximal Update Parametrization (Tensor Programs V,
+// Yang et al. 2022, arXiv 2203.03466; docs/training.md#mup), under which a rate tuned at
+// one width holds at another. With m = d_model / mup_base_width:
+//   hidden matrices (the blocks' projections and each kind's, model/attention_kinds.h):
+//     initial std / sqrt(m), AdamW rate / m and weight decay * m (their product, the
+//     decay per step, unchanged: the mup package's MuAdamW);
+//   the LM head reads ln_f's output times 1/m (mup's MuReadout), its start the base's;
+//   attention scores q.k * sqrt(b)/head_dim, b the base's head size (1/head_dim up to a
+//     constant, chosen so that the base model's scores are SP's);
+//   embeddings, sinks, norms, biases and per-head gates: as under sp.
+// At d_model = mup_base_width a "mup" model is the "sp" model, bit for bit.
+enum class Parametrization { kSp, kMup };
+inline constexpr std::array<std::pair<Parametrization, const char*>, 2> kParametrizationNames{
+    {{Parametrization::kSp, "sp"}, {Parametrization::kMup, "mup"}}};
+inline const auto& enum_names(Parametrization) { return kParametrizationNames; }
+inline const char* name(Parametrization p) { return schema::enum_name(p); }
+
 struct ModelConfig {
   int64_t vocab_size = 50304;  // GPT-2's 50257 padded to a multiple of 64
   int64_t block_size = 1024;
@@ -57,6 +76,9 @@ struct ModelConfig {
   HeadInit head_init = HeadInit::kNormal;
   double norm_eps = 1e-5;
   double xsa_eps = 1e-6;
+  Parametrization parametrization = Parametrization::kSp;
+  int64_t mup_base_width = 256;
+  int64_t mup_base_head_dim = 0;  // 0: the model's own head_dim
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v("vocab_size", s.vocab_size, "vocabulary size (GPT-2's 50257 padded to a multiple of 64)");
@@ -89,9 +111,30 @@ struct ModelConfig {
       "\"scaled\" (tied only: the shared matrix starts at N(0, 0.5/d_model), self-prediction 0.5 nats)");
     v("norm_eps", s.norm_eps, "LayerNorm epsilon");
     v("xsa_eps", s.xsa_eps, "floor on ||v|| when normalising the value vector in XSA");
+    v("parametrization", s.parametrization,
+      "how the model scales with width (docs/training.md#mup): \"sp\" (standard, every shipped config's) or "
+      "\"mup\" (the Maximal Update Parametrization of Tensor Programs V: with m = d_model / mup_base_width, hidden "
+      "matrices start at std / sqrt(m) and train at AdamW rate / m, the LM head reads its input / m, attention "
+      "scores scale as 1/head_dim; a rate tuned at one width holds at another). Not with train.optimizer=muon");
+    v("mup_base_width", s.mup_base_width,
+      "under \"mup\": the width (d_model) at which the model is its \"sp\" twin, bit for bit; tune there, or "
+      "at any width, and keep it fixed while d_model changes");
+    v("mup_base_head_dim", s.mup_base_head_dim,
+      "under \"mup\": the base model's head size b, attention scores scaled by sqrt(b)/head_dim; 0 (default): "
+      "the model's own head_dim, for models that grow in heads, not head size (the ladder's depth rungs)");
   }
 
   int64_t inner_dim() const { return n_head * head_dim; }
+  bool mup() const { return parametrization == Parametrization::kMup; }
+  // m = d_model / mup_base_width under "mup"; 1 under "sp".
+  double width_multiplier() const;
+  // What q.k is multiplied by before the softmax: 1/sqrt(head_dim), or sqrt(b)/head_dim under "mup".
+  double attention_scale() const;
+  // What ln_f's output is multiplied by before the LM head: 1/m.
+  double logit_scale() const { return 1.0 / width_multiplier(); }
+  // The width the LM head's start is computed at: d_model, or the base's under "mup"
+  // (the head is not a hidden matrix: its start does not move with width).
+  int64_t head_init_width() const { return mup() ? mup_base_width : d_model; }
   int64_t mlp_dim() const { return static_cast<int64_t>(mlp_ratio * static_cast<double>(d_model)); }
   // The attention as one value (config/attention_spec.h): its kind, the kind's keys,
   // the layers that take its step and the sinks. Resolved when the model section is

@@ -73,7 +73,12 @@ void check_resume_compatible(const RunConfig& cfg, const json& saved_config, con
   };
   json keys = now["model"];
   keys.update(saved["model"]);  // every key either side has, in order
-  for (const auto& [k, _] : keys.items()) {
+  // The parametrization first: under "sp" the mup_* keys read as their defaults, so a
+  // change of parametrization would otherwise be named as a change of mup_base_width.
+  std::vector<std::string> order{"parametrization"};
+  for (const auto& [k, _] : keys.items())
+    if (k != order.front()) order.push_back(k);
+  for (const auto& k : order) {
     const json old = saved["model"].value(k, json()), v = now["model"].value(k, json());
     if (old != v)
       throw ConfigError(

@@ -70,6 +70,7 @@ void RunConfig::validate(int64_t world_size) const {
     fail("train.shard_optimizer",
          "not supported with train.optimizer=muon (Muon's momentum is kept on every rank); set "
          "train.shard_optimizer=false, or train.optimizer=adamw to shard AdamW's state");
+  check_optimizer_fits_model(t.optimizer, model, "train.optimizer");
   if (t.grad_clip < 0) fail("train.grad_clip", "must be >= 0 (0 disables clipping)");
   if (t.log_interval < 1) fail("train.log_interval", "must be >= 1");
   if (t.eval_interval < 0) fail("train.eval_interval", "must be >= 0");
@@ -92,6 +93,9 @@ void RunConfig::validate(int64_t world_size) const {
                      t.eval_tokens, t.micro_batch, t.seq_len, world_size, per));
   if (t.ckpt_interval < 0) fail("train.ckpt_interval", "must be >= 0");
   if (t.keep_checkpoints < 1) fail("train.keep_checkpoints", "must be >= 1");
+  for (const auto step : t.ckpt_steps)
+    if (step < 1 || step > t.max_steps)
+      fail("train.ckpt_steps", fmt::format("{} is not a step of this run (1 to max_steps = {})", step, t.max_steps));
   parse_precision(t.precision, /*cuda=*/false);
   check_device_spec(t.device, "train.device");
   check_cpu_threads(t.threads, "train.threads");
@@ -109,6 +113,15 @@ std::string not_utf8(const std::string& path, size_t at) {
       "\"{}\" is not valid UTF-8 (byte 0x{:02x} at offset {}); a run records its paths in config.json and its "
       "checkpoints, which hold UTF-8 text: choose a name in UTF-8",
       utf8::escape_invalid(path), static_cast<unsigned char>(path[at]), at);
+}
+
+void check_optimizer_fits_model(Optimizer optimizer, const ModelConfig& model, const std::string& key) {
+  // Muon's orthogonalised update has a width scaling of its own, which μP's AdamW
+  // rules do not give it and this code does not implement.
+  if (optimizer == Optimizer::kMuon && model.mup())
+    throw ConfigError(key +
+                      ": muon with model.parametrization=\"mup\" is not supported: μP's rates here are AdamW's; "
+                      "use train.optimizer=adamw, or model.parametrization=\"sp\" to train with Muon");
 }
 
 Runtime RunConfig::runtime(bool cuda) const { return runtime_of(train, cuda); }

@@ -55,6 +55,7 @@ struct TrainConfig {
   int64_t eval_similarity_positions = 256;
   int64_t ckpt_interval = 1000;
   int64_t keep_checkpoints = 3;
+  std::vector<int64_t> ckpt_steps;
   int64_t seed = 1337;
   std::string precision = "auto";
   std::string device = "auto";
@@ -117,6 +118,9 @@ struct TrainConfig {
       "the similarity bias's positions: the first this many tokens of each of those sequences (at most seq_len)");
     v("ckpt_interval", s.ckpt_interval, "steps between checkpoints (0: only at the end and on signals)");
     v("keep_checkpoints", s.keep_checkpoints, "newest checkpoints kept in out_dir/checkpoints");
+    v("ckpt_steps", s.ckpt_steps,
+      "steps at which a checkpoint is also saved, each kept whatever keep_checkpoints says: where other runs "
+      "branch off this one (`train --branch-from`; a ladder's data ratios)");
     v("seed", s.seed, "seed for initialisation, data order and dropout");
     v("precision", s.precision, "\"auto\" (bf16 autocast on CUDA, fp32 on CPU), \"bf16\" or \"fp32\"");
     v("device", s.device, "\"auto\" (CUDA if present), \"cpu\", \"cuda\" or \"cuda:N\"");
@@ -157,6 +161,11 @@ struct RunConfig {
 // The runtime the train.* keys ask for on a CUDA device or not. train and bench both
 // build theirs here, so `bench` times the step `train` runs.
 Runtime runtime_of(const TrainConfig& train, bool cuda);
+
+// ConfigError naming `key` when the optimizer cannot train the model as its
+// parametrization asks: μP's rates are AdamW's, so Muon with model.parametrization
+// "mup" is refused (docs/training.md#mup says why).
+void check_optimizer_fits_model(Optimizer optimizer, const ModelConfig& model, const std::string& key);
 
 // The sections and out_dir, plus "variant" (the model's AttentionSpec::name) for the tools that
 // read config.json; reading ignores "variant", which the model section determines.

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace xsagpt {
 
 LayerAttention LayerAttention::of(const ModelConfig& cfg, int64_t layer) {
@@ -14,6 +16,7 @@ LayerAttention LayerAttention::of(const ModelConfig& cfg, int64_t layer) {
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg, int64_t layer, ExecPtr exec_)
     : n_head(cfg.n_head),
       head_dim(cfg.head_dim),
+      scale(cfg.attention_scale()),
       computes(LayerAttention::of(cfg, layer)),
       attn_dropout(cfg.dropout),
       exec(std::move(exec_)) {
@@ -21,6 +24,7 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg, int64_t
   c_attn = register_module("c_attn", torch::nn::Linear(LinearOptions(cfg.d_model, 3 * cfg.inner_dim()).bias(cfg.bias)));
   c_proj = register_module("c_proj", torch::nn::Linear(LinearOptions(cfg.inner_dim(), cfg.d_model).bias(cfg.bias)));
   resid_drop = register_module("resid_drop", torch::nn::Dropout(cfg.dropout));
+  if (scale != 1.0 / std::sqrt(static_cast<double>(head_dim))) sdpa_scale = scale;
   // The kind's parameters are registered after the projections, on this module: their
   // names and their place in the parameter order are part of checkpoints.
   if (computes.step) step = attention_kind_row(cfg.spec()).make({cfg, layer, *this, exec});
@@ -57,16 +61,16 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const tor
     v = heads(parts[1], n_head);
   }
 
-  // y_i = sum_{j<=i} softmax(q_i.k_j / sqrt(d)) v_j  (flash kernels on CUDA)
+  // y_i = sum_{j<=i} softmax(q_i.k_j * scale) v_j, scale 1/sqrt(d) (1/d-like under μP)  (flash kernels on CUDA)
   torch::Tensor y;
   if (!cache) {
     y = at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, is_training() ? attn_dropout : 0.0,
-                                         /*is_causal=*/true);
+                                         /*is_causal=*/true, sdpa_scale);
   } else {  // generation: keys and values of all positions so far; query i sits at past+i
     auto [keys, values] = cache->append(k, v, past);
     std::optional<torch::Tensor> mask;  // one new position sees everything cached
     if (T > 1) mask = torch::ones({T, past + T}, x.options().dtype(torch::kBool)).tril(past);
-    y = at::scaled_dot_product_attention(q, keys, values, mask);
+    y = at::scaled_dot_product_attention(q, keys, values, mask, 0.0, false, sdpa_scale);
   }
 
   // The kind's step, e.g. XSA: z_i = y_i - (y_i . v^_i) v^_i, per head (model/kind_xsa.cpp)

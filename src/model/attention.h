@@ -12,6 +12,7 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <optional>
 
 namespace xsagpt {
 
@@ -43,6 +44,10 @@ struct CausalSelfAttentionImpl : torch::nn::Module {
   torch::nn::Linear c_proj{nullptr};  // output projection
   torch::nn::Dropout resid_drop{nullptr};
   int64_t n_head, head_dim;
+  // What q.k is multiplied by (ModelConfig::attention_scale); SDPA is given it only
+  // where it is not SDPA's own 1/sqrt(head_dim) (under μP away from the base head size).
+  double scale;
+  std::optional<double> sdpa_scale;
   LayerAttention computes;
   std::shared_ptr<const AttentionStep> step;  // null where the layer applies none
   double attn_dropout;

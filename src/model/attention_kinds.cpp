@@ -21,19 +21,26 @@ double xsa_token_step_activations(const ModelConfig& c, double a);
 
 // The kinds, a row each, in the order of config/attention_kinds.cpp: the name of that
 // row, its file's factory and parameter count, the parameters its step registers on a
-// layer (with whether Muon may take each) and its work per token. XSA's step keeps
+// layer (with whether Muon may take each and what each is to μP: a gate read from the
+// token through a d_model-wide projection is a hidden matrix, a gate per head a vector)
+// and its work per token. XSA's step keeps
 // only y and v, which attention keeps anyway, and the output projection reads z
 // instead of the copy of y (model/xsa.h; measured equal): it adds no work to count.
 // A function's static, built on first use, as the config half's.
 std::span<const AttentionKindRow> attention_kind_rows() {
   static const AttentionKindRow table[] = {
       {"sa"},
-      {"xsa", make_xsa_step, xsa_step_params, {{"xsa_gate"}}},
-      {"gated", make_gated_step, gated_step_params, {{"out_gate"}}, {gated_step_flops, gated_step_activations}},
+      {"xsa", make_xsa_step, xsa_step_params, {{.name = "xsa_gate", .width = WidthRole::kVector}}},
+      {"gated",
+       make_gated_step,
+       gated_step_params,
+       {{.name = "out_gate", .width = WidthRole::kHidden}},
+       {gated_step_flops, gated_step_activations}},
       {"xsa_token",
        make_xsa_token_step,
        xsa_token_step_params,
-       {{"xsa_token_gate"}, {"xsa_token_gate_bias"}},
+       {{.name = "xsa_token_gate", .width = WidthRole::kHidden},
+        {.name = "xsa_token_gate_bias", .width = WidthRole::kVector}},
        {xsa_token_step_flops, xsa_token_step_activations}},
   };
   return table;

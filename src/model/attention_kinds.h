@@ -45,12 +45,21 @@ struct StepContext {
   ExecPtr exec;
 };
 
-// A parameter a kind's step registers on its layer, and whether Muon may take it
-// (train.optimizer=muon, optim/muon.h): a matrix of a kind goes to AdamW unless its
-// row says Muon's orthogonalised update suits it.
+// What a parameter is to μP (model.parametrization "mup", config/model_config.h): a
+// hidden matrix, whose two sides both grow with width (its start shrinks by sqrt(m) and
+// its AdamW rate by m: a projection from the layer's input, a gate's included), or a
+// vector-like one, which keeps its start and rate (per-head gates, biases). A kind's row
+// must say which each of its parameters is: a model under "mup" refuses a kind whose
+// row leaves one unsaid, and tests/cpp/model/test_attention_kind.cpp names it.
+enum class WidthRole { kUnsaid, kHidden, kVector };
+
+// A parameter a kind's step registers on its layer, whether Muon may take it
+// (train.optimizer=muon, optim/muon.h: a matrix of a kind goes to AdamW unless its
+// row says Muon's orthogonalised update suits it), and its role under μP.
 struct StepParameter {
   const char* name;
   bool muon = false;
+  WidthRole width = WidthRole::kUnsaid;
 };
 
 // The work one layer's step adds, per token, to what counts (model/counts.h) holds for

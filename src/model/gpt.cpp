@@ -3,6 +3,7 @@
 #include "config/kernel_fit.h"
 #include "kernels/lm_head_loss.h"
 #include "model/chunked_loss.h"
+#include "model/mup.h"
 #include "model/recompute.h"
 #include "model/rope.h"
 
@@ -85,16 +86,22 @@ void GPTImpl::init_weights() {
       if (init == HeadInit::kZero) {
         p.zero_();  // uniform predictions at the start: loss ln(vocab) at any width
       } else {      // nanoGPT's 0.02, capped so the logits of ln_f's unit-variance output have std <= 0.5
-        p.normal_(0.0, std::min(0.02, 0.5 / std::sqrt(static_cast<double>(cfg.d_model))));
+        p.normal_(0.0, std::min(0.02, 0.5 / std::sqrt(static_cast<double>(cfg.head_init_width()))));
       }
     } else if (name == "transformer.wte.weight" && cfg.tie_embeddings && init == HeadInit::kScaled) {
       // Behind ln_e, the embedding's scale matters only to the tied head, where a
       // token's self-logit starts at LN(e).e ~ std * d_model: 0.5 nats here.
-      p.normal_(0.0, 0.5 / static_cast<double>(cfg.d_model));
+      p.normal_(0.0, 0.5 / static_cast<double>(cfg.head_init_width()));
     } else {
       p.normal_(0.0, 0.02);  // wte, sink, c_attn, c_fc
     }
   }
+  // Under μP the hidden matrices start as above over sqrt(m), whatever start their
+  // module or kind gave them (model/mup.h); the head's start is the base width's, and
+  // the logits' 1/m is hidden()'s.
+  const auto scales = mup_init_scales(cfg, unique_named_parameters());
+  for (auto& [name, p] : unique_named_parameters())
+    if (const auto it = scales.find(name); it != scales.end()) p.mul_(it->second);
 }
 
 torch::Tensor GPTImpl::embed(const torch::Tensor& idx, bool with_sinks) {
@@ -177,7 +184,10 @@ torch::Tensor GPTImpl::hidden(const torch::Tensor& idx, KVCache* cache) {
   }
   if (cache) cache->length = past + S + T;
   auto h = x.norm(transformer->ln_f);
-  return S > 0 ? h.narrow(1, S, T) : h;  // sinks predict nothing (a narrow's backward zero-fills a copy)
+  if (S > 0) h = h.narrow(1, S, T);  // sinks predict nothing (a narrow's backward zero-fills a copy)
+  // μP's output multiplier 1/m, on the head's input so that every head path (whole
+  // logits, chunks, the fused loss) takes it: logits = W (h / m).
+  return cfg.width_multiplier() == 1.0 ? h : h * cfg.logit_scale();
 }
 
 // The LM head's loss without the full logits: fused with its gradient (kernels/
@@ -196,6 +206,8 @@ void GPTImpl::set_runtime(const Runtime& rt) {
   check_kernels_fit_model(rt.kernels, cfg);  // every caller, not only train: bench, eval, the tests
   exec_->set_runtime(rt);
 }
+
+std::map<std::string, double> GPTImpl::rate_scales() const { return mup_rate_scales(cfg, unique_named_parameters()); }
 
 std::vector<std::pair<std::string, torch::Tensor>> GPTImpl::unique_named_parameters() const {
   std::vector<std::pair<std::string, torch::Tensor>> out;

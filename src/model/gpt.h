@@ -7,6 +7,9 @@
 //
 // The LM head is its own matrix by default, started small; config/model_config.h
 // (tie_embeddings, head_init) says why, and what a head tied as nanoGPT ties it does.
+// Under μP (model.parametrization "mup") the hidden matrices start smaller, the head
+// reads ln_f's output over the width multiplier m and attention scores scale as
+// 1/head_dim (config/model_config.h; model/mup.h holds the rules per parameter).
 //
 // Attention sinks (model.n_sink > 0, StreamingLLM's learnable sink): learned
 // vectors transformer.sink (n_sink, d_model) placed in front of every sequence as
@@ -28,6 +31,9 @@
 #include "model/residual.h"
 
 #include <torch/torch.h>
+
+#include <map>
+#include <string>
 
 namespace xsagpt {
 
@@ -83,6 +89,9 @@ struct GPTImpl : torch::nn::Module {
   // The residual stream entering block 0: ln_e([sink; wte(idx)]), (B, S+T, d_model)
   // with S = n_sink if with_sinks else 0.
   torch::Tensor embed(const torch::Tensor& idx, bool with_sinks);
+
+  // μP's factor on each hidden matrix's AdamW rate (model/mup.h); empty under "sp".
+  std::map<std::string, double> rate_scales() const;
 
   // Parameters without the tied duplicate, in registration order.
   std::vector<std::pair<std::string, torch::Tensor>> unique_named_parameters() const;

@@ -5,18 +5,20 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 namespace xsagpt {
 
-// State for the fused path: two groups (decay, no decay), lists aligned with params.
+// State for the fused path: a group per rate factor and weight decay (decay and no
+// decay, times μP's factors), lists aligned with params.
 struct AdamW::Fused {
   struct Group {
+    AdamW::Group settings;
     std::vector<size_t> index;  // into params_
     std::vector<torch::Tensor> exp_avg, exp_avg_sq, step;
-    double weight_decay;
   };
-  Group groups[2];
+  std::vector<Group> groups;
 };
 
 namespace {
@@ -46,29 +48,46 @@ AdamW::AdamW(std::vector<std::pair<std::string, torch::Tensor>> named_params, Ad
                              ? (fused_kernel_runs_on(params_[0].device()) ? AdamWImpl::kFused : AdamWImpl::kTorch)
                              : cfg.impl;
   impl_ = name(impl);
+  for (const auto& [n, scale] : cfg.rate_scales)
+    TORCH_CHECK(scale > 0 && std::isfinite(scale), "AdamW: rate factor ", scale, " for ", n);
+  // The groups in order of first appearance: without rate factors, decay then no decay, as before.
+  std::vector<Group> order;
+  std::vector<size_t> group_index;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto g = group_of(i);
+    const auto at = std::find(order.begin(), order.end(), g);
+    group_index.push_back(static_cast<size_t>(at - order.begin()));
+    if (at == order.end()) order.push_back(g);
+  }
   if (impl == AdamWImpl::kFused) {
     fused_ = std::make_unique<Fused>();
-    fused_->groups[0].weight_decay = cfg.weight_decay;
-    fused_->groups[1].weight_decay = 0.0;
+    for (const auto& g : order) fused_->groups.push_back({g});
     for (size_t i = 0; i < params_.size(); ++i) {
-      auto& g = fused_->groups[decays(params_[i]) ? 0 : 1];
+      auto& g = fused_->groups[group_index[i]];
       g.index.push_back(i);
       g.exp_avg.push_back(torch::zeros_like(params_[i], torch::MemoryFormat::Preserve));
       g.exp_avg_sq.push_back(torch::zeros_like(params_[i], torch::MemoryFormat::Preserve));
       g.step.push_back(torch::zeros({}, params_[i].options().dtype(torch::kFloat32)));
     }
   } else {
-    std::vector<torch::Tensor> decay, no_decay;
-    for (const auto& p : params_) (decays(p) ? decay : no_decay).push_back(p);
-    auto opts = [&](double wd) {
-      return std::make_unique<torch::optim::AdamWOptions>(
-          torch::optim::AdamWOptions(0.0).betas({cfg.beta1, cfg.beta2}).eps(cfg.eps).weight_decay(wd));
-    };
+    std::vector<std::vector<torch::Tensor>> members(order.size());
+    for (size_t i = 0; i < params_.size(); ++i) members[group_index[i]].push_back(params_[i]);
     std::vector<torch::optim::OptimizerParamGroup> groups;
-    groups.emplace_back(decay, opts(cfg.weight_decay));
-    if (!no_decay.empty()) groups.emplace_back(no_decay, opts(0.0));
+    for (size_t k = 0; k < order.size(); ++k) {
+      groups.emplace_back(members[k], std::make_unique<torch::optim::AdamWOptions>(
+                                          torch::optim::AdamWOptions(0.0)
+                                              .betas({cfg.beta1, cfg.beta2})
+                                              .eps(cfg.eps)
+                                              .weight_decay(order[k].weight_decay)));
+      torch_rate_scales_.push_back(order[k].rate_scale);
+    }
     torch_ = std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(0.0));
   }
+}
+
+AdamW::Group AdamW::group_of(size_t i) const {
+  const double scale = cfg_.rate_scale(names_[i]);
+  return {scale, decays(params_[i]) ? cfg_.weight_decay / scale : 0.0};
 }
 
 AdamW::~AdamW() = default;
@@ -77,7 +96,9 @@ void AdamW::step(double lr, const torch::Tensor& clip) {
   torch::NoGradGuard no_grad;
   if (torch_) {
     if (clip.defined()) scale_grads(params_, clip);  // torch::optim::AdamW has no grad_scale
-    for (auto& group : torch_->param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+    auto& groups = torch_->param_groups();
+    for (size_t k = 0; k < groups.size(); ++k)
+      static_cast<torch::optim::AdamWOptions&>(groups[k].options()).lr(lr * torch_rate_scales_[k]);
     torch_->step();
     return;
   }
@@ -106,7 +127,8 @@ void AdamW::step(double lr, const torch::Tensor& clip) {
         at::_foreach_mul_(grad, clip);
     }
     at::_foreach_add_(s, 1);  // the kernel expects the step count already advanced (bias correction)
-    at::_fused_adamw_(p, grad, m, v, {}, s, lr, cfg_.beta1, cfg_.beta2, g.weight_decay, cfg_.eps,
+    at::_fused_adamw_(p, grad, m, v, {}, s, lr * g.settings.rate_scale, cfg_.beta1, cfg_.beta2,
+                      g.settings.weight_decay, cfg_.eps,
                       /*amsgrad=*/false, /*maximize=*/false, grad_scale);
   }
 }

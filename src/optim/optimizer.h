@@ -1,5 +1,6 @@
 // AdamW as the paper trains with it: decoupled weight decay on matrices only
-// (embeddings and Linear weights), none on LayerNorm weights and biases. Two
+// (embeddings and Linear weights), none on LayerNorm weights and biases; under μP a
+// rate factor per parameter (AdamWConfig::rate_scales). Two
 // interchangeable implementations with one state layout keyed by parameter name:
 //  - "fused": ATen's _fused_adamw_ kernel (one launch per group on CUDA; also CPU);
 //  - "torch": torch::optim::AdamW, the reference the fused path is tested against.
@@ -20,6 +21,15 @@ namespace xsagpt {
 struct AdamWConfig {
   double beta1, beta2, eps, weight_decay;
   AdamWImpl impl;
+  // A factor on the rate of the parameters named, 1 for the others: μP's 1/m on the
+  // hidden matrices (model/mup.h). A decaying parameter's weight decay is divided by
+  // it, so that its decay per step (rate times decay, AdamW's decoupled form) stays
+  // as without it, as the mup package's MuAdamW scales the two.
+  std::map<std::string, double> rate_scales = {};
+  double rate_scale(const std::string& name) const {
+    const auto it = rate_scales.find(name);
+    return it == rate_scales.end() ? 1.0 : it->second;
+  }
 };
 
 // Per-parameter optimizer state by parameter name; what a checkpoint stores.
@@ -57,12 +67,19 @@ class AdamW {
 
  private:
   struct Fused;
+  // A parameter's group: its rate factor and weight decay (the config's over that factor, or 0).
+  struct Group {
+    double rate_scale, weight_decay;
+    auto operator<=>(const Group&) const = default;
+  };
+  Group group_of(size_t i) const;
   std::vector<std::string> names_;
   std::vector<torch::Tensor> params_;
   AdamWConfig cfg_;
   std::string impl_;
   std::unique_ptr<Fused> fused_;
   std::unique_ptr<torch::optim::AdamW> torch_;
+  std::vector<double> torch_rate_scales_;  // per param group of torch_
 };
 
 }  // namespace xsagpt

@@ -30,6 +30,9 @@ RunOptimizer::RunOptimizer(std::vector<std::pair<std::string, torch::Tensor>> na
     (name_ == Optimizer::kMuon && muon_updates(n, p) ? to_muon : to_adamw).emplace_back(n, p);
   if (name_ == Optimizer::kMuon) {
     TORCH_CHECK(!to_muon.empty(), "train.optimizer=muon: the model has no matrices inside its blocks");
+    // μP's rate factors are AdamW's; RunConfig::validate refuses Muon with "mup" by name.
+    for (const auto& [n, p] : to_muon)
+      TORCH_CHECK(adamw.rate_scale(n) == 1.0, "train.optimizer=muon: ", n, " has a μP rate factor");
     muon_ = std::make_unique<Muon>(std::move(to_muon), muon_config(train));
     muon_scale_ = muon_learning_rate(train, 1.0);
   }

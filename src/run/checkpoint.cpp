@@ -219,8 +219,11 @@ std::string last_good_checkpoint(const fs::path& run_dir) {
   return fmt::format("The last good checkpoint, {}, is kept.", all.back().string());
 }
 
-void prune_checkpoints(const fs::path& run_dir, int64_t keep) {
+void prune_checkpoints(const fs::path& run_dir, int64_t keep, const std::vector<int64_t>& pinned) {
   auto all = list_checkpoints(run_dir);
+  std::erase_if(all, [&](const fs::path& f) {
+    return std::find(pinned.begin(), pinned.end(), checkpoint_step(f)) != pinned.end();
+  });
   for (size_t i = 0; i + keep < all.size(); ++i) fs::remove(all[i]);
 }
 

@@ -119,7 +119,8 @@ std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path&
 // For messages after a failure: "The last good checkpoint, <path>, is kept." naming
 // the newest one (each was checked finite when saved), or that there is none.
 std::string last_good_checkpoint(const std::filesystem::path& run_dir);
-// Deletes all but the newest `keep`.
-void prune_checkpoints(const std::filesystem::path& run_dir, int64_t keep);
+// Deletes all but the newest `keep`, and never one of the steps `pinned` (where other
+// runs branch off this one: train.ckpt_steps).
+void prune_checkpoints(const std::filesystem::path& run_dir, int64_t keep, const std::vector<int64_t>& pinned = {});
 
 }  // namespace xsagpt

@@ -1,7 +1,7 @@
 // done.json (see done_json.h).
 #include "run/done_json.h"
 
-#include "run/metrics.h"
+#include "run/metrics_history.h"
 #include "util/atomic_file.h"
 
 namespace xsagpt {
@@ -50,9 +50,10 @@ void finish_run(const std::filesystem::path& dir, const RunSummary& summary) {
 
 FinishedRun finished_run(const RunPaths& paths, RunSummary saved) {
   if (!std::isfinite(saved.final_train_loss) || !std::isfinite(saved.final_val_loss)) {
-    const auto logged = losses_at_step(paths.metrics, saved.step);  // checkpoints of older versions
-    if (!std::isfinite(saved.final_train_loss) && logged.train_loss) saved.final_train_loss = *logged.train_loss;
-    if (!std::isfinite(saved.final_val_loss) && logged.val_loss) saved.final_val_loss = *logged.val_loss;
+    const auto logged = read_metrics(paths.metrics);  // checkpoints of older versions
+    const auto train_loss = logged.train_loss_at(saved.step), val_loss = logged.val_loss_at(saved.step);
+    if (!std::isfinite(saved.final_train_loss) && train_loss) saved.final_train_loss = *train_loss;
+    if (!std::isfinite(saved.final_val_loss) && val_loss) saved.final_val_loss = *val_loss;
   }
   const auto recorded = RunSummary::from_json(read_run_file(paths.done));  // unreadable: rewritten
   if (recorded.step == saved.step && std::isfinite(recorded.final_train_loss) && std::isfinite(recorded.final_val_loss))

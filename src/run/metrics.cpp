@@ -1,8 +1,7 @@
-// metrics.jsonl writing and its atomic rewrite on resume (see metrics.h).
+// metrics.jsonl written line by line, never left ending mid-line (see metrics.h).
 #include "run/metrics.h"
 
 #include "util/atomic_file.h"
-#include "util/json_read.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +10,6 @@
 #include <unistd.h>
 #include <algorithm>
 #include <cerrno>
-#include <fstream>
 #include <utility>
 
 namespace xsagpt {
@@ -56,59 +54,6 @@ void MetricsLog::write(const nlohmann::json& line) {
     }
     done += static_cast<size_t>(n);
   }
-}
-
-MetricsCut truncate_metrics(const fs::path& path, int64_t step) {
-  MetricsCut cut;
-  if (!fs::exists(path)) return cut;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw MetricsError(errno_message(path, "cannot open for reading"));
-  std::string kept;
-  int64_t number = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++number;
-    const bool whole = !in.eof();  // the last line had no newline: cut off mid-write
-    const auto j = parse_json_or_discarded(line);
-    const bool readable = whole && j.is_object() && j.contains("step") && j["step"].is_number_integer();
-    if (!readable) {
-      cut.damaged_lines.push_back(number);
-      cut.damaged += line + "\n";
-    } else if (const auto s = j["step"].get<int64_t>(); s <= step) {
-      kept += line + "\n";
-      cut.last_step = std::max(cut.last_step, s);
-    }
-  }
-  if (in.bad()) throw MetricsError(errno_message(path, "cannot read"));
-  try {
-    write_file_atomic(path, kept);
-  } catch (const WriteError& e) {
-    throw MetricsError(std::string(e.what()) + " (while dropping the lines past step " + std::to_string(step) + ")");
-  }
-  return cut;
-}
-
-std::string line_ranges(const std::vector<int64_t>& lines) {
-  std::string out;
-  for (size_t i = 0; i < lines.size();) {
-    size_t j = i;
-    while (j + 1 < lines.size() && lines[j + 1] == lines[j] + 1) ++j;
-    out += (out.empty() ? "" : ", ") + (j == i ? std::to_string(lines[i]) : fmt::format("{}-{}", lines[i], lines[j]));
-    i = j + 1;
-  }
-  return out;
-}
-
-LoggedLosses losses_at_step(const fs::path& path, int64_t step) {
-  LoggedLosses out;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    const auto j = parse_json_or_discarded(line);
-    if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer() || j["step"].get<int64_t>() != step)
-      continue;
-    if (j.contains("train_loss") && j["train_loss"].is_number()) out.train_loss = j["train_loss"].get<double>();
-    if (j.contains("val_loss") && j["val_loss"].is_number()) out.val_loss = j["val_loss"].get<double>();
-  }
-  return out;
 }
 
 }  // namespace xsagpt

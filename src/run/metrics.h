@@ -5,17 +5,15 @@
 //
 // Nothing is lost silently: a line that cannot be written (full disk, I/O error)
 // is cut off again, so the file never ends mid-line, and MetricsError stops the
-// run naming the file and the cause. The history is rewritten only atomically
-// (temporary file + rename), when a resumed run drops what followed its checkpoint.
+// run naming the file and the cause. The history is read back, and cut atomically when
+// a resumed run drops what followed its checkpoint, by run/metrics_history.h.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
-#include <optional>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
 namespace xsagpt {
 
@@ -40,24 +38,5 @@ class MetricsLog {
   std::filesystem::path path_;
 };
 
-// Keeps the lines of steps <= `step`, rewriting the file atomically; nothing happens
-// without a file. A damaged line (a line cut off by a kill, garbage, NUL bytes:
-// anything that is not a JSON object with an integer "step") is not kept, and is
-// returned byte for byte with its line number, for the caller to keep and report.
-struct MetricsCut {
-  std::vector<int64_t> damaged_lines;  // 1-based line numbers in the file as it was
-  std::string damaged;                 // those lines, each ended by a newline
-  int64_t last_step = -1;              // the largest step of a kept line; -1: none kept
-};
-MetricsCut truncate_metrics(const std::filesystem::path& path, int64_t step);
-
-// "3, 7-9, 12": line numbers for messages.
-std::string line_ranges(const std::vector<int64_t>& lines);
-
-// The last train_loss and val_loss logged at exactly `step`, if the file has them.
-struct LoggedLosses {
-  std::optional<double> train_loss, val_loss;
-};
-LoggedLosses losses_at_step(const std::filesystem::path& path, int64_t step);
 
 }  // namespace xsagpt

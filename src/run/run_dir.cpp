@@ -60,7 +60,8 @@ void RunDir::take_lock(LockFn&& lock_fn) {
   throw ConfigError(error);
 }
 
-RunDir::RunDir(const RunConfig& cfg, const std::string& resume, bool overwrite, DistContext& dist, bool same_config)
+RunDir::RunDir(const RunConfig& cfg, const std::string& resume, bool overwrite, DistContext& dist, bool same_config,
+               const std::string& branch_from)
     : cfg_(cfg), dist_(dist), paths_(cfg.out_dir) {
   existed_ = dist.any(dist.is_main() && fs::is_directory(paths_.dir));  // rank 0 decides
   if (existed_) take_lock(lock_run_dir);
@@ -80,7 +81,7 @@ RunDir::RunDir(const RunConfig& cfg, const std::string& resume, bool overwrite, 
   if (dist.any(!foreign.empty()))
     throw ForeignRun(foreign.empty() ? fmt::format("out_dir {} holds another run (see rank 0)", cfg.out_dir) : foreign);
   dist.barrier();
-  opening_ = open_run(cfg, resume, overwrite, dist.world_size());
+  opening_ = open_run(cfg, resume, overwrite, dist.world_size(), branch_from);
 }
 
 RunDir::~RunDir() {

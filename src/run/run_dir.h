@@ -50,8 +50,10 @@ struct ForeignRun : ConfigError {
 
 class RunDir {
  public:
-  // resume: "", "auto" or a checkpoint path; overwrite: --overwrite (run/run_start.h).
-  RunDir(const RunConfig& cfg, const std::string& resume, bool overwrite, DistContext& dist, bool same_config = false);
+  // resume: "", "auto" or a checkpoint path; overwrite: --overwrite; branch_from: another
+  // run's checkpoint to start from while out_dir has none (run/run_start.h).
+  RunDir(const RunConfig& cfg, const std::string& resume, bool overwrite, DistContext& dist, bool same_config = false,
+         const std::string& branch_from = "");
   ~RunDir();
   RunDir(const RunDir&) = delete;
   RunDir& operator=(const RunDir&) = delete;

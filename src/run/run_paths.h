@@ -7,7 +7,9 @@
 //   checkpoints/            see run/checkpoint.h
 //   done.json               written once the run reached train.max_steps (run/done_json.h)
 //   run.json                {"run_id": ...}, made at a fresh start; every checkpoint
-//                           carries it, and --resume auto refuses one that does not
+//                           carries it, and --resume auto refuses one that does not; a
+//                           branch's also says where it branched off ("branched_from":
+//                           run, checkpoint, step, run_id: run/run_start.h)
 //   .lock                   the trainer's lock (util/dir_lock.h)
 //   staged.json, config.json.staged, metrics.jsonl.staged, metrics.jsonl.damaged.staged
 //                           a resumed session's files until its first checkpoint

@@ -3,6 +3,7 @@
 #include "run/run_staging.h"
 
 #include "run/metrics.h"
+#include "run/metrics_history.h"
 #include "run/run_paths.h"
 #include "util/atomic_file.h"
 
@@ -59,8 +60,11 @@ void report_metrics_cut(const RunPaths& p, const MetricsCut& cut, int64_t resume
         resume_step, log_interval);
 }
 
-void write_run_id(const RunPaths& p, const std::string& run_id) {
-  write_file_atomic(p.run_id, nlohmann::json{{"run_id", run_id}}.dump() + "\n");
+// run.json: the run's id, and for a branch where it branched off.
+void write_run_id(const RunPaths& p, const std::string& run_id, const nlohmann::json& branched_from = nullptr) {
+  nlohmann::json j{{"run_id", run_id}};
+  if (!branched_from.is_null()) j["branched_from"] = branched_from;
+  write_file_atomic(p.run_id, j.dump() + "\n");
 }
 
 }  // namespace
@@ -75,7 +79,7 @@ void commit_staged_run(const fs::path& dir) {
     const auto marker = read_run_file(p.staged_marker);
     if (marker.is_object() && marker.value("run_id", nlohmann::json()).is_string() &&
         !marker["run_id"].get<std::string>().empty())
-      write_run_id(p, marker["run_id"]);
+      write_run_id(p, marker["run_id"], marker.value("branched_from", nlohmann::json()));
   }
   fs::remove(p.done);  // a resumed run is not done until it finishes
   fsync_dir(dir);
@@ -116,7 +120,9 @@ fs::path prepare_run_dir(const fs::path& dir, const RunConfig& cfg, const RunSta
     for (const auto& f : p.history()) fs::remove(f);
     fs::remove_all(p.checkpoints);
   }
-  if (!start.checkpoint || start.clear) {  // nothing of a run to keep: written in place
+  // Nothing of a run to keep: written in place. A branch is staged like a resume, its
+  // history copied from the run it branches off.
+  if (!start.checkpoint || (start.clear && start.branched_from.is_null())) {
     if (!start.run_id.empty()) write_run_id(p, start.run_id);
     write_file_atomic(p.config, to_json(cfg).dump(2) + "\n");
     return p.metrics;
@@ -125,16 +131,19 @@ fs::path prepare_run_dir(const fs::path& dir, const RunConfig& cfg, const RunSta
     for (const auto& f : list_checkpoints(dir))
       if (checkpoint_step(f) > start.resume_step) fs::remove(f);
   try {
-    if (fs::exists(p.metrics)) {
-      fs::copy_file(p.metrics, p.staged_metrics, fs::copy_options::overwrite_existing);
+    // A branch's history is the run it branched off, up to the checkpoint.
+    const auto history = fs::exists(p.metrics) ? std::optional(p.metrics) : start.history_from;
+    if (history && fs::exists(*history)) {
+      fs::copy_file(*history, p.staged_metrics, fs::copy_options::overwrite_existing);
       const auto cut = truncate_metrics(p.staged_metrics, start.resume_step);
       report_metrics_cut(p, cut, start.resume_step, cfg.train.log_interval);
     } else {
       write_file_atomic(p.staged_metrics, "");
     }
     write_file_atomic(p.staged_config, to_json(cfg).dump(2) + "\n");
-    write_file_atomic(p.staged_marker,
-                      nlohmann::json{{"from_step", start.resume_step}, {"run_id", start.run_id}}.dump() + "\n");
+    nlohmann::json marker{{"from_step", start.resume_step}, {"run_id", start.run_id}};
+    if (!start.branched_from.is_null()) marker["branched_from"] = start.branched_from;
+    write_file_atomic(p.staged_marker, marker.dump() + "\n");
   } catch (const fs::filesystem_error& e) {
     remove_staged(p);
     throw WriteError(fmt::format("{}: cannot stage the resumed run's metrics: {}; the run is unchanged", dir.string(),

@@ -3,7 +3,8 @@
 //
 // A fresh run (or one started over) is written in place: config.json and run.json.
 // A resumed run is staged: its config goes to config.json.staged and its metrics
-// history (cut at the resumed step) to metrics.jsonl.staged, and staged.json marks
+// history (cut at the resumed step; a branch's is the run it branched off) to
+// metrics.jsonl.staged, and staged.json marks
 // them complete; config.json, metrics.jsonl and done.json stay as they were until the
 // session's first checkpoint lands and commit_staged_run() renames the staged files
 // into place and removes done.json. A resume that fails at any point before that (bad

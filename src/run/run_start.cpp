@@ -3,6 +3,7 @@
 #include "run/run_start.h"
 
 #include "config/resume_check.h"
+#include "optim/schedule.h"
 #include "run/run_paths.h"
 
 #include <fmt/format.h>
@@ -64,6 +65,60 @@ std::string new_run_id() {
 
 std::string loss_text(double x) { return std::isfinite(x) ? fmt::format("{:.4f}", x) : "unknown"; }
 
+// The checkpoint's run config; nullopt where it cannot be read as one (an older
+// version's), which leaves a branch's rates unchecked.
+std::optional<RunConfig> saved_run_config(const json& config, const std::string& file) {
+  try {
+    return run_config_from_json(config, file);
+  } catch (const ConfigError&) {
+    return std::nullopt;
+  }
+}
+
+// A branch: the new run starts from another run's checkpoint (see open_run).
+RunOpening open_branch(const RunConfig& cfg, const fs::path& from, int64_t world_size, RunOpening run) {
+  RunStart& s = run.start;
+  const std::string file = from.string();
+  const RunPaths paths(cfg.out_dir);
+  std::error_code ec;
+  if (same_dir(from.parent_path(), paths.checkpoints) ||
+      same_dir(fs::weakly_canonical(from, ec).parent_path(), paths.checkpoints))
+    throw ConfigError(
+        fmt::format("--branch-from {}: a checkpoint of this run directory's own run; a branch starts "
+                    "from another run's",
+                    file));
+  auto& ck = run.checkpoint.emplace(load_checkpoint(from));
+  check_resume_compatible(cfg, ck.config, file);
+  if (static_cast<int64_t>(ck.data.loader.size()) != world_size)
+    throw ConfigError(
+        fmt::format("{}: saved by {} rank(s) but this run has world size {}; branch with the same "
+                    "number of processes",
+                    file, ck.data.loader.size(), world_size));
+  if (ck.step >= cfg.train.max_steps)
+    throw ConfigError(
+        fmt::format("--branch-from {}: its step {} is not before this run's train.max_steps {}: a "
+                    "branch trains on from it",
+                    file, ck.step, cfg.train.max_steps));
+  if (const auto saved = saved_run_config(ck.config, file)) {
+    for (int64_t step = 0; step < ck.step; ++step)
+      if (learning_rate(saved->train, step) != learning_rate(cfg.train, step)) {
+        spdlog::warn(
+            "--branch-from {}: at step {} its run took the rate {:.6g}, this config's schedule {:.6g}: the branch "
+            "is not this config's run from scratch (a wsd branch starts at or before its own decay)",
+            file, step, learning_rate(saved->train, step), learning_rate(cfg.train, step));
+        break;
+      }
+  }
+  s.checkpoint = from;
+  s.resume_step = ck.step;
+  const std::string source = run_of(from, ck.config);
+  if (from.parent_path().filename() == "checkpoints")
+    s.history_from = RunPaths(from.parent_path().parent_path()).metrics;
+  s.branched_from = {{"run", source}, {"checkpoint", file}, {"step", ck.step}, {"run_id", ck.progress.run_id}};
+  spdlog::info("{}: a branch of {} from its step {} ({})", cfg.out_dir, source, ck.step, file);
+  return run;
+}
+
 }  // namespace
 
 std::string recorded_run_id(const fs::path& dir) {
@@ -71,7 +126,8 @@ std::string recorded_run_id(const fs::path& dir) {
   return j.is_object() && j.value("run_id", json()).is_string() ? j["run_id"].get<std::string>() : "";
 }
 
-RunOpening open_run(const RunConfig& cfg, const std::string& resume, bool overwrite, int64_t world_size) {
+RunOpening open_run(const RunConfig& cfg, const std::string& resume, bool overwrite, int64_t world_size,
+                    const std::string& branch_from) {
   const RunPaths paths(cfg.out_dir);
   const fs::path& dir = paths.dir;
   RunOpening run;
@@ -80,6 +136,11 @@ RunOpening open_run(const RunConfig& cfg, const std::string& resume, bool overwr
     throw ConfigError(
         "--resume auto and --overwrite: choose one (--overwrite with --resume PATH continues from "
         "that checkpoint after discarding what the run directory holds)");
+  if (!branch_from.empty() && !resume.empty() && resume != "auto")
+    throw ConfigError(
+        fmt::format("--branch-from {} and --resume {}: choose one (a branch continues its own "
+                    "checkpoints once it has some, as --resume auto does)",
+                    branch_from, resume));
   const bool holds = holds_run(paths);
   if (resume.empty()) {
     if (holds && !overwrite)
@@ -89,7 +150,8 @@ RunOpening open_run(const RunConfig& cfg, const std::string& resume, bool overwr
                       dir.string(), describe_run(paths)));
     s.clear = holds;
     s.run_id = new_run_id();
-    return run;
+    if (branch_from.empty()) return run;
+    return open_branch(cfg, fs::path(branch_from), world_size, std::move(run));
   }
   if (resume == "auto") {
     const auto all = list_checkpoints(dir);
@@ -99,7 +161,8 @@ RunOpening open_run(const RunConfig& cfg, const std::string& resume, bool overwr
         s.clear = true;
       }
       s.run_id = new_run_id();
-      return run;
+      if (branch_from.empty()) return run;
+      return open_branch(cfg, fs::path(branch_from), world_size, std::move(run));
     }
     s.checkpoint = all.back();
   } else {

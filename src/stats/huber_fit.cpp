@@ -1,6 +1,8 @@
 // The Huber-loss power-law fit by L-BFGS (stats/huber_fit.h).
 #include "stats/huber_fit.h"
 
+#include "stats/huber_lbfgs.h"
+
 #include <fmt/format.h>
 #include <torch/torch.h>
 
@@ -19,14 +21,10 @@ struct HuberData {
   double log_ref = 0;
 };
 
-// The objective over delta^2 (the same minimiser; a quadratic part near 0.5 r^2 rather than
-// 5e-7, so that L-BFGS's tolerances are on a sensible scale).
 torch::Tensor scaled_objective(const HuberData& d, const torch::Tensor& e, const torch::Tensor& a,
                                const torch::Tensor& alpha, double delta) {
   const auto pred = torch::logsumexp(torch::stack({a - alpha * d.x, e.expand_as(d.x)}), 0);
-  const auto r = (pred - d.log_loss) / delta;
-  const auto ar = r.abs();
-  return torch::where(ar <= 1, 0.5 * r * r, ar - 0.5).sum();
+  return scaled_huber_objective(pred, d.log_loss, delta);
 }
 
 struct HuberEnd {
@@ -39,26 +37,9 @@ HuberEnd huber_descend(const HuberData& d, double e0, double a0, double alpha0, 
   auto e = torch::tensor(e0, opts), a = torch::tensor(a0, opts), alpha = torch::tensor(alpha0, opts);
   std::vector<torch::Tensor> params{a.requires_grad_(), alpha.requires_grad_()};
   if (!fixed_e) params.push_back(e.requires_grad_());
-  torch::optim::LBFGS opt(params, torch::optim::LBFGSOptions(1.0)
-                                      .max_iter(400)
-                                      .max_eval(1000)
-                                      .tolerance_grad(1e-10)
-                                      .tolerance_change(1e-14)
-                                      .history_size(20)
-                                      .line_search_fn("strong_wolfe"));
-  auto closure = [&] {
-    opt.zero_grad();
-    auto loss = scaled_objective(d, e, a, alpha, delta);
-    loss.backward();
-    return loss;
-  };
-  opt.step(closure);
   HuberEnd end;
-  torch::NoGradGuard no_grad;
-  end.value = scaled_objective(d, e, a, alpha, delta).item<double>();
+  end.value = lbfgs_descend(params, [&] { return scaled_objective(d, e, a, alpha, delta); });
   end.e = e.item<double>(), end.a = a.item<double>(), end.alpha = alpha.item<double>();
-  if (!std::isfinite(end.value) || !std::isfinite(end.e) || !std::isfinite(end.a) || !std::isfinite(end.alpha))
-    end.value = std::numeric_limits<double>::infinity();
   return end;
 }
 
@@ -85,10 +66,7 @@ HuberEnd best_of_grid(const HuberData& d, const std::vector<HuberPoint>& pts, do
 
 double huber_objective(const std::vector<HuberPoint>& points, const PowerLaw& law, double delta) {
   double total = 0;
-  for (const auto& p : points) {
-    const double r = std::log(law.loss(p.compute)) - std::log(p.loss);
-    total += std::fabs(r) <= delta ? 0.5 * r * r : delta * (std::fabs(r) - 0.5 * delta);
-  }
+  for (const auto& p : points) total += huber(std::log(law.loss(p.compute)) - std::log(p.loss), delta);
   return total;
 }
 

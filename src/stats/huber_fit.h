@@ -34,8 +34,10 @@ struct HuberPoint {
   double compute = 0, loss = 0;
 };
 
-struct HuberFit {
-  std::optional<PowerLaw> law;  // empty: no fit, `why` says why
+// What a Huber fit of a law gives (this power law, or stats/huber_surface.h's surface).
+template <class Law>
+struct HuberFitOf {
+  std::optional<Law> law;  // empty: no fit, `why` says why
   std::string why;
   size_t points = 0;
   double objective = 0;  // the sum of Huber losses of the log residuals at the fit
@@ -43,6 +45,7 @@ struct HuberFit {
   bool e_capped = false; // E was held at the cap
   int starts = 0;        // starting points tried (both phases)
 };
+using HuberFit = HuberFitOf<PowerLaw>;
 
 constexpr double kHuberDelta = 1e-3;
 constexpr size_t kHuberMinPoints = 5;

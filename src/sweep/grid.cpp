@@ -15,6 +15,7 @@
 #include <cctype>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -42,6 +43,14 @@ void record_failure(const SweepPoint& p, const std::string& error) {
   const fs::path dir = p.config.out_dir;
   fs::create_directories(dir);
   write_file_atomic(failure_file(p), json{{"error", error}, {"config", to_json(p.config)}}.dump(2) + "\n");
+}
+
+void clear_failure(const SweepPoint& p) {
+  // Removed only when there: unlinking a name that does not exist fails with EROFS, not
+  // ENOENT, on a read-only file system, where a finished sweep may well be read.
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(failure_file(p), ec))) return;
+  fs::remove(failure_file(p));
 }
 
 std::string safe_name_part(const std::string& text) {
@@ -126,6 +135,7 @@ SweepPoint make_point(const Sweep& s, const PointInputs& in, const LadderStep& s
   SweepPoint p;
   p.values = step.values;
   p.rung = step.rung;
+  p.budget = step.budget;
   p.lr_mult = step.lr_mult;
   p.overrides = in.fixed;
   p.overrides.insert(p.overrides.end(), step.overrides.begin(), step.overrides.end());
@@ -178,8 +188,28 @@ void read_sweep_ladder(Sweep& s, const SweepFileSection& file, const PointInputs
       in.world_size, others);
   // The ladder's axes come first in every point's values, name and the summary's columns.
   std::vector<std::string> keys{"rung"};
+  if (!s.ladder->rungs.front().budgets.empty()) keys.push_back("ratio");
   if (!s.ladder->lr_multipliers.empty()) keys.push_back("lr_mult");
   s.keys.insert(s.keys.begin(), keys.begin(), keys.end());
+}
+
+// Each branch's source (sweep/branch.h): the point of the same variant and values, the
+// ratio aside, at its rung's longest budget.
+void link_branches(Sweep& s) {
+  if (!s.ladder) return;
+  auto key = [](const SweepPoint& p) {
+    json values = p.values;
+    values.erase("ratio");
+    return json{p.variant, values};
+  };
+  auto longest = [&](const SweepPoint& p) {
+    return static_cast<size_t>(p.budget) + 1 == s.ladder->rungs[static_cast<size_t>(p.rung)].budgets.size();
+  };
+  std::map<json, size_t> sources;
+  for (size_t i = 0; i < s.points.size(); ++i)
+    if (s.points[i].budget >= 0 && longest(s.points[i])) sources.emplace(key(s.points[i]), i);
+  for (auto& p : s.points)
+    if (p.budget >= 0 && !longest(p)) p.branch_of = sources.at(key(p));
 }
 
 }  // namespace
@@ -207,26 +237,39 @@ Sweep load_sweep(const std::string& path, int64_t world_size) {
   for (const auto& axis : axes) total *= axis.size();
   SweepProgress progress(path + ": resolving and checking the points", total);
   sweep_spec::DistinctPoints distinct(path);
-  for (const auto& step : steps) {
+  // The points of one ladder step: every variant's (or the step's variant's) at every grid
+  // setting. Kept in the sweep, as the points a tuning ladder adds later are made the same way.
+  s.add_points = [in, axes, variants, n_ladder](const Sweep& sweep, const LadderStep& step,
+                                                const std::function<void(SweepPoint)>& take) {
     std::vector<size_t> idx(axes.size(), 0);
     while (true) {
       std::vector<std::pair<std::string, json>> grid_values;
-      for (size_t a = 0; a < axes.size(); ++a) grid_values.emplace_back(s.keys[n_ladder + a], axes[a][idx[a]]);
-      for (const auto& variant : variants) {
-        auto p = make_point(s, in, step, variant, grid_values);
-        distinct.add(p.name, p.config, p.variant, p.values, p.rung);
-        s.points.push_back(std::move(p));
-        progress.step();
-      }
+      for (size_t a = 0; a < axes.size(); ++a) grid_values.emplace_back(sweep.keys[n_ladder + a], axes[a][idx[a]]);
+      for (const auto& variant : variants)
+        if (step.variant.empty() || step.variant == variant.first)
+          take(make_point(sweep, in, step, variant, grid_values));
       size_t a = axes.size();
       while (a > 0 && ++idx[a - 1] == axes[a - 1].size()) idx[--a] = 0;
       if (a == 0) break;
     }
-  }
+  };
+  for (const auto& step : steps)
+    s.add_points(s, step, [&](SweepPoint p) {
+      distinct.add(p.name, p.config, p.variant, p.values, p.rung);
+      s.points.push_back(std::move(p));
+      progress.step();
+    });
+  // A ladder that tunes at its smallest rungs: its larger rungs wait for each variant's
+  // rate (at x1 until then, named lr_mult=tuned); sweep/ladder_tuning.h resolves them.
+  if (s.ladder)
+    for (size_t i = s.ladder->tune_rungs ? s.ladder->tune_rungs : s.ladder->rungs.size(); i < s.ladder->rungs.size();
+         ++i)
+      s.add_points(s, ladder_step(*s.ladder, i, 1.0, "", "tuned"), [&](SweepPoint p) { s.waiting.push_back(p); });
   std::vector<std::string> rung_names;
   if (s.ladder)
     for (const auto& r : s.ladder->rungs) rung_names.push_back(r.name);
   distinct.finish(rung_names);
+  link_branches(s);
   s.slurm = read_slurm(file, path);
   return s;
 }

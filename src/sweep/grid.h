@@ -11,7 +11,8 @@
 // a key the grid sets. A sweep file without "variants" that has model.attention in its
 // grid (the older form) keeps its directory names; its attention values are its variants,
 // with the baseline "sa" (or "baseline", if given). With a ladder the names are
-// "<variant>,rung=<rung>[,lr_mult=<m>],<key>=<value>,...", rung outermost in the order.
+// "<variant>,rung=<rung>[,ratio=<r>][,lr_mult=<m>],<key>=<value>,...", rung outermost in the
+// order, then the ratio (longest first: the run its branches start from comes before them).
 #pragma once
 
 #include "config/run_config.h"
@@ -19,11 +20,14 @@
 #include "sweep/slurm_spec.h"
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace xsagpt {
+
+struct LadderStep;  // sweep/ladder_points.h
 
 struct SweepPoint {
   std::string name;                    // "model.attention=xsa,train.lr=0.0006"; its directory under the sweep's
@@ -33,19 +37,25 @@ struct SweepPoint {
   std::vector<std::string> overrides;  // everything --set would receive
   RunConfig config;                    // resolved and validated
   int rung = -1;                       // its rung in the sweep's ladder; -1 without one
+  int budget = -1;                     // its data ratio: an index into the rung's budgets; -1 with one
   double lr_mult = 1;                  // the ladder's multiplier of the rung's rate
+  std::optional<size_t> branch_of;     // a branch (sweep/branch.h): the point it starts from
 };
 
 struct Sweep {
   json spec;  // the sweep file as read
   std::filesystem::path dir;
-  std::vector<std::string> keys;      // "rung" (and "lr_mult") with a ladder, then the grid keys, sorted
+  std::vector<std::string> keys;      // "rung" (and "ratio", "lr_mult") with a ladder, then the grid keys, sorted
   std::vector<std::string> variants;  // names, the baseline first; empty: a sweep without variants
   std::string baseline;               // one of variants ("" without)
   std::string variant_key;            // "model.attention" when the grid's attention values are the variants
   std::vector<SweepPoint> points;
   std::optional<SweepLadder> ladder;
-  std::optional<SlurmSpec> slurm;  // how its points run as Slurm jobs (sweep/slurm_spec.h)
+  std::vector<LadderTuning> tuning;  // with ladder.tune_rungs: per variant, its tuned rate
+  std::vector<SweepPoint> waiting;   // points whose rate the tuning rungs will give: never run as they are
+  // Makes the points of one ladder step as load_sweep made the others, handing each to `take`.
+  std::function<void(const Sweep&, const LadderStep&, const std::function<void(SweepPoint)>& take)> add_points;
+  std::optional<SlurmSpec> slurm;    // how its points run as Slurm jobs (sweep/slurm_spec.h)
 };
 
 // A grid value's text made safe as (part of) one directory name: '/', '%', backslash
@@ -62,6 +72,7 @@ Sweep load_sweep(const std::string& path, int64_t world_size);
 std::filesystem::path failure_file(const SweepPoint& p);
 std::optional<json> point_failure(const SweepPoint& p);  // failed.json's contents, if the point failed
 void record_failure(const SweepPoint& p, const std::string& error);
+void clear_failure(const SweepPoint& p);  // failed.json removed, if there is one
 
 // A grid value as a name or CSV cell shows it: strings bare, everything else as JSON.
 std::string value_text(const json& v);

@@ -3,6 +3,7 @@
 
 #include "config/attention_kinds.h"
 #include "model/counts.h"
+#include "sweep/ladder_budgets.h"
 #include "sweep/ladder_rules.h"
 #include "util/paths.h"
 
@@ -19,9 +20,10 @@ namespace xsagpt {
 namespace fs = std::filesystem;
 
 const std::vector<std::string>& ladder_keys() {
-  static const std::vector<std::string> keys{
-      "model.n_layer", "model.d_model",   "model.n_head",       "model.head_dim",      "model.base",
-      "train.lr",      "train.max_steps", "train.warmup_steps", "train.eval_interval", "train.ckpt_interval"};
+  static const std::vector<std::string> keys{"model.n_layer",       "model.d_model",      "model.n_head",
+                                             "model.head_dim",      "model.base",         "train.lr",
+                                             "train.max_steps",     "train.warmup_steps", "train.eval_interval",
+                                             "train.ckpt_interval", "train.ckpt_steps"};
   return keys;
 }
 
@@ -136,11 +138,12 @@ int64_t stretched(int64_t interval, int64_t base_steps, int64_t steps) {
   return std::max<int64_t>(1, std::llround(frac * static_cast<double>(steps)));
 }
 
-std::vector<std::string> schedule_overrides(const TrainConfig& base, int64_t steps) {
-  return {fmt::format("train.max_steps={}", steps),
-          fmt::format("train.warmup_steps={}", std::min(steps, stretched(base.warmup_steps, base.max_steps, steps))),
-          fmt::format("train.eval_interval={}", stretched(base.eval_interval, base.max_steps, steps)),
-          fmt::format("train.ckpt_interval={}", stretched(base.ckpt_interval, base.max_steps, steps))};
+// The base's warmup and intervals stretched to `shape` steps (the rung's shortest budget,
+// which its budgets share).
+std::vector<std::string> schedule_overrides(const TrainConfig& base, int64_t shape) {
+  return {fmt::format("train.warmup_steps={}", std::min(shape, stretched(base.warmup_steps, base.max_steps, shape))),
+          fmt::format("train.eval_interval={}", stretched(base.eval_interval, base.max_steps, shape)),
+          fmt::format("train.ckpt_interval={}", stretched(base.ckpt_interval, base.max_steps, shape))};
 }
 
 // The training compute of a run config: flops_per_token x every token of its steps.
@@ -204,7 +207,46 @@ void check_rate(double lr, const std::vector<double>& multipliers, const std::st
                                     at, lr, m, lr * m));
 }
 
+// tune_rungs and tune_past_edge, checked against the multipliers and the rungs.
+void read_tuning(SweepLadder& l, const LadderSection& ls, size_t n_rungs, const std::string& where) {
+  if (ls.tune_past_edge && !ls.tune_rungs)
+    throw ConfigError(where + ".tune_past_edge: goes with tune_rungs (the rungs it tunes at)");
+  if (!ls.tune_rungs) return;
+  if (l.lr_multipliers.size() < 2)
+    throw ConfigError(
+        fmt::format("{}.tune_rungs: needs lr_multipliers with at least 2 multipliers to choose "
+                    "from (has {})",
+                    where, l.lr_multipliers.size()));
+  if (*ls.tune_rungs < 1 || static_cast<size_t>(*ls.tune_rungs) >= n_rungs)
+    schema::bad(where + ".tune_rungs",
+                fmt::format("a number of rungs from 1 to {} (fewer than the {} rungs)", n_rungs - 1, n_rungs),
+                json(*ls.tune_rungs));
+  l.tune_rungs = static_cast<size_t>(*ls.tune_rungs);
+  l.tune_past_edge = ls.tune_past_edge;
+}
+
+// The multipliers rung i may run at: every one at a tuning rung (and those past the
+// edges with tune_past_edge), one of them above.
+std::vector<double> tried_multipliers(const SweepLadder& l, size_t i) {
+  auto out = l.lr_multipliers;
+  if (l.tune_past_edge && tunes_at(l, i)) {
+    const auto [lo, hi] = past_edge_multipliers(l.lr_multipliers);
+    out.push_back(lo);
+    out.push_back(hi);
+  }
+  return out;
+}
+
 }  // namespace
+
+std::pair<double, double> past_edge_multipliers(const std::vector<double>& multipliers) {
+  auto m = multipliers;
+  std::sort(m.begin(), m.end());
+  const size_t n = m.size();
+  // Rounded to 12 digits: 0.3 x 0.3 / 0.03 is 3, not 2.9999999999999996, in a point's name.
+  auto round = [](double x) { return std::stod(fmt::format("{:.12g}", x)); };
+  return {round(m[0] * m[0] / m[1]), round(m[n - 1] * m[n - 1] / m[n - 2])};
+}
 
 SweepLadder read_ladder(const json& section, const std::string& path, const ResolveConfig& resolve,
                         int64_t world_size, const PointKeys& others) {
@@ -218,6 +260,13 @@ SweepLadder read_ladder(const json& section, const std::string& path, const Reso
   const auto lr = read_lr_rule(ls.lr, specs.size(), where);
   SweepLadder l;
   if (!ls.lr_multipliers.is_null()) l.lr_multipliers = read_multipliers(ls.lr_multipliers, where + ".lr_multipliers");
+  read_tuning(l, ls, specs.size(), where);
+  // A tuned rate is carried up per variant, each point a rate of its own; a data ratio's
+  // branches start from the point at the same rate, which the tuned rungs do not list.
+  if (l.tune_rungs && tokens.budgets() > 1)
+    throw ConfigError(where +
+                      ".tune_rungs: not with several data ratios (tokens.per_param a list): tune at one ratio, "
+                      "or list lr_multipliers for every rung");
   if (!ls.estimate.is_null())
     l.estimate = read_estimate(ls.estimate, where + ".estimate", fs::path(path).parent_path());
   const auto base = resolve({}).train;
@@ -235,17 +284,33 @@ SweepLadder read_ladder(const json& section, const std::string& path, const Reso
     }
     r.step_tokens =
         r.config.train.batch_tokens > 0 ? r.config.train.batch_tokens : r.config.tokens_per_micro_step(world_size);
-    std::tie(r.budget_tokens, r.budget_params) = tokens(i, r.config.model, r.config.train.seq_len);
-    check_budget(r.budget_tokens, tokens.words, at);
-    if (r.budget_tokens < static_cast<double>(r.step_tokens))
-      throw ConfigError(fmt::format("{}: its budget is {:.0f} tokens ({}), less than one step of {} tokens", at,
-                                    r.budget_tokens, tokens.words, r.step_tokens));
-    const auto steps = std::llround(r.budget_tokens / static_cast<double>(r.step_tokens));
-    for (auto& o : schedule_overrides(base, steps)) r.overrides.push_back(o);
+    std::vector<int64_t> steps;  // each budget's, ascending
+    for (size_t b = 0; b < tokens.budgets(); ++b) {
+      std::tie(r.budget_tokens, r.budget_params) = tokens(i, r.config.model, r.config.train.seq_len, b);
+      check_budget(r.budget_tokens, tokens.words, at);
+      if (r.budget_tokens < static_cast<double>(r.step_tokens))
+        throw ConfigError(fmt::format("{}: its budget is {:.0f} tokens ({}), less than one step of {} tokens", at,
+                                      r.budget_tokens, tokens.words, r.step_tokens));
+      steps.push_back(std::llround(r.budget_tokens / static_cast<double>(r.step_tokens)));
+    }
+    for (auto& o : schedule_overrides(base, steps.front())) r.overrides.push_back(o);
+    if (steps.size() > 1)
+      r.budgets = ladder_budgets(
+          tokens, steps, r.step_tokens,
+          [&](const std::vector<std::string>& budget) {
+            auto all = r.overrides;
+            all.insert(all.end(), budget.begin(), budget.end());
+            return resolve(all);
+          },
+          at);
+    else
+      r.overrides.push_back(fmt::format("train.max_steps={}", steps.front()));
     r.lr = lr(i, r.config.model.d_model);
-    check_rate(r.lr, l.lr_multipliers, lr.words, r.config.model.d_model, at);
+    check_rate(r.lr, tried_multipliers(l, i), lr.words, r.config.model.d_model, at);
     try {
       auto with_rate = r.overrides;
+      if (!r.budgets.empty())
+        with_rate.insert(with_rate.end(), r.budgets.back().overrides.begin(), r.budgets.back().overrides.end());
       with_rate.push_back(lr_override(r.lr));
       r.config = resolve(with_rate);
     } catch (const ConfigError& e) {
@@ -267,9 +332,10 @@ SweepLadder read_ladder(const json& section, const std::string& path, const Reso
   l.token_rule = tokens.words;
   l.lr_rule = lr.words;
   l.schedule_rule = fmt::format(
-      "the base's schedule stretched to each rung's steps (warmup {}, evaluation every {}, checkpoint every {} of "
-      "its {} steps)",
-      base.warmup_steps, base.eval_interval, base.ckpt_interval, base.max_steps);
+      "the base's schedule stretched to each rung's steps{} (warmup {}, evaluation every {}, checkpoint every {} of "
+      "its {} steps){}",
+      tokens.budgets() > 1 ? ", its shortest budget's, which its budgets share" : "", base.warmup_steps,
+      base.eval_interval, base.ckpt_interval, base.max_steps, tokens.budgets() > 1 ? branch_rule(base) : "");
   read_extrapolation(l, ls, section.contains("extrapolate_decades"), path, where);
   return l;
 }

@@ -8,18 +8,22 @@
 // (LadderSection, with RungSection, TokensSection, LrSection and EstimateSection): the
 // rungs (depths by a width rule, as nanochat's --depth, or model presets, smallest
 // first), each rung's token budget (per parameter or a FLOP budget; steps are tokens
-// over tokens per step, rounded, and a budget under one step is refused), each rung's
-// rate (a table or a power law in width), optional rate multipliers (an axis
+// over tokens per step, rounded, and a budget under one step is refused; several
+// ratios per parameter are several budgets per rung, an axis "ratio", one run per rung
+// at the longest and each shorter one a branch of it: sweep/ladder_budgets.h), each
+// rung's rate (a table or a power law in width), optional rate multipliers (an axis
 // "lr_mult": each variant judged at its own best rate per rung), what the dry run's
 // estimate rests on (sweep/ladder_plan.h), and how far the analysis extrapolates.
 // The schedule follows each rung's steps: warmup, evaluations and checkpoints keep the
 // fractions of the run that the base config (with "set") gives them (its warmup_steps,
-// eval_interval and ckpt_interval over its max_steps; an interval of 0 stays 0). The
+// eval_interval and ckpt_interval over its max_steps; an interval of 0 stays 0), of the
+// shortest budget's steps where a rung has several, which share them. The
 // ladder owns the keys it sets (ladder_keys()): the variants and the grid may not set
 // them, nor may "set" set the size keys or train.lr (its schedule keys are the shape).
 #pragma once
 
 #include "config/run_config.h"
+#include "sweep/ladder_budgets.h"
 #include "sweep/sweep_file.h"
 
 #include <functional>
@@ -40,15 +44,31 @@ struct LadderRung {
   double flops_per_token = 0;          // model/counts.h at the rung's seq_len
   int64_t step_tokens = 0;             // tokens per optimizer step
   double lr = 0;                       // the rate rule's, before any multiplier
-  std::vector<std::string> overrides;  // size, per-rung set and schedule: everything but the rate
+  std::vector<std::string> overrides;  // size, per-rung set and schedule: everything but the rate (and the budget)
+  std::vector<LadderBudget> budgets;   // several data ratios: each one's, ascending, the last the rung's own
+                                       // run (config); empty with one
   int64_t steps() const { return config.train.max_steps; }
   int64_t tokens() const { return steps() * step_tokens; }
   double flops() const { return flops_per_token * static_cast<double>(tokens()); }
 };
 
+// A variant's rate tuned at the ladder's smallest rungs (tune_rungs), read from its
+// points there each time the sweep is loaded (sweep/ladder_tuning.h).
+struct LadderTuning {
+  std::string variant;
+  std::optional<double> lr_mult;    // the multiplier carried up; nullopt while its tuning rungs run
+  std::optional<double> past_edge;  // the multiplier tried past an edge (tune_past_edge), once one won
+  bool at_edge = false;             // lr_mult is the smallest or largest multiplier tried
+  bool mup = false;                 // its tuning points use model.parametrization "mup"
+  json candidates = json::array();  // per multiplier tried: mean final val loss over rungs and seeds, n
+  std::string waits;                // why lr_mult is not known yet
+};
+
 struct SweepLadder {
   std::vector<LadderRung> rungs;
   std::vector<double> lr_multipliers;                          // empty: one rate per rung and no lr_mult axis
+  size_t tune_rungs = 0;                                       // rungs that run every multiplier; 0: all
+  bool tune_past_edge = false;                                 // one more multiplier past an edge that wins
   std::string size_rule, token_rule, lr_rule, schedule_rule;   // each rule in words
   std::optional<EstimateSection> estimate;                     // the section's "estimate", its bench file found
   std::vector<std::pair<std::string, double>> extrapolate_to;  // name, training compute (FLOPs)
@@ -77,6 +97,13 @@ using PointKeys = std::map<std::string, std::vector<std::string>>;
 // naming the rule and the rung.
 SweepLadder read_ladder(const json& section, const std::string& path, const ResolveConfig& resolve, int64_t world_size,
                         const PointKeys& others = {});
+
+// The multipliers past the edges of lr_multipliers that tune_past_edge may add: the
+// smallest times its ratio to the next, the largest times its ratio to the one before.
+std::pair<double, double> past_edge_multipliers(const std::vector<double>& multipliers);
+
+// Whether rung i runs every multiplier (every rung does unless tune_rungs is set).
+inline bool tunes_at(const SweepLadder& l, size_t i) { return l.tune_rungs == 0 || i < l.tune_rungs; }
 
 // A rung's rate times a multiplier, as the --set override its points get.
 std::string lr_override(double lr);

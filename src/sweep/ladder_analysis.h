@@ -89,7 +89,7 @@ struct LadderObservation {
   int64_t seed;
   double compute;
   double loss;
-  std::optional<double> step_time = std::nullopt;  // median seconds per step (sweep/step_time.h), for the time multiplier
+  std::optional<double> step_time = std::nullopt;  // median seconds per step (run/metrics_history.h), for the time multiplier
 };
 
 struct LadderOptions {

@@ -3,10 +3,13 @@
 
 #include "model/counts.h"
 #include "sweep/ladder_rules.h"
+#include "sweep/ladder_tuning.h"
 #include "train/mfu.h"
 #include "util/device.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -38,6 +41,18 @@ std::string plan_duration(double s) {
 
 namespace {
 
+// A point of rung i, of the first variant where it has one: every rung has one among the
+// points or, with tune_rungs before its rate is known, among those that wait.
+const SweepPoint& rung_point(const Sweep& s, size_t i) {
+  const SweepPoint* found = nullptr;
+  for (const auto* list : {&s.points, &s.waiting})
+    for (const auto& p : *list)
+      if (p.rung == static_cast<int>(i) && (!found || (p.variant == s.points.front().variant &&
+                                                       found->variant != s.points.front().variant)))
+        found = &p;
+  return *found;
+}
+
 // Measured here (by `measure`): each rung's steps timed while they take seconds (a first step under
 // kFirstStepFlops, each later one predicted from the last rate under kMeasureSeconds);
 // larger rungs at the last rate measured.
@@ -63,10 +78,7 @@ LadderTimes measured_basis(const Sweep& s, int64_t world, std::optional<double> 
     const double step_flops = r.flops_per_token * static_cast<double>(r.step_tokens);
     const bool quick = last ? 4 * step_flops / *last < kMeasureSeconds : step_flops < first_cap;
     if (quick) {
-      const auto it = std::find_if(s.points.begin(), s.points.end(), [&](const SweepPoint& p) {
-        return p.rung == static_cast<int>(i) && p.variant == s.points.front().variant;
-      });
-      last = measure(it->config, device, world);
+      last = measure(rung_point(s, i).config, device, world);
       ++measured;
     }
     b.rate[i] = last;
@@ -116,28 +128,42 @@ LadderTimes ladder_times(const Sweep& s, int64_t world, const MeasureStep& measu
 
 namespace {
 
-// Evaluation's FLOPs in a point's run: forward only (a third of training's per token)
-// over the val tokens at every evaluation (step 0, each interval, the end); nullopt when
-// train.eval_tokens is 0 (the whole val set, whose size the plan does not read).
-std::optional<double> eval_flops(const SweepPoint& p, const LadderRung& r, int64_t world) {
+// The step a point's training starts from: 0, or a branch's start (sweep/branch.h),
+// which its source trained; 0 too as the point's own run from scratch.
+int64_t first_step(const Sweep& s, const SweepPoint& p, bool from_scratch) {
+  if (from_scratch || !p.branch_of) return 0;
+  return s.ladder->rungs[p.rung].budgets[p.budget].branch_step;
+}
+
+// Evaluation's FLOPs in a point's training from step `from`: forward only (a third of
+// training's per token) over the val tokens at every evaluation (step 0, each interval,
+// the end); nullopt when train.eval_tokens is 0 (the whole val set, whose size the plan
+// does not read).
+std::optional<double> eval_flops(const SweepPoint& p, const LadderRung& r, int64_t world, int64_t from) {
   const auto& t = p.config.train;
   if (t.eval_tokens == 0) return std::nullopt;
   const int64_t batch = p.config.tokens_per_micro_step(world);
   const double tokens = static_cast<double>(t.eval_tokens / batch * batch);
-  const int64_t evals =
-      t.eval_interval > 0 ? 1 + t.max_steps / t.eval_interval + (t.max_steps % t.eval_interval != 0) : 1;
+  const int64_t i = t.eval_interval;  // 0: at the end only
+  const int64_t evals = i > 0 ? (from == 0) + t.max_steps / i - from / i + (t.max_steps % i != 0) : 1;
   return static_cast<double>(evals) * tokens * r.flops_per_token / 3;
+}
+
+// The training FLOPs of a point from step `from` on.
+double train_flops(const SweepPoint& p, const LadderRung& r, int64_t from) {
+  return r.flops_per_token * static_cast<double>(r.step_tokens) * static_cast<double>(p.config.train.max_steps - from);
 }
 
 }  // namespace
 
-std::optional<double> ladder_point_seconds(const Sweep& s, const SweepPoint& p, const LadderTimes& times,
-                                           int64_t ranks) {
+std::optional<double> ladder_point_seconds(const Sweep& s, const SweepPoint& p, const LadderTimes& times, int64_t ranks,
+                                           bool from_scratch) {
   const auto& r = s.ladder->rungs[p.rung];
   const auto rate = times.rate[p.rung];
   if (!rate) return std::nullopt;
+  const int64_t from = first_step(s, p, from_scratch);
   // A rate is one process's: ranks of a data-parallel run share the step's tokens.
-  const double flops = r.flops() + eval_flops(p, r, ranks).value_or(0);
+  const double flops = train_flops(p, r, from) + eval_flops(p, r, ranks, from).value_or(0);
   return times.overhead_s + flops / (*rate * static_cast<double>(ranks));
 }
 
@@ -169,8 +195,69 @@ void print_ladder_rungs(const Sweep& s) {
         m.n_layer, m.d_model, m.n_head, r.params, blocks, r.tokens(),
         static_cast<double>(r.tokens()) / static_cast<double>(std::max<int64_t>(blocks, 1)), r.steps(),
         r.config.train.warmup_steps, r.lr, si_count(r.flops(), true));
+    for (const auto& b : r.budgets)
+      std::cout << fmt::format("    ratio {:g}: {} tokens, {} steps, decay from step {}{}\n", b.ratio,
+                               b.steps * r.step_tokens, b.steps, b.branch_step,
+                               b.steps == r.steps()
+                                   ? " (the rung's run: the other ratios branch off it)"
+                                   : fmt::format(" (a branch: trains {} steps)", b.steps - b.branch_step));
   }
+  if (!l.tune_rungs) return;
+  std::cout << fmt::format(
+      "tuning: every multiplier at the {} smallest rung(s){}; each variant's best carried above:\n", l.tune_rungs,
+      l.tune_past_edge ? ", one more past an edge that wins" : "");
+  std::vector<std::string> by_rule;
+  for (const auto& t : s.tuning) {
+    std::cout << fmt::format("  {:<12} {}\n", t.variant, tuning_origin(l, t));
+    if (!t.mup) by_rule.push_back(t.variant);
+  }
+  const bool mup = std::any_of(s.tuning.begin(), s.tuning.end(), [](const auto& t) { return t.mup; });
+  if (mup && std::any_of(l.rungs.begin(), l.rungs.end(), [&](const auto& r) { return r.lr != l.rungs.front().lr; }))
+    spdlog::warn(
+        "the rate rule ({}) changes the rate with width, which μP does already: a tuned rate carried by μP "
+        "holds at the tuning rungs' rate; give the ladder a rate that stays the same across its rungs",
+        l.lr_rule);
+  if (!by_rule.empty())
+    spdlog::warn(
+        "{}: the tuned rate is carried to the larger rungs by the ladder's rate rule ({}), which nothing "
+        "has shown to transfer across width; under model.parametrization \"mup\" it carries by μP "
+        "(docs/mup-transfer.md)",
+        fmt::join(by_rule, ", "), l.lr_rule);
 }
+
+namespace {
+
+// With tune_rungs: what the ladder costs against tuning at every rung (every multiplier at
+// every rung), and at most what the multipliers past an edge add (each variant's tuning
+// rungs at one more multiplier, where its best is at an edge).
+void print_tuning_price(const Sweep& s, int64_t world, const LadderTimes& basis, double flops, double secs,
+                        bool unknown) {
+  const auto& l = *s.ladder;
+  // The grid's settings per variant, and a point per rung whose time stands for every one there.
+  size_t per_variant = 0;
+  for (const auto& p : s.points)
+    per_variant += p.rung == 0 && p.variant == s.baseline && p.lr_mult == l.lr_multipliers.front();
+  const double n_each = static_cast<double>(per_variant * s.variants.size());
+  double all_flops = 0, all_s = 0, past_flops = 0, past_s = 0;
+  for (size_t i = 0; i < l.rungs.size(); ++i) {
+    const auto t = ladder_point_seconds(s, rung_point(s, i), basis, world).value_or(0);
+    const double n = n_each * static_cast<double>(l.lr_multipliers.size());
+    all_flops += n * l.rungs[i].flops(), all_s += n * t;
+    if (l.tune_past_edge && tunes_at(l, i)) past_flops += n_each * l.rungs[i].flops(), past_s += n_each * t;
+  }
+  auto cost = [&](double f, double t) {
+    return unknown ? si_count(f, true) + " FLOPs"
+                   : fmt::format("{} FLOPs, about {}", si_count(f, true), plan_duration(t));
+  };
+  std::cout << fmt::format(
+      "tuning at the {} smallest rung(s) (tune_rungs): {}; tuning at every rung instead: {} points, {} ({:.2g}x "
+      "the FLOPs){}\n",
+      l.tune_rungs, cost(flops, secs), static_cast<size_t>(n_each) * l.lr_multipliers.size() * l.rungs.size(),
+      cost(all_flops, all_s), all_flops / flops,
+      l.tune_past_edge ? fmt::format("; past an edge (tune_past_edge) at most {} more", cost(past_flops, past_s)) : "");
+}
+
+}  // namespace
 
 LadderTimes print_ladder_estimate(const Sweep& s, int64_t world, const MeasureStep& measure) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -178,33 +265,52 @@ LadderTimes print_ladder_estimate(const Sweep& s, int64_t world, const MeasureSt
   const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << fmt::format("time, as each point would train (estimate):\n  {:<48} {:>9} {:>10} {:>10} {:>10}\n",
                            "point", "params", "tokens", "FLOPs", "time");
-  double total_flops = 0, total_s = 0;
+  double total_flops = 0, total_s = 0, scratch_flops = 0, scratch_s = 0;
   bool unknown = false, no_eval = false;
-  for (const auto& p : s.points) {
+  std::vector<const SweepPoint*> listed;
+  for (const auto* list : {&s.points, &s.waiting})
+    for (const auto& p : *list) listed.push_back(&p);
+  for (const auto* point : listed) {
+    const auto& p = *point;
     const auto& r = s.ladder->rungs[p.rung];
-    no_eval |= !eval_flops(p, r, world);
-    total_flops += r.flops();
+    const int64_t from = first_step(s, p, false);
+    no_eval |= !eval_flops(p, r, world, from);
+    total_flops += train_flops(p, r, from);
+    scratch_flops += train_flops(p, r, 0);
     std::string time = "-";
     if (const auto secs = ladder_point_seconds(s, p, basis, world)) {
       total_s += *secs;
+      scratch_s += *ladder_point_seconds(s, p, basis, world, true);
       time = plan_duration(*secs);
     } else {
       unknown = true;
     }
-    std::cout << fmt::format("  {:<48} {:>9} {:>10} {:>10} {:>10}\n", p.name, si_count(static_cast<double>(r.params)),
-                             si_count(static_cast<double>(r.tokens())), si_count(r.flops(), true), time);
+    std::cout << fmt::format("  {:<48} {:>9} {:>10} {:>10} {:>10}{}\n", p.name, si_count(static_cast<double>(r.params)),
+                             si_count(static_cast<double>(p.config.train.max_steps * r.step_tokens)),
+                             si_count(train_flops(p, r, from), true), time,
+                             from ? fmt::format("  (a branch from step {})", from) : "");
   }
-  std::cout << fmt::format("total: {} points, {} training FLOPs, {}\n", s.points.size(), si_count(total_flops, true),
-                           unknown ? "no time estimate for every point"
-                                   : fmt::format("about {} ({} s)", plan_duration(total_s),
-                                                 total_s < 1e12 ? fmt::format("{:.0f}", total_s)
-                                                                : fmt::format("{:.3g}", total_s)));
+  auto seconds = [&](double total) {
+    return unknown ? "no time estimate for every point"
+                   : fmt::format("about {} ({} s)", plan_duration(total),
+                                 total < 1e12 ? fmt::format("{:.0f}", total) : fmt::format("{:.3g}", total));
+  };
+  std::cout << fmt::format(
+      "total: {} points{}, {} training FLOPs, {}\n", listed.size(),
+      s.waiting.empty() ? "" : fmt::format(" ({} wait for the tuning rungs' rate)", s.waiting.size()),
+      si_count(total_flops, true), seconds(total_s));
+  if (scratch_flops > total_flops)
+    std::cout << fmt::format(
+        "  each data ratio its own run from scratch instead of a branch: {} training FLOPs, {}; the branches "
+        "save {:.0f}%\n",
+        si_count(scratch_flops, true), seconds(scratch_s), 100 * (1 - total_flops / scratch_flops));
   std::cout << fmt::format(
       "the time rests on {}{}; plus {:g} s per point (start, checkpoints, summary){}{}\n", basis.rests_on,
       world > 1 ? fmt::format(", times {} ranks (assumed to scale linearly)", world) : "", basis.overhead_s,
       no_eval ? "; evaluation of the whole val set (eval_tokens 0) not counted"
               : "; evaluation counted as forward FLOPs",
       spent > 1 ? fmt::format(" (measuring took {:.1f} s)", spent) : "");
+  if (s.ladder->tune_rungs) print_tuning_price(s, world, basis, total_flops, total_s, unknown);
   return basis;
 }
 

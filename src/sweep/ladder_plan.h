@@ -50,9 +50,10 @@ struct LadderTimes {
 LadderTimes ladder_times(const Sweep& sweep, int64_t world_size, const MeasureStep& measure);
 
 // A point's estimated time with `ranks` processes sharing each step (assumed to scale
-// linearly), evaluation included; nullopt without a rate for its rung.
+// linearly), evaluation included; nullopt without a rate for its rung. A branch
+// (sweep/branch.h) trains its decay alone; with from_scratch, its whole run.
 std::optional<double> ladder_point_seconds(const Sweep& sweep, const SweepPoint& p, const LadderTimes& times,
-                                           int64_t ranks);
+                                           int64_t ranks, bool from_scratch = false);
 
 // The estimated time between a point's checkpoints (train.ckpt_interval steps) with
 // `ranks` processes; nullopt without a rate or without periodic checkpoints.
@@ -66,7 +67,8 @@ std::string plan_duration(double seconds);
 void print_ladder_rungs(const Sweep& sweep);
 
 // The dry run's part: per point its parameters, tokens, FLOPs and estimated time, the
-// totals, and what the estimate rests on. Returns the basis, for the dry run's Slurm part.
+// totals (with several data ratios, beside what each ratio's own run from scratch
+// would cost), and what the estimate rests on. Returns the basis, for the dry run's Slurm part.
 LadderTimes print_ladder_estimate(const Sweep& sweep, int64_t world_size, const MeasureStep& measure);
 
 }  // namespace xsagpt

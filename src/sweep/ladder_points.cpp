@@ -3,22 +3,40 @@
 
 namespace xsagpt {
 
+LadderStep ladder_step(const SweepLadder& l, size_t i, double m, const std::string& variant,
+                       const std::string& m_text) {
+  LadderStep step{static_cast<int>(i),      m, variant, l.rungs[i].overrides, {{"rung", l.rungs[i].name}},
+                  "rung=" + l.rungs[i].name};
+  step.overrides.push_back(lr_override(l.rungs[i].lr * m));
+  if (!l.lr_multipliers.empty()) {
+    step.values["lr_mult"] = m;
+    // a number: as value_text (sweep/grid.h) writes it
+    step.name += ",lr_mult=" + (m_text.empty() ? json(m).dump() : m_text);
+  }
+  return step;
+}
+
 std::vector<LadderStep> ladder_steps(const std::optional<SweepLadder>& ladder) {
   if (!ladder) return {LadderStep{}};
   std::vector<LadderStep> out;
   const auto& l = *ladder;
   const std::vector<double> mults = l.lr_multipliers.empty() ? std::vector<double>{1.0} : l.lr_multipliers;
-  for (size_t i = 0; i < l.rungs.size(); ++i)
-    for (double m : mults) {
-      LadderStep step{
-          static_cast<int>(i), m, l.rungs[i].overrides, {{"rung", l.rungs[i].name}}, "rung=" + l.rungs[i].name};
-      step.overrides.push_back(lr_override(l.rungs[i].lr * m));
-      if (!l.lr_multipliers.empty()) {
-        step.values["lr_mult"] = m;
-        step.name += ",lr_mult=" + json(m).dump();  // a number: as value_text (sweep/grid.h) writes it
+  for (size_t i = 0; i < l.rungs.size() && tunes_at(l, i); ++i) {
+    const int budgets = static_cast<int>(l.rungs[i].budgets.size());
+    for (int b = budgets - 1; b >= (budgets ? 0 : -1); --b)
+      for (double m : mults) {
+        auto step = ladder_step(l, i, m);
+        if (b >= 0) {  // the budget's overrides before the rate, its ratio before the multiplier
+          const auto& budget = l.rungs[i].budgets[static_cast<size_t>(b)];
+          step.budget = b;
+          step.overrides.insert(step.overrides.end() - 1, budget.overrides.begin(), budget.overrides.end());
+          step.values["ratio"] = budget.ratio;
+          const auto rung = "rung=" + l.rungs[i].name;
+          step.name.insert(rung.size(), ",ratio=" + json(budget.ratio).dump());  // as value_text writes a number
+        }
+        out.push_back(std::move(step));
       }
-      out.push_back(std::move(step));
-    }
+  }
   return out;
 }
 

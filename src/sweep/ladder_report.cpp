@@ -5,6 +5,7 @@
 #include "sweep/text_table.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <vector>
@@ -139,6 +140,55 @@ TextTable ladder_rung_table(const json& ladder, const std::string& b, const std:
   return t;
 }
 
+// With several data ratios: each variant's multiplier per rung at every ratio, each from
+// that ratio's own fit across rungs (summary.json's ladder.ratios).
+TextTable ladder_ratio_table(const json& ladder, const std::vector<std::string>& vs) {
+  TextTable t{"", {"rung"}, {}};
+  for (const auto& v : vs) {
+    for (const auto& r : ladder["ratios"])
+      t.head.push_back(fmt::format("{} at {:g} tok/param", v, r["ratio"].get<double>()));
+    t.head.push_back(v + " at the optimal ratio");
+  }
+  const json& budgets = field(field(ladder, "surface"), "budgets");
+  for (size_t i = 0; i < ladder["rungs"].size(); ++i) {
+    const auto name = ladder["rungs"][i]["name"].get<std::string>();
+    TableRow row{name};
+    for (const auto& v : vs) {
+      for (const auto& r : ladder["ratios"]) {
+        json cell;
+        for (const auto& x : field(field(r, "analysis"), "rungs"))
+          if (field(x, "rung") == json(i)) cell = field(field(x, "variants"), v);
+        row.push_back(multiplier_cell(cell, "multiplier", "multiplier_ci95"));
+      }
+      json at;
+      for (const auto& b : budgets.is_array() ? budgets : json::array())
+        if (field(b, "name") == json(name)) at = field(field(b, "variants"), v);
+      row.push_back(
+          has_number(at, "multiplier")
+              ? fmt::format("{:.3f}x at {:.3g} tok/param", at["multiplier"].get<double>(), at["ratio"].get<double>())
+              : "-");
+    }
+    t.rows.push_back(row);
+  }
+  return t;
+}
+
+// The loss surface of each variant (summary.json's ladder.surface.fits).
+TextTable ladder_surface_table(const json& surface) {
+  TextTable t{"", {"variant", "E", "A", "alpha", "B", "beta", "points", "Huber objective"}, {}};
+  for (const auto& [v, f] : field(surface, "fits").items()) {
+    if (!has_number(f, "alpha")) {
+      t.rows.push_back({v, "-", "-", "-", "-", "-", field(f, "points").dump() + ": " + text_of(f, "why"), "-"});
+      continue;
+    }
+    t.rows.push_back({v, bounded_fixed(f["E"].get<double>(), 4) + (f.value("e_capped", false) ? " (capped)" : ""),
+                      fmt::format("{:.4g}", f["A"].get<double>()), bounded_fixed(f["alpha"].get<double>(), 4),
+                      fmt::format("{:.4g}", f["B"].get<double>()), bounded_fixed(f["beta"].get<double>(), 4),
+                      field(f, "points").dump(), fmt::format("{:.3g}", f["objective"].get<double>())});
+  }
+  return t;
+}
+
 // The fit's computes over its parameters: "2 - 2 = 0 (exact)"; the joint fit's for a shared E.
 std::string freedom_cell(const json& f) {
   if (!has_number(f, "computes") || !has_number(f, "parameters")) return "-";
@@ -234,21 +284,42 @@ TextTable ladder_trend_table(const json& a, const std::vector<std::string>& vs, 
   return t;
 }
 
-// With rate multipliers: per variant and rung the rate it is judged at.
+// With rate multipliers: per variant and rung the rate it is judged at; with tune_rungs,
+// the larger rungs' rate is the variant's tuned one, marked "tuned" (or "waits"), and a
+// note says where it came from.
 TextTable ladder_rate_table(const json& ladder, std::vector<std::string>& notes) {
   TextTable t{"", {"variant"}, {}};
   for (const auto& r : ladder["rungs"]) t.head.push_back(r["name"].get<std::string>());
+  const json& tuning = field(ladder, "tuning");
   for (const auto& [v, choices] : ladder["lr_choice"].items()) {
     TableRow row{v};
-    for (const auto& c : choices) {
-      const bool edge = field(c, "at_edge") == json(true);
-      row.push_back(
-          fmt::format("{:.3g} (x{:g}){}", c["lr"].get<double>(), c["lr_mult"].get<double>(), edge ? " *" : ""));
-      if (edge)
+    for (const auto& r : ladder["rungs"]) {
+      const auto it =
+          std::find_if(choices.begin(), choices.end(), [&](const json& c) { return c["rung"] == r["name"]; });
+      if (it == choices.end()) {
+        row.push_back(field(tuning, v).is_object() ? "waits for tuning" : "-");
+        continue;
+      }
+      const json& c = *it;
+      const bool edge = field(c, "at_edge") == json(true), tuned = !text_of(c, "origin").empty();
+      row.push_back(fmt::format("{:.3g} (x{:g}{}){}", c["lr"].get<double>(), c["lr_mult"].get<double>(),
+                                tuned ? ", tuned" : "", edge ? " *" : ""));
+      if (edge && !tuned)
         notes.push_back(
             fmt::format("{} at {}: its best rate is at the edge of the multipliers swept; its optimum may "
                         "lie beyond them",
                         v, c["rung"].get<std::string>()));
+    }
+    if (field(tuning, v).is_object()) {
+      const auto& tv = tuning[v];
+      notes.push_back(fmt::format("{}: the larger rungs' rate {}{}{}", v, text_of(tv, "origin"),
+                                  tv["at_edge"] == json(true)
+                                      ? "; at the edge of the multipliers tried, so its optimum "
+                                        "may lie beyond them"
+                                      : "",
+                                  tv["carried_by"] == json("rate rule")
+                                      ? "; under model.parametrization \"mup\" the tuned rate would carry by μP"
+                                      : ""));
     }
     t.rows.push_back(row);
   }
@@ -275,6 +346,23 @@ LadderReport build_ladder_report(const json& summary) {
     return rep;
   }
   const auto vs = variants_of(summary);
+  if (ladder.contains("ratios")) {
+    std::vector<double> ratios;
+    for (const auto& x : ladder["ratios"]) ratios.push_back(x["ratio"].get<double>());
+    rep.lines.push_back(
+        fmt::format("Data ratios: {:g} tokens per parameter, each shorter one branched off the "
+                    "longest's runs; the table of rungs and the fits below are the longest ratio's ({:g}).",
+                    fmt::join(ratios, ", "), ratios.back()));
+    rep.tables.emplace_back(
+        "Multiplier at each data ratio (each ratio's own fit across rungs), and at the "
+        "compute-optimal ratio for the rung's longest run's budget (each variant's surface)",
+        ladder_ratio_table(ladder, vs));
+    if (ladder.contains("surface"))
+      rep.tables.emplace_back(
+          "Loss surfaces across ratios, L(N, D) = E + A N^-alpha + B D^-beta (Chinchilla's "
+          "form; Huber loss of log residuals, L-BFGS from a grid of starts; no interval)",
+          ladder_surface_table(ladder["surface"]));
+  }
   rep.tables.emplace_back("", ladder_rung_table(ladder, b, vs, rep.notes));
   if (field(a, "seeds") == json(0)) {  // words, not a fit table of dashes and "Seeds: 0"
     rep.lines.push_back("No point of the ladder finished with a usable result: nothing to fit or compare (each point "

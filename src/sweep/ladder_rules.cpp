@@ -5,6 +5,7 @@
 #include "train/mfu.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -35,11 +36,12 @@ std::vector<double> per_rung(const json& v, size_t n, const std::string& key) {
 
 }  // namespace
 
-std::pair<double, int64_t> LadderTokenRule::operator()(size_t i, const ModelConfig& m, int64_t seq_len) const {
+std::pair<double, int64_t> LadderTokenRule::operator()(size_t i, const ModelConfig& m, int64_t seq_len,
+                                                       size_t budget) const {
   if (!flops.empty()) return {flops[i] / flops_per_token(m, seq_len), 0};
   const auto c = count_params(m);
   const int64_t n = non_embedding ? c.non_embedding : c.total;
-  return {per_param * static_cast<double>(n), n};
+  return {per_param.at(budget) * static_cast<double>(n), n};
 }
 
 double LadderLrRule::operator()(size_t i, int64_t d_model) const {
@@ -51,7 +53,7 @@ LadderTokenRule read_token_rule(const json& t, size_t n, const std::string& wher
   const std::string key = where + ".tokens";
   TokensSection section;
   file_keys::read(t, section, key);
-  if (section.per_param.has_value() == !section.flops.is_null())
+  if (section.per_param.is_null() == section.flops.is_null())
     schema::bad(key, "{\"per_param\": r} (tokens = r x parameters) or {\"flops\": F or [F per rung]}", t);
   LadderTokenRule r;
   if (!section.flops.is_null()) {
@@ -62,10 +64,20 @@ LadderTokenRule read_token_rule(const json& t, size_t n, const std::string& wher
         r.flops.size() > 1 && r.flops.back() != r.flops.front() ? fmt::format(" ... {:.3g}", r.flops.back()) : "");
     return r;
   }
-  r.per_param = *section.per_param;
-  if (!(r.per_param > 0)) schema::bad(key + ".per_param", "a positive number (Chinchilla: 20)", t["per_param"]);
+  const auto& pp = section.per_param;
+  const char* expected = "a positive number (Chinchilla: 20), or a list of distinct ones (several data ratios)";
+  for (const auto& x : pp.is_array() ? pp : json::array({pp})) {
+    if (!x.is_number() || !(x.get<double>() > 0) || !std::isfinite(x.get<double>()))
+      schema::bad(key + ".per_param", expected, pp);
+    if (std::find(r.per_param.begin(), r.per_param.end(), x.get<double>()) != r.per_param.end())
+      throw ConfigError(fmt::format("{}.per_param: {} is listed twice", key, x.dump()));
+    r.per_param.push_back(x.get<double>());
+  }
+  if (r.per_param.empty()) schema::bad(key + ".per_param", expected, pp);
+  std::sort(r.per_param.begin(), r.per_param.end());
   r.non_embedding = section.params == TokenParams::kNonEmbedding;
-  r.words = fmt::format("tokens = {:g} x parameters ({})", r.per_param, schema::enum_name(section.params));
+  r.words = fmt::format("tokens = {:g} x parameters ({})", fmt::join(r.per_param, ", "),
+                        schema::enum_name(section.params));
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include "config/model_config.h"
 #include "sweep/sweep_file.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -14,13 +15,17 @@
 namespace xsagpt {
 
 // tokens = r x parameters (total or non-embedding), or a FLOP budget / flops_per_token.
+// Several ratios r (a list) are several budgets per rung: its data ratios, branched
+// off one run (sweep/branch.h).
 struct LadderTokenRule {
-  double per_param = 0;
+  std::vector<double> per_param;  // the ratios, ascending; empty with a FLOP budget
   bool non_embedding = false;
   std::vector<double> flops;
   std::string words;
-  // The tokens rung i asks for, and the parameters it counted (0 for a FLOP budget).
-  std::pair<double, int64_t> operator()(size_t i, const ModelConfig& m, int64_t seq_len) const;
+  // The tokens rung i asks for at ratio `budget` (an index into per_param), and the
+  // parameters it counted (0 for a FLOP budget).
+  std::pair<double, int64_t> operator()(size_t i, const ModelConfig& m, int64_t seq_len, size_t budget = 0) const;
+  size_t budgets() const { return std::max<size_t>(1, per_param.size()); }
 };
 
 LadderTokenRule read_token_rule(const json& tokens, size_t n_rungs, const std::string& where);

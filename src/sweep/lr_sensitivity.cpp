@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 
 namespace xsagpt {
@@ -36,15 +37,16 @@ std::optional<double> counted_loss(const json& p, double l0, bool& diverged) {
 
 json lr_sensitivity(const Sweep& sweep, const json& points) {
   const SweepLadder& l = *sweep.ladder;
-  // (variant, rung, the values of the other keys but the seed) -> multiplier's index -> points: a
+  // (variant, rung, the values of the other keys but the seed) -> multiplier -> points: a
   // curve of loss against the rate per setting, so no other key's values are averaged together.
-  std::map<std::tuple<std::string, int, json>, std::map<size_t, std::vector<size_t>>> groups;
+  // A rung above ladder.tune_rungs runs one rate, the variant's tuned one: no curve.
+  std::map<std::tuple<std::string, int, json>, std::map<double, std::vector<size_t>>> groups;
   for (size_t i = 0; i < sweep.points.size(); ++i) {
     const auto& p = sweep.points[i];
+    if (!tunes_at(l, static_cast<size_t>(p.rung))) continue;
     json rest = p.values;
     for (const char* k : {"rung", "lr_mult", "train.seed"}) rest.erase(k);
-    const auto m = std::find(l.lr_multipliers.begin(), l.lr_multipliers.end(), p.lr_mult);
-    groups[{p.variant, p.rung, rest}][static_cast<size_t>(m - l.lr_multipliers.begin())].push_back(i);
+    groups[{p.variant, p.rung, rest}][p.lr_mult].push_back(i);
   }
   json out = json::object();
   for (const auto& v : sweep.variants)
@@ -54,14 +56,13 @@ json lr_sensitivity(const Sweep& sweep, const json& points) {
       json rates = json::array();
       std::vector<double> losses;
       std::string missing;
-      for (const auto& [mi, members] : it->second) {
+      for (const auto& [m, members] : it->second) {
         double sum = 0;
         size_t n = 0, diverged = 0;
         for (size_t i : members) {
           bool d = false;
           if (const auto x = counted_loss(points[i], l0, d)) sum += *x, ++n, diverged += d;
         }
-        const double m = mi < l.lr_multipliers.size() ? l.lr_multipliers[mi] : 1.0;
         rates.push_back({{"lr_mult", m},
                          {"lr", l.rungs[r].lr * m},
                          {"loss", n ? json(sum / static_cast<double>(n)) : json(nullptr)},
@@ -94,24 +95,29 @@ json lr_sensitivity(const Sweep& sweep, const json& points) {
 
 TextTable lr_sensitivity_table(const json& sensitivity, std::vector<std::string>& notes) {
   TextTable t{"", {"variant", "rung"}, {}};
-  bool head = false;
+  // A column per multiplier any row tried (with tune_past_edge a variant may have one more).
+  std::set<double> mults;
+  for (const auto& [v, rows] : sensitivity.items())
+    for (const auto& row : rows)
+      for (const auto& rate : row["rates"]) mults.insert(rate["lr_mult"].get<double>());
+  for (double m : mults) t.head.push_back(fmt::format("x{:g}", m));
+  t.head.push_back("spread (max - min)");
+  t.head.push_back("LR sensitivity (Wortsman)");
   for (const auto& [v, rows] : sensitivity.items())
     for (const auto& row : rows) {
-      if (!head) {
-        for (const auto& rate : row["rates"]) t.head.push_back(fmt::format("x{:g}", rate["lr_mult"].get<double>()));
-        t.head.push_back("spread (max - min)");
-        t.head.push_back("LR sensitivity (Wortsman)");
-        head = true;
-      }
       std::string where = row["rung"].get<std::string>();
       for (const auto& [k, x] : row["values"].items()) where += fmt::format(", {}={}", k, value_text(x));
       TableRow cells{v, where};
-      for (const auto& rate : row["rates"]) {
-        const auto n = rate["n"].get<int64_t>(), d = rate["diverged"].get<int64_t>();
-        cells.push_back(!rate["loss"].is_number()
-                            ? "-"
-                            : fmt::format("{} (n={}{})", bounded_fixed(rate["loss"].get<double>(), 4), n,
-                                          d ? fmt::format(", {} diverged", d) : ""));
+      for (double m : mults) {
+        const auto rate = std::find_if(row["rates"].begin(), row["rates"].end(),
+                                       [&](const json& r) { return r["lr_mult"].get<double>() == m; });
+        if (rate == row["rates"].end() || !(*rate)["loss"].is_number()) {
+          cells.push_back("-");
+          continue;
+        }
+        const auto n = (*rate)["n"].get<int64_t>(), d = (*rate)["diverged"].get<int64_t>();
+        cells.push_back(fmt::format("{} (n={}{})", bounded_fixed((*rate)["loss"].get<double>(), 4), n,
+                                    d ? fmt::format(", {} diverged", d) : ""));
       }
       for (const char* k : {"spread", "sensitivity"})
         cells.push_back(row[k].is_number() ? bounded_fixed(row[k].get<double>(), 4) : "-");

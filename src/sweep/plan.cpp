@@ -2,7 +2,7 @@
 // memory estimate and a ladder's sizes and time (see sweep/plan.h).
 #include "sweep/plan.h"
 
-#include "sweep/cluster_estimate.h"
+#include "sweep/slurm_estimate.h"
 #include "sweep/ladder_plan.h"
 #include "sweep/slurm_plan.h"
 #include "train/memory_check.h"

@@ -15,7 +15,7 @@ namespace xsagpt {
 // each point's memory estimate on the device it would train on and, in a ladder, each
 // point's FLOPs and estimated time with the total (sweep/ladder_plan.h), its steps timed
 // by `measure` where the ladder names no estimate; with a "slurm" section, the cost on
-// the cluster (sweep/cluster_estimate.h) and what --slurm would refuse. `sweep_file`:
+// the cluster (sweep/slurm_estimate.h) and what --slurm would refuse. `sweep_file`:
 // the file the sweep was read from. Prints to stdout.
 void print_sweep_plan(const Sweep& sweep, const std::string& sweep_file, int64_t world_size, bool memory,
                       const MeasureStep& measure);

@@ -2,13 +2,14 @@
 #include "sweep/point_check.h"
 
 #include "config/config_diff.h"
+#include "run/metrics_history.h"
 #include "run/run_paths.h"
+#include "sweep/text_table.h"
 #include "util/json_read.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
-#include <fstream>
 
 namespace xsagpt {
 
@@ -20,50 +21,13 @@ bool finite_number(const json& v) { return v.is_number() && std::isfinite(v.get<
 
 bool close_to(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); }
 
-// The val records a reader of metrics.jsonl ends up with (a step at or below the last
-// one marks a restart, whose records replace what followed), and the lines that are
-// not JSON objects with a step of 0 or more: a kill's torn line, or an edit (a negative
-// step is never the trainer's, and read as a restart it would erase the curve). A line
-// with a literal NaN or Infinity is damaged too, but by the rule of util/json_read.h it
-// makes the run unusable, as the trainer's null for the same number does, rather than
-// being skipped as a torn line is: skipped, it would leave a diverged run compared.
-struct ValCurve {
-  struct Record {
-    int64_t line = 0;
-    int64_t step = 0;
-    json tokens, loss;
-  };
-  std::vector<Record> records;
-  std::vector<int64_t> damaged;
-  std::optional<int64_t> nonfinite;  // the first line with a non-finite literal
-};
-
-ValCurve read_val_curve(const fs::path& file) {
-  ValCurve c;
-  std::ifstream in(file);
-  int64_t n = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++n;
-    const json r = parse_json_or_discarded(line);
-    if (!r.is_object() || !r.value("step", json()).is_number_integer() || r["step"].get<int64_t>() < 0) {
-      if (r.is_discarded() && !c.nonfinite && nonfinite_literal_line(line)) c.nonfinite = n;
-      c.damaged.push_back(n);
-      continue;
-    }
-    if (!r.contains("val_loss")) continue;
-    const int64_t step = r["step"].get<int64_t>();
-    while (!c.records.empty() && c.records.back().step >= step) c.records.pop_back();
-    c.records.push_back({n, step, r.value("tokens", json()), r["val_loss"]});
-  }
-  return c;
-}
-
-std::string damaged_note(const ValCurve& c) {
-  if (c.damaged.empty()) return "";
+// A damaged line (run/metrics_history.h) is skipped, but said beside whatever else is wrong.
+std::string damaged_note(const MetricsHistory& h) {
+  if (h.damaged.empty()) return "";
   std::string lines;
-  for (size_t i = 0; i < c.damaged.size() && i < 5; ++i) lines += (i ? ", " : "") + std::to_string(c.damaged[i]);
-  if (c.damaged.size() > 5) lines += ", ...";
-  return fmt::format("; {} damaged line(s) skipped: {}", c.damaged.size(), lines);
+  for (size_t i = 0; i < h.damaged.size() && i < 5; ++i) lines += (i ? ", " : "") + std::to_string(h.damaged[i]);
+  if (h.damaged.size() > 5) lines += ", ...";
+  return fmt::format("; {} damaged line(s) skipped: {}", h.damaged.size(), lines);
 }
 
 }  // namespace
@@ -104,26 +68,70 @@ std::optional<std::string> unusable_run(const SweepPoint& p, const json& done) {
     if (!finite_number(done.value(k, json())))
       return fmt::format("{}'s {} is {}, not a finite number", done_name, k, done.value(k, json()).dump());
   if (!fs::is_regular_file(run.metrics)) return fmt::format("it has no {} (its curves are gone)", metrics_name);
-  const auto curve = read_val_curve(run.metrics);
-  if (curve.nonfinite) return nonfinite_literal_message(run.metrics.string(), *curve.nonfinite);
-  const auto extra = damaged_note(curve);
-  for (const auto& r : curve.records)
-    if (!finite_number(r.loss))
+  const auto history = read_metrics(run.metrics);
+  if (history.nonfinite) return nonfinite_literal_message(run.metrics.string(), *history.nonfinite);
+  const auto extra = damaged_note(history);
+  const auto curve = history.val_curve();
+  for (const auto& r : curve)
+    if (!finite_number(r.fields.at("val_loss")))
       return fmt::format("{} line {}: val_loss at step {} is {}, not a finite number{}", metrics_name, r.line, r.step,
-                         r.loss.dump(), extra);
-  if (curve.records.empty()) return fmt::format("{} holds no val loss{}", metrics_name, extra);
-  const auto& last = curve.records.back();
+                         r.fields.at("val_loss").dump(), extra);
+  if (curve.empty()) return fmt::format("{} holds no val loss{}", metrics_name, extra);
+  const auto& last = curve.back();
+  const auto last_loss = last.fields.at("val_loss"), last_tokens = last.fields.value("tokens", json());
   if (last.step != step.get<int64_t>())
     return fmt::format("{}'s val curve ends at step {}, but {} says the run reached step {}{}", metrics_name, last.step,
                        done_name, step.get<int64_t>(), extra);
-  if (!close_to(last.loss.get<double>(), done["final_val_loss"].get<double>()))
+  if (!close_to(last_loss.get<double>(), done["final_val_loss"].get<double>()))
     return fmt::format("{}'s val loss at step {} is {}, but {}'s final_val_loss is {}", metrics_name, last.step,
-                       last.loss.dump(), done_name, done["final_val_loss"].dump());
+                       last_loss.dump(), done_name, done["final_val_loss"].dump());
   const auto tokens = done.value("tokens", json());
-  if (tokens.is_number() && !(last.tokens.is_number() && close_to(last.tokens.get<double>(), tokens.get<double>())))
+  if (tokens.is_number() && !(last_tokens.is_number() && close_to(last_tokens.get<double>(), tokens.get<double>())))
     return fmt::format("{}'s val record at step {} has tokens {}, but {} says {}", metrics_name, last.step,
-                       last.tokens.dump(), done_name, tokens.dump());
+                       last_tokens.dump(), done_name, tokens.dump());
   return std::nullopt;
+}
+
+const char* status_name(PointStatus s) {
+  switch (s) {
+    case PointStatus::kDone: return "done";
+    case PointStatus::kRunning: return "running";
+    case PointStatus::kPending: return "pending";
+    case PointStatus::kFailed: return "failed";
+    case PointStatus::kInvalid: return "invalid";
+  }
+  return "pending";
+}
+
+std::optional<PointState> ended_state(const SweepPoint& p) {
+  const RunPaths run(p.config.out_dir);
+  PointState st;
+  if (const auto foreign = foreign_run(p)) {
+    st.status = PointStatus::kInvalid;  // another run's results are never this point's
+    st.detail = *foreign;
+    st.record["error"] = *foreign;
+  } else if (fs::exists(run.done)) {
+    const auto done = read_run_file(run.done);
+    for (const char* k : {"final_train_loss", "final_val_loss", "tokens", "wall_s", "step"})
+      st.record[k] = done.is_object() ? done.value(k, json()) : json();
+    // A finished run is compared only once its files agree.
+    if (const auto unusable = unusable_run(p, done)) {
+      st.status = PointStatus::kInvalid;
+      st.detail = *unusable;
+      st.record["error"] = *unusable;
+    } else {
+      st.status = PointStatus::kDone;
+      st.detail = "final val loss " + bounded_fixed(done["final_val_loss"].get<double>(), 4);
+    }
+  } else if (const auto failure = point_failure(p)) {
+    const auto error = failure->value("error", json("unknown"));
+    st.status = PointStatus::kFailed;
+    st.detail = error.is_string() ? error.get<std::string>() : error.dump();
+    st.record["error"] = error;
+  } else {
+    return std::nullopt;
+  }
+  return st;
 }
 
 }  // namespace xsagpt

@@ -27,4 +27,24 @@ std::optional<std::string> foreign_run(const SweepPoint& p);
 // so equal-time and equal-token readings of its curve reach its end.
 std::optional<std::string> unusable_run(const SweepPoint& p, const json& done);
 
+// Where a point stands, in one word for every reader: the summary, --status, --summarize's
+// list of what it left out, the Slurm submitter and the tuning rungs.
+enum class PointStatus { kDone, kRunning, kPending, kFailed, kInvalid };
+const char* status_name(PointStatus s);  // "done", "running", "pending", "failed", "invalid"
+
+struct PointState {
+  PointStatus status = PointStatus::kPending;
+  std::string detail;  // the final val loss; the holder, step and heartbeat; why; ...
+  // For a point that has ended, what the summary records of it: done.json's
+  // final_train_loss, final_val_loss, tokens, wall_s and step where there is a done.json,
+  // and "error" for an invalid or failed point.
+  json record = json::object();
+  const char* name() const { return status_name(status); }
+};
+
+// A point that has come to an end: done, a run that every check holds; invalid, a run of
+// another config or one that fails a check; failed (sweep/grid.h's failed.json). nullopt:
+// pending or running, which the lock tells (sweep/status.h's point_state).
+std::optional<PointState> ended_state(const SweepPoint& p);
+
 }  // namespace xsagpt

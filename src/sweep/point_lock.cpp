@@ -6,6 +6,7 @@
 #include "util/dir_lock.h"
 #include "util/error.h"
 #include "util/json_read.h"
+#include "util/regular_file.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -51,7 +52,7 @@ std::vector<int64_t> generations(const fs::path& dir) {
 }
 
 std::string first_line_of(const char* file) {
-  std::ifstream in(file);
+  auto in = open_state_file(file);
   std::string line;
   std::getline(in, line);
   return line;

@@ -3,7 +3,9 @@
 
 #include "run/run_dir.h"
 #include "run/run_paths.h"
+#include "sweep/branch.h"
 #include "sweep/point_check.h"
+#include "sweep/status.h"
 #include "sweep/summary.h"
 #include "train/trainer.h"
 #include "util/dir_lock.h"
@@ -36,7 +38,7 @@ std::optional<PointOutcome> settled(const SweepPoint& p, bool stale, bool retry,
   if (fs::exists(RunPaths(p.config.out_dir).done)) {
     if (main) {
       spdlog::info("{}: finished, skipping", tag);
-      fs::remove(failure_file(p));  // a record of an earlier attempt says nothing about a finished point
+      clear_failure(p);  // a record of an earlier attempt says nothing about a finished point
     }
     return PointOutcome::kFinished;
   }
@@ -57,12 +59,28 @@ PointOutcome train_point(const Sweep& sweep, const SweepPoint& p, const PointRun
                          DistContext& dist) {
   const bool stale = run.stale;
   const auto& tag = run.tag;
+  TrainOptions opts = stale ? TrainOptions{"", true} : TrainOptions{"auto", false, true};
+  if (p.branch_of) {
+    // Every rank agrees on rank 0's reading of the source's directory.
+    std::string why;
+    if (dist.is_main()) {
+      const auto file = branch_checkpoint(sweep, p);
+      if (const auto wait = branch_wait(sweep, p))
+        why = *wait;
+      else if (stale && !fs::exists(file))
+        why = "waits for " + file.string();  // its own checkpoints are stale
+    }
+    if (dist.any(!why.empty())) {
+      if (dist.is_main()) spdlog::warn("{}: not started, not recorded as failed: it {}", tag, why);
+      return PointOutcome::kWaiting;
+    }
+    opts.branch_from = branch_checkpoint(sweep, p).string();
+  }
   if (dist.is_main()) spdlog::info("{}{}", tag, stale ? ": its config changed, running it again" : "");
-  if (dist.is_main()) fs::remove(failure_file(p));  // retried: its new outcome replaces the old record
+  if (dist.is_main()) clear_failure(p);  // retried: its new outcome replaces the old record
   TrainResult result;
   stop_here_for_tests("sweep:point-checked");
   try {
-    auto opts = stale ? TrainOptions{"", true} : TrainOptions{"auto", false, true};
     opts.still_held = [lock] { return !lock || lock->held(); };  // every rank asks; rank 0 holds the lock
     result = train(p.config, opts, dist);
   } catch (const ForeignRun& e) {
@@ -93,7 +111,7 @@ PointOutcome train_point(const Sweep& sweep, const SweepPoint& p, const PointRun
     return PointOutcome::kBusy;
   }
   if (dist.is_main()) {
-    if (result.finished) fs::remove(failure_file(p));
+    if (result.finished) clear_failure(p);
     if (run.write_summary) write_summary(sweep);
   }
   return result.finished ? PointOutcome::kFinished : PointOutcome::kInterrupted;

@@ -13,7 +13,8 @@
 
 namespace xsagpt {
 
-enum class PointOutcome { kFinished, kFailed, kBusy, kForeign, kInterrupted };
+// kWaiting: a branch whose checkpoint to start from is not there yet (sweep/branch.h).
+enum class PointOutcome { kFinished, kFailed, kBusy, kForeign, kWaiting, kInterrupted };
 
 struct PointRun {
   bool stale = false;          // its config changed since it was run (--force): start it over

@@ -197,7 +197,7 @@ std::vector<Table> tables(const json& summary, std::vector<std::string>& notes) 
       fin.rows.push_back(r);
 
       const auto& ratio = c["step_time_ratio"];
-      Row e{v, ratio["mean"].is_number() ? bounded_fixed(ratio["mean"].get<double>(), 3) : "-"};
+      Row e{v, ratio.value("geomean", json()).is_number() ? bounded_fixed(ratio["geomean"].get<double>(), 3) : "-"};
       for (const char* k : {"equal_time", "equal_tokens"}) {
         for (auto& cell : paired_cells(c[k])) e.push_back(cell);
         e.push_back(std::to_string(c[k]["n"].get<int64_t>()));
@@ -253,7 +253,7 @@ constexpr const char* kHowToRead =
     "(linearly between evaluations) at the earlier of their two final wall-clock times, the variant's minus the "
     "baseline's, so no curve is extrapolated and a faster variant keeps its seed; \"time read at\" gives that time "
     "per pair in seed order and whose end it is. Equal tokens: the same at the earlier final token count. Step "
-    "time: the variant's seconds per step over the baseline's (mean over pairs). Iso-loss multiplier: the tokens "
+    "time: the variant's median seconds per step over the baseline's (geometric mean over pairs). Iso-loss multiplier: the tokens "
     "(or seconds) at which the variant's val curve first reaches the baseline's final val loss, over those at "
     "which the baseline's curve first reached it, per seed (read linearly between evaluations); below 1 the "
     "variant needs less. Its mean is the geometric mean over seeds, its 95% CI Student's t on the mean log ratio "

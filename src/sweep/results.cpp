@@ -5,6 +5,7 @@
 #include "sweep/report.h"
 #include "sweep/status.h"
 #include "sweep/summary.h"
+#include "sweep/sweep_claim.h"
 #include "sweep/text_table.h"
 #include "util/paths.h"
 #include "util/spawn.h"
@@ -81,6 +82,11 @@ void report_end(const Sweep& sweep, const Unfinished& u, bool draw, DistContext&
           "they are free",
           u.busy.size(), n, fmt::join(u.busy, "; "));
   }
+  if (dist.is_main() && !u.waiting.empty())
+    spdlog::error(
+        "{} of {} point(s) are branches that did not start, their checkpoint missing (--status says what each "
+        "waits for): {}; run the sweep again once their sources have reached it",
+        u.waiting.size(), n, fmt::join(u.waiting, "; "));
   if (dist.is_main() && !u.foreign.empty())
     spdlog::error(
         "{} of {} point(s) hold a run of another config in their directory and did not run: {}; move that run "
@@ -90,21 +96,26 @@ void report_end(const Sweep& sweep, const Unfinished& u, bool draw, DistContext&
 
 
 int summarize_sweep(const Sweep& sweep, bool draw) {
+  // Another sweep file would find none of the directory's points its own, and rewrite a
+  // finished sweep's summary and report with every point invalid.
+  check_sweep_file(sweep);
   const auto summary = write_summary(sweep);
   print_results(summary);
   std::cout << fmt::format("summary: {}\n", (sweep.dir / "summary.json").string());
   if (draw && plot(sweep.dir)) std::cout << fmt::format("figures: {}\n", (sweep.dir / "plots").string());
-  // Every point left out, with why: its state as --status tells it (sweep/status.h).
-  const auto timing = point_lock_timing();
-  const auto clock = sweep_lock_clock(sweep);
+  // Every point left out, with why: its state as the summary read it (sweep/status.h's
+  // point_state, as --status tells it), not read again.
   std::vector<std::string> left;
-  for (const auto& p : sweep.points) {
-    const auto s = point_state(sweep, p, timing, clock);
-    if (s.state != "done") left.push_back(fmt::format("{} ({}: {})", p.name, s.state, s.detail));
+  for (const auto& p : summary["points"]) {
+    if (p["status"] == "done") continue;
+    const auto& why = p.contains("error") ? p["error"] : p.value("detail", json(""));
+    left.push_back(fmt::format("{} ({}: {})", p["name"].get<std::string>(), p["status"].get<std::string>(),
+                               why.is_string() ? why.get<std::string>() : why.dump()));
   }
+  for (const auto& p : sweep.waiting) left.push_back(p.name + " (waiting for its tuned rate)");
   if (left.empty()) return 0;
   spdlog::error("{} of {} point(s) are not done and are left out of the summary: {}", left.size(),
-                sweep.points.size(), fmt::join(left, "; "));
+                sweep.points.size() + sweep.waiting.size(), fmt::join(left, "; "));
   return 1;
 }
 

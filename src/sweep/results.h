@@ -14,7 +14,8 @@ namespace xsagpt {
 // The points that did not finish, by why.
 struct Unfinished {
   std::vector<std::string> failed, busy, foreign;
-  bool clean() const { return failed.empty() && busy.empty() && foreign.empty(); }
+  std::vector<std::string> waiting;  // branches whose checkpoint to start from is not there (sweep/branch.h)
+  bool clean() const { return failed.empty() && busy.empty() && foreign.empty() && waiting.empty(); }
 };
 
 // The end of a sweep that went through every point: the summary, the table, the

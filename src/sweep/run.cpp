@@ -5,58 +5,22 @@
 #include "sweep/point_run.h"
 #include "sweep/progress.h"
 #include "sweep/results.h"
+#include "sweep/sweep_claim.h"
+#include "sweep/status.h"
 #include "train/signals.h"
-#include "util/atomic_file.h"
-#include "util/json_read.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 namespace xsagpt {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-// The sweep file a directory was made from (its sweep.json) must be this one, unless
-// forced; out_dir aside, as a sweep copied or moved elsewhere, its out_dir edited, is
-// the same sweep, and so is one whose Slurm settings (how its jobs are scheduled, never
-// what they train) changed. Then sweep.json is this sweep file.
-void claim_sweep_file(const Sweep& sweep, bool force, DistContext& dist) {
-  const auto spec_file = sweep.dir / "sweep.json";
-  auto placeless = [](json spec) {
-    if (!spec.is_object()) return spec;
-    spec.erase("out_dir");
-    spec.erase("slurm");
-    if (spec.contains("ladder") && spec["ladder"].is_object() && spec["ladder"].contains("rungs") &&
-        spec["ladder"]["rungs"].is_array())
-      for (auto& r : spec["ladder"]["rungs"])
-        if (r.is_object()) r.erase("slurm");
-    return spec;
-  };
-  const auto text = sweep.spec.dump(2) + "\n";
-  auto check = [&] {
-    const auto found = read_json_file(spec_file);
-    if (placeless(found) != placeless(sweep.spec) && !force)
-      throw ConfigError(
-          fmt::format("{} was made from a different sweep file; use another out_dir, or --force to "
-                      "continue with the new one",
-                      sweep.dir.string()));
-    return found == sweep.spec;
-  };
-  if (fs::exists(spec_file)) {
-    // Rewritten only when it says another place (a moved sweep) or, forced, another sweep.
-    if (!check() && dist.is_main()) write_file_atomic_shared(spec_file, text);
-    return;
-  }
-  if (!dist.is_main()) return;
-  fs::create_directories(sweep.dir);
-  // Any number of processes may start on a new sweep directory at once: the first to
-  // create sweep.json writes it, and every other one checks it like an old one.
-  if (!create_file_exclusive(spec_file, text) && !check()) write_file_atomic_shared(spec_file, text);
-}
 
 // A point whose directory was made with another resolved config (the sweep's set,
 // its base file or a default changed) is stale: refused, or with force rerun.
@@ -100,6 +64,50 @@ int interrupted(DistContext& dist) {
   return kSweepInterrupted;
 }
 
+// Files point i's outcome in `u`, a branch that waits in `waiting`; false when the
+// sweep was stopped.
+bool file_outcome(PointOutcome outcome, size_t i, const Sweep& sweep, Unfinished& u, std::vector<size_t>& waiting) {
+  const auto& name = sweep.points[i].name;
+  switch (outcome) {
+    case PointOutcome::kFinished: break;
+    case PointOutcome::kFailed: u.failed.push_back(name); break;
+    case PointOutcome::kBusy: u.busy.push_back(name); break;
+    case PointOutcome::kForeign: u.foreign.push_back(name); break;
+    case PointOutcome::kWaiting: waiting.push_back(i); break;
+    case PointOutcome::kInterrupted: return false;
+  }
+  return true;
+}
+
+// Branches passed by because their checkpoint was not there (sweep/branch.h): while
+// a live process (another on the same directory) trains a source, the sweep waits and
+// tries its branches again, so that processes side by side finish every point between
+// them. Returns false when stopped by a signal; `u` gets the branches left waiting.
+bool revisit_branches(const Sweep& sweep, const std::vector<bool>& stale, const SweepRunOptions& opts,
+                      const PointLockTiming& timing, std::vector<size_t> waiting, Unfinished& u, DistContext& dist) {
+  while (!waiting.empty()) {
+    bool live = false;
+    for (const auto i : waiting) {
+      bool source_live = false;
+      if (dist.is_main()) branch_wait(sweep, sweep.points[i], &source_live);
+      live |= dist.any(source_live);
+    }
+    if (!live) break;               // nothing in progress will make their checkpoints
+    for (int s = 0; s < 50; ++s) {  // 5 s between looks, a stop signal heard within 0.1 s
+      if (dist.any(stop_requested())) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    std::vector<size_t> still;
+    for (const auto i : waiting) {
+      const PointRun run{stale[i], opts.retry_failed, true, point_tag(sweep, i), timing};
+      if (!file_outcome(run_point(sweep, sweep.points[i], run, dist), i, sweep, u, still)) return false;
+    }
+    waiting = std::move(still);
+  }
+  for (const auto i : waiting) u.waiting.push_back(sweep.points[i].name);
+  return true;
+}
+
 }  // namespace
 
 int run_sweep(const Sweep& sweep, const SweepRunOptions& opts, DistContext& dist) {
@@ -107,18 +115,14 @@ int run_sweep(const Sweep& sweep, const SweepRunOptions& opts, DistContext& dist
   const auto stale = stale_points(sweep, opts.force);
   const auto timing = point_lock_timing();
   Unfinished u;
+  std::vector<size_t> waiting;
   for (size_t i = 0; i < sweep.points.size(); ++i) {
     if (dist.any(stop_requested())) return interrupted(dist);
     const auto& p = sweep.points[i];
     const PointRun run{stale[i], opts.retry_failed, true, point_tag(sweep, i), timing};
-    switch (run_point(sweep, p, run, dist)) {
-      case PointOutcome::kFinished: break;
-      case PointOutcome::kFailed: u.failed.push_back(p.name); break;
-      case PointOutcome::kBusy: u.busy.push_back(p.name); break;
-      case PointOutcome::kForeign: u.foreign.push_back(p.name); break;
-      case PointOutcome::kInterrupted: return interrupted(dist);
-    }
+    if (!file_outcome(run_point(sweep, p, run, dist), i, sweep, u, waiting)) return interrupted(dist);
   }
+  if (!revisit_branches(sweep, stale, opts, timing, waiting, u, dist)) return interrupted(dist);
   report_end(sweep, u, opts.plot, dist);
   return u.clean() ? kSweepDone : kSweepIncomplete;
 }

@@ -1,6 +1,8 @@
 // Sweeps on Slurm: arrays by shape and their checks (see slurm_plan.h).
 #include "sweep/slurm_plan.h"
 
+#include "sweep/ladder_tuning.h"
+
 #include <fmt/format.h>
 
 #include <map>
@@ -23,14 +25,19 @@ std::string array_label(const Sweep& sweep, const std::vector<size_t>& points) {
 }  // namespace
 
 std::vector<SlurmArray> slurm_arrays(const Sweep& sweep) {
-  std::vector<SlurmArray> arrays;
+  std::vector<SlurmArray> arrays, branches;
   for (size_t i = 0; i < sweep.points.size(); ++i) {
     const auto& s = sweep.slurm->of_rung(sweep.points[i].rung);
-    auto it = std::find_if(arrays.begin(), arrays.end(), [&](const SlurmArray& a) { return a.settings == s; });
-    if (it == arrays.end()) it = arrays.insert(arrays.end(), SlurmArray{s, {}, ""});
+    const auto after = sweep.points[i].branch_of;
+    auto& in = after ? branches : arrays;
+    auto it =
+        std::find_if(in.begin(), in.end(), [&](const SlurmArray& a) { return a.settings == s && a.after == after; });
+    if (it == in.end()) it = in.insert(in.end(), SlurmArray{s, {}, "", after});
     it->points.push_back(i);
   }
   for (auto& a : arrays) a.label = array_label(sweep, a.points);
+  for (auto& a : branches) a.label = "the branches of " + sweep.points[*a.after].name;
+  arrays.insert(arrays.end(), branches.begin(), branches.end());
   return arrays;
 }
 
@@ -43,7 +50,7 @@ void check_slurm_arrays(const Sweep& sweep, const std::string& sweep_file, const
                                           sweep_file, a.label, a.settings.nodes, a.settings.ntasks_per_node, ranks);
     if (ranks > 1 && !at_ranks.contains(ranks)) {
       try {
-        at_ranks.emplace(ranks, load_sweep(sweep_file, ranks));
+        at_ranks.emplace(ranks, load_tuned_sweep(sweep_file, ranks));
       } catch (const ConfigError& e) {
         throw ConfigError(fmt::format("{}: {}", where, e.what()));
       }

@@ -10,6 +10,7 @@
 #include "sweep/ladder_plan.h"
 #include "sweep/slurm_spec.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,9 +20,11 @@ struct SlurmArray {
   SlurmSettings settings;
   std::vector<size_t> points;  // indices in the dry run's order: the array's task ids
   std::string label;           // what its points have in common, for messages: "rung d2", "every point"
+  std::optional<size_t> after;  // branches (sweep/branch.h): the point whose task they start after
 };
 
-// The sweep's points by shape, in the order each shape first appears. The sweep has a
+// The sweep's points by shape, in the order each shape first appears; branches apart,
+// an array for the branches of each source point, after the others. The sweep has a
 // "slurm" section.
 std::vector<SlurmArray> slurm_arrays(const Sweep& sweep);
 

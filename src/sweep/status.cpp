@@ -1,7 +1,9 @@
 // Sweeps, where each point stands (see sweep/status.h).
 #include "sweep/status.h"
 
+#include "run/metrics_history.h"
 #include "run/run_paths.h"
+#include "sweep/branch.h"
 #include "sweep/point_check.h"
 #include "sweep/slurm_queue.h"
 #include "sweep/slurm_requeue.h"
@@ -12,7 +14,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <iostream>
 #include <map>
 
@@ -21,25 +22,6 @@ namespace xsagpt {
 namespace fs = std::filesystem;
 
 namespace {
-
-// The last step a run logged: the step of the last whole line of its metrics.jsonl
-// that has one, read from the file's last 64 KiB (the history may be long).
-std::optional<int64_t> last_logged_step(const fs::path& metrics) {
-  std::ifstream in(metrics, std::ios::binary | std::ios::ate);
-  if (!in) return std::nullopt;
-  const auto size = static_cast<int64_t>(in.tellg());
-  const int64_t from = std::max<int64_t>(0, size - 64 * 1024);
-  in.seekg(from);
-  std::string tail(static_cast<size_t>(size - from), '\0');
-  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
-  std::optional<int64_t> step;
-  size_t start = 0;
-  for (size_t end; (end = tail.find('\n', start)) != std::string::npos; start = end + 1) {
-    const auto r = parse_json_or_discarded(tail.substr(start, end - start));
-    if (r.is_object() && r.value("step", json()).is_number_integer()) step = r["step"].get<int64_t>();
-  }
-  return step;
-}
 
 std::string age_text(double seconds) { return fmt::format("{:.0f} s ago", std::max(0.0, seconds)); }
 
@@ -59,32 +41,41 @@ PointState unfinished_state(const Sweep& sweep, const SweepPoint& p, const Point
   if (holder && !holder->released) {
     const auto check = check_holder(*holder, timing, clock, p.config.out_dir);
     if (check.live)
-      return {"running", fmt::format("{}, {}, last heartbeat {}{}", holder->describe(), progress_text(p),
+      return {PointStatus::kRunning, fmt::format("{}, {}, last heartbeat {}{}", holder->describe(), progress_text(p),
                                      age_text(check.age), check.why.empty() ? "" : ": " + check.why)};
-    return {"pending", fmt::format("{}; its holder, {}, stopped: {}; the next process takes it over",
+    return {PointStatus::kPending, fmt::format("{}; its holder, {}, stopped: {}; the next process takes it over",
                                    begun ? progress_text(p) : "not started", holder->describe(), check.why)};
   }
-  if (begun) return {"pending", progress_text(p) + ", resumes from its last checkpoint"};
-  return {"pending", "not started"};
+  if (begun) return {PointStatus::kPending, progress_text(p) + ", resumes from its last checkpoint"};
+  if (p.branch_of) {
+    if (const auto why = branch_wait(sweep, p)) return {PointStatus::kPending, *why};
+    return {PointStatus::kPending, "not started; branches from " + branch_checkpoint(sweep, p).string()};
+  }
+  return {PointStatus::kPending, "not started"};
 }
 
 }  // namespace
 
 LockClock sweep_lock_clock(const Sweep& sweep) { return LockClock::of(sweep.dir / ".locks"); }
 
+std::optional<std::string> branch_wait(const Sweep& sweep, const SweepPoint& p, bool* source_live) {
+  if (source_live) *source_live = false;
+  if (branch_ready(sweep, p)) return std::nullopt;
+  const auto& source = sweep.points[*p.branch_of];
+  const auto st = point_state(sweep, source, point_lock_timing(), sweep_lock_clock(sweep));
+  if (source_live) *source_live = st.status == PointStatus::kRunning;
+  const auto file = branch_checkpoint(sweep, p);
+  const auto step = sweep.ladder->rungs[static_cast<size_t>(p.rung)].budgets[static_cast<size_t>(p.budget)].branch_step;
+  return fmt::format("waits for {}, step {} of {} ({}: {})", file.string(), step, source.name,
+                     st.status == PointStatus::kDone ? "done, but the checkpoint is gone; train it again (move its directory "
+                                          "away) to make it"
+                                                     : st.name(),
+                     st.detail);
+}
+
 PointState point_state(const Sweep& sweep, const SweepPoint& p, const PointLockTiming& timing,
                        const LockClock& clock) {
-  if (const auto foreign = foreign_run(p)) return {"invalid", *foreign};
-  const RunPaths run(p.config.out_dir);
-  if (fs::exists(run.done)) {
-    const auto done = read_run_file(run.done);
-    if (const auto unusable = unusable_run(p, done)) return {"invalid", *unusable};
-    return {"done", "final val loss " + bounded_fixed(done["final_val_loss"].get<double>(), 4)};
-  }
-  if (const auto failure = point_failure(p)) {
-    const auto error = failure->value("error", json("unknown"));
-    return {"failed", error.is_string() ? error.get<std::string>() : error.dump()};
-  }
+  if (auto ended = ended_state(p)) return std::move(*ended);
   return unfinished_state(sweep, p, timing, clock);
 }
 
@@ -106,16 +97,23 @@ int print_sweep_status(const Sweep& sweep) {
   for (size_t i = 0; i < sweep.points.size(); ++i) {
     const auto& p = sweep.points[i];
     auto s = point_state(sweep, p, timing, clock);
-    totals[s.state] += 1;
-    if (s.state == "running" || s.state == "pending")
+    totals[s.name()] += 1;
+    if (s.status == PointStatus::kRunning || s.status == PointStatus::kPending)
       if (const auto requeues = requeue_summary(p)) s.detail += "; " + *requeues;
     if (const auto it = queued.find(i); it != queued.end()) s.detail += "; in Slurm: " + it->second.describe();
-    std::cout << fmt::format("{:>{}} {:<7} {}  {}\n", i, width, s.state, p.name, s.detail);
+    std::cout << fmt::format("{:>{}} {:<7} {}  {}\n", i, width, s.name(), p.name, s.detail);
+  }
+  // A tuning ladder's larger rungs, until their variant's rate is known (sweep/ladder_tuning.h).
+  for (const auto& p : sweep.waiting) {
+    const auto t =
+        std::find_if(sweep.tuning.begin(), sweep.tuning.end(), [&](const auto& x) { return x.variant == p.variant; });
+    std::cout << fmt::format("{:>{}} {:<7} {}  its rate waits: {}\n", "-", width, "waiting", p.name, t->waits);
   }
   std::cout << queue_note;
-  std::cout << fmt::format("{} point(s): {} done, {} running, {} pending, {} failed, {} invalid\n",
-                           sweep.points.size(), totals["done"], totals["running"], totals["pending"],
-                           totals["failed"], totals["invalid"]);
+  std::cout << fmt::format(
+      "{} point(s): {} done, {} running, {} pending, {} failed, {} invalid{}\n", sweep.points.size(), totals["done"],
+      totals["running"], totals["pending"], totals["failed"], totals["invalid"],
+      sweep.waiting.empty() ? "" : fmt::format("; {} more wait for their tuned rate", sweep.waiting.size()));
   return 0;
 }
 

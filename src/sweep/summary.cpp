@@ -1,5 +1,7 @@
+// A sweep's summary.json, summary.csv and report.md from its points' directories (see summary.h).
 #include "sweep/summary.h"
 
+#include "run/metrics_history.h"
 #include "run/run_paths.h"
 #include "stats/holm.h"
 #include "stats/paired.h"
@@ -14,9 +16,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
@@ -101,40 +101,25 @@ json seed_groups(const json& points) {
   return {{"groups", groups}};
 }
 
-// What a run logged, from its metrics.jsonl: val loss against wall-clock time and
-// tokens, and the train records' time per step. Only a run point_check.h found usable is
-// read, so a line with a literal NaN or Infinity has already left it out; a line that does
-// not parse (a torn last line) or has a negative step (never the trainer's) is skipped; a step at or below
-// the last of its kind marks a restart, whose records replace what followed.
+// What a run logged (run/metrics_history.h): val loss against wall-clock time and tokens,
+// and its median time per step, the one step time every report uses. Only a run
+// point_check.h found usable is read, so its val records are finite numbers.
 struct Curves {
   std::vector<double> time, tokens, loss;  // val records
-  std::optional<double> step_time;         // seconds per step between the first and the last train record
+  std::optional<double> step_time;
 };
 
 Curves read_curves(const fs::path& file) {
   Curves c;
-  std::ifstream in(file);
-  std::vector<std::array<double, 4>> val, train;  // step, time_s, tokens, val_loss
-  for (std::string line; std::getline(in, line);) {
-    const json r = json::parse(line, nullptr, false);
-    if (!r.is_object() || !r.value("step", json()).is_number() || r["step"].get<double>() < 0 ||
-        !r.value("time_s", json()).is_number())
-      continue;
-    const bool is_val = r.value("val_loss", json()).is_number();
-    if (!is_val && !r.value("train_loss", json()).is_number()) continue;
-    auto& kind = is_val ? val : train;
-    const double step = r["step"].get<double>();
-    while (!kind.empty() && kind.back()[0] >= step) kind.pop_back();
-    kind.push_back({step, r["time_s"].get<double>(), r.value("tokens", json(0)).get<double>(),
-                    is_val ? r["val_loss"].get<double>() : 0.0});
+  const auto history = read_metrics(file);
+  for (const auto& r : history.val_curve()) {
+    const auto time = r.number("time_s"), loss = r.number("val_loss");
+    if (!time || !loss) continue;
+    c.time.push_back(*time);
+    c.tokens.push_back(r.number("tokens").value_or(0.0));
+    c.loss.push_back(*loss);
   }
-  for (const auto& v : val) {
-    c.time.push_back(v[1]);
-    c.tokens.push_back(v[2]);
-    c.loss.push_back(v[3]);
-  }
-  if (train.size() >= 2 && train.back()[0] > train.front()[0])
-    c.step_time = (train.back()[1] - train.front()[1]) / (train.back()[0] - train.front()[0]);
+  c.step_time = history.median_step_time();
   return c;
 }
 
@@ -284,7 +269,16 @@ json compare_variant(const Sweep& sweep, const json& points, const BySeed& base,
     c[key]["extrapolation_refused"] = e->refused;
   }
   c["iso_loss"] = {{"tokens", iso_tokens.to_json()}, {"time", iso_time.to_json()}};
+  // The seeds' ratios as the ladder pools them (sweep/ladder_analysis.h): a geometric mean,
+  // so that a report of the grid and the ladder's rung give one number for one sweep.
   c["step_time_ratio"] = spread(ratios);
+  if (!ratios.empty()) {
+    double log_sum = 0;
+    for (double r : ratios) log_sum += std::log(r);
+    c["step_time_ratio"]["geomean"] = std::exp(log_sum / static_cast<double>(ratios.size()));
+  } else {
+    c["step_time_ratio"]["geomean"] = nullptr;
+  }
   return c;
 }
 
@@ -331,29 +325,13 @@ json sweep_summary(const Sweep& sweep) {
   const auto timing = point_lock_timing();
   const auto clock = sweep_lock_clock(sweep);
   for (const auto& p : sweep.points) {
-    const RunPaths run(p.config.out_dir);
     json e = {{"name", p.name}, {"dir", p.name}, {"variant", p.variant}, {"values", p.values}};
-    if (const auto foreign = foreign_run(p)) {
-      e["status"] = "invalid";  // another run's results are never this point's
-      e["error"] = *foreign;
-    } else if (fs::exists(run.done)) {
-      const auto done = read_run_file(run.done);
-      // A finished run is compared only once its files agree (sweep/point_check.h).
-      const auto unusable = unusable_run(p, done);
-      e["status"] = unusable ? "invalid" : "done";
-      if (unusable) e["error"] = *unusable;
-      for (const char* k : {"final_train_loss", "final_val_loss", "tokens", "wall_s", "step"})
-        e[k] = done.is_object() ? done.value(k, json()) : json();
-    } else if (const auto failure = point_failure(p)) {
-      e["status"] = "failed";
-      e["error"] = failure->value("error", json("unknown"));
-    } else {
-      // Running only while a live process holds the point's lock, as --status says:
-      // a run directory alone may be a killed job's.
-      const auto state = point_state(sweep, p, timing, clock);
-      e["status"] = state.state;
-      e["detail"] = state.detail;
-    }
+    // Running only while a live process holds the point's lock, as --status says: a run
+    // directory alone may be a killed job's.
+    const auto state = point_state(sweep, p, timing, clock);
+    e["status"] = state.name();
+    e.update(state.record);
+    if (state.status == PointStatus::kRunning || state.status == PointStatus::kPending) e["detail"] = state.detail;
     points.push_back(e);
   }
   // Per point: its variant minus the baseline at the same values and seed. The

@@ -72,6 +72,8 @@ struct LadderSection {
   std::optional<int64_t> aspect, head_dim;
   json tokens, lr;
   json lr_multipliers;
+  std::optional<int64_t> tune_rungs;
+  bool tune_past_edge = false;
   json estimate;
   std::optional<std::vector<std::string>> extrapolate_to;
   double extrapolate_decades = 1;
@@ -94,6 +96,15 @@ struct LadderSection {
       "every rung also at these multiples of its rate, e.g. [0.5, 1, 2] (an axis lr_mult); each variant is then "
       "judged at its own best rate per rung",
       {.shape = "a list of distinct positive numbers"});
+    v("tune_rungs", s.tune_rungs,
+      "with lr_multipliers: run them at the smallest this many rungs only (>= 1, fewer than the rungs); each "
+      "variant's best multiplier there (lowest mean final val loss over those rungs and the seeds) is carried to "
+      "every larger rung, by μP where its points use model.parametrization mup, else by the rate rule (with a "
+      "warning: a width rule is not shown to transfer); absent: every rung tunes");
+    v("tune_past_edge", s.tune_past_edge,
+      "with tune_rungs: a variant whose best multiplier is the smallest or largest of lr_multipliers also runs "
+      "its tuning rungs at one more beyond that edge (the list's end ratio again, [0.5, 1, 2] gives 0.25 or 4), "
+      "so that a tuned rate has a worse one on each side");
     v("estimate", s.estimate,
       "what the dry run's time estimate rests on (ladder.estimate); absent: steps measured here",
       {.shape = "an object"});
@@ -137,14 +148,17 @@ inline const auto& enum_names(TokenParams) { return kTokenParamsNames; }
 
 // "ladder.tokens": one of per_param or flops.
 struct TokensSection {
-  std::optional<double> per_param;
+  json per_param;
   TokenParams params = TokenParams::kTotal;
   json flops;
 
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v("per_param", s.per_param,
-      "tokens = per_param x parameters (Chinchilla: 20 of all parameters); one of per_param or flops");
+      "tokens = per_param x parameters (Chinchilla: 20 of all parameters); one of per_param or flops. Several "
+      "ratios ([5, 10, 20]) are several budgets per rung (an axis ratio), with train.schedule \"wsd\": one run "
+      "per rung at the largest, each smaller one a branch of it that decays from its checkpoint",
+      {.shape = "a positive number, or a list of distinct ones"});
     v("params", s.params, "the parameters per_param counts: all of them, or the blocks' alone");
     v("flops", s.flops,
       "a FLOP budget, one for every rung or one per rung: tokens = flops / flops_per_token (src/model/counts.h)",

@@ -132,6 +132,7 @@ void DistinctPoints::add(const std::string& name, const RunConfig& config, const
   meaning.erase("variant");  // the model's name as written: the model itself is compared
   json values = point_values;
   values.erase("rung");
+  values.erase("ratio");
   values.erase("lr_mult");
   const std::string pair = variant + " " + values.dump();
   const auto [it, added] = configs_.try_emplace(std::move(meaning), Seen{name, pair});

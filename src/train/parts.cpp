@@ -2,7 +2,9 @@
 
 namespace xsagpt {
 
-AdamWConfig adamw_config(const TrainConfig& t) { return {t.beta1, t.beta2, t.eps, t.weight_decay, t.adamw}; }
+AdamWConfig adamw_config(const TrainConfig& t, const GPTImpl& model) {
+  return {t.beta1, t.beta2, t.eps, t.weight_decay, t.adamw, model.rate_scales()};
+}
 
 TrainingParts build_training(const ModelConfig& model, const TrainConfig& train, const Runtime& rt,
                              torch::Device device, DistContext& dist) {
@@ -22,7 +24,8 @@ TrainingParts build_training(GPT model, const TrainConfig& train, DistContext& d
   p.model = model;
   p.params = model->unique_parameters();
   p.sync = dist.gradient_sync(p.params);  // averages gradients over ranks
-  p.optimizer = std::make_unique<RunOptimizer>(model->unique_named_parameters(), train, adamw_config(train), dist);
+  p.optimizer =
+      std::make_unique<RunOptimizer>(model->unique_named_parameters(), train, adamw_config(train, *model), dist);
   return p;
 }
 

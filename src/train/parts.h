@@ -24,8 +24,9 @@ struct TrainingParts {
   std::unique_ptr<RunOptimizer> optimizer;
 };
 
-// AdamW as train.beta1, beta2, eps, weight_decay and adamw set it.
-AdamWConfig adamw_config(const TrainConfig& train);
+// AdamW as train.beta1, beta2, eps, weight_decay and adamw set it, with the model's
+// μP factors on its hidden matrices' rates (GPTImpl::rate_scales; none under "sp").
+AdamWConfig adamw_config(const TrainConfig& train, const GPTImpl& model);
 
 // A new model of config `model`, initialised from train.seed on every rank and then
 // given rank 0's weights, running in `rt` on `device`, with its optimizer and sync.

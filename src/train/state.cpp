@@ -179,7 +179,7 @@ void TrainingState::save(const std::filesystem::path& run_dir, int64_t keep) {
         fmt::format("{} is not finite after step {}; not saved. {}", *bad, step, last_good_checkpoint(run_dir)));
   if (dist_.is_main()) {
     save_checkpoint(c, checkpoint_path(run_dir, step));
-    prune_checkpoints(run_dir, keep);
+    prune_checkpoints(run_dir, keep, cfg_.train.ckpt_steps);
   }
   dist_.barrier();
 }

@@ -42,7 +42,7 @@ class TrainingState {
   std::pair<torch::Tensor, torch::Tensor> next_batch();
   // Writes checkpoint run_dir/checkpoints/step_N.pt on rank 0 (every rank takes
   // part: the optimizer state, data positions and loss window are gathered) and
-  // keeps the newest `keep`. Only finite states are saved.
+  // keeps the newest `keep` besides those of train.ckpt_steps. Only finite states are saved.
   void save(const std::filesystem::path& run_dir, int64_t keep);
 
   TrainingParts parts;  // model, its unique parameters, gradient sync, optimizer

@@ -1,6 +1,7 @@
 #include "train/trainer.h"
 
 #include "model/counts.h"
+#include "model/mup.h"
 #include "model/sdpa_backend.h"
 #include "optim/schedule.h"
 #include "run/run_dir.h"
@@ -16,6 +17,8 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
 
 namespace xsagpt {
 
@@ -40,6 +43,7 @@ void announce(const RunConfig& cfg, const Runtime& rt, torch::Device device, con
   spdlog::info("model: {} layers, d_model {}, {}x{} heads, attention {}, {:.2f}M parameters ({:.2f}M non-embedding)",
                cfg.model.n_layer, cfg.model.d_model, cfg.model.n_head, cfg.model.head_dim, cfg.model.spec().describe(),
                counts.total / 1e6, counts.non_embedding / 1e6);
+  if (cfg.model.mup()) spdlog::info("parametrization: {}", describe_parametrization(cfg.model));
   spdlog::info("training: {} steps of {} tokens ({} x {} x {} accumulation x {} rank(s)), {} on {}, AdamW {}",
                t.max_steps, step_tokens, t.micro_batch, t.seq_len, cfg.accumulation_steps(world), world,
                !rt.bf16        ? "fp32"
@@ -72,7 +76,7 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
   // Where to start: fresh, from a checkpoint, or a run already finished (run/run_dir.h).
   // Nothing is written to the run directory until the model, the data and the
   // checkpoint's state have all been set up without error.
-  RunDir run(cfg, opts.resume, opts.overwrite, dist, opts.same_config);
+  RunDir run(cfg, opts.resume, opts.overwrite, dist, opts.same_config, opts.branch_from);
   // Another process may take the run over while this one is stopped (a sweep point's lock):
   // asked before each write, every rank learning rank 0's answer; once lost, nothing more
   // is written, and what this session staged is left as a killed session's would be.
@@ -133,7 +137,8 @@ TrainResult train(const RunConfig& cfg, const TrainOptions& opts, DistContext& d
     if (s.step % t.log_interval == 0 || last) progress.log_train(s.step, s.tokens, lr);
     if (((t.eval_interval > 0 && s.step % t.eval_interval == 0) || last) && !log_val()) return lost_at();
     const bool stop = dist.any(stop_requested());  // SIGINT/SIGTERM on any rank
-    if ((t.ckpt_interval > 0 && s.step % t.ckpt_interval == 0) || last || stop) {
+    const bool branch_point = std::find(t.ckpt_steps.begin(), t.ckpt_steps.end(), s.step) != t.ckpt_steps.end();
+    if ((t.ckpt_interval > 0 && s.step % t.ckpt_interval == 0) || branch_point || last || stop) {
       if (!save()) return lost_at();
       // A test can hold a run just after a given checkpoint (util/test_stop.h), to
       // interrupt, requeue or signal it there; a resumed run passes that step.

@@ -19,6 +19,9 @@ struct TrainOptions {
   // Continue only a run of this very config (out_dir aside): another one in out_dir
   // is refused with ForeignRun (run/run_dir.h). A sweep's points ask for this.
   bool same_config = false;
+  // With resume "auto": another run's checkpoint to start from while out_dir has none of
+  // its own, as a branch of that run (run/run_start.h: open_run).
+  std::string branch_from;
   // Whether this process may still write into the run, asked (on every rank, collectively)
   // before the run directory is first written, before each step's lines and checkpoint, and
   // before done.json: a sweep's point asks its lock (sweep/point_lock.h). Once it says no,

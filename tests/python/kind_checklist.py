@@ -11,7 +11,12 @@ Besides its C++ file and row, each kind needs:
   info       `xsagpt info`'s parameter count against the reference model's, and its FLOPs
              against the hand count (tests/python/config/test_info.py);
   flops      that hand count of the kind's own products (kind_flops.STEP_MATMUL);
-  docs       its row in docs/sweeps-and-plots.md's table of attention kinds.
+  docs       its row in docs/sweeps-and-plots.md's table of attention kinds;
+  mup        a case under model.parametrization "mup" (against the reference model, and its
+             rates against torch.optim.AdamW: tests/python/train/test_mup.py), with the kind's
+             hidden matrices named in scripts/reference/config.py (MUP_HIDDEN_STEP_PARAMETERS),
+             apart from its C++ row's declarations, which tests/cpp/model/test_attention_kind.cpp
+             asks of every parameter.
 The cases are here, a block per kind, and those tests take them from here for the kinds
 the binary lists, so a kind written only in C++ has no case anywhere and
 tests/python/layout/test_kind_checklist.py fails it in one line naming each missing item.
@@ -23,9 +28,13 @@ import pathlib
 import subprocess
 
 import kind_flops
+from reference.config import MUP_HIDDEN_STEP_PARAMETERS
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "sweeps-and-plots.md"
+
+# μP at a width multiplier of 3 on the reference tests' models (d_model 48): every rule moves.
+MUP = {"parametrization": "mup", "mup_base_width": 16}
 
 # Per kind, per item: model overrides besides model.attention (which is the kind), by case
 # name for the reference and export cases (names are unique over all kinds; the tests use
@@ -35,6 +44,7 @@ CASES = {
         "reference": {"sa": {}},
         "export": {"sa-untied": {}},
         "info": [{}],
+        "mup": {"sa_mup": {**MUP, "mup_base_head_dim": 8}},
     },
     "xsa": {
         "reference": {"xsa": {}, "xsa_layer_list": {"n_layer": 3, "xsa_layers": [0, 2]},
@@ -44,17 +54,20 @@ CASES = {
                                                 "head_dim": 8},
                    "xsa-all-untied-tanh": {"n_sink": 1, "gelu": "tanh"}},
         "info": [{"xsa_gate": "sa", "xsa_layers": "last 2"}],
+        "mup": {"xsa_mup": {**MUP, "xsa_gate": "sa"}},
     },
     "gated": {
         "reference": {"gated": {}, "gated_elementwise": {"out_gate": "elementwise", "n_sink": 1}},
         # The kinds with gates read from the token: generation's cache feeds them one token at a time.
         "export": {"gated-elementwise-sinks": {"out_gate": "elementwise", "n_sink": 1}},
         "info": [{}, {"out_gate": "elementwise"}],
+        "mup": {"gated_mup": {**MUP}},
     },
     "xsa_token": {
         "reference": {"xsa_token": {}, "xsa_token_layers": {"n_layer": 3, "xsa_layers": [1]}},
         "export": {"xsa_token-layer1": {"xsa_layers": [1]}},
         "info": [{"xsa_layers": "last 2"}],
+        "mup": {"xsa_token_mup": {**MUP}},
     },
 }
 
@@ -67,6 +80,9 @@ ITEMS = {
     "info": "an `xsagpt info` case (kind_checklist.CASES[kind]['info'], run by tests/python/config/test_info.py)",
     "flops": "a hand count of its own FLOPs (kind_flops.STEP_MATMUL[kind])",
     "docs": "a row in the table of docs/sweeps-and-plots.md#attention-kinds",
+    "mup": "a μP case (kind_checklist.CASES[kind]['mup'], run by tests/python/model/test_reference_model.py and "
+           "tests/python/train/test_mup.py) and its hidden matrices in scripts/reference/config.py "
+           "(MUP_HIDDEN_STEP_PARAMETERS)",
 }
 
 
@@ -109,7 +125,8 @@ def step_layers(row: dict, config: dict) -> int:
     return int(sel[len("last "):]) if isinstance(sel, str) else len(sel)
 
 
-def missing(row: dict, cases: dict = CASES, step_matmul: dict = kind_flops.STEP_MATMUL, docs: str | None = None):
+def missing(row: dict, cases: dict = CASES, step_matmul: dict = kind_flops.STEP_MATMUL, docs: str | None = None,
+            mup_hidden: dict = MUP_HIDDEN_STEP_PARAMETERS):
     """The items the kind of `row` lacks, in ITEMS' words (empty when it has them all)."""
     kind, mine = row["name"], cases.get(row["name"], {})
     docs = DOCS.read_text() if docs is None else docs
@@ -124,25 +141,28 @@ def missing(row: dict, cases: dict = CASES, step_matmul: dict = kind_flops.STEP_
     out += [ITEMS["info"]] if not mine.get("info") else []
     out += [ITEMS["flops"]] if kind not in step_matmul else []
     out += [ITEMS["docs"]] if f"| `{kind}` |" not in docs else []
+    out += [ITEMS["mup"]] if not mine.get("mup") or kind not in mup_hidden else []
     return out
 
 
-def failures(rows, cases: dict = CASES, step_matmul: dict = kind_flops.STEP_MATMUL, docs: str | None = None):
+def failures(rows, cases: dict = CASES, step_matmul: dict = kind_flops.STEP_MATMUL, docs: str | None = None,
+             mup_hidden: dict = MUP_HIDDEN_STEP_PARAMETERS):
     """One line per kind that lacks an item, naming each; and one per kind the checklist
     holds cases for that the binary does not list (a kind renamed or removed)."""
     out = []
     for r in rows:
-        lacks = missing(r, cases, step_matmul, docs)
+        lacks = missing(r, cases, step_matmul, docs, mup_hidden)
         if lacks:
             out.append(f"attention kind {r['name']!r} (in `xsagpt config --json`) lacks: {'; '.join(lacks)}")
     listed = {r["name"] for r in rows}
-    for where, names in (("kind_checklist.CASES", cases), ("kind_flops.STEP_MATMUL", step_matmul)):
+    for where, names in (("kind_checklist.CASES", cases), ("kind_flops.STEP_MATMUL", step_matmul),
+                         ("reference MUP_HIDDEN_STEP_PARAMETERS", mup_hidden)):
         out += [f"{where} has {k!r}, which `xsagpt config --json` does not list" for k in names if k not in listed]
     return out
 
 
 def named_cases(item: str) -> dict[str, tuple[str, dict]]:
-    """The reference or export cases of every kind the binary lists: case name ->
+    """The reference, export or mup cases of every kind the binary lists: case name ->
     (kind, model overrides with model.attention)."""
     return {name: (r["name"], {"attention": r["name"], **over}) for r in shipped()
             for name, over in CASES.get(r["name"], {}).get(item, {}).items()}

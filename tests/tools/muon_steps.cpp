@@ -1,6 +1,7 @@
 // xsagpt_muon_steps: a few training steps of the C++ GPT in float64 with the
-// optimizer train.optimizer=muon builds (optim/run_optimizer.h), saving what the
-// torch.optim reference (tests/python/train/test_muon.py) needs to replay them: the
+// optimizer train.optimizer builds (optim/run_optimizer.h: Muon with AdamW, or AdamW
+// alone with the model's μP rate factors), saving what the torch.optim reference
+// (tests/python/train/test_muon.py, test_mup.py) needs to replay them: the
 // starting weights, each step's gradients and rate, the final weights and which
 // parameters Muon took. The reference applies torch.optim.Muon and torch.optim.AdamW
 // to the same gradients and must land on the same weights.
@@ -63,7 +64,7 @@ int run(int argc, char** argv) {
   auto named = model->unique_named_parameters();
   const auto initial = tensors(named);
   DistContext single;
-  RunOptimizer opt(named, train, adamw_config(train), single);
+  RunOptimizer opt(named, train, adamw_config(train, *model), single);
 
   c10::Dict<std::string, torch::Tensor> grads;
   nlohmann::json lrs = nlohmann::json::array();

@@ -5,14 +5,19 @@
 // Input (JSON):  {"fits": [{"compute": [...], "loss": [...], "e": null | E}, ...],
 //                 "shared": [[{"compute": [...], "loss": [...]}, ...], ...],
 //                 "lines": [{"x": [...], "y": [...]}, ...],
-//                 "huber": [{"compute": [...], "loss": [...]}, ...]}
+//                 "huber": [{"compute": [...], "loss": [...]}, ...],
+//                 "surfaces": [{"params": [...], "tokens": [...], "loss": [...], "budgets": [...]}, ...]}
 // Output (JSON): {"fits": [{"E", "A", "alpha", "sse"} | {"why"}, ...],
 //                 "shared": [[{"E", "A", "alpha", "sse"} | {"why"}, ...], ...],
 //                 "lines": [{"slope", "intercept", "se", "ci": [lo, hi] | null} | null, ...],
-//                 "huber": [{"E", "A", "alpha", "objective", "e_capped"} | {"why"}, ...]}
-#include "stats/huber_fit.h"
-#include "stats/line_fit.h"
+//                 "huber": [{"E", "A", "alpha", "objective", "e_capped"} | {"why"}, ...],
+//                 "surfaces": [{"E", "A", "alpha", "B", "beta", "objective", "e_capped",
+//                               "optimal": [{"params", "tokens", "loss"} per budget]} | {"why"}, ...]}
+// (stats/huber_surface.h; "loss" at a budget is its compute-optimal frontier's)
 #include "stats/scaling_fit.h"
+#include "stats/huber_fit.h"
+#include "stats/huber_surface.h"
+#include "stats/line_fit.h"
 
 #include <nlohmann/json.hpp>
 
@@ -79,6 +84,32 @@ int main() {
                             {"alpha", f.law->alpha},
                             {"objective", f.objective},
                             {"e_capped", f.e_capped}});
+  }
+  out["surfaces"] = json::array();
+  for (const auto& c : in.value("surfaces", json::array())) {
+    std::vector<xsagpt::SurfacePoint> pts;
+    const auto n = c["params"].get<std::vector<double>>(), d = c["tokens"].get<std::vector<double>>(),
+               loss = c["loss"].get<std::vector<double>>();
+    for (size_t i = 0; i < n.size() && i < d.size() && i < loss.size(); ++i) pts.push_back({n[i], d[i], loss[i]});
+    const auto f = xsagpt::fit_huber_surface(pts);
+    if (!f.law) {
+      out["surfaces"].push_back({{"why", f.why}});
+      continue;
+    }
+    const auto& law = *f.law;
+    json optimal = json::array();
+    for (const double budget : c.value("budgets", std::vector<double>{})) {
+      const auto [np, dp] = law.optimal(budget);
+      optimal.push_back({{"params", np}, {"tokens", dp}, {"loss", law.frontier().loss(budget)}});
+    }
+    out["surfaces"].push_back({{"E", law.E},
+                               {"A", law.A},
+                               {"alpha", law.alpha},
+                               {"B", law.B},
+                               {"beta", law.beta},
+                               {"objective", f.objective},
+                               {"e_capped", f.e_capped},
+                               {"optimal", optimal}});
   }
   std::cout << out.dump() << "\n";  // doubles as the shortest text that reads back exactly
   return 0;

@@ -47,6 +47,8 @@ class XsagptConfig(PreTrainedConfig):
     out_gate_layers: list[int] | None = None  # the layers with the output gate (attention "gated")
     out_gate: str = "headwise"  # the output gate's width: "headwise" or "elementwise"
     n_sink: int = 0  # learned sink vectors in front of every sequence
+    attention_scale: float | None = None  # q.k's factor; None: 1/sqrt(head_dim) (μP's differs)
+    logit_scale: float = 1.0  # the logits' factor (μP's 1/m)
     tie_word_embeddings: bool = False
     use_cache: bool = True
     bos_token_id: int | None = 50256
@@ -64,6 +66,10 @@ class XsagptConfig(PreTrainedConfig):
             raise ValueError(f"xsa_gate: expected one of {XSA_GATES}, got {self.xsa_gate!r}")
         if self.out_gate not in ("headwise", "elementwise"):
             raise ValueError(f'out_gate: expected "headwise" or "elementwise", got {self.out_gate!r}')
+        for key in ("attention_scale", "logit_scale"):
+            v = getattr(self, key)
+            if v is not None and not (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < float("inf")):
+                raise ValueError(f"{key}: expected a finite number > 0, got {v!r}")
         if self.head_dim % 2:
             raise ValueError(f"head_dim: RoPE rotates pairs, so it must be even, got {self.head_dim}")
         if self.attention in ("sa", "gated") and self.xsa_layers:

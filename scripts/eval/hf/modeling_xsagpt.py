@@ -5,10 +5,11 @@ config.json; imports only torch and transformers.
 
     x = ln_e([sinks; wte(ids)])                          learned sinks first, then LayerNorm
     each block:  x = x + attn(ln_1(x));  x = x + mlp(ln_2(x))
-    logits = lm_head(ln_f(x)) at the tokens               (sinks predict nothing)
+    logits = logit_scale * lm_head(ln_f(x)) at the tokens (sinks predict nothing; μP's 1/m, else 1)
 
 Attention: one c_attn matrix split q|k|v, RoPE (rotate-half) on q and k with the sinks
-at positions 0..n_sink-1 and the tokens after them, causal softmax attention, and in
+at positions 0..n_sink-1 and the tokens after them, causal softmax attention (scores
+q.k times attention_scale: 1/sqrt(head_dim), or μP's), and in
 XSA layers the component of each head's output along its own value vector removed:
 
     z_i = y_i - g (y_i . v^_i) v^_i,   v^_i = v_i / max(||v_i||, xsa_eps),   g = 1 or tanh(alpha_h)
@@ -47,6 +48,7 @@ class XsagptAttention(nn.Module):
     def __init__(self, config: XsagptConfig, layer_idx: int):
         super().__init__()
         self.layer_idx, self.n_head, self.head_dim = layer_idx, config.n_head, config.head_dim
+        self.scale = config.attention_scale or 1.0 / math.sqrt(config.head_dim)  # μP's, or SP's
         inner = config.n_head * config.head_dim
         self.c_attn = nn.Linear(config.d_model, 3 * inner, bias=config.bias)
         self.c_proj = nn.Linear(inner, config.d_model, bias=config.bias)
@@ -70,7 +72,7 @@ class XsagptAttention(nn.Module):
             past_k, past_v = cache.update(k[:, :, n_sink:], v[:, :, n_sink:], self.layer_idx)
             keys, values = torch.cat([k[:, :, :n_sink], past_k], 2), torch.cat([v[:, :, :n_sink], past_v], 2)
         y = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, is_causal=mask is None,
-                                           scale=1.0 / math.sqrt(D))
+                                           scale=self.scale)
         if self.xsa:  # float32 at least: the subtraction cancels most of y
             dt = torch.promote_types(y.dtype, torch.float32)
             g = 1.0 if self.xsa_gate is None else torch.tanh(self.xsa_gate.double()).float().to(dt).view(H, 1, 1)
@@ -248,6 +250,8 @@ class XsagptForCausalLM(XsagptPreTrainedModel, GenerationMixin):
             cache = DynamicCache(config=self.config)
         h = self.transformer(input_ids, attention_mask, position_ids, cache)
         logits = self.lm_head(h)
+        if self.config.logit_scale != 1.0:  # μP's output multiplier
+            logits = logits * self.config.logit_scale
         loss = None
         if labels is not None:
             loss = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), labels[:, 1:].flatten(), ignore_index=-100)

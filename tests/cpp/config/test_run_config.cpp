@@ -163,7 +163,7 @@ TEST(RunConfig, KernelNamesParseAndRoundTrip) {
   EXPECT_EQ(parse_kernels("fused,fp8", false), all_fp8);
   EXPECT_EQ(parse_kernels("fp8,fused", true), all_fp8);
   EXPECT_EQ(parse_kernels("auto,fp8", true), (Kernels{true, true, true, true, XsaImpl::kFusedWide, true}));
-  EXPECT_EQ(parse_kernels("fp8,auto", false), (Kernels{false, false, false, false, XsaImpl::kOps, true}));
+  EXPECT_EQ(parse_kernels("fp8,auto", false), (Kernels{false, false, false, /*loss=*/true, XsaImpl::kOps, true}));
   EXPECT_EQ(parse_kernels("auto,clip", true), (Kernels{true, true, true, true, XsaImpl::kFusedWide, false, true}));
   EXPECT_EQ(parse_kernels("xsa,xsa_wide", false).xsa, XsaImpl::kFusedWide);
   EXPECT_EQ(parse_kernels("xsa_wide,xsa", false).xsa, XsaImpl::kFusedWide);

@@ -178,7 +178,7 @@ TEST(AttentionSpec, StepLayersAndTheirMeaning) {
 
 // The table's two halves: the config's (names, keys) and the model's (factories, hooks),
 // a row each in the same order, and every parameter a kind's step registers on a layer
-// declared in its row (where Muon's share is decided).
+// declared in its row (where Muon's share and its role under μP are decided).
 TEST(AttentionKind, TheTablesTwoHalvesAreInStep) {
   const auto kinds = attention_kinds();
   const auto rows = attention_kind_rows();
@@ -195,7 +195,13 @@ TEST(AttentionKind, TheTablesTwoHalvesAreInStep) {
     for (const auto& p : model->transformer->h[0]->as<Block>()->attn->named_parameters(/*recurse=*/false))
       own.insert(p.key());
     std::set<std::string> declared{"c_attn.weight", "c_proj.weight"};
-    for (const auto& p : rows[i].parameters) declared.insert(p.name);
+    for (const auto& p : rows[i].parameters) {
+      declared.insert(p.name);
+      // What μP does with it (model.parametrization "mup"): a hidden matrix or a vector.
+      EXPECT_NE(p.width, WidthRole::kUnsaid)
+          << "attention \"" << kinds[i].name << "\" does not say whether its parameter " << p.name
+          << " is a hidden matrix (StepParameter::width in src/model/attention_kinds.cpp)";
+    }
     for (const auto& name : own) EXPECT_TRUE(declared.count(name)) << name << " is not in its row's parameters";
   }
 }

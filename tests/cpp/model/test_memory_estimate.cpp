@@ -50,8 +50,10 @@ std::vector<std::pair<std::string, json>> every_kind() {
 // Parameters and optimizer state exist before the step and are exact (counted
 // parameters); what the estimate has to get right is the rest: activations,
 // logits, recomputation and gradients. Its total is meant as an upper bound that
-// is not far off: the measured peak of forward + backward lies between 80% and
-// 100% of it, and the modes order as measured, for every attention kind.
+// is not far off: the measured peak of forward + backward lies between 75% and
+// 100% of it, and the modes order as measured, for every attention kind. (The
+// closest to the floor: SA under MLP checkpointing at 79%, since the final hidden
+// states are no longer narrowed, whose backward zero-filled a copy of them.)
 TEST(MemoryEstimate, BoundsMeasuredPeakForEveryMemoryOption) {
   ModelConfig cfg;
   cfg.vocab_size = 512;
@@ -73,7 +75,7 @@ TEST(MemoryEstimate, BoundsMeasuredPeakForEveryMemoryOption) {
         const double estimate = e.total() - e.params_bytes - e.optimizer_bytes;
         const double peak = measure(cfg, recompute, chunk, B, T).peak;
         EXPECT_LE(peak, estimate);
-        EXPECT_GE(peak, 0.8 * estimate);
+        EXPECT_GE(peak, 0.75 * estimate);
         if (chunk == 0) {
           EXPECT_LT(estimate, last_estimate);
           EXPECT_LT(peak, last_peak);

@@ -50,7 +50,7 @@ ClipRun run_clipped(const std::string& impl, bool fold, bool clip, torch::Scalar
   t.optimizer = schema::enum_from_name<Optimizer>(optimizer, "optimizer");
   t.adamw = schema::enum_from_name<AdamWImpl>(impl, "adamw");
   DistContext single;
-  RunOptimizer opt(clip_model_params(m, dtype, device), t, adamw_config(t), single);
+  RunOptimizer opt(clip_model_params(m, dtype, device), t, adamw_config(t, *m), single);
   std::vector<torch::Tensor> params;
   for (auto& [n, p] : m->unique_named_parameters()) params.push_back(p);
   ClipRun out;

@@ -54,7 +54,7 @@ TEST(Muon, TakesTheBlockMatricesAndNothingElse) {
   TrainConfig t;
   t.optimizer = Optimizer::kMuon;
   DistContext single;
-  RunOptimizer opt(m->unique_named_parameters(), t, adamw_config(t), single);
+  RunOptimizer opt(m->unique_named_parameters(), t, adamw_config(t, *m), single);
   const auto s = opt.state();
   int64_t muon_weights = 0;
   for (const auto& [name, p] : m->unique_named_parameters()) {

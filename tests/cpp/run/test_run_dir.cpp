@@ -5,6 +5,7 @@
 // run without root; tests/python/run/test_nothing_lost.py fills a real tmpfs.
 #include "helpers.h"
 #include "run/metrics.h"
+#include "run/metrics_history.h"
 #include "run/run_dir.h"
 #include "run/run_staging.h"
 #include "run/run_start.h"
@@ -186,9 +187,10 @@ TEST_F(RunDirFiles, MetricsHistoryIsRewrittenOnlyAtomically) {
   std::vector<int64_t> steps;
   for (std::string line; std::getline(in, line);) steps.push_back(json::parse(line)["step"]);
   EXPECT_EQ(steps, (std::vector<int64_t>{0, 0, 1, 2, 3, 4, 4}));
-  EXPECT_EQ(losses_at_step(f, 4).train_loss.value_or(NAN), 6.0);
-  EXPECT_EQ(losses_at_step(f, 4).val_loss.value_or(NAN), 16.0);
-  EXPECT_FALSE(losses_at_step(f, 3).val_loss);
+  const auto history = read_metrics(f);
+  EXPECT_EQ(history.train_loss_at(4).value_or(NAN), 6.0);
+  EXPECT_EQ(history.val_loss_at(4).value_or(NAN), 16.0);
+  EXPECT_FALSE(history.val_loss_at(3));
 }
 
 TEST_F(RunDirFiles, DamagedMetricsLinesAreReturnedByteForByteWithTheirNumbers) {

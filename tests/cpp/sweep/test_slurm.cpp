@@ -2,7 +2,7 @@
 // override the sweep's, time limits read as sbatch reads them; the side-by-side wall
 // time against schedules worked out by hand; the batch script's text.
 #include "helpers.h"
-#include "sweep/cluster_estimate.h"
+#include "sweep/slurm_estimate.h"
 #include "sweep/grid.h"
 #include "sweep/slurm_queue.h"
 #include "sweep/slurm_scripts.h"
@@ -140,6 +140,15 @@ TEST(PackedWall, MatchesSchedulesWorkedOutByHand) {
   // Three nodes: the 2-node task beside a one-node task; 4 then 4 on the single node.
   EXPECT_DOUBLE_EQ(packed_wall_seconds({{4, 1, 0}, {5, 2, 1}, {4, 1, 0}}, 3, {0, 0}), 8);
   EXPECT_DOUBLE_EQ(packed_wall_seconds({}, 3, {0}), 0);
+}
+
+TEST(PackedWall, ABranchStartsOnlyOnceTheTaskItWaitsForEnded) {
+  // Three nodes: a source of 5 h and its two branches of 1 h (sweep/branch.h) run after it, side
+  // by side, ending at 6; beside them another source of 4 h. Without the dependency: 5.
+  EXPECT_DOUBLE_EQ(packed_wall_seconds({{5, 1, 0}, {1, 1, 1, 0}, {1, 1, 1, 0}, {4, 1, 0}}, 3, {0, 0}), 6);
+  EXPECT_DOUBLE_EQ(packed_wall_seconds({{5, 1, 0}, {1, 1, 1}, {1, 1, 1}, {4, 1, 0}}, 3, {0, 0}), 5);
+  // One node: the branch waits for its source even where it would fit before it.
+  EXPECT_DOUBLE_EQ(packed_wall_seconds({{1, 1, 0, 1}, {2, 1, 0}}, 1, {0}), 3);
 }
 
 TEST(SlurmScripts, EachTaskRunsItsPointUnderSrunAndRequeuesOnlyItself) {

@@ -1,7 +1,7 @@
 """The checklist every attention kind passes (tests/python/kind_checklist.py): each kind
 `xsagpt config --json` lists has a reference-model case, an export round trip (or a
-"not_exportable" reason in its row), an `xsagpt info` case, a hand count of its FLOPs and
-its docs row. The tests that run those cases take the kinds from the same list, so a kind
+"not_exportable" reason in its row), an `xsagpt info` case, a hand count of its FLOPs, its
+docs row and a μP case with its hidden matrices named in the reference. The tests that run those cases take the kinds from the same list, so a kind
 written only in C++ runs in none of them and fails here, in one line naming what it lacks."""
 import pytest
 
@@ -40,19 +40,24 @@ def test_a_kind_written_only_in_cpp_fails_in_one_line_naming_each_missing_item()
 def test_each_item_is_asked_for_alone():
     """With the throwaway kind's cases and formula given one item at a time held back,
     exactly that item is named; a shipped kind whose docs row is gone is named for it."""
-    full = {"reference": {"throwaway": {}}, "export": {"throwaway-export": {}}, "info": [{}]}
+    full = {"reference": {"throwaway": {}}, "export": {"throwaway-export": {}}, "info": [{}],
+            "mup": {"throwaway_mup": {}}}
     docs = kind_checklist.DOCS.read_text() + "\n| `throwaway` | a step | | | |\n"
     flops = {**kind_checklist.kind_flops.STEP_MATMUL, "throwaway": lambda m: 0}
+    hidden = {**kind_checklist.MUP_HIDDEN_STEP_PARAMETERS, "throwaway": ()}
     cases = {**kind_checklist.CASES, "throwaway": full}
-    assert missing(THROWAWAY, cases, flops, docs) == []
-    for item in ("reference", "export", "info"):
+    assert missing(THROWAWAY, cases, flops, docs, hidden) == []
+    for item in ("reference", "export", "info", "mup"):
         held = {**cases, "throwaway": {k: v for k, v in full.items() if k != item}}
-        assert missing(THROWAWAY, held, flops, docs) == [ITEMS[item]]
-    assert missing(THROWAWAY, cases, kind_checklist.kind_flops.STEP_MATMUL, docs) == [ITEMS["flops"]]
-    assert missing(THROWAWAY, cases, flops, docs.replace("| `throwaway` |", "")) == [ITEMS["docs"]]
+        assert missing(THROWAWAY, held, flops, docs, hidden) == [ITEMS[item]]
+    assert missing(THROWAWAY, cases, kind_checklist.kind_flops.STEP_MATMUL, docs, hidden) == [ITEMS["flops"]]
+    assert missing(THROWAWAY, cases, flops, docs.replace("| `throwaway` |", ""), hidden) == [ITEMS["docs"]]
+    # Its μP case without its hidden matrices named in the reference: the same item.
+    assert missing(THROWAWAY, cases, flops, docs) == [ITEMS["mup"]]
     sa = shipped()[0]
     assert missing(sa, docs=docs.replace(f"| `{sa['name']}` |", "")) == [ITEMS["docs"]]
     # Cases for a kind the binary does not list (renamed, removed) are named too.
-    assert failures(shipped(), cases, flops, docs) == [
+    assert failures(shipped(), cases, flops, docs, hidden) == [
         "kind_checklist.CASES has 'throwaway', which `xsagpt config --json` does not list",
-        "kind_flops.STEP_MATMUL has 'throwaway', which `xsagpt config --json` does not list"]
+        "kind_flops.STEP_MATMUL has 'throwaway', which `xsagpt config --json` does not list",
+        "reference MUP_HIDDEN_STEP_PARAMETERS has 'throwaway', which `xsagpt config --json` does not list"]

@@ -36,8 +36,9 @@ SWITCH_CASES = {
     "gelu_tanh_bias": {"gelu": "tanh", "bias": True},
 }
 KIND_CASES = named_cases("reference")  # case name -> (kind, overrides), for every kind the binary lists
-CASES = {**SWITCH_CASES, **{name: over for name, (_, over) in KIND_CASES.items()}}
-DOUBLE_CASES = ["bias", "untied_head", "sinks", "gelu_tanh", "gelu_tanh_bias", *KIND_CASES]
+MUP_CASES = named_cases("mup")  # each kind under model.parametrization "mup" (width multiplier 3)
+CASES = {**SWITCH_CASES, **{name: over for name, (_, over) in {**KIND_CASES, **MUP_CASES}.items()}}
+DOUBLE_CASES = ["bias", "untied_head", "sinks", "gelu_tanh", "gelu_tanh_bias", *KIND_CASES, *MUP_CASES]
 # Each kind with a step by its first case: the step must change the output.
 FIRST_STEP_CASES = [next(name for name, (k, _) in KIND_CASES.items() if k == kind)
                     for kind in dict.fromkeys(k for k, _ in KIND_CASES.values()) if row(kind)["step"]]
@@ -120,7 +121,7 @@ def test_xsa_and_sa_differ(dump_model):
 
 
 def test_the_cases_cover_every_kind_distinctly():
-    assert len(CASES) == len(SWITCH_CASES) + len(KIND_CASES)  # no kind case shadows a switch case
+    assert len(CASES) == len(SWITCH_CASES) + len(KIND_CASES) + len(MUP_CASES)  # no case shadows another
     assert FIRST_STEP_CASES and all(CASES[n]["attention"] != "sa" for n in FIRST_STEP_CASES)
 
 
@@ -144,6 +145,27 @@ def test_each_kinds_step_changes_the_output(dump_model, name):
         plain_model = GPT(GPTConfig.from_dict({**sa, "attention": "sa"}))
     own = sorted(set(dump["grads"]) - {n for n, _ in plain_model.named_parameters(remove_duplicate=False)})
     assert all(dump["grads"][k].abs().max() > 0 for k in own), own
+
+
+@pytest.mark.parametrize("name", MUP_CASES)
+def test_mup_cases_move_both_multipliers(dump_model, name):
+    """Guards the μP cases: the same weights read as the "sp" model give other logits, and
+    so does each multiplier alone (the attention scores' and the logits'), each by far
+    more than the float32 comparison's tolerance: a reference or a C++ model that dropped
+    either would fail them."""
+    dump = dump_model(name)
+    cfg = GPTConfig.from_dict(dump["config"])
+    assert cfg.parametrization == "mup" and cfg.width_multiplier == 3.0
+    scale = dump["logits"].abs().max()
+    for change in ({"parametrization": "sp"}, {"mup_base_width": cfg.d_model}, {"mup_base_head_dim": 0}):
+        other = {**dump["config"], **change}
+        if GPTConfig.from_dict(other).attention_scale == cfg.attention_scale and \
+                GPTConfig.from_dict(other).width_multiplier == cfg.width_multiplier:
+            continue  # this case's base head size is its own: nothing to move
+        model = GPT.from_checkpoint_dict({**dump, "config": other})
+        with torch.no_grad():
+            logits, _ = model(dump["idx"])
+        assert (logits - dump["logits"]).abs().max() > 100 * 2e-5 * scale, change
 
 
 def test_tanh_and_exact_gelu_differ(dump_model):

@@ -1,6 +1,6 @@
 """Ladder sweeps end to end on the CPU (sweep/ladder.h): the dry run sizes each rung by the
 stated rules, checked here against the reference formulas (a GPT's parameters and FLOPs per
-token written out below, not read from the program); a 2-rung ladder of 2-step runs trains,
+token written out in ladderspec.py, not read from the program); a 2-rung ladder of 2-step runs trains,
 writes summary.json's ladder section, report.md's table and the figure; a rung that fails and
 a rung that diverges are named and left out of the fit; with rate multipliers every variant is
 judged at its own best rate per rung, and its loss at every rate tried is reported with their
@@ -14,37 +14,7 @@ import re
 import numpy as np
 import pytest
 
-from tinyrun import write_run_config
-
-VOCAB, T, MICRO = 256, 32, 4  # tinyrun's model and batch
-STEP_TOKENS = T * MICRO
-
-
-def params(L: int, d: int, vocab: int = VOCAB) -> int:
-    """A GPT's parameters: untied embedding and head, per layer 12 d^2 (q, k, v, o and the 4d MLP)
-    and two norm gains, and the two outer norms (no biases)."""
-    return 2 * vocab * d + L * (12 * d * d + 2 * d) + 2 * d
-
-
-def flops_per_token(L: int, d: int, seq_len: int = T, vocab: int = VOCAB) -> float:
-    """6 x the matmul parameters (blocks and LM head) + 12 L d T for attention (PaLM appendix B)."""
-    return 6.0 * (L * 12 * d * d + vocab * d) + 12.0 * L * d * seq_len
-
-
-def ladder_spec(tmp_path, shards, rungs=(1, 2), steps=2, lr=None, seeds=(1, 2), **extra):
-    """A ladder of depths `rungs` (d_model 32 L, heads of 16) whose FLOP budget is `steps` steps."""
-    base = write_run_config(tmp_path / "base.json", shards, tmp_path / "unused", max_steps=12, warmup_steps=2,
-                            eval_interval=4, ckpt_interval=4, log_interval=1)
-    flops = [steps * STEP_TOKENS * flops_per_token(L, 32 * L) for L in rungs]
-    ladder = {"rungs": list(rungs), "aspect": 32, "head_dim": 16, "tokens": {"flops": flops},
-              "lr": lr or {"width_exponent": -1, "anchor": {"d_model": 64, "lr": 1e-2}}}
-    ladder.update(extra.pop("ladder", {}))
-    spec = {"base": str(base), "variants": {"sa": {"model.attention": "sa"}, "xsa": {"model.attention": "xsa"}},
-            "baseline": "sa", "grid": {"train.seed": list(seeds)}, "ladder": ladder,
-            "out_dir": str(tmp_path / "sweep"), **extra}
-    path = tmp_path / "ladder.json"
-    path.write_text(json.dumps(spec))
-    return path
+from ladderspec import STEP_TOKENS, VOCAB, flops_per_token, ladder_spec, params
 
 
 def rung_rows(stdout: str) -> dict:
@@ -211,6 +181,10 @@ BAD = [
     ({"lr": {"per_rung": [1e-3]}}, "1 values for 2 rungs"),
     ({"estimate": {"device": "H100"}}, "ladder.estimate.mfu: required with device"),
     ({"lr_multipliers": [1, 1]}, "ladder.lr_multipliers: 1 is listed twice"),
+    ({"tune_rungs": 1}, "ladder.tune_rungs: needs lr_multipliers with at least 2 multipliers to choose from (has 0)"),
+    ({"tune_rungs": 2, "lr_multipliers": [0.5, 1]},
+     "ladder.tune_rungs: expected a number of rungs from 1 to 1 (fewer than the 2 rungs), got 2"),
+    ({"tune_past_edge": True}, "ladder.tune_past_edge: goes with tune_rungs"),
     ({"extrapolate_decades": -1}, "ladder.extrapolate_decades: expected a number of decades of compute >= 0, got -1"),
     ({"extrapolate_decade": 2}, "ladder: unknown key 'extrapolate_decade'"),
     ({"rungs": [1, {"depth": 2, "set": {"train.lr": 1}}]}, "train.lr is set by the ladder itself"),
@@ -304,6 +278,14 @@ def test_no_extrapolation_past_a_decade_unless_asked(tmp_path, shards, xsagpt):
         assert x["step_time_pairs"] == 2 and x["step_time_ratio"] == pytest.approx(ratio, rel=1e-12)
         if x["multiplier"] is not None:
             assert x["time_multiplier"] == pytest.approx(x["multiplier"] * ratio, rel=1e-12)
+    # The grid's comparison at each rung gives the same step-time ratio: one step time, one pooling.
+    # Before, the grid's took (last - first train record) / steps, mean over seeds.
+    grid = [c for c in summary["comparisons"] if c["variant"] == "xsa"]
+    assert len(grid) == len(analysis["rungs"]) == 2
+    for c, r in zip(grid, analysis["rungs"]):
+        assert c["step_time_ratio"]["n"] == 2
+        assert c["step_time_ratio"]["geomean"] == pytest.approx(r["variants"]["xsa"]["step_time_ratio"], rel=1e-12)
+    assert f"| xsa | {grid[0]['step_time_ratio']['geomean']:.3f} |" in report
 
 
 def test_each_extrapolation_says_how_far_and_whether_its_fits_had_freedom(tmp_path, shards, xsagpt):

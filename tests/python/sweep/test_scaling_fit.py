@@ -3,7 +3,10 @@ scipy.optimize.curve_fit on the same points (E fitted, E = 0, one E shared by th
 curves), and the least-squares line of src/stats/line_fit.h (the dial trend's slope
 and its t interval) against scipy.stats.linregress. Synthetic ladders with chosen
 parameters and seeded noise; xsagpt's fit needs no starting point, curve_fit is given
-the true parameters as one (so both find the same least-squares minimum)."""
+the true parameters as one (so both find the same least-squares minimum). The Huber fits
+(src/stats/huber_fit.h, and huber_surface.h's loss surface across data ratios, Chinchilla's
+L(N, D) = E + A N^-alpha + B D^-beta with its compute-optimal points) against
+scipy.optimize.minimize on the same objective, and on surfaces with chosen parameters."""
 
 import numpy as np
 import pytest
@@ -123,3 +126,71 @@ def test_the_huber_fit_matches_scipy_minimize_on_the_same_objective(tool):
         assert g["objective"] <= best.fun * (1 + 1e-6) + 1e-15  # no worse a minimum than scipy's
         assert g["alpha"] == pytest.approx(best.x[2], rel=2e-3)
         assert g["E"] == pytest.approx(np.exp(best.x[0]), rel=2e-3)
+
+
+# Chinchilla's fitted surface (Hoffmann et al. 2022, Approach 3): E 1.69, A 406.4, alpha 0.34,
+# B 410.7, beta 0.28; and a smaller ladder's own.
+SURFACES = [(1.69, 406.4, 0.34, 410.7, 0.28), (2.1, 60.0, 0.3, 300.0, 0.35)]
+SIZES = np.array([1e7, 3e7, 1e8, 3e8, 1e9])
+RATIOS = np.array([5.0, 10.0, 20.0])
+
+
+def surface_points(rng, E, A, alpha, B, beta, seeds=1, noise=0.0):
+    n = np.repeat(np.repeat(SIZES, RATIOS.size), seeds)
+    d = n * np.repeat(np.tile(RATIOS, SIZES.size), seeds)
+    return n, d, E + A * n ** -alpha + B * d ** -beta + rng.normal(0, noise, n.size)
+
+
+def surface_objective(params, logn, logd, logy, delta=1e-3):
+    """The Huber loss of log(E + A N^-alpha + B D^-beta) - log(loss) with E = exp(e), A = exp(a), B = exp(b)."""
+    e, a, alpha, b, beta = params
+    r = np.logaddexp(np.logaddexp(a - alpha * logn, b - beta * logd), e) - logy
+    return float(np.sum(np.where(np.abs(r) <= delta, 0.5 * r * r, delta * (np.abs(r) - 0.5 * delta))))
+
+
+def test_the_surface_fit_recovers_chosen_surfaces_and_their_compute_optimal_points(tool):
+    rng = np.random.default_rng(7)
+    budgets = [1e18, 1e20, 1e22]
+    cases = [surface_points(rng, *s) for s in SURFACES]
+    got = tool({"surfaces": [{"params": list(n), "tokens": list(d), "loss": list(y), "budgets": budgets}
+                             for n, d, y in cases]})["surfaces"]
+    for (E, A, alpha, B, beta), g in zip(SURFACES, got):
+        assert "why" not in g, g
+        assert (g["E"], g["A"], g["alpha"], g["B"], g["beta"]) == pytest.approx((E, A, alpha, B, beta), rel=1e-4)
+        for c, opt in zip(budgets, g["optimal"]):
+            # The minimum of L along 6 N D = C, found by scipy over log N, against the closed form.
+            along = lambda logn: E + A * np.exp(-alpha * logn) + B * (c / 6 / np.exp(logn)) ** -beta
+            m = optimize.minimize_scalar(along, bounds=(np.log(1e3), np.log(c / 6)), method="bounded",
+                                         options={"xatol": 1e-10})
+            assert opt["params"] == pytest.approx(np.exp(m.x), rel=1e-4)
+            assert opt["tokens"] * opt["params"] * 6 == pytest.approx(c, rel=1e-12)
+            assert opt["loss"] == pytest.approx(m.fun, rel=1e-9)
+    # Non-trivial: the two surfaces put a budget's optimum at different ratios of tokens to parameters.
+    ratios = [g["optimal"][1]["tokens"] / g["optimal"][1]["params"] for g in got]
+    assert abs(ratios[0] / ratios[1] - 1) > 0.5
+
+
+def test_the_surface_fit_matches_scipy_minimize_on_the_same_objective(tool):
+    rng = np.random.default_rng(8)
+    cases = [surface_points(rng, *s, seeds=2, noise=0.004) for s in SURFACES]
+    got = tool({"surfaces": [{"params": list(n), "tokens": list(d), "loss": list(y)} for n, d, y in cases]})["surfaces"]
+    for (n, d, y), g, true in zip(cases, got, SURFACES):
+        assert "why" not in g, g
+        logn, logd, logy = np.log(n), np.log(d), np.log(y)
+        start = [np.log(true[0]), np.log(true[1]), true[2], np.log(true[3]), true[4]]
+        best = optimize.minimize(surface_objective, start, args=(logn, logd, logy), method="L-BFGS-B",
+                                 options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 20000})
+        ours = [np.log(g["E"]), np.log(g["A"]), g["alpha"], np.log(g["B"]), g["beta"]]
+        assert abs(best.x[2] / true[2] - 1) > 1e-4  # the noise moved the fit off the chosen surface
+        assert g["objective"] == pytest.approx(surface_objective(ours, logn, logd, logy), rel=1e-9)
+        assert g["objective"] <= best.fun * (1 + 1e-6) + 1e-15  # no worse a minimum than scipy's
+        assert (g["alpha"], g["beta"]) == pytest.approx((best.x[2], best.x[4]), rel=2e-2)
+
+
+def test_a_surface_the_points_cannot_pin_down_is_refused_with_why(tool):
+    n, d, y = surface_points(np.random.default_rng(9), *SURFACES[0])
+    two_sizes = n <= 3e7
+    got = tool({"surfaces": [{"params": list(n[two_sizes]), "tokens": list(d[two_sizes]), "loss": list(y[two_sizes])},
+                             {"params": list(n[:5]), "tokens": list(d[:5]), "loss": list(y[:5])}]})["surfaces"]
+    assert got[0] == {"why": "3 distinct parameter counts and 3 distinct token counts needed, 2 and 6 here"}
+    assert got[1] == {"why": "6 points needed to fit E, A, alpha, B and beta with a residual, 5 here"}

@@ -1,8 +1,8 @@
 """A sweep directory of an older version continues under this one without --force, and
 its finished points are not trained again. The older version's run configs lack the
-keys added since (model.gelu, train.eval_similarity_sequences,
-train.eval_similarity_positions, train.schedule, train.decay_fraction), each added with a
-default that does what runs did before it; a key a saved config lacks means its default (config/config_diff.h), for a
+keys added since (model.gelu, model.parametrization, model.mup_base_width, model.mup_base_head_dim,
+train.eval_similarity_sequences, train.eval_similarity_positions, train.schedule,
+train.decay_fraction), each added with a default that does what runs did before it; a key a saved config lacks means its default (config/config_diff.h), for a
 sweep's point checks as for a resume.
 
 The point is tests/fixtures/checkpoint_v1's run, which the trainer of commit 00f7127
@@ -16,8 +16,9 @@ import pathlib
 import shutil
 
 FIXTURE = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "checkpoint_v1"
-ADDED = {"model": {"gelu"}, "train": {"eval_similarity_sequences", "eval_similarity_positions",
-                                      "schedule", "decay_fraction"}}
+ADDED = {"model": {"gelu", "parametrization", "mup_base_width", "mup_base_head_dim"},
+         "train": {"eval_similarity_sequences", "eval_similarity_positions", "schedule", "decay_fraction",
+                   "ckpt_steps"}}
 
 
 def old_keys():

@@ -135,8 +135,7 @@ def test_equal_time_and_equal_tokens_follow_the_logged_curves(sweep):
                            np.interp(x, bx, [r["val_loss"] for r in bv]))
                 if key == "time_s":
                     whose.append("variant" if mx[-1] < bx[-1] else "baseline" if bx[-1] < mx[-1] else "both")
-            bt, mt = records(b, "train"), records(m, "train")
-            step_time = [(t[-1]["time_s"] - t[0]["time_s"]) / (t[-1]["step"] - t[0]["step"]) for t in (bt, mt)]
+            step_time = [median_step_time(d) for d in (b, m)]
             ratios.append(step_time[1] / step_time[0])
         eq = c["equal_time"]
         assert eq["extrapolation_refused"] == [] and eq["n"] == 3  # no seed lost, whichever ended first
@@ -147,7 +146,20 @@ def test_equal_time_and_equal_tokens_follow_the_logged_curves(sweep):
         # Same tokens per step: at the baseline's token count the variant is at its own end.
         assert c["equal_tokens"]["mean"] == pytest.approx(c["minus_baseline"]["mean"], abs=1e-12)
         assert c["equal_tokens"]["mean"] == pytest.approx(np.mean(d_tok), abs=1e-12)
+        # One step time for every report: each run's median interval, pooled over seeds as the ladder does.
         assert c["step_time_ratio"]["mean"] == pytest.approx(np.mean(ratios), rel=1e-9)
+        assert c["step_time_ratio"]["geomean"] == pytest.approx(np.exp(np.mean(np.log(ratios))), rel=1e-9)
+
+
+def median_step_time(run_dir):
+    """Seconds per step: the median, over the train records, of the interval from the record before
+    (a train record, or an evaluation's, written once it has finished) over the steps between them."""
+    lines = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    marks = [(r["step"], r["time_s"], "train_loss" in r and "val_loss" not in r) for r in lines if "time_s" in r]
+    per_step = [(t1 - t0) / (s1 - s0) for (s0, t0, _), (s1, t1, train) in zip(marks, marks[1:])
+                if train and s1 > s0 and t1 > t0]
+    assert len(per_step) >= 2, run_dir  # a median of something
+    return float(np.median(per_step))
 
 
 def test_one_seed_has_no_interval_and_an_unpaired_seed_is_dropped(tmp_path, base, xsagpt):

@@ -1,5 +1,5 @@
-// The dry run's cost on the cluster (see cluster_estimate.h).
-#include "sweep/cluster_estimate.h"
+// The dry run's cost on the cluster (see slurm_estimate.h).
+#include "sweep/slurm_estimate.h"
 
 #include <fmt/format.h>
 
@@ -10,36 +10,38 @@
 namespace xsagpt {
 
 double packed_wall_seconds(std::vector<PackedTask> tasks, int64_t cluster_nodes, const std::vector<int64_t>& limits) {
-  std::stable_sort(tasks.begin(), tasks.end(), [](const PackedTask& a, const PackedTask& b) { return a.seconds > b.seconds; });
+  std::vector<size_t> order(tasks.size());  // longest first
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return tasks[a].seconds > tasks[b].seconds; });
   struct Running {
     double end;
-    int64_t nodes;
-    size_t array;
+    size_t task;
   };
   std::vector<Running> running;
   std::vector<int64_t> per_array(limits.size(), 0);
-  std::vector<bool> started(tasks.size(), false);
+  std::vector<bool> started(tasks.size(), false), ended(tasks.size(), false);
   int64_t free = cluster_nodes;
   double now = 0, wall = 0;
   size_t left = tasks.size();
   while (left > 0) {
-    for (size_t i = 0; i < tasks.size(); ++i) {
+    for (const size_t i : order) {
       const auto& t = tasks[i];
       const bool under_limit = limits.at(t.array) == 0 || per_array[t.array] < limits[t.array];
-      if (started[i] || t.nodes > free || !under_limit) continue;
+      if (started[i] || t.nodes > free || !under_limit || (t.after && !ended[*t.after])) continue;
       started[i] = true;
       --left;
       free -= t.nodes;
       ++per_array[t.array];
-      running.push_back({now + t.seconds, t.nodes, t.array});
+      running.push_back({now + t.seconds, i});
       wall = std::max(wall, now + t.seconds);
     }
     if (left == 0 || running.empty()) break;  // empty: a task larger than the cluster (refused when read)
     const auto first = std::min_element(running.begin(), running.end(),
                                         [](const Running& a, const Running& b) { return a.end < b.end; });
     now = first->end;
-    free += first->nodes;
-    --per_array[first->array];
+    free += tasks[first->task].nodes;
+    --per_array[tasks[first->task].array];
+    ended[first->task] = true;
     running.erase(first);
   }
   return wall;
@@ -78,8 +80,9 @@ void print_cluster_estimate(const Sweep& sweep, const std::vector<SlurmArray>& a
   const std::string unit = gpus ? "GPU-hours" : "CPU-hours";
   std::cout << fmt::format("  {:<48} {:>5} {:>6} {:>10} {:>10}\n", "point", "array", "ranks", "time", unit);
   std::vector<PackedTask> tasks;
+  std::vector<size_t> task_of(sweep.points.size(), 0);  // a point's index in tasks, for its branches
   std::vector<int64_t> limits;
-  double serial = 0, device_hours = 0;
+  double serial = 0, device_hours = 0, scratch_hours = 0;
   bool unknown = false;
   for (size_t k = 0; k < arrays.size(); ++k) {
     const auto& s = arrays[k].settings;
@@ -91,7 +94,12 @@ void print_cluster_estimate(const Sweep& sweep, const std::vector<SlurmArray>& a
       const double hours = secs ? *secs / 3600 * held_devices(s, gpus) : 0;
       serial += secs.value_or(0);
       device_hours += hours;
-      tasks.push_back({secs.value_or(0), s.nodes, k});
+      if (secs)
+        scratch_hours += *ladder_point_seconds(sweep, p, *times, s.ranks(), true) / 3600 * held_devices(s, gpus);
+      task_of[i] = tasks.size();
+      // Branches' arrays come after their sources' (sweep/slurm_plan.h).
+      tasks.push_back(
+          {secs.value_or(0), s.nodes, k, p.branch_of ? std::optional(task_of[*p.branch_of]) : std::nullopt});
       std::cout << fmt::format("  {:<48} {:>5} {:>6} {:>10} {:>10}\n", p.name, k, s.ranks(),
                                secs ? plan_duration(*secs) : "-", secs ? fmt::format("{:.1f}", hours) : "-");
     }
@@ -105,6 +113,9 @@ void print_cluster_estimate(const Sweep& sweep, const std::vector<SlurmArray>& a
       "on the cluster: {:.0f} {}; about {} with the arrays side by side on {} node(s) (longest point first), "
       "against {} with one job after another\n",
       device_hours, unit, plan_duration(wall), cluster, plan_duration(serial));
+  if (scratch_hours > device_hours)  // a ladder's data ratios branched off one run per rung (sweep/branch.h)
+    std::cout << fmt::format("  each data ratio its own run from scratch instead of a branch: {:.0f} {}\n",
+                             scratch_hours, unit);
 }
 
 }  // namespace xsagpt

@@ -9,20 +9,24 @@
 #include "sweep/ladder_plan.h"
 #include "sweep/slurm_plan.h"
 
+#include <optional>
 #include <vector>
 
 namespace xsagpt {
 
-// One point to place: how long it runs, on how many nodes, in which array.
+// One point to place: how long it runs, on how many nodes, in which array, and for a
+// branch (sweep/branch.h) the task (its index in the list) it starts after.
 struct PackedTask {
   double seconds = 0;
   int64_t nodes = 1;
   size_t array = 0;
+  std::optional<size_t> after = std::nullopt;
 };
 
 // The wall time of running `tasks` on `cluster_nodes` nodes, longest first: at each
 // moment every waiting task that fits on the free nodes (and under its array's limit,
-// 0 = none) starts, longest first. Every task's nodes must be at most cluster_nodes.
+// 0 = none, and after the task it waits for ended) starts, longest first. Every task's
+// nodes must be at most cluster_nodes.
 double packed_wall_seconds(std::vector<PackedTask> tasks, int64_t cluster_nodes, const std::vector<int64_t>& limits);
 
 // Prints the arrays and, where `times` estimates the points (a ladder's dry run), each
