@@ -3,9 +3,11 @@
 # Python suite (pytest: data preparation, reference-model and cross-language
 # checks). Exits non-zero if anything fails. Extra args go to ctest.
 # Both suites print their slowest tests, so that a test which grows shows in every
-# run's log, and each test has a time limit (the TIMEOUT property in
-# tests/CMakeLists.txt; pytest-timeout in tests/python/pytest.ini), so that a test
-# which hangs fails with its name instead of holding the run. pytest runs one
+# run's log, and each test has a time limit (XSAGPT_TEST_TIME_LIMIT in
+# tests/CMakeLists.txt, kept by the test binary; pytest-timeout in
+# tests/python/pytest.ini), so that a test which hangs fails with its name instead of
+# holding the run. ctest runs a process per googletest suite, each writing a report
+# that the list of slowest tests is read from. pytest runs one
 # pytest-xdist worker per core (XSAGPT_TEST_WORKERS to change it; 0 runs in one
 # process), each worker's binaries on one thread (tests/python/conftest.py), a test
 # file's tests on one worker (--dist loadfile), so that a module's trained run or
@@ -25,19 +27,17 @@ workers="${XSAGPT_TEST_WORKERS:-$(nproc)}"
 bash scripts/setup.sh --eval --track --slurm
 status=0
 echo "[test] C++ suite (ctest)"
-log="$(mktemp)"
 slurm_dir=""
 cleanup() {
-  rm -f "$log"
   if [ -n "$slurm_dir" ]; then bash scripts/slurm/stop.sh "$slurm_dir"; rm -rf "$slurm_dir"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@" | tee "$log" || status=1
+rm -rf "$build/gtest-reports"  # each suite's process writes its report here (tests/CMakeLists.txt)
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@" || status=1
 echo "[test] slowest C++ tests"
-grep -E '^ *[0-9]+/[0-9]+ Test +#' "$log" | sed -E 's/.* Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 s  \1/' |
-  sort -rn | head -15 || true
+.venv/bin/python scripts/maint/gtest_reports.py "$build/gtest-reports" --slowest 15 || true
 if command -v slurmctld >/dev/null; then
   echo "[test] local Slurm cluster for the Slurm tests"
   slurm_dir="$(mktemp -d /tmp/xsagpt-slurm.XXXXXX)"
