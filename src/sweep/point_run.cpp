@@ -7,6 +7,7 @@
 #include "sweep/point_check.h"
 #include "sweep/status.h"
 #include "sweep/summary.h"
+#include "train/signals.h"
 #include "train/trainer.h"
 #include "util/dir_lock.h"
 #include "util/test_stop.h"
@@ -15,12 +16,23 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 namespace xsagpt {
 
 namespace fs = std::filesystem;
 
 namespace {
+
+// Whether a stop signal came while a step failed. On several ranks the failure may be the
+// signal's leading edge (a peer that stopped first), so this rank waits up to 2 s for its
+// own copy of the signal; one rank alone needs no wait.
+bool stopped_with_the_others(const DistContext& dist) {
+  if (stop_requested() || dist.world_size() == 1) return stop_requested();
+  for (int i = 0; i < 20 && !stop_requested(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  return stop_requested();
+}
 
 // Whether a point is left as it is before any training: a run of another config in its
 // directory, a finished run, or an earlier failure not being retried. Returns the outcome
@@ -92,9 +104,19 @@ PointOutcome train_point(const Sweep& sweep, const SweepPoint& p, const PointRun
     if (dist.is_main()) spdlog::warn("{}: skipped, not recorded as failed: {}", tag, e.what());
     return PointOutcome::kBusy;
   } catch (const std::exception& e) {
+    const std::string what = e.what();
+    if (stopped_with_the_others(dist)) {
+      // A stop signal goes to every rank at once (a requeue, a cancel, a preemption): a peer
+      // that stopped first closes its connections, and the collective this rank was in fails.
+      // That is the stop, not the point's failure: nothing is recorded, so the point resumes
+      // from its last checkpoint rather than being skipped as failed.
+      if (dist.is_main())
+        spdlog::warn("{}: stopped by signal {} while its step failed ({}); not recorded as failed", tag, stop_signal(),
+                     what);
+      return PointOutcome::kInterrupted;
+    }
     // One point's failure (a diverging learning rate, bad data, out of memory) is
     // that point's result: recorded, and the queue goes on.
-    const std::string what = e.what();
     if (dist.is_main()) {
       spdlog::error("{}: failed: {}", tag, what);
       record_failure(p, what);
