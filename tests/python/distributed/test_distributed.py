@@ -2,13 +2,15 @@
 launched by torchrun (agent-hosted store) or as SLURM tasks (rank 0 serves the
 store) against one process with the same global batch; parameters identical on
 both ranks; the same with Muon; stop on one rank's signal and exact resume; a dead
-rank brings the job down."""
+rank brings the job down; a stop that a rank dies of first leaves no failed point."""
+import json
 import os
 import pathlib
 import re
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 import numpy as np
@@ -182,3 +184,25 @@ def test_dead_rank_brings_the_job_down(shards, build_dir, tmp_path):
     assert time.time() - t0 < 30, "the surviving rank should fail at its next collective, not wait for the timeout"
     assert re.search(r"rank 0 of 2: .* failed", log), log  # the survivor names itself and the operation
     assert re.search(r"rank\s*:\s*1", log) and "Signal 9" in log, log  # torchrun's summary names the dead rank
+
+
+def test_a_stop_that_one_rank_dies_of_first_is_not_the_points_failure(shards, build_dir, tmp_path):
+    """A requeue or cancel signals every rank at once; a rank that dies first closes its
+    connections, and the rank still in the all-reduce sees the collective fail. Before, that
+    rank recorded failed.json, so the requeued sweep skipped the point as failed."""
+    base = write_config(tmp_path / "base.json", shards, max_steps=100000, ckpt_interval=20, eval_interval=0)
+    spec = tmp_path / "sweep.json"
+    spec.write_text(json.dumps({"base": str(base), "variants": {"sa": {}}, "baseline": "sa",
+                                "out_dir": str(tmp_path / "sw")}))
+    torchrun_bin = pathlib.Path(sys.executable).parent / "torchrun"
+    cmd = [str(torchrun_bin), "--standalone", "--nproc-per-node=2", "--no-python", str(build_dir / "xsagpt"),
+           "sweep", "-c", str(spec), "--no-plot"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=worker_env())
+    rank0, rank1 = rank_pid(proc.pid, 0), rank_pid(proc.pid, 1)
+    wait_for_metrics(tmp_path / "sw" / "sa", proc, steps=2)
+    os.kill(rank1, signal.SIGKILL)  # gone at once, as a rank the signal ended before its handler ran
+    os.kill(rank0, signal.SIGTERM)
+    log, _ = proc.communicate(timeout=TIMEOUT)
+    assert proc.returncode != 0, log
+    assert not (tmp_path / "sw" / "sa" / "failed.json").exists(), log
+    assert "not recorded as failed" in log, log
