@@ -193,8 +193,8 @@ void read_sweep_ladder(Sweep& s, const SweepFileSection& file, const PointInputs
   s.keys.insert(s.keys.begin(), keys.begin(), keys.end());
 }
 
-// Each branch's source (sweep/branch.h): the point of the same variant and values, the
-// ratio aside, at its rung's longest budget.
+}  // namespace
+
 void link_branches(Sweep& s) {
   if (!s.ladder) return;
   auto key = [](const SweepPoint& p) {
@@ -211,8 +211,6 @@ void link_branches(Sweep& s) {
   for (auto& p : s.points)
     if (p.budget >= 0 && !longest(p)) p.branch_of = sources.at(key(p));
 }
-
-}  // namespace
 
 Sweep load_sweep(const std::string& path, int64_t world_size) {
   Sweep s;
@@ -264,7 +262,8 @@ Sweep load_sweep(const std::string& path, int64_t world_size) {
   if (s.ladder)
     for (size_t i = s.ladder->tune_rungs ? s.ladder->tune_rungs : s.ladder->rungs.size(); i < s.ladder->rungs.size();
          ++i)
-      s.add_points(s, ladder_step(*s.ladder, i, 1.0, "", "tuned"), [&](SweepPoint p) { s.waiting.push_back(p); });
+      for (const auto& step : rung_steps(*s.ladder, i, 1.0, "", "tuned"))
+        s.add_points(s, step, [&](SweepPoint p) { s.waiting.push_back(p); });
   std::vector<std::string> rung_names;
   if (s.ladder)
     for (const auto& r : s.ladder->rungs) rung_names.push_back(r.name);

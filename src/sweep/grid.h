@@ -65,6 +65,11 @@ std::string safe_name_part(const std::string& text);
 // Reads and expands a sweep file; every point is validated before anything runs.
 Sweep load_sweep(const std::string& path, int64_t world_size);
 
+// Each branch's source (sweep/branch.h): the point of the same variant and values, the
+// ratio aside, at its rung's longest budget. load_sweep links its points; whoever adds
+// points later (a tuning ladder's, sweep/ladder_tuning.h) links them again.
+void link_branches(Sweep& s);
+
 // A sweep is a queue of independent jobs: a point that fails (divergence, bad data,
 // out of memory) gets out_dir/failed.json with the error and the resolved config it
 // failed with, and the sweep goes on with the next point. A rerun leaves failed points

@@ -261,12 +261,6 @@ SweepLadder read_ladder(const json& section, const std::string& path, const Reso
   SweepLadder l;
   if (!ls.lr_multipliers.is_null()) l.lr_multipliers = read_multipliers(ls.lr_multipliers, where + ".lr_multipliers");
   read_tuning(l, ls, specs.size(), where);
-  // A tuned rate is carried up per variant, each point a rate of its own; a data ratio's
-  // branches start from the point at the same rate, which the tuned rungs do not list.
-  if (l.tune_rungs && tokens.budgets() > 1)
-    throw ConfigError(where +
-                      ".tune_rungs: not with several data ratios (tokens.per_param a list): tune at one ratio, "
-                      "or list lr_multipliers for every rung");
   if (!ls.estimate.is_null())
     l.estimate = read_estimate(ls.estimate, where + ".estimate", fs::path(path).parent_path());
   const auto base = resolve({}).train;

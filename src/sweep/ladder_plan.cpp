@@ -131,8 +131,11 @@ namespace {
 // The step a point's training starts from: 0, or a branch's start (sweep/branch.h),
 // which its source trained; 0 too as the point's own run from scratch.
 int64_t first_step(const Sweep& s, const SweepPoint& p, bool from_scratch) {
-  if (from_scratch || !p.branch_of) return 0;
-  return s.ladder->rungs[p.rung].budgets[p.budget].branch_step;
+  // A branch is a rung's shorter ratio, linked to its source or, while its rate waits
+  // for the tuning rungs, not yet.
+  const auto& budgets = s.ladder->rungs[p.rung].budgets;
+  if (from_scratch || p.budget < 0 || static_cast<size_t>(p.budget) + 1 == budgets.size()) return 0;
+  return budgets[p.budget].branch_step;
 }
 
 // Evaluation's FLOPs in a point's training from step `from`: forward only (a third of
@@ -233,17 +236,24 @@ namespace {
 void print_tuning_price(const Sweep& s, int64_t world, const LadderTimes& basis, double flops, double secs,
                         bool unknown) {
   const auto& l = *s.ladder;
-  // The grid's settings per variant, and a point per rung whose time stands for every one there.
-  size_t per_variant = 0;
-  for (const auto& p : s.points)
-    per_variant += p.rung == 0 && p.variant == s.baseline && p.lr_mult == l.lr_multipliers.front();
-  const double n_each = static_cast<double>(per_variant * s.variants.size());
+  // Per rung, one variant's points at one multiplier (every grid setting and data ratio):
+  // what each multiplier of each variant costs there.
+  size_t n_set = 0;
   double all_flops = 0, all_s = 0, past_flops = 0, past_s = 0;
+  const double n_variants = static_cast<double>(s.variants.size());
+  const double n_mults = static_cast<double>(l.lr_multipliers.size());
   for (size_t i = 0; i < l.rungs.size(); ++i) {
-    const auto t = ladder_point_seconds(s, rung_point(s, i), basis, world).value_or(0);
-    const double n = n_each * static_cast<double>(l.lr_multipliers.size());
-    all_flops += n * l.rungs[i].flops(), all_s += n * t;
-    if (l.tune_past_edge && tunes_at(l, i)) past_flops += n_each * l.rungs[i].flops(), past_s += n_each * t;
+    const auto& first = rung_point(s, i);
+    double f = 0, t = 0;
+    for (const auto* list : {&s.points, &s.waiting})
+      for (const auto& p : *list)
+        if (p.rung == first.rung && p.variant == first.variant && p.lr_mult == first.lr_mult) {
+          ++n_set;
+          f += train_flops(p, l.rungs[i], first_step(s, p, false));
+          t += ladder_point_seconds(s, p, basis, world).value_or(0);
+        }
+    all_flops += n_variants * n_mults * f, all_s += n_variants * n_mults * t;
+    if (l.tune_past_edge && tunes_at(l, i)) past_flops += n_variants * f, past_s += n_variants * t;
   }
   auto cost = [&](double f, double t) {
     return unknown ? si_count(f, true) + " FLOPs"
@@ -252,7 +262,7 @@ void print_tuning_price(const Sweep& s, int64_t world, const LadderTimes& basis,
   std::cout << fmt::format(
       "tuning at the {} smallest rung(s) (tune_rungs): {}; tuning at every rung instead: {} points, {} ({:.2g}x "
       "the FLOPs){}\n",
-      l.tune_rungs, cost(flops, secs), static_cast<size_t>(n_each) * l.lr_multipliers.size() * l.rungs.size(),
+      l.tune_rungs, cost(flops, secs), n_set * s.variants.size() * l.lr_multipliers.size(),
       cost(all_flops, all_s), all_flops / flops,
       l.tune_past_edge ? fmt::format("; past an edge (tune_past_edge) at most {} more", cost(past_flops, past_s)) : "");
 }

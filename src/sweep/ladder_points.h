@@ -34,4 +34,9 @@ std::vector<LadderStep> ladder_steps(const std::optional<SweepLadder>& ladder);
 LadderStep ladder_step(const SweepLadder& l, size_t i, double m, const std::string& variant = "",
                        const std::string& m_text = "");
 
+// Rung i at multiplier m at each of its data ratios, longest first (the run the others
+// branch off before them); ladder_step's one setting where the rung has one ratio.
+std::vector<LadderStep> rung_steps(const SweepLadder& l, size_t i, double m, const std::string& variant = "",
+                                   const std::string& m_text = "");
+
 }  // namespace xsagpt

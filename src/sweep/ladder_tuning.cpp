@@ -52,6 +52,10 @@ std::vector<LadderTuning> tune_variants(const Sweep& s) {
   std::map<std::string, bool> mup;
   for (const auto& p : s.points) {
     if (p.rung < 0 || !tunes_at(l, static_cast<size_t>(p.rung))) continue;
+    // With several data ratios the rung's longest run decides: its shorter ratios branch
+    // off its stable phase, so they train at its rate whatever suits them alone.
+    if (p.budget >= 0 && static_cast<size_t>(p.budget) + 1 != l.rungs[static_cast<size_t>(p.rung)].budgets.size())
+      continue;
     auto& t = by_variant[p.variant][p.lr_mult];
     ++t.points;
     const auto it = mup.emplace(p.variant, true).first;
@@ -109,22 +113,24 @@ Sweep load_tuned_sweep(const std::string& path, int64_t world_size) {
   auto s = load_sweep(path, world_size);
   if (!s.ladder || !s.ladder->tune_rungs) return s;
   const auto& l = *s.ladder;
-  auto add = [&](const LadderStep& step) {
-    s.add_points(s, step, [&](SweepPoint p) { s.points.push_back(std::move(p)); });
+  auto add = [&](size_t i, double m, const std::string& variant) {
+    for (const auto& step : rung_steps(l, i, m, variant))
+      s.add_points(s, step, [&](SweepPoint p) { s.points.push_back(std::move(p)); });
   };
   s.tuning = tune_variants(s);
   bool past = false;
   for (const auto& t : s.tuning)
     if (t.past_edge) {
       past = true;
-      for (size_t i = 0; i < l.tune_rungs; ++i) add(ladder_step(l, i, *t.past_edge, t.variant));
+      for (size_t i = 0; i < l.tune_rungs; ++i) add(i, *t.past_edge, t.variant);
     }
   if (past) s.tuning = tune_variants(s);
   for (const auto& t : s.tuning) {
     if (!t.lr_mult) continue;
     std::erase_if(s.waiting, [&](const SweepPoint& p) { return p.variant == t.variant; });
-    for (size_t i = l.tune_rungs; i < l.rungs.size(); ++i) add(ladder_step(l, i, *t.lr_mult, t.variant));
+    for (size_t i = l.tune_rungs; i < l.rungs.size(); ++i) add(i, *t.lr_mult, t.variant);
   }
+  link_branches(s);
   return s;
 }
 

@@ -14,6 +14,9 @@
 // tune_past_edge a winner at the smallest or largest multiplier first adds the tuning
 // rungs at one multiplier past that edge (ladder.h's past_edge_multipliers), and the
 // choice waits for those too; the winner may then be the new edge, which the report flags.
+// With several data ratios (sweep/ladder_budgets.h) every ratio runs at every multiplier
+// at the tuning rungs, and the rung's longest ratio decides: the shorter ones are its
+// branches, so one rate serves them all, and each larger rung's ratios get it together.
 // The larger rungs' points are named as any ladder point, "<variant>,rung=<r>,lr_mult=<m>",
 // at the variant's multiplier; until it is known they wait, listed with lr_mult=tuned.
 #pragma once

@@ -100,7 +100,8 @@ struct LadderSection {
       "with lr_multipliers: run them at the smallest this many rungs only (>= 1, fewer than the rungs); each "
       "variant's best multiplier there (lowest mean final val loss over those rungs and the seeds) is carried to "
       "every larger rung, by μP where its points use model.parametrization mup, else by the rate rule (with a "
-      "warning: a width rule is not shown to transfer); absent: every rung tunes");
+      "warning: a width rule is not shown to transfer); with several data ratios every ratio runs there and the "
+      "longest decides, as its branches share its rate; absent: every rung tunes");
     v("tune_past_edge", s.tune_past_edge,
       "with tune_rungs: a variant whose best multiplier is the smallest or largest of lr_multipliers also runs "
       "its tuning rungs at one more beyond that edge (the list's end ratio again, [0.5, 1, 2] gives 0.25 or 4), "
