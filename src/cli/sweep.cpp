@@ -136,15 +136,21 @@ int sweep(int argc, char** argv) {
   if (point) return run_sweep_point(sweep, *point, run, dist);
   int rc = run_sweep(sweep, run, dist);
   // A ladder that tunes at its smallest rungs (ladder.tune_rungs) learns the larger rungs'
-  // rates from them: the sweep is loaded again and goes on while that adds points.
+  // rates from them: the sweep is loaded again and goes on while that adds points, and
+  // waits while another process on the directory trains a tuning point. Each run covers
+  // every point known, so the last one's status is the sweep's.
   const Sweep* last = &sweep;
   Sweep next;
   while (rc != kSweepInterrupted && !last->waiting.empty()) {
     const size_t known = last->points.size();
     next = load_tuned_sweep(args["config"].as<std::string>(), dist.world_size());
     last = &next;
-    if (next.points.size() == known) break;
-    rc = std::max(rc, run_sweep(next, run, dist));
+    if (next.points.size() == known) {
+      if (wait_for_tuning(next, dist)) continue;
+      if (dist.any(stop_requested())) rc = kSweepInterrupted;
+      break;
+    }
+    rc = run_sweep(next, run, dist);
   }
   if (dist.is_main())
     for (const auto& t : last->tuning)

@@ -79,6 +79,15 @@ bool file_outcome(PointOutcome outcome, size_t i, const Sweep& sweep, Unfinished
   return true;
 }
 
+// 5 s, a stop signal heard within 0.1 s; false if one was.
+bool pause_between_looks(DistContext& dist) {
+  for (int s = 0; s < 50; ++s) {
+    if (dist.any(stop_requested())) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return true;
+}
+
 // Branches passed by because their checkpoint was not there (sweep/branch.h): while
 // a live process (another on the same directory) trains a source, the sweep waits and
 // tries its branches again, so that processes side by side finish every point between
@@ -92,11 +101,8 @@ bool revisit_branches(const Sweep& sweep, const std::vector<bool>& stale, const 
       if (dist.is_main()) branch_wait(sweep, sweep.points[i], &source_live);
       live |= dist.any(source_live);
     }
-    if (!live) break;               // nothing in progress will make their checkpoints
-    for (int s = 0; s < 50; ++s) {  // 5 s between looks, a stop signal heard within 0.1 s
-      if (dist.any(stop_requested())) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+    if (!live) break;  // nothing in progress will make their checkpoints
+    if (!pause_between_looks(dist)) return false;
     std::vector<size_t> still;
     for (const auto i : waiting) {
       const PointRun run{stale[i], opts.retry_failed, true, point_tag(sweep, i), timing};
@@ -109,6 +115,21 @@ bool revisit_branches(const Sweep& sweep, const std::vector<bool>& stale, const 
 }
 
 }  // namespace
+
+bool wait_for_tuning(const Sweep& sweep, DistContext& dist) {
+  bool live = false;
+  if (dist.is_main() && sweep.ladder && sweep.ladder->tune_rungs) {
+    const auto timing = point_lock_timing();
+    const auto clock = sweep_lock_clock(sweep);
+    for (const auto& p : sweep.points)
+      if (p.rung >= 0 && tunes_at(*sweep.ladder, static_cast<size_t>(p.rung)) &&
+          point_state(sweep, p, timing, clock).status == PointStatus::kRunning) {
+        live = true;
+        break;
+      }
+  }
+  return dist.any(live) && pause_between_looks(dist);
+}
 
 int run_sweep(const Sweep& sweep, const SweepRunOptions& opts, DistContext& dist) {
   start(sweep, opts, dist);

@@ -37,6 +37,12 @@ struct SweepRunOptions {
 // Throws ConfigError before any point runs when the sweep cannot start.
 int run_sweep(const Sweep& sweep, const SweepRunOptions& opts, DistContext& dist);
 
+// A tuning ladder's sweep (sweep/ladder_tuning.h) whose larger rungs still wait: true
+// when a live process (another on the same directory) holds one of its tuning points,
+// after 5 s (so that the caller loads the sweep again and finds the rates it settles);
+// false when none does, or on a stop signal.
+bool wait_for_tuning(const Sweep& sweep, DistContext& dist);
+
 // Runs point `index` alone, with the checks a whole sweep makes of it, and writes no
 // summary (`--summarize` does). Returns one of the statuses above.
 int run_sweep_point(const Sweep& sweep, size_t index, const SweepRunOptions& opts, DistContext& dist);
