@@ -8,6 +8,8 @@ one multiplier past it (tune_past_edge); the summary and report say where each r
 from, by μP for a variant under model.parametrization "mup", by the rate rule (with a
 warning) for the others."""
 import json
+import os
+import time
 
 import pytest
 
@@ -82,3 +84,75 @@ def test_each_variant_is_tuned_once_and_carried_with_its_origin(tmp_path, shards
     again = xsagpt("sweep", "-c", spec, "--no-plot")
     assert again.stderr.count("finished, skipping") == len(summary["points"]) == 21
     assert "waiting" not in xsagpt("sweep", "-c", spec, "--status").stdout
+
+
+RATIOS = (0.01, 0.03)  # d1: 2 and 7 steps, d2: 10 and 31 (its shorter one decays from step 10 - round(2.5) = 7)
+
+
+def ratios_spec(tmp_path, shards):
+    return ladder_spec(tmp_path, shards, rungs=(1, 2), seeds=(1,), set=["train.schedule=wsd", "train.decay_fraction=0.25"],
+                       ladder={"lr_multipliers": MULTS, "tune_rungs": 1, "tokens": {"per_param": list(RATIOS)}})
+
+
+def test_with_several_data_ratios_the_longest_ratio_tunes_and_its_branches_share_the_rate(tmp_path, shards, xsagpt):
+    spec = ratios_spec(tmp_path, shards)
+    dry = xsagpt("sweep", "-c", spec, "--dry-run").stdout
+    # d1 at every multiplier and ratio; d2 at both ratios once per variant, its shorter ratio a branch.
+    assert "total: 12 points (4 wait for the tuning rungs' rate)" in dry
+    waiting = [l for l in dry.splitlines() if ",rung=d2," in l]
+    assert [l.split()[0] for l in waiting] == [f"{v},rung=d2,ratio={r},lr_mult=tuned,train.seed=1"
+                                               for r in (0.03, 0.01) for v in ("sa", "xsa")]
+    assert [l.endswith("(a branch from step 7)") for l in waiting] == [False, False, True, True]
+    xsagpt("sweep", "-c", spec, "--no-plot")
+    summary = json.loads((tmp_path / "sweep" / "summary.json").read_text())
+    assert all(p["status"] == "done" for p in summary["points"])
+    loss = {(p["variant"], p["values"]["rung"], p["values"]["ratio"], p["values"]["lr_mult"]): p["final_val_loss"]
+            for p in summary["points"]}
+    for v in ("sa", "xsa"):
+        longest = {m: loss[(v, "d1", RATIOS[1], m)] for m in MULTS}
+        assert longest[MULTS[0]] != longest[MULTS[1]]  # a choice to make
+        t = summary["ladder"]["tuning"][v]
+        # Chosen by the longest ratio's losses alone, not a mean over the ratios.
+        assert {c["lr_mult"]: c["mean_final_val_loss"] for c in t["candidates"]} == longest
+        assert t["lr_mult"] == min(longest, key=longest.get)
+        # d2 runs both ratios at that multiplier, the shorter a branch of the longer at its rate.
+        d2 = {r: tmp_path / "sweep" / f"{v},rung=d2,ratio={r},lr_mult={t['lr_mult']},train.seed=1" for r in RATIOS}
+        assert {k[2] for k in loss if k[:2] == (v, "d2")} == set(RATIOS)
+        assert {k[3] for k in loss if k[:2] == (v, "d2")} == {t["lr_mult"]}
+        branched = json.loads((d2[RATIOS[0]] / "run.json").read_text())["branched_from"]
+        assert branched["run"] == str(d2[RATIOS[1]]) and branched["step"] == 7
+        lrs = [json.loads((d / "config.json").read_text())["train"]["lr"] for d in d2.values()]
+        assert lrs[0] == lrs[1]
+    for ratio in summary["ladder"]["ratios"]:
+        assert {o["rung"] for o in ratio["observations"]} == {"d1", "d2"} and not ratio["left_out"]
+
+
+def test_a_sweep_waits_for_a_tuning_point_that_another_process_trains(tmp_path, shards, xsagpt, spawn):
+    """The process that runs out of tuning points while another still trains one waits for
+    the rate it settles and goes on with the larger rung, rather than leaving it to the other."""
+    spec = ladder_spec(tmp_path, shards, rungs=(1, 2), seeds=(1,), ladder={"lr_multipliers": MULTS, "tune_rungs": 1})
+    held = "sa,rung=d1,lr_mult=0.3,train.seed=1"
+    lock_dir = tmp_path / "sweep" / ".locks" / held
+    lock_dir.mkdir(parents=True)
+    # Another machine's process holds it, beating a moment ago.
+    holder = {"host": "node-b", "pid": 31337, "job": "812_1", "token": "x", "since": "2026-01-01T00:00:00Z",
+              "heartbeat": time.time(), "released": False}
+    (lock_dir / "000000000001.json").write_text(json.dumps(holder))
+    env = dict(os.environ, XSAGPT_POINT_LOCK_STALE_S="600")
+    sweep = spawn("sweep", "-c", spec, "--no-plot", env=env)
+    others = [tmp_path / "sweep" / f"{v},rung=d1,lr_mult={m},train.seed=1" / "done.json"
+              for v in ("sa", "xsa") for m in MULTS if (v, m) != ("sa", 0.3)]
+    t0 = time.time()
+    while not all(f.exists() for f in others):
+        assert sweep.poll() is None and time.time() - t0 < 120, sweep.communicate()
+        time.sleep(0.05)
+    time.sleep(1)
+    assert sweep.poll() is None, sweep.communicate()  # it waits for sa's last tuning point
+    (lock_dir / "000000000001.json").unlink()  # the other machine's process, here: it trains the point
+    xsagpt("sweep", "-c", spec, "--point", held, env=env)
+    _, err = sweep.communicate(timeout=120)
+    assert "wait for its rate" not in err, err
+    assert "2 point(s) held by another process" not in err
+    t = json.loads((tmp_path / "sweep" / "summary.json").read_text())["ladder"]["tuning"]["sa"]
+    assert (tmp_path / "sweep" / f"sa,rung=d2,lr_mult={t['lr_mult']},train.seed=1" / "done.json").exists()
+    assert "6 point(s): 6 done" in xsagpt("sweep", "-c", spec, "--status").stdout
