@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <map>
 #include <vector>
 
 namespace xsagpt {
@@ -141,8 +142,10 @@ TextTable ladder_rung_table(const json& ladder, const std::string& b, const std:
 }
 
 // With several data ratios: each variant's multiplier per rung at every ratio, each from
-// that ratio's own fit across rungs (summary.json's ladder.ratios).
-TextTable ladder_ratio_table(const json& ladder, const std::vector<std::string>& vs) {
+// that ratio's own fit across rungs (summary.json's ladder.ratios); a note per variant
+// for the rungs whose surface gives no multiplier, with the first one's reason.
+TextTable ladder_ratio_table(const json& ladder, const std::vector<std::string>& vs, std::vector<std::string>& notes) {
+  std::map<std::string, std::pair<std::vector<std::string>, std::string>> missing;  // variant -> rungs, first why
   TextTable t{"", {"rung"}, {}};
   for (const auto& v : vs) {
     for (const auto& r : ladder["ratios"])
@@ -167,9 +170,18 @@ TextTable ladder_ratio_table(const json& ladder, const std::vector<std::string>&
           has_number(at, "multiplier")
               ? fmt::format("{:.3f}x at {:.3g} tok/param", at["multiplier"].get<double>(), at["ratio"].get<double>())
               : "-");
+      if (!has_number(at, "multiplier") && !text_of(at, "why").empty()) {
+        auto& [rungs, why] = missing[v];
+        if (rungs.empty()) why = text_of(at, "why");
+        rungs.push_back(name);
+      }
     }
     t.rows.push_back(row);
   }
+  for (const auto& v : vs)
+    if (const auto it = missing.find(v); it != missing.end())
+      notes.push_back(fmt::format("{} at the optimal ratio: no multiplier at {} ({}: {})", v,
+                                  fmt::join(it->second.first, ", "), it->second.first.front(), it->second.second));
   return t;
 }
 
@@ -356,7 +368,7 @@ LadderReport build_ladder_report(const json& summary) {
     rep.tables.emplace_back(
         "Multiplier at each data ratio (each ratio's own fit across rungs), and at the "
         "compute-optimal ratio for the rung's longest run's budget (each variant's surface)",
-        ladder_ratio_table(ladder, vs));
+        ladder_ratio_table(ladder, vs, rep.notes));
     if (ladder.contains("surface"))
       rep.tables.emplace_back(
           "Loss surfaces across ratios, L(N, D) = E + A N^-alpha + B D^-beta (Chinchilla's "

@@ -43,11 +43,25 @@ json ladder_surface(const std::vector<SurfaceObservation>& obs, const std::strin
                     const std::vector<std::string>& variants,
                     const std::vector<std::pair<std::string, double>>& budgets, double extrapolate_decades) {
   std::map<std::string, std::vector<SurfacePoint>> points;
-  double lo = INFINITY, hi = 0;  // the points' budgets, 6 N D
+  double lo = INFINITY, hi = 0;              // the points' budgets, 6 N D
+  double ratio_lo = INFINITY, ratio_hi = 0;  // and their ratios, D / N
   for (const auto& o : obs) {
     points[o.variant].push_back({o.params, o.tokens, o.loss});
     lo = std::min(lo, 6 * o.params * o.tokens), hi = std::max(hi, 6 * o.params * o.tokens);
+    ratio_lo = std::min(ratio_lo, o.tokens / o.params), ratio_hi = std::max(ratio_hi, o.tokens / o.params);
   }
+  // An optimum at a ratio no point trained at reads the surface's D term where nothing
+  // pins it (two ratios a factor of 2 apart put the optimum anywhere from 1e2 to 1e8): no
+  // multiplier from it. Rounding aside, as a ratio's steps are whole.
+  auto outside = [&](const json& at) {
+    const double r = at["ratio"].get<double>();
+    return r < ratio_lo * (1 - 1e-6) || r > ratio_hi * (1 + 1e-6)
+               ? std::optional<std::string>(
+                     fmt::format("its compute-optimal ratio, {:.3g} tokens per parameter, lies outside the ratios "
+                                 "trained ({:.3g}-{:.3g}), where the surface is not pinned down",
+                                 r, ratio_lo, ratio_hi))
+               : std::nullopt;
+  };
   std::map<std::string, std::optional<Surface>> law;
   json out = {{"fits", json::object()}, {"budgets", json::array()}};
   std::vector<std::string> all{baseline};
@@ -78,13 +92,18 @@ json ladder_surface(const std::vector<SurfaceObservation>& obs, const std::strin
       if (!b) {
         cell["why"] = "no surface for the baseline " + baseline;
       } else if (law[v]) {
-        if (const auto cb = b->frontier().compute_at(cell["loss"].get<double>()))
-          cell["multiplier"] = c / *cb;
-        else
+        const auto cb = b->frontier().compute_at(cell["loss"].get<double>());
+        if (!cb)
           cell["why"] = fmt::format(
               "its loss {:.4f} is at or below the baseline's E {:.4f}: the baseline never "
               "reaches it",
               cell["loss"].get<double>(), b->E);
+        else if (const auto far = outside(cell))
+          cell["why"] = *far;
+        else if (const auto far_b = outside(optimum_json(*b, *cb)))
+          cell["why"] = "the baseline's, at the budget it needs to reach that loss: " + *far_b;
+        else
+          cell["multiplier"] = c / *cb;
       }
       row["variants"][v] = cell;
     }

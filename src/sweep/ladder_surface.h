@@ -8,7 +8,8 @@
 // there (the frontier, a power law in C); and each variant's multiplier at the
 // compute-optimal ratio: its budget over the budget the baseline's frontier needs to
 // reach the variant's frontier loss at C (below 1 the variant needs less; none where
-// the variant's loss is at or below the baseline's E). The budgets are each rung's
+// the variant's loss is at or below the baseline's E, or where its optimum or the
+// baseline's lies at a ratio outside those the points trained at). The budgets are each rung's
 // longest run (6 N D of it) and the ladder's extrapolation targets (their training
 // compute), none carried more than extrapolate_decades past the points' budgets. The
 // per-ratio multipliers (each ratio's own fit across rungs, sweep/ladder_analysis.h)
