@@ -69,6 +69,13 @@ LadderTimes measured_basis(const Sweep& s, int64_t world, std::optional<double> 
     return b;
   }
   if (device.is_cuda()) b.overhead_s = overhead_s.value_or(10.0);
+  // Timed at the threads its points train with (train.threads: two processes side by
+  // side may run at one each), this process's own restored after.
+  struct Threads {
+    int before = torch::get_num_threads();
+    ~Threads() { torch::set_num_threads(before); }
+  } restore;
+  if (!device.is_cuda()) setup_cpu_threads(rungs.front().config.train.threads, "train.threads");
   const double first_cap = device.is_cuda() ? 1e14 : 2e11;  // FLOPs of one step: seconds on either
   constexpr double kMeasureSeconds = 20;
   std::optional<double> last;

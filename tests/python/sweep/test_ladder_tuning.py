@@ -9,6 +9,7 @@ from, by μP for a variant under model.parametrization "mup", by the rate rule (
 warning) for the others."""
 import json
 import os
+import re
 import time
 
 import pytest
@@ -39,6 +40,8 @@ def test_the_dry_run_prices_tuning_once_against_tuning_at_every_rung(tmp_path, s
     assert "tuning at every rung instead: 18 points" in line
     assert f"({ratio:.2g}x the FLOPs)" in line
     assert "sa-mup" in dry and "carried by μP" in dry
+    # Its steps are timed at the one thread its points train with (tinyrun's train.threads).
+    assert re.search(r"3 training steps of each rung's sa model on [^\n]*\(1 torch threads of", dry), dry
     assert not (tmp_path / "sweep").exists()
 
 
