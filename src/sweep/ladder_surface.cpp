@@ -52,7 +52,8 @@ json ladder_surface(const std::vector<SurfaceObservation>& obs, const std::strin
   }
   // An optimum at a ratio no point trained at reads the surface's D term where nothing
   // pins it (two ratios a factor of 2 apart put the optimum anywhere from 1e2 to 1e8): no
-  // multiplier from it. Rounding aside, as a ratio's steps are whole.
+  // multiplier from it. The range is the points' own D / N, which whole steps move off
+  // the ratios asked for (4.92 for 5 at the CPU ladder's d2); 1e-6 is floating-point slack.
   auto outside = [&](const json& at) {
     const double r = at["ratio"].get<double>();
     return r < ratio_lo * (1 - 1e-6) || r > ratio_hi * (1 + 1e-6)
