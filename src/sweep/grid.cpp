@@ -195,6 +195,11 @@ void read_sweep_ladder(Sweep& s, const SweepFileSection& file, const PointInputs
 
 }  // namespace
 
+bool is_branch(const Sweep& s, const SweepPoint& p) {
+  return s.ladder && p.budget >= 0 &&
+         static_cast<size_t>(p.budget) + 1 != s.ladder->rungs[static_cast<size_t>(p.rung)].budgets.size();
+}
+
 void link_branches(Sweep& s) {
   if (!s.ladder) return;
   auto key = [](const SweepPoint& p) {
@@ -202,14 +207,11 @@ void link_branches(Sweep& s) {
     values.erase("ratio");
     return json{p.variant, values};
   };
-  auto longest = [&](const SweepPoint& p) {
-    return static_cast<size_t>(p.budget) + 1 == s.ladder->rungs[static_cast<size_t>(p.rung)].budgets.size();
-  };
   std::map<json, size_t> sources;
   for (size_t i = 0; i < s.points.size(); ++i)
-    if (s.points[i].budget >= 0 && longest(s.points[i])) sources.emplace(key(s.points[i]), i);
+    if (s.points[i].budget >= 0 && !is_branch(s, s.points[i])) sources.emplace(key(s.points[i]), i);
   for (auto& p : s.points)
-    if (p.budget >= 0 && !longest(p)) p.branch_of = sources.at(key(p));
+    if (is_branch(s, p)) p.branch_of = sources.at(key(p));
 }
 
 Sweep load_sweep(const std::string& path, int64_t world_size) {

@@ -65,6 +65,10 @@ std::string safe_name_part(const std::string& text);
 // Reads and expands a sweep file; every point is validated before anything runs.
 Sweep load_sweep(const std::string& path, int64_t world_size);
 
+// Whether `p` is a branch (sweep/branch.h): a rung's shorter data ratio, which starts
+// from the rung's longest run, whether linked to it yet or (waiting for a tuned rate) not.
+bool is_branch(const Sweep& s, const SweepPoint& p);
+
 // Each branch's source (sweep/branch.h): the point of the same variant and values, the
 // ratio aside, at its rung's longest budget. load_sweep links its points; whoever adds
 // points later (a tuning ladder's, sweep/ladder_tuning.h) links them again.

@@ -138,11 +138,8 @@ namespace {
 // The step a point's training starts from: 0, or a branch's start (sweep/branch.h),
 // which its source trained; 0 too as the point's own run from scratch.
 int64_t first_step(const Sweep& s, const SweepPoint& p, bool from_scratch) {
-  // A branch is a rung's shorter ratio, linked to its source or, while its rate waits
-  // for the tuning rungs, not yet.
-  const auto& budgets = s.ladder->rungs[p.rung].budgets;
-  if (from_scratch || p.budget < 0 || static_cast<size_t>(p.budget) + 1 == budgets.size()) return 0;
-  return budgets[p.budget].branch_step;
+  if (from_scratch || !is_branch(s, p)) return 0;
+  return s.ladder->rungs[p.rung].budgets[p.budget].branch_step;
 }
 
 // Evaluation's FLOPs in a point's training from step `from`: forward only (a third of

@@ -54,8 +54,7 @@ std::vector<LadderTuning> tune_variants(const Sweep& s) {
     if (p.rung < 0 || !tunes_at(l, static_cast<size_t>(p.rung))) continue;
     // With several data ratios the rung's longest run decides: its shorter ratios branch
     // off its stable phase, so they train at its rate whatever suits them alone.
-    if (p.budget >= 0 && static_cast<size_t>(p.budget) + 1 != l.rungs[static_cast<size_t>(p.rung)].budgets.size())
-      continue;
+    if (is_branch(s, p)) continue;
     auto& t = by_variant[p.variant][p.lr_mult];
     ++t.points;
     const auto it = mup.emplace(p.variant, true).first;
